@@ -1,0 +1,42 @@
+// swift-tools-version:6.0
+// trackd — AVAssetReader for Linux. See docs/ARCHITECTURE.md for the map of these targets.
+import PackageDescription
+
+let strict: [SwiftSetting] = [.swiftLanguageMode(.v6)]
+
+let package = Package(
+    name: "trackd",
+    products: [
+        .executable(name: "trackd", targets: ["trackd"]),
+        .executable(name: "trackctl", targets: ["trackctl"]),
+        .library(name: "TrackClient", targets: ["TrackClient"]),
+    ],
+    targets: [
+        // ── C: system libraries (Debian packages through pkg-config) ──────────────────────────
+        .systemLibrary(
+            name: "CGStreamer", path: "Sources/CGStreamer",
+            pkgConfig: "gstreamer-1.0 gstreamer-app-1.0 gstreamer-video-1.0 gstreamer-audio-1.0 gstreamer-pbutils-1.0",
+            providers: [.apt(["libgstreamer1.0-dev", "libgstreamer-plugins-base1.0-dev"])]),
+        .systemLibrary(
+            name: "CSystemd", path: "Sources/CSystemd", pkgConfig: "libsystemd",
+            providers: [.apt(["libsystemd-dev"])]),
+        // ── C: shims for what Swift cannot import (macros, varargs, cmsg) ──────────────────────
+        .target(name: "CTrackSys", path: "Sources/CTrackSys"),
+        .target(name: "CGstShim", dependencies: ["CGStreamer"], path: "Sources/CGstShim"),
+        // ── Swift: the wire, shared by both ends (no GStreamer) ───────────────────────────────
+        .target(name: "Protocol", dependencies: ["CTrackSys"], swiftSettings: strict),
+        // ── Swift: the only module that touches GStreamer (worker side) ───────────────────────
+        .target(name: "GstBridge", dependencies: ["Protocol", "CGStreamer", "CGstShim"], swiftSettings: strict),
+        // ── Swift: client library with an AVFoundation-shaped API ─────────────────────────────
+        .target(name: "TrackClient", dependencies: ["Protocol", "CTrackSys"], swiftSettings: strict),
+        // ── Processes ─────────────────────────────────────────────────────────────────────────
+        .executableTarget(
+            name: "trackd", dependencies: ["Protocol", "GstBridge", "CTrackSys", "CSystemd"],
+            swiftSettings: strict),
+        .executableTarget(name: "trackctl", dependencies: ["TrackClient", "Protocol"], swiftSettings: strict),
+        // ── Tests ─────────────────────────────────────────────────────────────────────────────
+        .testTarget(name: "ProtocolTests", dependencies: ["Protocol"], swiftSettings: strict),
+        .testTarget(
+            name: "IntegrationTests", dependencies: ["TrackClient", "Protocol"], swiftSettings: strict),
+    ]
+)

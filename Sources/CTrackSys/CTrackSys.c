@@ -1,0 +1,122 @@
+#define _GNU_SOURCE
+#include "CTrackSys.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+// The most descriptors one message may carry on either side; the protocol negotiates a smaller limit.
+#define TRACKD_MAX_FDS_HARD 16
+
+int trackd_required_seals(void) { return F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL; }
+
+int trackd_memfd_sealed(const char *name, uint64_t size) {
+    int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (fd < 0) return -1;
+    if (ftruncate(fd, (off_t)size) != 0 || fcntl(fd, F_ADD_SEALS, trackd_required_seals()) != 0) {
+        int saved = errno;
+        close(fd);
+        errno = saved;
+        return -1;
+    }
+    return fd;
+}
+
+int trackd_memfd_get_seals(int fd) { return fcntl(fd, F_GET_SEALS); }
+
+int trackd_send_with_fds(int sock, const void *buf, size_t len, const int *fds, int nfds) {
+    if (nfds < 0 || nfds > TRACKD_MAX_FDS_HARD) { errno = EINVAL; return -1; }
+    const char *p = buf;
+    size_t left = len;
+    int first = 1;
+    while (left > 0 || (first && nfds > 0)) {
+        struct iovec iov = { .iov_base = (void *)p, .iov_len = left };
+        struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
+        union { char buf[CMSG_SPACE(sizeof(int) * TRACKD_MAX_FDS_HARD)]; struct cmsghdr align; } ctl;
+        if (first && nfds > 0) {
+            memset(&ctl, 0, sizeof ctl);
+            msg.msg_control = ctl.buf;
+            msg.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nfds);
+            struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+            c->cmsg_level = SOL_SOCKET;
+            c->cmsg_type = SCM_RIGHTS;
+            c->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfds);
+            memcpy(CMSG_DATA(c), fds, sizeof(int) * (size_t)nfds);
+        }
+        ssize_t n = sendmsg(sock, &msg, MSG_NOSIGNAL);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            return -1;
+        }
+        first = 0;
+        p += n;
+        left -= (size_t)n;
+    }
+    return 0;
+}
+
+ssize_t trackd_recv_with_fds(int sock, void *buf, size_t len, int *fds, int max_fds, int *nfds, int *truncated) {
+    *nfds = 0;
+    *truncated = 0;
+    if (max_fds < 0 || max_fds > TRACKD_MAX_FDS_HARD) { errno = EINVAL; return -1; }
+    struct iovec iov = { .iov_base = buf, .iov_len = len };
+    union { char buf[CMSG_SPACE(sizeof(int) * TRACKD_MAX_FDS_HARD)]; struct cmsghdr align; } ctl;
+    struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
+                          .msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)(max_fds > 0 ? max_fds : 1)) };
+    ssize_t n;
+    do { n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC); } while (n < 0 && errno == EINTR);
+    if (n < 0) return -1;
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c != NULL; c = CMSG_NXTHDR(&msg, c)) {
+        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+        size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        int *received = (int *)CMSG_DATA(c);
+        for (size_t i = 0; i < count; i++) {
+            if (*nfds < max_fds) fds[(*nfds)++] = received[i];
+            else { close(received[i]); *truncated = 1; }
+        }
+    }
+    if (msg.msg_flags & MSG_CTRUNC) {
+        // The kernel dropped descriptors it could not fit: the stream's fd accounting is now unknowable.
+        for (int i = 0; i < *nfds; i++) close(fds[i]);
+        *nfds = 0;
+        *truncated = 1;
+    }
+    return n;
+}
+
+int trackd_peer_credentials(int sock, int32_t *pid, uint32_t *uid, uint32_t *gid) {
+    struct ucred cred;
+    socklen_t len = sizeof cred;
+    if (getsockopt(sock, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) return -1;
+    *pid = cred.pid;
+    *uid = cred.uid;
+    *gid = cred.gid;
+    return 0;
+}
+
+int trackd_fd_is_regular(int fd, int *is_regular, uint64_t *size) {
+    struct stat st;
+    if (fstat(fd, &st) != 0) return -1;
+    *is_regular = S_ISREG(st.st_mode) ? 1 : 0;
+    *size = (uint64_t)st.st_size;
+    return 0;
+}
+
+int trackd_errno(void) { return errno; }
+
+pid_t trackd_spawn_with_fd(const char *path, char *const argv[], char *const envp[], int child_fd) {
+    posix_spawn_file_actions_t actions;
+    if (posix_spawn_file_actions_init(&actions) != 0) return -1;
+    // dup2 clears FD_CLOEXEC on the target, so fd 3 survives exec even though child_fd is CLOEXEC.
+    int rc = posix_spawn_file_actions_adddup2(&actions, child_fd, 3);
+    pid_t pid = -1;
+    if (rc == 0) rc = posix_spawn(&pid, path, &actions, NULL, argv, envp);
+    posix_spawn_file_actions_destroy(&actions);
+    if (rc != 0) { errno = rc; return -1; }
+    return pid;
+}

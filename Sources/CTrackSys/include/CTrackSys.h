@@ -1,0 +1,50 @@
+// CTrackSys — the Linux system calls Swift cannot call directly, each with the reason it needs C.
+//
+// Every function returns -1 and leaves errno set on failure (no exceptions, no hidden retries except
+// where a comment says EINTR is retried). Callers wrap them in Swift's SystemError.
+#ifndef CTRACKSYS_H
+#define CTRACKSYS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/// memfd_create(2) with MFD_CLOEXEC|MFD_ALLOW_SEALING, sized to `size` with ftruncate and sealed with
+/// F_SEAL_SHRINK|F_SEAL_GROW|F_SEAL_SEAL. Needs C because glibc only declares memfd_create and the
+/// F_SEAL_* constants under _GNU_SOURCE, which Swift's Glibc module does not define.
+/// Returns the fd (caller owns it) or -1.
+int trackd_memfd_sealed(const char *name, uint64_t size);
+
+/// The seals currently on `fd` (F_GET_SEALS), or -1.
+int trackd_memfd_get_seals(int fd);
+
+/// The three seals trackd requires on every pool: F_SEAL_SHRINK|F_SEAL_GROW|F_SEAL_SEAL.
+int trackd_required_seals(void);
+
+/// sendmsg(2) of `len` bytes with `nfds` descriptors in one SCM_RIGHTS control message, retrying on EINTR
+/// and on short writes (only the first chunk carries the fds). Needs C for the CMSG_* macros.
+/// MSG_NOSIGNAL: a vanished peer gives EPIPE, never SIGPIPE. Returns 0 or -1.
+int trackd_send_with_fds(int sock, const void *buf, size_t len, const int *fds, int nfds);
+
+/// recvmsg(2) into `buf`, collecting up to `max_fds` received descriptors (MSG_CMSG_CLOEXEC) into `fds`
+/// and their count into `*nfds`. `*truncated` is set when the kernel reported MSG_CTRUNC (the peer sent
+/// more descriptors than we allow: every received one is closed here, and the caller must treat it as a
+/// protocol error). Retries EINTR. Returns bytes read (0 = orderly shutdown) or -1.
+ssize_t trackd_recv_with_fds(int sock, void *buf, size_t len, int *fds, int max_fds, int *nfds, int *truncated);
+
+/// SO_PEERCRED of a connected Unix socket (struct ucred needs _GNU_SOURCE). Returns 0 or -1.
+int trackd_peer_credentials(int sock, int32_t *pid, uint32_t *uid, uint32_t *gid);
+
+/// fstat(2) reduced to what trackd checks: is it a regular file, and its size. Returns 0 or -1.
+int trackd_fd_is_regular(int fd, int *is_regular, uint64_t *size);
+
+/// errno as a value (errno is a macro over a thread-local function in glibc).
+int trackd_errno(void);
+
+/// posix_spawn(2) of `path` with `argv` (NULL-terminated), where the child gets `child_fd` as fd 3 and
+/// inherits stdin/stdout/stderr; every other descriptor is close-on-exec in trackd. Environment is
+/// `envp` (NULL-terminated). Needs C only to keep the file-actions object's lifetime in one place.
+/// Returns the child pid or -1 with errno set.
+pid_t trackd_spawn_with_fd(const char *path, char *const argv[], char *const envp[], int child_fd);
+
+#endif

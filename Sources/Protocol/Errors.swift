@@ -1,0 +1,83 @@
+/// AVError-style result codes, with AVFoundation's numeric values so that code ported from AVFoundation can
+/// switch on the same numbers. Every error trackd sends carries one of these and a message naming the problem.
+public enum AVErrorCode: Int32, Sendable, CaseIterable, CustomStringConvertible {
+    case unknown = -11800
+    case mediaServicesWereReset = -11819
+    case decodeFailed = -11821
+    case invalidSourceMedia = -11822
+    case fileFormatNotRecognized = -11828
+    case fileFailedToParse = -11829
+    case decoderNotFound = -11833
+    case operationNotSupportedForAsset = -11838
+    case operationInterrupted = -11847
+    case failedToLoadMediaData = -11849
+    case undecodableMediaData = -11855
+    case unsupportedOutputSettings = -11861
+    case formatUnsupported = -11864
+    /// Not an AVFoundation code: the peer broke the wire protocol (bad frame, wrong descriptor count, …).
+    case protocolViolation = -11900
+    /// Not an AVFoundation code: an argument named something that does not exist (asset id, track id, output id).
+    case invalidArgument = -11901
+    /// Not an AVFoundation code: a configured limit was reached (message size, pool bytes, connections).
+    case limitExceeded = -11902
+
+    public var description: String {
+        switch self {
+        case .unknown: "AVErrorUnknown"
+        case .mediaServicesWereReset: "AVErrorMediaServicesWereReset"
+        case .decodeFailed: "AVErrorDecodeFailed"
+        case .invalidSourceMedia: "AVErrorInvalidSourceMedia"
+        case .fileFormatNotRecognized: "AVErrorFileFormatNotRecognized"
+        case .fileFailedToParse: "AVErrorFileFailedToParse"
+        case .decoderNotFound: "AVErrorDecoderNotFound"
+        case .operationNotSupportedForAsset: "AVErrorOperationNotSupportedForAsset"
+        case .operationInterrupted: "AVErrorOperationInterrupted"
+        case .failedToLoadMediaData: "AVErrorFailedToLoadMediaData"
+        case .undecodableMediaData: "AVErrorUndecodableMediaData"
+        case .unsupportedOutputSettings: "AVErrorUnsupportedOutputSettings"
+        case .formatUnsupported: "AVErrorFormatUnsupported"
+        case .protocolViolation: "TrackdErrorProtocolViolation"
+        case .invalidArgument: "TrackdErrorInvalidArgument"
+        case .limitExceeded: "TrackdErrorLimitExceeded"
+        }
+    }
+}
+
+/// An error as it travels on the wire and as clients see it: a code and a message that names the problem.
+public struct TrackError: Error, Sendable, Equatable, CustomStringConvertible {
+    public var code: Int32
+    public var message: String
+
+    public init(_ code: AVErrorCode, _ message: String) {
+        self.code = code.rawValue
+        self.message = message
+    }
+
+    public init(rawCode: Int32, message: String) {
+        self.code = rawCode
+        self.message = message
+    }
+
+    public var knownCode: AVErrorCode? { AVErrorCode(rawValue: code) }
+
+    public var description: String {
+        "\(code) \(knownCode.map { "(\($0))" } ?? ""): \(message)"
+    }
+}
+
+/// A failed system call: the call's name and errno.
+public struct SystemError: Error, Sendable, CustomStringConvertible {
+    public var call: String
+    public var errno: Int32
+
+    public init(_ call: String, errno: Int32) {
+        self.call = call
+        self.errno = errno
+    }
+
+    public var description: String { "\(call): \(String(cString: strerror(errno)))" }
+}
+
+#if canImport(Glibc)
+import Glibc
+#endif

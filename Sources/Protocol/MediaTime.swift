@@ -1,0 +1,72 @@
+/// Rational time, shaped like CMTime: `value / timescale` seconds, with CMTime's flag bits.
+public struct MediaTime: Sendable, Hashable, CustomStringConvertible {
+    public var value: Int64
+    public var timescale: Int32
+    public var flags: UInt32
+
+    public static let flagValid: UInt32 = 1
+    public static let flagHasBeenRounded: UInt32 = 2
+    public static let flagPositiveInfinity: UInt32 = 4
+    public static let flagNegativeInfinity: UInt32 = 8
+    public static let flagIndefinite: UInt32 = 16
+
+    /// Nanosecond timescale: GStreamer's clock unit, so times from the pipeline are carried exactly.
+    public static let nanosecondTimescale: Int32 = 1_000_000_000
+
+    public init(value: Int64, timescale: Int32, flags: UInt32 = MediaTime.flagValid) {
+        self.value = value
+        self.timescale = timescale
+        self.flags = flags
+    }
+
+    public static let invalid = MediaTime(value: 0, timescale: 0, flags: 0)
+    public static let zero = MediaTime(value: 0, timescale: 1)
+    public static let positiveInfinity = MediaTime(
+        value: 0, timescale: 0, flags: flagValid | flagPositiveInfinity)
+
+    public static func nanoseconds(_ ns: Int64) -> MediaTime { MediaTime(value: ns, timescale: nanosecondTimescale) }
+
+    public init(seconds: Double) {
+        self = .nanoseconds(Int64((seconds * 1e9).rounded()))
+    }
+
+    public var isValid: Bool { flags & MediaTime.flagValid != 0 }
+    public var isNumeric: Bool { isValid && flags & (MediaTime.flagPositiveInfinity | MediaTime.flagNegativeInfinity | MediaTime.flagIndefinite) == 0 && timescale > 0 }
+    public var isPositiveInfinity: Bool { isValid && flags & MediaTime.flagPositiveInfinity != 0 }
+
+    public var seconds: Double {
+        if isPositiveInfinity { return .infinity }
+        guard isNumeric else { return .nan }
+        return Double(value) / Double(timescale)
+    }
+
+    /// Nanoseconds, or nil when not numeric. Saturates rather than overflowing.
+    public var nanoseconds: Int64? {
+        guard isNumeric else { return nil }
+        if timescale == MediaTime.nanosecondTimescale { return value }
+        let (q, r) = value.quotientAndRemainder(dividingBy: Int64(timescale))
+        let (whole, o1) = q.multipliedReportingOverflow(by: 1_000_000_000)
+        if o1 { return value < 0 ? .min : .max }
+        return whole + r * 1_000_000_000 / Int64(timescale)
+    }
+
+    public var description: String {
+        if !isValid { return "invalid" }
+        if isPositiveInfinity { return "+inf" }
+        return "\(value)/\(timescale)"
+    }
+}
+
+/// A range of time, shaped like CMTimeRange. A duration of +infinity means "to the end".
+public struct MediaTimeRange: Sendable, Hashable {
+    public var start: MediaTime
+    public var duration: MediaTime
+
+    public init(start: MediaTime, duration: MediaTime) {
+        self.start = start
+        self.duration = duration
+    }
+
+    /// AVAssetReader's default: from zero to positive infinity.
+    public static let everything = MediaTimeRange(start: .zero, duration: .positiveInfinity)
+}

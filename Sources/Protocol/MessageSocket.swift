@@ -1,0 +1,116 @@
+import CTrackSys
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A connected Unix stream socket speaking the framed protocol, with descriptor passing.
+///
+/// Sending is safe from any thread (one lock serialises whole frames). Receiving is blocking and belongs to one
+/// dedicated thread. Received descriptors queue in arrival order and each frame takes as many as its header
+/// declares (the kernel delivers a message's descriptors with its first bytes, never later); a frame that
+/// declares more than have arrived, or a read the kernel truncated (MSG_CTRUNC), is a protocol error.
+public final class MessageSocket: Sendable {
+    public let fd: Int32
+    private let sendLock = Mutex(())
+    private let receiveState: Mutex<ReceiveState>
+
+    struct ReceiveState: ~Copyable {
+        var decoder: FrameDecoder
+        var pendingFds: [Int32] = []
+        var maxFds: Int
+        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+    }
+
+    /// Takes ownership of `fd` (closed by `close()` or deinit).
+    public init(fd: Int32, maxMessageSize: UInt32 = Wire.defaultMaxMessageSize, maxFds: Int = Int(Wire.maxFdsPerMessage)) {
+        self.fd = fd
+        self.receiveState = Mutex(ReceiveState(decoder: FrameDecoder(maxMessageSize: maxMessageSize), maxFds: maxFds))
+    }
+
+    deinit {
+        receiveState.withLock { state in
+            for fd in state.pendingFds { Glibc.close(fd) }
+        }
+        Glibc.close(fd)
+    }
+
+    /// Changes the receive limit after the handshake.
+    public func setMaxMessageSize(_ size: UInt32) {
+        receiveState.withLock { $0.decoder.maxMessageSize = size }
+    }
+
+    /// Sends one frame. `fds` must match the type's fixed descriptor count; they are not closed (the kernel
+    /// duplicates them into the receiver).
+    public func send(_ message: Message, requestID: UInt32, fds: [Int32] = []) throws(SystemError) {
+        precondition(fds.count == message.type.fdCount, "\(message.type) carries \(message.type.fdCount) fds")
+        let bytes = Codec.frame(message, requestID: requestID)
+        let rc = sendLock.withLock { _ in
+            bytes.withUnsafeBytes { raw in
+                fds.withUnsafeBufferPointer { fdp in
+                    trackd_send_with_fds(fd, raw.baseAddress, raw.count, fdp.baseAddress, Int32(fdp.count))
+                }
+            }
+        }
+        if rc != 0 { throw SystemError("sendmsg", errno: trackd_errno()) }
+    }
+
+    public enum ReceiveError: Error, Sendable {
+        /// The peer closed the connection at a frame boundary.
+        case closed
+        /// The stream is unusable: a protocol violation (including EOF mid-frame) or a socket error.
+        case broken(TrackError)
+    }
+
+    /// Blocks until one complete frame has arrived. The caller owns the returned descriptors.
+    public func receive() throws(ReceiveError) -> ReceivedFrame {
+        try receiveState.withLock { (state: inout ReceiveState) throws(ReceiveError) -> ReceivedFrame in
+            while true {
+                do throws(TrackError) {
+                    if let (header, message) = try state.decoder.next() {
+                        let n = Int(header.fdCount)
+                        guard state.pendingFds.count >= n else {
+                            throw TrackError(.protocolViolation,
+                                             "\(message.type) declares \(n) descriptors but \(state.pendingFds.count) arrived")
+                        }
+                        let fds = Array(state.pendingFds.prefix(n))
+                        state.pendingFds.removeFirst(n)
+                        return ReceivedFrame(requestID: header.requestID, message: message, fds: fds)
+                    }
+                } catch {
+                    throw .broken(error)
+                }
+                var fds = [Int32](repeating: -1, count: max(state.maxFds, 1))
+                var nfds: Int32 = 0
+                var truncated: Int32 = 0
+                let maxFds = Int32(state.maxFds)
+                let n = state.buffer.withUnsafeMutableBytes { raw in
+                    trackd_recv_with_fds(fd, raw.baseAddress, raw.count, &fds, maxFds, &nfds, &truncated)
+                }
+                if n < 0 {
+                    let e = trackd_errno()
+                    throw .broken(TrackError(.protocolViolation, "recvmsg: \(String(cString: strerror(e)))"))
+                }
+                state.pendingFds.append(contentsOf: fds.prefix(Int(nfds)))
+                if truncated != 0 {
+                    throw .broken(TrackError(.protocolViolation,
+                                             "peer sent more descriptors than the \(state.maxFds) allowed per message (MSG_CTRUNC)"))
+                }
+                if n == 0 {
+                    if state.decoder.pendingBytes == 0 { throw .closed }
+                    throw .broken(TrackError(.protocolViolation, "connection closed in the middle of a frame"))
+                }
+                if state.pendingFds.count > state.maxFds * 4 {
+                    throw .broken(TrackError(.protocolViolation, "peer sent descriptors no message claims"))
+                }
+                state.decoder.feed(state.buffer[0..<n])
+            }
+        }
+    }
+
+    /// Shuts the connection down in both directions, waking a thread blocked in `receive()`.
+    public func shutdown() {
+        _ = Glibc.shutdown(fd, Int32(SHUT_RDWR))
+    }
+}

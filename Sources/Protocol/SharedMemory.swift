@@ -1,0 +1,49 @@
+import CTrackSys
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A mapping of a sealed memfd pool. The worker maps it read-write and fills slots; the client maps it read-only.
+public final class SharedMapping: @unchecked Sendable {
+    // @unchecked: the pointer is immutable after init; the bytes behind it are shared memory whose slots are
+    // handed between processes by the protocol (a slot is written only while the worker owns it).
+    public let base: UnsafeMutableRawPointer
+    public let size: Int
+
+    /// Creates a new sealed pool of `size` bytes (worker side). Returns the mapping and the fd (caller owns it).
+    public static func create(name: String, size: Int) throws(SystemError) -> (SharedMapping, Int32) {
+        let fd = trackd_memfd_sealed(name, UInt64(size))
+        guard fd >= 0 else { throw SystemError("memfd_create", errno: trackd_errno()) }
+        do {
+            return (try SharedMapping(fd: fd, size: size, writable: true), fd)
+        } catch {
+            Glibc.close(fd)
+            throw error
+        }
+    }
+
+    /// Maps `size` bytes of `fd`. A client checks the seals first (see `verifySealed`) so that the pool cannot
+    /// shrink under it and fault.
+    public init(fd: Int32, size: Int, writable: Bool) throws(SystemError) {
+        let prot = writable ? (PROT_READ | PROT_WRITE) : PROT_READ
+        let p = mmap(nil, size, prot, MAP_SHARED, fd, 0)
+        guard let p, p != MAP_FAILED else { throw SystemError("mmap", errno: trackd_errno()) }
+        base = p
+        self.size = size
+    }
+
+    deinit { munmap(base, size) }
+
+    /// True when `fd` carries all of F_SEAL_SHRINK|F_SEAL_GROW|F_SEAL_SEAL and is at least `size` bytes long.
+    public static func verifySealed(fd: Int32, size: Int) -> Bool {
+        let seals = trackd_memfd_get_seals(fd)
+        let required = trackd_required_seals()
+        var regular: Int32 = 0
+        var actual: UInt64 = 0
+        guard seals >= 0, seals & required == required,
+              trackd_fd_is_regular(fd, &regular, &actual) == 0, actual >= UInt64(size)
+        else { return false }
+        return true
+    }
+}

@@ -1,0 +1,128 @@
+/// What kind of media a track carries.
+public enum MediaType: UInt8, Sendable, CustomStringConvertible {
+    case other = 0, video = 1, audio = 2, subtitle = 3
+
+    /// AVMediaType's string ("vide", "soun", "sbtl") for messages, and the JSON spelling for tools.
+    public var avMediaType: String {
+        switch self {
+        case .video: "vide"
+        case .audio: "soun"
+        case .subtitle: "sbtl"
+        case .other: "othr"
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .video: "video"
+        case .audio: "audio"
+        case .subtitle: "subtitle"
+        case .other: "other"
+        }
+    }
+}
+
+/// One track of an asset as the worker discovered it. Zero means unknown for every numeric field.
+public struct TrackDescription: Sendable, Hashable {
+    public var id: UInt32
+    public var mediaType: MediaType
+    /// Codec as a four-char code: avc1, hvc1, hev1, vp09, jpeg, apch…, mp4a, Opus, fLaC, lpcm.
+    public var codec: FourCC
+    public var width: UInt32
+    public var height: UInt32
+    public var nominalFrameRate: Double
+    public var duration: MediaTime
+    public var timeRangeStart: MediaTime
+    public var sampleRate: UInt32
+    public var channels: UInt32
+    /// Format-description depth: 24 for ordinary video, 32 when the track carries alpha (ProRes 4444).
+    public var depth: UInt32
+    public var hasAlpha: Bool
+    /// Clockwise rotation in degrees from the track's transform (0, 90, 180, 270).
+    public var rotation: Int32
+    /// ISO 639 language code, or "" when unknown.
+    public var language: String
+
+    public init(id: UInt32, mediaType: MediaType, codec: FourCC, width: UInt32 = 0, height: UInt32 = 0,
+                nominalFrameRate: Double = 0, duration: MediaTime = .invalid, timeRangeStart: MediaTime = .invalid,
+                sampleRate: UInt32 = 0, channels: UInt32 = 0, depth: UInt32 = 0, hasAlpha: Bool = false,
+                rotation: Int32 = 0, language: String = "") {
+        self.id = id
+        self.mediaType = mediaType
+        self.codec = codec
+        self.width = width
+        self.height = height
+        self.nominalFrameRate = nominalFrameRate
+        self.duration = duration
+        self.timeRangeStart = timeRangeStart
+        self.sampleRate = sampleRate
+        self.channels = channels
+        self.depth = depth
+        self.hasAlpha = hasAlpha
+        self.rotation = rotation
+        self.language = language
+    }
+
+    func encode(into w: inout ByteWriter) {
+        w.u32(id)
+        w.u8(mediaType.rawValue)
+        w.fourCC(codec)
+        w.u32(width)
+        w.u32(height)
+        w.f64(nominalFrameRate)
+        w.time(duration)
+        w.time(timeRangeStart)
+        w.u32(sampleRate)
+        w.u32(channels)
+        w.u32(depth)
+        w.bool(hasAlpha)
+        w.i32(rotation)
+        w.string(language)
+    }
+
+    static func decode(_ r: inout ByteReader) throws(TrackError) -> TrackDescription {
+        TrackDescription(
+            id: try r.u32("track.id"), mediaType: MediaType(rawValue: try r.u8("track.mediaType")) ?? .other,
+            codec: try r.fourCC("track.codec"), width: try r.u32("track.width"), height: try r.u32("track.height"),
+            nominalFrameRate: try r.f64("track.nominalFrameRate"), duration: try r.time("track.duration"),
+            timeRangeStart: try r.time("track.timeRangeStart"), sampleRate: try r.u32("track.sampleRate"),
+            channels: try r.u32("track.channels"), depth: try r.u32("track.depth"), hasAlpha: try r.bool("track.hasAlpha"),
+            rotation: try r.i32("track.rotation"), language: try r.string("track.language"))
+    }
+}
+
+/// Colorimetry as ITU-T H.273 (CICP) code points, the numbering both ffmpeg and CoreVideo map to.
+/// 0 in `range` means unknown; 2 in the others means unspecified.
+public struct Colorimetry: Sendable, Hashable {
+    /// 1 video (limited) range, 2 full range, 0 unknown.
+    public var range: UInt8
+    public var matrix: UInt8
+    public var primaries: UInt8
+    public var transfer: UInt8
+
+    public init(range: UInt8 = 0, matrix: UInt8 = 2, primaries: UInt8 = 2, transfer: UInt8 = 2) {
+        self.range = range
+        self.matrix = matrix
+        self.primaries = primaries
+        self.transfer = transfer
+    }
+}
+
+/// Where one plane of a sample lies inside its slot.
+public struct PlaneLayout: Sendable, Hashable {
+    /// Byte offset of the plane's first row from the start of the sample.
+    public var offset: UInt64
+    /// Distance in bytes between the starts of two rows (≥ rowBytes; may include padding).
+    public var bytesPerRow: UInt32
+    /// Bytes of visible data in each row: visible width × bytes per pixel of this plane.
+    public var rowBytes: UInt32
+    /// Number of rows.
+    public var height: UInt32
+
+    public init(offset: UInt64, bytesPerRow: UInt32, rowBytes: UInt32, height: UInt32) {
+        self.offset = offset
+        self.bytesPerRow = bytesPerRow
+        self.rowBytes = rowBytes
+        self.height = height
+    }
+}

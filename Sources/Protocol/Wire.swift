@@ -1,0 +1,174 @@
+/// Little-endian encoding primitives with every variable-length field bounded. Decoding never traps: a short or
+/// malformed payload throws `TrackError(.protocolViolation, …)` naming the field.
+public struct ByteWriter: Sendable {
+    public private(set) var bytes: [UInt8] = []
+
+    public init(capacity: Int = 64) { bytes.reserveCapacity(capacity) }
+
+    public mutating func u8(_ v: UInt8) { bytes.append(v) }
+    public mutating func u16(_ v: UInt16) { withUnsafeBytes(of: v.littleEndian) { bytes.append(contentsOf: $0) } }
+    public mutating func u32(_ v: UInt32) { withUnsafeBytes(of: v.littleEndian) { bytes.append(contentsOf: $0) } }
+    public mutating func u64(_ v: UInt64) { withUnsafeBytes(of: v.littleEndian) { bytes.append(contentsOf: $0) } }
+    public mutating func i32(_ v: Int32) { u32(UInt32(bitPattern: v)) }
+    public mutating func i64(_ v: Int64) { u64(UInt64(bitPattern: v)) }
+    public mutating func f64(_ v: Double) { u64(v.bitPattern) }
+    public mutating func bool(_ v: Bool) { u8(v ? 1 : 0) }
+    public mutating func fourCC(_ v: FourCC) { u32(v.rawValue) }
+
+    /// u16 byte length + UTF-8 bytes; longer strings are cut at a character boundary to `Wire.maxString`.
+    public mutating func string(_ s: String) {
+        var utf8 = Array(s.utf8)
+        if utf8.count > Wire.maxString {
+            var cut = Wire.maxString
+            while cut > 0 && utf8[cut] & 0xC0 == 0x80 { cut -= 1 }
+            utf8 = Array(utf8[..<cut])
+        }
+        u16(UInt16(utf8.count))
+        bytes.append(contentsOf: utf8)
+    }
+
+    /// u32 byte length + bytes.
+    public mutating func blob(_ b: [UInt8]) {
+        u32(UInt32(b.count))
+        bytes.append(contentsOf: b)
+    }
+
+    public mutating func time(_ t: MediaTime) {
+        i64(t.value)
+        i32(t.timescale)
+        u32(t.flags)
+    }
+}
+
+public struct ByteReader {
+    private let bytes: [UInt8]
+    public private(set) var offset: Int
+    private let end: Int
+
+    public init(_ bytes: [UInt8], from start: Int = 0, to end: Int? = nil) {
+        self.bytes = bytes
+        self.offset = start
+        self.end = end ?? bytes.count
+    }
+
+    public var remaining: Int { end - offset }
+
+    private mutating func take(_ n: Int, _ field: StaticString) throws(TrackError) -> Int {
+        guard n >= 0, remaining >= n else {
+            throw TrackError(.protocolViolation, "message truncated while reading \(field)")
+        }
+        defer { offset += n }
+        return offset
+    }
+
+    private mutating func le<T: FixedWidthInteger>(_: T.Type, _ field: StaticString) throws(TrackError) -> T {
+        let at = try take(MemoryLayout<T>.size, field)
+        var v: T = 0
+        for i in 0..<MemoryLayout<T>.size { v |= T(truncatingIfNeeded: bytes[at + i]) << (8 * i) }
+        return v
+    }
+
+    public mutating func u8(_ f: StaticString = "u8") throws(TrackError) -> UInt8 { try le(UInt8.self, f) }
+    public mutating func u16(_ f: StaticString = "u16") throws(TrackError) -> UInt16 { try le(UInt16.self, f) }
+    public mutating func u32(_ f: StaticString = "u32") throws(TrackError) -> UInt32 { try le(UInt32.self, f) }
+    public mutating func u64(_ f: StaticString = "u64") throws(TrackError) -> UInt64 { try le(UInt64.self, f) }
+    public mutating func i32(_ f: StaticString = "i32") throws(TrackError) -> Int32 { Int32(bitPattern: try u32(f)) }
+    public mutating func i64(_ f: StaticString = "i64") throws(TrackError) -> Int64 { Int64(bitPattern: try u64(f)) }
+    public mutating func f64(_ f: StaticString = "f64") throws(TrackError) -> Double { Double(bitPattern: try u64(f)) }
+    public mutating func fourCC(_ f: StaticString = "fourcc") throws(TrackError) -> FourCC { FourCC(rawValue: try u32(f)) }
+
+    public mutating func bool(_ f: StaticString = "bool") throws(TrackError) -> Bool {
+        switch try u8(f) {
+        case 0: return false
+        case 1: return true
+        case let v: throw TrackError(.protocolViolation, "\(f): boolean byte \(v) is neither 0 nor 1")
+        }
+    }
+
+    public mutating func string(_ f: StaticString = "string") throws(TrackError) -> String {
+        let n = Int(try u16(f))
+        guard n <= Wire.maxString else {
+            throw TrackError(.protocolViolation, "\(f): string of \(n) bytes exceeds \(Wire.maxString)")
+        }
+        let at = try take(n, f)
+        guard let s = String(validating: bytes[at..<at + n], as: UTF8.self) else {
+            throw TrackError(.protocolViolation, "\(f): string is not valid UTF-8")
+        }
+        return s
+    }
+
+    public mutating func blob(_ f: StaticString = "bytes", max: Int) throws(TrackError) -> [UInt8] {
+        let n = Int(try u32(f))
+        guard n <= max else { throw TrackError(.protocolViolation, "\(f): \(n) bytes exceeds \(max)") }
+        let at = try take(n, f)
+        return Array(bytes[at..<at + n])
+    }
+
+    public mutating func time(_ f: StaticString = "time") throws(TrackError) -> MediaTime {
+        MediaTime(value: try i64(f), timescale: try i32(f), flags: try u32(f))
+    }
+
+    /// A count of repeated items, bounded.
+    public mutating func count(_ f: StaticString, max: Int) throws(TrackError) -> Int {
+        let n = Int(try u16(f))
+        guard n <= max else { throw TrackError(.protocolViolation, "\(f): count \(n) exceeds \(max)") }
+        return n
+    }
+
+    public func expectEnd(_ type: String) throws(TrackError) {
+        guard remaining == 0 else {
+            throw TrackError(.protocolViolation, "\(type): \(remaining) unexpected trailing bytes")
+        }
+    }
+}
+
+/// Protocol constants. See docs/PROTOCOL.md.
+public enum Wire {
+    /// "TRKD" read as a little-endian u32 — the first four payload bytes of Hello and HelloReply.
+    public static let magic: UInt32 = 0x444B_5254
+    public static let version: UInt16 = 1
+    public static let headerSize = 16
+    /// Largest payload either side ever accepts before Hello has agreed on a (possibly smaller) limit.
+    public static let maxMessageSizeCeiling: UInt32 = 1 << 20
+    /// The receiver's default largest payload.
+    public static let defaultMaxMessageSize: UInt32 = 256 * 1024
+    /// Descriptors one message may carry (no message type needs more than one).
+    public static let maxFdsPerMessage: UInt16 = 4
+    public static let maxString = 4096
+    public static let maxTracks = 256
+    public static let maxPlanes = 4
+    public static let maxSlotsPerRelease = 1024
+    public static let maxSettingsDepth = 8
+    public static let maxSettingsItems = 256
+    public static let maxCodecConfig = 64 * 1024
+}
+
+/// The fixed 16-byte header in front of every payload.
+public struct FrameHeader: Sendable, Equatable {
+    public var length: UInt32
+    public var type: UInt16
+    public var fdCount: UInt16
+    public var requestID: UInt32
+
+    public init(length: UInt32, type: UInt16, fdCount: UInt16, requestID: UInt32) {
+        self.length = length
+        self.type = type
+        self.fdCount = fdCount
+        self.requestID = requestID
+    }
+
+    public func encode(into w: inout ByteWriter) {
+        w.u32(length)
+        w.u16(type)
+        w.u16(fdCount)
+        w.u32(requestID)
+        w.u32(0)
+    }
+
+    public static func decode(_ bytes: [UInt8], at offset: Int) throws(TrackError) -> FrameHeader {
+        var r = ByteReader(bytes, from: offset, to: offset + Wire.headerSize)
+        let h = FrameHeader(length: try r.u32(), type: try r.u16(), fdCount: try r.u16(), requestID: try r.u32())
+        guard try r.u32() == 0 else { throw TrackError(.protocolViolation, "header: reserved field is not zero") }
+        return h
+    }
+}
