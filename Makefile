@@ -1,0 +1,75 @@
+# trackd — AVAssetReader for Linux. `make help` lists the targets.
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := build
+
+# The Swift toolchain lives in /opt/swift on the project's machines; use it when swift is not on PATH.
+ifeq ($(shell command -v swift),)
+export PATH := /opt/swift/usr/bin:$(PATH)
+endif
+SWIFT ?= swift
+
+# Debian 12 packages. build: headers for the C modules; runtime: the GStreamer elements the worker
+# uses; test: oracles and tools the tests and scripts call (ffprobe/ffmpeg, systemd-analyze,
+# systemd-socket-activate, python3).
+BUILD_DEPS   := libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev libsystemd-dev libseccomp-dev libmd-dev pkg-config
+RUNTIME_DEPS := gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad \
+                gstreamer1.0-plugins-ugly gstreamer1.0-libav gstreamer1.0-tools
+TEST_DEPS    := ffmpeg systemd python3
+DEPS         := $(BUILD_DEPS) $(RUNTIME_DEPS) $(TEST_DEPS)
+
+RELEASE_DIR := $(CURDIR)/.build/release
+DEBUG_DIR   := $(CURDIR)/.build/debug
+
+.PHONY: help deps build build-debug test verify-units run serve bench clean
+
+help:
+	@echo "make deps          install missing Debian packages (apt-get; prints the sudo command when not root)"
+	@echo "make build         release build: .build/release/{trackd,trackctl}"
+	@echo "make build-debug   debug build: .build/debug/{trackd,trackctl}"
+	@echo "make test          deps, unit-file check, debug build with tests, swift test"
+	@echo "make run           deps, release build, demo against a private trackd (FILE=clip.mp4 optional)"
+	@echo "make serve         release build, trackd in the foreground (SOCKET=path optional)"
+	@echo "make bench         release build, benchmark against gst-launch/ffmpeg -> docs/BENCHMARKS.md"
+	@echo "make clean         remove .build/ and build/"
+
+deps:
+	@missing=(); \
+	for p in $(DEPS); do \
+	  [[ "$$(dpkg-query -W -f='$${Status}' "$$p" 2>/dev/null)" == "install ok installed" ]] || missing+=("$$p"); \
+	done; \
+	if (( $${#missing[@]} == 0 )); then exit 0; fi; \
+	echo "deps: missing Debian packages: $${missing[*]}"; \
+	if (( EUID == 0 )); then \
+	  apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "$${missing[@]}"; \
+	else \
+	  echo "deps: not root; install them with:"; \
+	  echo "  sudo apt-get update && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $${missing[*]}"; \
+	  exit 1; \
+	fi
+
+build: deps
+	$(SWIFT) build -c release
+
+build-debug: deps
+	$(SWIFT) build
+
+verify-units:
+	@scripts/verify-units.sh
+
+# Tests find trackd and trackctl through TRACKD_BUILD_DIR.
+test: deps verify-units
+	$(SWIFT) build --build-tests
+	TRACKD_BUILD_DIR=$(DEBUG_DIR) $(SWIFT) test --skip-build
+
+run: build
+	@BUILD_DIR=$(RELEASE_DIR) FILE="$(FILE)" scripts/run-demo.sh
+
+serve: build
+	$(RELEASE_DIR)/trackd $(if $(SOCKET),--socket "$(SOCKET)")
+
+bench: build
+	@BUILD_DIR=$(RELEASE_DIR) scripts/bench.sh
+
+clean:
+	rm -rf .build build
