@@ -20,6 +20,9 @@ let package = Package(
         .systemLibrary(
             name: "CSystemd", path: "Sources/CSystemd", pkgConfig: "libsystemd",
             providers: [.apt(["libsystemd-dev"])]),
+        .systemLibrary(
+            name: "CMD5", path: "Sources/CMD5", pkgConfig: "libmd",
+            providers: [.apt(["libmd-dev"])]),
         // ── C: shims for what Swift cannot import (macros, varargs, cmsg) ──────────────────────
         .target(name: "CTrackSys", path: "Sources/CTrackSys"),
         .target(name: "CGstShim", dependencies: ["CGStreamer"], path: "Sources/CGstShim"),
@@ -33,10 +36,10 @@ let package = Package(
         .executableTarget(
             name: "trackd", dependencies: ["Protocol", "GstBridge", "CTrackSys", "CSystemd"],
             swiftSettings: strict),
-        .executableTarget(name: "trackctl", dependencies: ["TrackClient", "Protocol"], swiftSettings: strict),
+        .executableTarget(name: "trackctl", dependencies: ["TrackClient", "Protocol", "CMD5"], swiftSettings: strict),
         // ── Tests ─────────────────────────────────────────────────────────────────────────────
         .testTarget(name: "ProtocolTests", dependencies: ["Protocol"], swiftSettings: strict),
         .testTarget(
-            name: "IntegrationTests", dependencies: ["TrackClient", "Protocol"], swiftSettings: strict),
+            name: "IntegrationTests", dependencies: ["TrackClient", "Protocol", "CMD5"], swiftSettings: strict),
     ]
 )

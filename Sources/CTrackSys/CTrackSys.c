@@ -107,6 +107,8 @@ int trackd_fd_is_regular(int fd, int *is_regular, uint64_t *size) {
     return 0;
 }
 
+int trackd_accept_cloexec(int listen_fd) { return accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC); }
+
 int trackd_errno(void) { return errno; }
 
 pid_t trackd_spawn_with_fd(const char *path, char *const argv[], char *const envp[], int child_fd) {

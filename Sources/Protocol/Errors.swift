@@ -20,6 +20,8 @@ public enum AVErrorCode: Int32, Sendable, CaseIterable, CustomStringConvertible 
     case invalidArgument = -11901
     /// Not an AVFoundation code: a configured limit was reached (message size, pool bytes, connections).
     case limitExceeded = -11902
+    /// Not an AVFoundation code, never on the wire: the client could not reach trackd's socket.
+    case daemonUnreachable = -11903
 
     public var description: String {
         switch self {
@@ -39,6 +41,7 @@ public enum AVErrorCode: Int32, Sendable, CaseIterable, CustomStringConvertible 
         case .protocolViolation: "TrackdErrorProtocolViolation"
         case .invalidArgument: "TrackdErrorInvalidArgument"
         case .limitExceeded: "TrackdErrorLimitExceeded"
+        case .daemonUnreachable: "TrackdErrorDaemonUnreachable"
         }
     }
 }

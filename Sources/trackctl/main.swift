@@ -1,1 +1,108 @@
-print("x")
+// trackctl — the command-line client of trackd, built on TrackClient. See `trackctl --help`.
+import Protocol
+import TrackClient
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+let usage = """
+    usage:
+      trackctl [--socket PATH] tracks FILE [--json]
+      trackctl [--socket PATH] read FILE [--track ID] [--pixel-format CODE] [--width N --height N] [--passthrough]
+                               [--output PATH|-] [--md5] [--json]
+      trackctl [--socket PATH] frame FILE --time SECONDS [--track ID] --output OUT.png
+      trackctl [--socket PATH] status [--json]
+      trackctl read --pixel-format list
+
+    Reads media through trackd (AVAssetReader for Linux). The socket defaults to $TRACKD_SOCKET, else
+    $XDG_RUNTIME_DIR/trackd.sock, else /run/trackd/trackd.sock.
+
+      tracks    list the file's tracks (--json: one array, unknown values null)
+      read      read every sample of a track: decoded to --pixel-format (default 420v) or, with --passthrough,
+                as stored. --md5 prints "INDEX PTS DURATION SIZE MD5" per sample over the tightly packed
+                planes; --output writes those bytes; --json prints one object per sample.
+      frame     write the exact frame shown at --time as a PNG
+      status    show the daemon's state
+
+    examples:
+      trackctl tracks clip.mp4
+      trackctl read clip.mp4 --pixel-format BGRA --width 640 --height 360 --output frames.bgra
+      trackctl read clip.mp4 --pixel-format y420 --md5
+      trackctl frame clip.mp4 --time 2.5 --output frame.png
+
+    exit status: 0 success, 1 the reader or open failed, 2 usage error, 3 trackd unreachable
+    """
+
+struct UsageError: Error { var message: String }
+
+enum Exit {
+    static func usageError(_ message: String) -> Never {
+        fputs("trackctl: \(message)\n\(usage)\n", IO.err)
+        exit(2)
+    }
+
+    static func failed(_ error: TrackError) -> Never {
+        fputs("trackctl: error \(error.code) (\(error.knownCode.map { "\($0)" } ?? "unknown")): \(error.message)\n", IO.err)
+        exit(error.code == AVErrorCode.daemonUnreachable.rawValue ? 3 : 1)
+    }
+}
+
+/// Options parsed from the command line: flags without values and options with one value each.
+struct Options {
+    var positional: [String] = []
+    var values: [String: String] = [:]
+    var flags: Set<String> = []
+
+    static let valued: Set<String> = ["--socket", "--track", "--pixel-format", "--width", "--height", "--output", "--time"]
+    static let boolean: Set<String> = ["--passthrough", "--md5", "--json", "--help", "-h"]
+
+    init(_ args: [String]) {
+        var i = 0
+        while i < args.count {
+            let a = args[i]
+            if Self.valued.contains(a) {
+                guard i + 1 < args.count else { Exit.usageError("\(a) needs a value") }
+                values[a] = args[i + 1]
+                i += 2
+            } else if let eq = a.firstIndex(of: "="), Self.valued.contains(String(a[..<eq])) {
+                values[String(a[..<eq])] = String(a[a.index(after: eq)...])
+                i += 1
+            } else if Self.boolean.contains(a) {
+                flags.insert(a)
+                i += 1
+            } else if a.hasPrefix("--") {
+                Exit.usageError("unknown option \(a)")
+            } else {
+                positional.append(a)
+                i += 1
+            }
+        }
+    }
+
+    func int(_ key: String) -> Int? {
+        guard let v = values[key] else { return nil }
+        guard let n = Int(v), n >= 0 else { Exit.usageError("\(key) takes a non-negative whole number, not \(v)") }
+        return n
+    }
+}
+
+let options = Options(Array(CommandLine.arguments.dropFirst()))
+if options.flags.contains("--help") || options.flags.contains("-h") {
+    print(usage)
+    exit(0)
+}
+if options.values["--pixel-format"] == "list" {
+    Commands.printPixelFormats()
+    exit(0)
+}
+guard let command = options.positional.first else { Exit.usageError("no command given") }
+let socketPath = options.values["--socket"]
+switch command {
+case "tracks": Commands.tracks(options, socketPath: socketPath)
+case "read": Commands.read(options, socketPath: socketPath)
+case "frame": Commands.frame(options, socketPath: socketPath)
+case "status": Commands.status(options, socketPath: socketPath)
+default: Exit.usageError("unknown command \(command)")
+}
+exit(0)

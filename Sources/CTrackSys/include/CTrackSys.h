@@ -38,6 +38,9 @@ int trackd_peer_credentials(int sock, int32_t *pid, uint32_t *uid, uint32_t *gid
 /// fstat(2) reduced to what trackd checks: is it a regular file, and its size. Returns 0 or -1.
 int trackd_fd_is_regular(int fd, int *is_regular, uint64_t *size);
 
+/// accept4(2) with SOCK_CLOEXEC (glibc declares accept4 only under _GNU_SOURCE). Returns the fd or -1.
+int trackd_accept_cloexec(int listen_fd);
+
 /// errno as a value (errno is a macro over a thread-local function in glibc).
 int trackd_errno(void);
 

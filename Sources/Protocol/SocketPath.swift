@@ -1,0 +1,13 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Where trackd listens unless told otherwise; trackd and its clients resolve it the same way:
+/// `$TRACKD_SOCKET`, else `$XDG_RUNTIME_DIR/trackd.sock`, else `/run/trackd/trackd.sock`.
+public enum SocketPath {
+    public static func resolveDefault() -> String {
+        if let p = getenv("TRACKD_SOCKET").map({ String(cString: $0) }), !p.isEmpty { return p }
+        if let d = getenv("XDG_RUNTIME_DIR").map({ String(cString: $0) }), !d.isEmpty { return d + "/trackd.sock" }
+        return "/run/trackd/trackd.sock"
+    }
+}

@@ -1,0 +1,177 @@
+import Dispatch
+import Foundation
+import Protocol
+import Synchronization
+
+/// One connection to trackd, which is one session with one isolated worker process. Requests are synchronous
+/// for the caller (as AVAssetReader's API is); a dedicated thread receives every frame and routes it: replies to
+/// the waiting request, output events (PoolAdded, Sample, OutputFinished — they carry the request id of the
+/// CreateOutput that started the output) to that output's channel.
+final class Connection: Sendable {
+    let socket: MessageSocket
+    let hello: HelloReply
+    private let state = Mutex(State())
+
+    struct State: ~Copyable {
+        var nextRequestID: UInt32 = 2  // 1 is Hello's
+        var waiters: [UInt32: Waiter] = [:]
+        var channels: [UInt32: OutputChannel] = [:]
+        var failure: TrackError?
+    }
+
+    final class Waiter: Sendable {
+        let done = DispatchSemaphore(value: 0)
+        let result = Mutex<(Message, [Int32])?>(nil)
+    }
+
+    static func unreachable(_ path: String, _ reason: String) -> TrackError {
+        TrackError(.daemonUnreachable,
+                   "cannot reach trackd at \(path): \(reason). Is trackd running? Start it with `make serve` or `systemctl start trackd.socket`, or pass --socket PATH / set TRACKD_SOCKET.")
+    }
+
+    /// Connects and performs the Hello handshake.
+    init(socketPath: String, clientName: String) throws(TrackError) {
+        let fd = socket_connect(socketPath)
+        guard fd >= 0 else { throw Self.unreachable(socketPath, String(cString: strerror(-fd))) }
+        socket = MessageSocket(fd: fd, maxMessageSize: Wire.maxMessageSizeCeiling)
+        do {
+            try socket.send(.hello(Hello(clientName: clientName)), requestID: 1)
+            let frame = try socket.receive()
+            switch frame.message {
+            case .helloReply(let reply):
+                hello = reply
+            case .error(let e):
+                throw e
+            default:
+                throw TrackError(.protocolViolation, "trackd answered Hello with \(frame.message.type)")
+            }
+        } catch let e as TrackError {
+            throw e
+        } catch MessageSocket.ReceiveError.broken(let e) {
+            throw e
+        } catch {
+            throw Self.unreachable(socketPath, "the connection closed during the handshake (\(error))")
+        }
+        let thread = Thread { [self] in receiveLoop() }
+        thread.name = "trackd-receive"
+        thread.start()
+    }
+
+    /// Closing wakes the receive thread, which then fails everything still waiting.
+    func close() { socket.shutdown() }
+
+    var failure: TrackError? { state.withLock { $0.failure } }
+
+    /// Sends a request and waits for its reply. `channel`, when given, receives the request's later output events.
+    func request(_ message: Message, fds: [Int32] = [], channel: OutputChannel? = nil) throws(TrackError) -> (Message, [Int32]) {
+        let waiter = Waiter()
+        let rid = try state.withLock { (s: inout State) throws(TrackError) -> UInt32 in
+            if let failure = s.failure { throw failure }
+            let rid = s.nextRequestID
+            s.nextRequestID = s.nextRequestID &+ 1 == 0 ? 2 : s.nextRequestID &+ 1
+            s.waiters[rid] = waiter
+            if let channel { s.channels[rid] = channel }
+            return rid
+        }
+        do {
+            try socket.send(message, requestID: rid, fds: fds)
+        } catch {
+            state.withLock { s in
+                s.waiters[rid] = nil
+                s.channels[rid] = nil
+            }
+            throw failure ?? TrackError(.mediaServicesWereReset, "the connection to trackd was lost (\(error))")
+        }
+        waiter.done.wait()
+        guard let (reply, replyFds) = waiter.result.withLock({ $0 }) else {
+            throw failure ?? TrackError(.mediaServicesWereReset, "the connection to trackd was lost")
+        }
+        if case .error(let e) = reply {
+            _ = state.withLock { $0.channels.removeValue(forKey: rid) }
+            throw e
+        }
+        return (reply, replyFds)
+    }
+
+    /// Fire-and-forget messages (ReleaseSlots, CancelOutput). Errors mean the connection is gone, which the
+    /// receive thread reports.
+    func post(_ message: Message) {
+        try? socket.send(message, requestID: 0)
+    }
+
+    func forget(channelOf requestID: UInt32) {
+        _ = state.withLock { $0.channels.removeValue(forKey: requestID) }
+    }
+
+    private func receiveLoop() {
+        var reason: TrackError?
+        while true {
+            let frame: ReceivedFrame
+            do throws(MessageSocket.ReceiveError) {
+                frame = try socket.receive()
+            } catch {
+                if case .broken(let e) = error { reason = e }
+                break
+            }
+            if case .error(let e) = frame.message, frame.requestID == 0 {
+                reason = e  // the worker explains why it is about to close the connection
+                continue
+            }
+            let target = state.withLock { s -> (Waiter?, OutputChannel?) in
+                if let w = s.waiters.removeValue(forKey: frame.requestID) { return (w, nil) }
+                return (nil, s.channels[frame.requestID])
+            }
+            if let waiter = target.0 {
+                waiter.result.withLock { $0 = (frame.message, frame.fds) }
+                waiter.done.signal()
+            } else if let channel = target.1 {
+                channel.deliver(frame)
+                if case .outputFinished = frame.message { forget(channelOf: frame.requestID) }
+            } else {
+                frame.fds.forEach { Glibc.close($0) }
+            }
+        }
+        let failure = TrackError(.mediaServicesWereReset,
+                                 "the trackd worker serving this connection ended" + (reason.map { ": \($0.message)" } ?? " unexpectedly"))
+        let (waiters, channels) = state.withLock { s -> ([Waiter], [OutputChannel]) in
+            s.failure = failure
+            defer {
+                s.waiters = [:]
+                s.channels = [:]
+            }
+            return (Array(s.waiters.values), Array(s.channels.values))
+        }
+        waiters.forEach { $0.done.signal() }
+        channels.forEach { $0.fail(failure) }
+    }
+}
+
+import CTrackSys
+
+/// connect(2) to a Unix socket path. Returns the fd or -errno.
+private func socket_connect(_ path: String) -> Int32 {
+    let fd = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+    guard fd >= 0 else { return -errno }
+    var addr = sockaddr_un()
+    addr.sun_family = sa_family_t(AF_UNIX)
+    let bytes = Array(path.utf8)
+    guard bytes.count < MemoryLayout.size(ofValue: addr.sun_path) else {
+        Glibc.close(fd)
+        return -ENAMETOOLONG
+    }
+    withUnsafeMutableBytes(of: &addr.sun_path) { raw in
+        raw.copyBytes(from: bytes)
+        raw[bytes.count] = 0
+    }
+    let rc = withUnsafePointer(to: &addr) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+        }
+    }
+    if rc != 0 {
+        let e = errno
+        Glibc.close(fd)
+        return -e
+    }
+    return fd
+}

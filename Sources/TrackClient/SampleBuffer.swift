@@ -1,0 +1,93 @@
+import Protocol
+
+/// One sample (CMSampleBuffer): timing, format and the bytes, either copied into this process
+/// (alwaysCopiesSampleData) or referenced in the worker's shared pool until this object is released.
+/// Immutable; safe to pass between threads.
+public final class SampleBuffer: @unchecked Sendable {
+    // @unchecked: `storage` is immutable after init; a shared slot is read-only memory that the worker does not
+    // touch until this object's deinit releases it.
+    public let presentationTimeStamp: MediaTime
+    /// Valid for passthrough samples (stored order); invalid when decoded.
+    public let decodeTimeStamp: MediaTime
+    public let duration: MediaTime
+    /// A sync sample (keyframe); decoded frames are all sync.
+    public let isSync: Bool
+    public let mediaType: MediaType
+    /// Decoded: the pixel format's code (420v, BGRA …). Passthrough: the codec's (avc1 …).
+    public let format: FourCC
+    public let width: UInt32
+    public let height: UInt32
+    public let colorimetry: Colorimetry
+    /// Passthrough: the codec configuration (avcC …). Empty for decoded samples.
+    public let codecConfig: [UInt8]
+    /// Plane layout within `bytes`: offset, bytesPerRow (stride), rowBytes (visible bytes per row), height.
+    public let planes: [PlaneLayout]
+    public let dataLength: Int
+
+    private enum Storage {
+        case owned([UInt8])
+        case shared(SharedMapping, offset: Int, slot: SlotRef, channel: OutputChannel)
+    }
+    private let storage: Storage
+
+    init(sample: Sample, mediaType: MediaType, codecConfig: [UInt8], mapping: SharedMapping, offset: Int,
+         copy: Bool, channel: OutputChannel) {
+        presentationTimeStamp = sample.presentationTime
+        decodeTimeStamp = sample.decodeTime
+        duration = sample.duration
+        isSync = sample.isSync
+        self.mediaType = mediaType
+        format = sample.format
+        width = sample.width
+        height = sample.height
+        colorimetry = sample.colorimetry
+        self.codecConfig = codecConfig
+        planes = sample.planes
+        dataLength = Int(sample.length)
+        if copy {
+            storage = .owned([UInt8](UnsafeRawBufferPointer(start: mapping.base + offset, count: dataLength)))
+            channel.release(sample.slot)
+        } else {
+            storage = .shared(mapping, offset: offset, slot: sample.slot, channel: channel)
+        }
+    }
+
+    deinit {
+        if case .shared(_, _, let slot, let channel) = storage { channel.release(slot) }
+    }
+
+    /// The sample's bytes (all planes, with any row padding), valid only inside `body`.
+    public func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        switch storage {
+        case .owned(let bytes):
+            return try bytes.withUnsafeBytes(body)
+        case .shared(let mapping, let offset, _, _):
+            return try body(UnsafeRawBufferPointer(start: mapping.base + offset, count: dataLength))
+        }
+    }
+
+    /// Calls `body` with each visible row of each plane in order: rows packed tightly (no padding), the bytes
+    /// `trackctl read --md5` hashes. Passthrough samples are one row of all their bytes.
+    public func forEachPackedRow(_ body: (UnsafeRawBufferPointer) -> Void) {
+        withUnsafeBytes { all in
+            if planes.isEmpty {
+                body(all)
+                return
+            }
+            for plane in planes {
+                for row in 0..<Int(plane.height) {
+                    let start = Int(plane.offset) + row * Int(plane.bytesPerRow)
+                    body(UnsafeRawBufferPointer(rebasing: all[start..<start + Int(plane.rowBytes)]))
+                }
+            }
+        }
+    }
+
+    /// The tightly packed bytes (see `forEachPackedRow`).
+    public func packedBytes() -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(planes.reduce(0) { $0 + Int($1.rowBytes) * Int($1.height) })
+        forEachPackedRow { out.append(contentsOf: $0) }
+        return out
+    }
+}

@@ -1,0 +1,263 @@
+import Protocol
+import TrackClient
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+enum Commands {
+    static func openAsset(_ options: Options, socketPath: String?) -> Asset {
+        guard options.positional.count == 2 else { Exit.usageError("\(options.positional[0]) takes exactly one FILE") }
+        do {
+            return try Asset(path: options.positional[1], socketPath: socketPath)
+        } catch {
+            Exit.failed(error)
+        }
+    }
+
+    static func seconds(_ t: MediaTime) -> JSON.Value { t.isNumeric ? .number(t.seconds, decimals: 6) : .null }
+    static func number(_ n: UInt32) -> JSON.Value { n == 0 ? .null : .int(Int64(n)) }
+
+    // MARK: tracks
+
+    static func tracks(_ options: Options, socketPath: String?) {
+        let asset = openAsset(options, socketPath: socketPath)
+        if options.flags.contains("--json") {
+            let items: [JSON.Value] = asset.tracks.map { t in
+                let video = t.mediaType == .video
+                return .object([
+                    ("id", .int(Int64(t.trackID))),
+                    ("mediaType", .string(t.mediaType.description)),
+                    ("codec", t.codec == .none ? .null : .string(t.codec.description)),
+                    ("width", number(t.naturalSize.width)),
+                    ("height", number(t.naturalSize.height)),
+                    ("nominalFrameRate", t.nominalFrameRate > 0 ? .number(t.nominalFrameRate, decimals: 3) : .null),
+                    ("duration", seconds(t.duration)),
+                    ("timeRangeStart", seconds(t.timeRangeStart)),
+                    ("sampleRate", number(t.sampleRate)),
+                    ("channels", number(t.channelCount)),
+                    ("depth", number(t.depth)),
+                    ("hasAlpha", video ? .bool(t.hasAlpha) : .null),
+                    ("rotation", video ? .int(Int64(t.rotation)) : .null),
+                    ("language", t.languageCode.map { .string($0) } ?? .null),
+                ])
+            }
+            print(JSON.encode(.array(items)))
+            return
+        }
+        print("\(asset.path): duration \(fixed(asset.duration.seconds, 3)) s, \(asset.tracks.count) track(s)")
+        let header = ["ID", "TYPE", "CODEC", "SIZE", "FPS", "DURATION", "START", "RATE", "CH", "DEPTH", "ALPHA", "ROT", "LANG"]
+        var rows = [header]
+        for t in asset.tracks {
+            let video = t.mediaType == .video
+            rows.append([
+                "\(t.trackID)", t.mediaType.description, t.codec.description,
+                video && t.naturalSize.width > 0 ? "\(t.naturalSize.width)x\(t.naturalSize.height)" : "-",
+                t.nominalFrameRate > 0 ? fixed(t.nominalFrameRate, 3) : "-",
+                t.duration.isNumeric ? fixed(t.duration.seconds, 3) + " s" : "-",
+                t.timeRangeStart.isNumeric ? fixed(t.timeRangeStart.seconds, 3) : "-",
+                t.sampleRate > 0 ? "\(t.sampleRate) Hz" : "-",
+                t.channelCount > 0 ? "\(t.channelCount)" : "-",
+                t.depth > 0 ? "\(t.depth)" : "-",
+                video ? (t.hasAlpha ? "yes" : "no") : "-",
+                video ? "\(t.rotation)" : "-",
+                t.languageCode ?? "-",
+            ])
+        }
+        let widths = header.indices.map { c in rows.map { $0[c].count }.max() ?? 0 }
+        for row in rows {
+            print(row.enumerated().map { $0.element + String(repeating: " ", count: widths[$0.offset] - $0.element.count) }
+                .joined(separator: "  "))
+        }
+    }
+
+    // MARK: read
+
+    static func read(_ options: Options, socketPath: String?) {
+        let passthrough = options.flags.contains("--passthrough")
+        let formatName = options.values["--pixel-format"]
+        if passthrough && (formatName != nil || options.values["--width"] != nil || options.values["--height"] != nil) {
+            Exit.usageError("--passthrough reads samples as stored; it cannot be combined with --pixel-format/--width/--height")
+        }
+        let width = options.int("--width"), height = options.int("--height")
+        if (width == nil) != (height == nil) { Exit.usageError("--width and --height go together") }
+        var settings: [String: SettingValue]?
+        if !passthrough {
+            let name = formatName ?? "420v"
+            guard let format = PixelFormat.parse(name) else {
+                Exit.usageError("unknown pixel format \(name); `trackctl read --pixel-format list` shows the supported ones")
+            }
+            settings = [SettingsKey.pixelFormatType: .int(Int64(format.code.rawValue))]
+            if let width, let height {
+                settings![SettingsKey.width] = .int(Int64(width))
+                settings![SettingsKey.height] = .int(Int64(height))
+            }
+        }
+        let asset = openAsset(options, socketPath: socketPath)
+        let track = pickTrack(asset, options)
+        let output: AssetReaderTrackOutput
+        do {
+            output = try AssetReaderTrackOutput(track: track, outputSettings: settings)
+        } catch {
+            Exit.failed(error)
+        }
+        output.alwaysCopiesSampleData = false
+        let reader = AssetReader(asset: asset)
+        reader.add(output)
+        guard reader.startReading() else { Exit.failed(reader.error ?? TrackError(.unknown, "startReading failed")) }
+
+        let md5 = options.flags.contains("--md5"), json = options.flags.contains("--json")
+        var sink: UnsafeMutablePointer<FILE>?
+        if let path = options.values["--output"] {
+            sink = path == "-" ? IO.out : fopen(path, "wb")
+            guard sink != nil else {
+                Exit.failed(TrackError(.unknown, "cannot write \(path): \(String(cString: strerror(errno)))"))
+            }
+        }
+        let dataOnStdout = options.values["--output"] == "-"
+        let progress = !md5 && !json && isatty(2) != 0
+        let total = asset.duration.seconds
+        let start = monotonicSeconds()
+        var index = 0, bytes = 0
+        while let sample = output.copyNextSampleBuffer() {
+            var digest = md5 || json ? MD5Digest() : nil
+            var size = 0
+            sample.forEachPackedRow { row in
+                size += row.count
+                digest?.update(row)
+                if let sink, let base = row.baseAddress, fwrite(base, 1, row.count, sink) != row.count {
+                    Exit.failed(TrackError(.unknown, "writing the output failed: \(String(cString: strerror(errno)))"))
+                }
+            }
+            let pts = fixed(sample.presentationTimeStamp.seconds, 6)
+            let duration = sample.duration.isNumeric ? fixed(sample.duration.seconds, 6) : "0.000000"
+            if json {
+                var fields: [(String, JSON.Value)] = [
+                    ("index", .int(Int64(index))), ("pts", .number(sample.presentationTimeStamp.seconds, decimals: 6)),
+                    ("duration", sample.duration.isNumeric ? .number(sample.duration.seconds, decimals: 6) : .null),
+                    ("size", .int(Int64(size))), ("sync", .bool(sample.isSync)),
+                ]
+                if md5 { fields.append(("md5", .string(digest!.finalizeHex()))) }
+                emit(JSON.encode(.object(fields)), toStderr: dataOnStdout)
+            } else if md5 {
+                emit("\(index) \(pts) \(duration) \(size) \(digest!.finalizeHex())", toStderr: dataOnStdout)
+            }
+            index += 1
+            bytes += size
+            if progress && index % 10 == 0 { drawProgress(sample.presentationTimeStamp.seconds, total) }
+        }
+        if let sink, sink != IO.out { fclose(sink) } else { fflush(IO.out) }
+        if progress { fputs("\r\u{1B}[K", IO.err) }
+        guard reader.status == .completed else {
+            Exit.failed(reader.error ?? TrackError(.unknown, "reading stopped with status \(reader.status)"))
+        }
+        if !md5 && !json {
+            let elapsed = max(monotonicSeconds() - start, 1e-9)
+            let line = "\(index) samples in \(fixed(elapsed, 3)) s (\(fixed(Double(index) / elapsed, 1)) samples/s, "
+                + "\(fixed(Double(bytes) / 1_048_576 / elapsed, 1)) MiB/s)"
+            emit(line, toStderr: dataOnStdout)
+        }
+    }
+
+    static func emit(_ line: String, toStderr: Bool) {
+        if toStderr { fputs(line + "\n", IO.err) } else { print(line) }
+    }
+
+    static func pickTrack(_ asset: Asset, _ options: Options) -> AssetTrack {
+        if let id = options.values["--track"] {
+            guard let n = UInt32(id) else { Exit.usageError("--track takes a track id, not \(id)") }
+            guard let t = asset.track(withTrackID: n) else {
+                let ids = asset.tracks.map { "\($0.trackID) (\($0.mediaType))" }.joined(separator: ", ")
+                Exit.failed(TrackError(.invalidArgument, "\(asset.path) has no track \(n); its tracks: \(ids)"))
+            }
+            return t
+        }
+        guard let t = asset.tracks(withMediaType: .video).first else {
+            Exit.failed(TrackError(.invalidArgument, "\(asset.path) has no video track; choose one with --track"))
+        }
+        return t
+    }
+
+    static func drawProgress(_ position: Double, _ total: Double) {
+        guard total.isFinite, total > 0 else { return }
+        let fraction = min(max(position / total, 0), 1)
+        let filled = Int(fraction * 40)
+        fputs("\r[" + String(repeating: "#", count: filled) + String(repeating: ".", count: 40 - filled) + "] "
+              + fixed(fraction * 100, 0) + "%", IO.err)
+    }
+
+    static func monotonicSeconds() -> Double {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+    }
+
+    // MARK: frame
+
+    static func frame(_ options: Options, socketPath: String?) {
+        guard let timeText = options.values["--time"] else { Exit.usageError("frame needs --time SECONDS") }
+        guard let time = Double(timeText), time.isFinite, time >= 0 else {
+            Exit.usageError("--time takes a non-negative number of seconds, not \(timeText)")
+        }
+        guard let path = options.values["--output"] else { Exit.usageError("frame needs --output OUT.png") }
+        let asset = openAsset(options, socketPath: socketPath)
+        let track = pickTrack(asset, options)
+        let image: GeneratedImage
+        do {
+            image = try asset.generateImage(track: track, at: MediaTime(seconds: time))
+        } catch {
+            Exit.failed(error)
+        }
+        guard let file = fopen(path, "wb") else {
+            Exit.failed(TrackError(.unknown, "cannot write \(path): \(String(cString: strerror(errno)))"))
+        }
+        let written = image.png.withUnsafeBytes { fwrite($0.baseAddress, 1, $0.count, file) }
+        fclose(file)
+        guard written == image.png.count else { Exit.failed(TrackError(.unknown, "writing \(path) failed")) }
+        print("wrote \(path): \(image.width)x\(image.height) PNG, the frame at \(fixed(image.actualTime.seconds, 6)) s")
+    }
+
+    // MARK: status
+
+    static func status(_ options: Options, socketPath: String?) {
+        let s: StatusReport
+        do {
+            s = try Trackd.status(socketPath: socketPath)
+        } catch {
+            Exit.failed(error)
+        }
+        if options.flags.contains("--json") {
+            print(JSON.encode(.object([
+                ("supervisorPid", .int(Int64(s.supervisorPID))), ("uptimeSeconds", .number(Double(s.supervisorUptimeMs) / 1000, decimals: 3)),
+                ("connectionsAccepted", .int(Int64(s.connectionsAccepted))), ("activeConnections", .int(Int64(s.activeConnections))),
+                ("workerCrashes", .int(Int64(s.workerCrashes))), ("workerPid", .int(Int64(s.workerPID))),
+                ("gstreamer", .string(s.gstreamerVersion)),
+            ])))
+            return
+        }
+        print("""
+            trackd supervisor pid \(s.supervisorPID), up \(fixed(Double(s.supervisorUptimeMs) / 1000, 1)) s
+            connections accepted  \(s.connectionsAccepted) (this one included)
+            active connections    \(s.activeConnections)
+            worker crashes        \(s.workerCrashes)
+            this worker           pid \(s.workerPID), \(s.gstreamerVersion)
+            """)
+    }
+
+    static func printPixelFormats() {
+        print("CODE    HEX         GSTREAMER  PLANES  CONSTANT / LAYOUT")
+        for f in PixelFormat.all {
+            let code = f.code.description.padding(8)
+            let hex = FourCC(rawValue: f.code.rawValue).rawValue
+            let hexText = "0x" + String(String(hex, radix: 16).reversed()).padding(8, with: "0").reversed()
+            print("\(code)\(String(hexText).padding(12))\(f.gstFormat.padding(11))\(String(f.planeCount).padding(8))\(f.constantName)")
+            print(String(repeating: " ", count: 39) + f.layout)
+        }
+    }
+}
+
+extension String {
+    func padding(_ n: Int, with c: Character = " ") -> String {
+        count >= n ? self + " " : self + String(repeating: c, count: n - count)
+    }
+}

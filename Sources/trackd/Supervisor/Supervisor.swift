@@ -1,0 +1,205 @@
+import CSystemd
+import CTrackSys
+import Dispatch
+import Foundation
+import Protocol
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The supervisor never touches media: it accepts connections, reads each peer's credentials, starts a fresh
+/// worker process for it (this executable in worker mode, the connection as fd 3), and reaps workers. A
+/// worker's crash is logged and counted; nothing else is affected.
+enum SupervisorMain {
+    static let usage = """
+        usage: trackd [--socket PATH]
+          Serves AVAssetReader-style sample reading to local clients.
+          --socket PATH   listen here (default: $TRACKD_SOCKET, $XDG_RUNTIME_DIR/trackd.sock, /run/trackd/trackd.sock);
+                          ignored under systemd socket activation (LISTEN_FDS).
+        """
+
+    static func run(arguments: [String]) -> Int32 {
+        var socketPath: String?
+        var i = 0
+        while i < arguments.count {
+            switch arguments[i] {
+            case "--socket" where i + 1 < arguments.count:
+                socketPath = arguments[i + 1]
+                i += 1
+            case "-h", "--help":
+                print(usage)
+                return 0
+            default:
+                Log.error("unknown argument \(arguments[i])\n\(usage)")
+                return 2
+            }
+            i += 1
+        }
+        signal(SIGPIPE, SIG_IGN)
+
+        let listener: Listener
+        do {
+            if let activated = try Listener.fromSystemd() {
+                listener = activated
+                Log.notice("using the socket passed by systemd (socket activation)")
+            } else {
+                listener = try Listener.bind(path: socketPath ?? SocketPath.resolveDefault())
+                Log.notice("listening on \(listener.ownedPath!)")
+            }
+        } catch {
+            Log.error("cannot listen: \(error)")
+            return 1
+        }
+        guard let exe = selfExecutable() else {
+            Log.error("cannot resolve /proc/self/exe to start workers")
+            return 1
+        }
+        let supervisor = Supervisor(listener: listener, executable: exe)
+        supervisor.start()
+        _ = sd_notify(0, "READY=1\nSTATUS=accepting connections")
+        dispatchMain()
+    }
+
+    static func selfExecutable() -> String? {
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let n = readlink("/proc/self/exe", &buffer, buffer.count - 1)
+        guard n > 0 else { return nil }
+        buffer[n] = 0
+        return String(cString: buffer)
+    }
+}
+
+final class Supervisor: Sendable {
+    struct WorkerRecord {
+        var uid: UInt32
+        var clientPID: Int32
+    }
+
+    struct Counters {
+        var accepted: UInt64 = 0
+        var crashes: UInt64 = 0
+        var workers: [pid_t: WorkerRecord] = [:]
+    }
+
+    let listener: Listener
+    let executable: String
+    let startedMs: UInt64
+    private let counters = Mutex(Counters())
+    private let signalQueue = DispatchQueue(label: "trackd.signals")
+    nonisolated(unsafe) private var sources: [DispatchSourceSignal] = []
+
+    init(listener: Listener, executable: String) {
+        self.listener = listener
+        self.executable = executable
+        self.startedMs = Self.nowMs()
+    }
+
+    static func nowMs() -> UInt64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_REALTIME, &ts)
+        return UInt64(ts.tv_sec) * 1000 + UInt64(ts.tv_nsec) / 1_000_000
+    }
+
+    func start() {
+        for sig in [SIGCHLD, SIGTERM, SIGINT] {
+            signal(sig, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: sig, queue: signalQueue)
+            source.setEventHandler { [self] in
+                if sig == SIGCHLD { reap() } else { shutdown(signal: sig) }
+            }
+            source.resume()
+            sources.append(source)
+        }
+        // SIG_IGN on SIGCHLD would make the kernel auto-reap children; restore the default so waitpid sees them.
+        signal(SIGCHLD, SIG_DFL)
+        let thread = Thread(name: "accept") { [self] in acceptLoop() }
+        thread.start()
+    }
+
+    /// Blocking accept on a dedicated thread.
+    private func acceptLoop() {
+        while true {
+            let conn = trackd_accept_cloexec(listener.fd)
+            if conn < 0 {
+                let e = errno
+                if e == EINTR || e == ECONNABORTED { continue }
+                Log.warning("accept: \(String(cString: strerror(e)))")
+                usleep(100_000)  // EMFILE/ENFILE/ENOMEM: back off instead of spinning
+                continue
+            }
+            handOff(conn)
+            close(conn)
+        }
+    }
+
+    private func handOff(_ conn: Int32) {
+        var pid: Int32 = 0
+        var uid: UInt32 = 0
+        var gid: UInt32 = 0
+        if trackd_peer_credentials(conn, &pid, &uid, &gid) != 0 {
+            Log.warning("SO_PEERCRED failed: \(String(cString: strerror(errno))); dropping connection")
+            return
+        }
+        let snapshot = counters.withLock { c -> (UInt64, Int, UInt64) in
+            c.accepted += 1
+            return (c.accepted, c.workers.count + 1, c.crashes)
+        }
+        let args = [
+            executable, "worker",
+            "--client-pid", "\(pid)", "--client-uid", "\(uid)",
+            "--supervisor-pid", "\(getpid())", "--supervisor-started-ms", "\(startedMs)",
+            "--accepted", "\(snapshot.0)", "--active", "\(snapshot.1)", "--crashes", "\(snapshot.2)",
+        ]
+        // The counters lock is held across spawn and registration so reap() cannot miss a fast-dying worker.
+        counters.withLock { c in
+            let child = spawn(args, fd: conn)
+            guard child > 0 else {
+                Log.error("cannot start a worker for uid \(uid) pid \(pid): \(String(cString: strerror(errno)))")
+                return
+            }
+            c.workers[child] = WorkerRecord(uid: uid, clientPID: pid)
+            Log.info("connection from uid \(uid) pid \(pid) → worker \(child)")
+        }
+    }
+
+    private func spawn(_ args: [String], fd: Int32) -> pid_t {
+        var cArgs: [UnsafeMutablePointer<CChar>?] = args.map { strdup($0) } + [nil]
+        defer { cArgs.forEach { free($0) } }
+        return executable.withCString { path in
+            trackd_spawn_with_fd(path, &cArgs, environ, fd)
+        }
+    }
+
+    private func reap() {
+        while true {
+            var status: Int32 = 0
+            let pid = waitpid(-1, &status, WNOHANG)
+            guard pid > 0 else { return }
+            let record = counters.withLock { c -> WorkerRecord? in
+                let r = c.workers.removeValue(forKey: pid)
+                if r != nil && (status & 0x7f) != 0 { c.crashes += 1 }
+                return r
+            }
+            let who = record.map { "(client uid \($0.uid) pid \($0.clientPID))" } ?? ""
+            let termSignal = status & 0x7f
+            if termSignal != 0 {
+                Log.warning("worker \(pid) \(who) killed by signal \(termSignal) (\(String(cString: strsignal(termSignal))))")
+            } else if (status >> 8) & 0xff != 0 {
+                Log.notice("worker \(pid) \(who) exited with status \((status >> 8) & 0xff)")
+            } else {
+                Log.info("worker \(pid) \(who) finished")
+            }
+        }
+    }
+
+    private func shutdown(signal sig: Int32) {
+        Log.notice("received signal \(sig); stopping")
+        _ = sd_notify(0, "STOPPING=1")
+        if let path = listener.ownedPath { unlink(path) }
+        let workers = counters.withLock { Array($0.workers.keys) }
+        for pid in workers { kill(pid, SIGTERM) }
+        exit(0)
+    }
+}

@@ -1,0 +1,217 @@
+import Dispatch
+import Foundation
+import GstBridge
+import Protocol
+import Synchronization
+
+/// Counters a worker reports in Status.
+final class WorkerStats: Sendable {
+    let samplesSent = Atomic<UInt64>(0)
+    /// Bytes of sample data the worker copied between GStreamer's buffers and the shared pool.
+    let bytesCopied = Atomic<UInt64>(0)
+}
+
+/// One output: a GStreamer pipeline for one track, the shared-memory pools its samples travel in, and the
+/// dedicated thread that pulls from appsink (a blocking call) and sends samples while the client holds free slots.
+///
+/// Slots are the flow control: a sample occupies one slot of the output's current pool from the moment it is
+/// sent until the client releases it. When the client holds every slot, the pulling thread waits. A sample
+/// larger than the current pool's slots retires that pool (it is unmapped and PoolRemoved is sent once its last
+/// slot comes back) and a larger one is created, so memory per output stays bounded by `poolBudget`.
+final class OutputStreamer: Sendable {
+    static let poolBudget = 64 << 20
+    static let maxSlots = 8
+    static let minSlots = 2
+    static let page = 4096
+
+    struct Pool {
+        let mapping: SharedMapping
+        let slotSize: Int
+        var free: [UInt32]
+        var held: Set<UInt32> = []
+        var retired = false
+    }
+
+    struct State: ~Copyable {
+        var pools: [UInt32: Pool] = [:]
+        var currentPool: UInt32?
+        var nextPoolID: UInt32 = 1
+        var cancelled = false
+        var finished = false
+    }
+
+    enum ReleaseError: Error { case notHeld(SlotRef) }
+
+    let id: UInt32
+    let requestID: UInt32
+    let passthrough: Bool
+    private let pipeline: TrackPipeline
+    private let socket: MessageSocket
+    private let stats: WorkerStats
+    private let state = Mutex(State())
+    private let wake = DispatchSemaphore(value: 0)
+    /// Called once when the output has finished and every slot is back (the session forgets it then).
+    private let onDrained: @Sendable (UInt32) -> Void
+
+    init(id: UInt32, requestID: UInt32, pipeline: TrackPipeline, passthrough: Bool, socket: MessageSocket,
+         stats: WorkerStats, onDrained: @escaping @Sendable (UInt32) -> Void) {
+        self.id = id
+        self.requestID = requestID
+        self.pipeline = pipeline
+        self.passthrough = passthrough
+        self.socket = socket
+        self.stats = stats
+        self.onDrained = onDrained
+    }
+
+    func start() {
+        let thread = Thread { [self] in run() }
+        thread.name = "output-\(id)"
+        thread.start()
+    }
+
+    func cancel() {
+        let alreadyFinished = state.withLock { s in
+            let f = s.finished
+            s.cancelled = true
+            return f
+        }
+        if !alreadyFinished { wake.signal() }
+    }
+
+    /// The client gives slots back. A slot it does not hold is a protocol violation.
+    func release(_ slots: [SlotRef]) throws(ReleaseError) {
+        var removals: [UInt32] = []
+        let drained = try state.withLock { (s: inout State) throws(ReleaseError) -> Bool in
+            for ref in slots {
+                guard var pool = s.pools[ref.poolID], pool.held.remove(ref.slot) != nil else {
+                    throw .notHeld(ref)
+                }
+                pool.free.append(ref.slot)
+                if (pool.retired || s.finished) && pool.held.isEmpty {
+                    s.pools[ref.poolID] = nil
+                    if !s.finished { removals.append(ref.poolID) }
+                } else {
+                    s.pools[ref.poolID] = pool
+                }
+            }
+            return s.finished && s.pools.values.allSatisfy { $0.held.isEmpty }
+        }
+        for poolID in removals { send(.poolRemoved(outputID: id, poolID: poolID)) }
+        wake.signal()
+        if drained { onDrained(id) }
+    }
+
+    private func send(_ message: Message, fds: [Int32] = []) {
+        do {
+            try socket.send(message, requestID: requestID, fds: fds)
+        } catch {
+            // The client is gone; stop producing. The session notices the closed socket on its own.
+            state.withLock { $0.cancelled = true }
+        }
+    }
+
+    private func run() {
+        defer { pipeline.stop() }
+        while true {
+            if state.withLock({ $0.cancelled }) { return finish(.cancelled) }
+            switch pipeline.pull(timeoutNs: 100_000_000) {
+            case .timeout:
+                continue
+            case .endOfStream:
+                if state.withLock({ $0.cancelled }) { return finish(.cancelled) }
+                return finish(.completed)
+            case .failed(let error):
+                if state.withLock({ $0.cancelled }) { return finish(.cancelled) }
+                return finish(.failed, error)
+            case .sample(let sample):
+                guard let (poolID, slot, slotSize, mapping) = acquireSlot(bytes: sample.size) else { continue }
+                sample.copyBytes(to: mapping.base + Int(slot) * slotSize)
+                stats.bytesCopied.add(UInt64(sample.size), ordering: .relaxed)
+                var flags: UInt32 = sample.isSync ? Protocol.Sample.flagSync : 0
+                if sample.decodeTime.isValid { flags |= Protocol.Sample.flagHasDecodeTime }
+                send(.sample(Protocol.Sample(
+                    outputID: id, slot: SlotRef(poolID: poolID, slot: slot), length: UInt64(sample.size),
+                    presentationTime: sample.presentationTime, decodeTime: sample.decodeTime, duration: sample.duration,
+                    flags: flags, format: sample.format, width: sample.width, height: sample.height,
+                    colorimetry: sample.colorimetry, planes: sample.planes)))
+                stats.samplesSent.add(1, ordering: .relaxed)
+            }
+        }
+    }
+
+    /// Waits for a free slot that fits `bytes`, creating or replacing the pool as needed. Nil when cancelled.
+    private func acquireSlot(bytes: Int) -> (UInt32, UInt32, Int, SharedMapping)? {
+        while true {
+            enum Step { case got(UInt32, UInt32, Int, SharedMapping), needPool(retire: UInt32?, removeNow: Bool), wait, cancelled }
+            let step = state.withLock { s -> Step in
+                if s.cancelled { return .cancelled }
+                if let current = s.currentPool, var pool = s.pools[current] {
+                    if pool.slotSize < bytes {
+                        pool.retired = true
+                        let empty = pool.held.isEmpty
+                        s.pools[current] = empty ? nil : pool
+                        s.currentPool = nil
+                        return .needPool(retire: current, removeNow: empty)
+                    }
+                    if let slot = pool.free.popLast() {
+                        pool.held.insert(slot)
+                        s.pools[current] = pool
+                        return .got(current, slot, pool.slotSize, pool.mapping)
+                    }
+                    return .wait
+                }
+                return .needPool(retire: nil, removeNow: false)
+            }
+            switch step {
+            case .got(let p, let slot, let size, let mapping):
+                return (p, slot, size, mapping)
+            case .cancelled:
+                return nil
+            case .wait:
+                _ = wake.wait(timeout: .now() + .milliseconds(100))
+            case .needPool(let retired, let removeNow):
+                if let retired, removeNow { send(.poolRemoved(outputID: id, poolID: retired)) }
+                guard createPool(forBytes: bytes) else { return nil }
+            }
+        }
+    }
+
+    private func createPool(forBytes bytes: Int) -> Bool {
+        let wanted = passthrough ? max(bytes * 2, 1 << 20) : bytes
+        let slotSize = (wanted + Self.page - 1) / Self.page * Self.page
+        let slotCount = min(Self.maxSlots, max(Self.minSlots, Self.poolBudget / slotSize))
+        let poolID = state.withLock { s in
+            defer { s.nextPoolID += 1 }
+            return s.nextPoolID
+        }
+        do {
+            let (mapping, fd) = try SharedMapping.create(name: "trackd-pool-\(id)-\(poolID)", size: slotSize * slotCount)
+            defer { close(fd) }
+            state.withLock { s in
+                s.pools[poolID] = Pool(mapping: mapping, slotSize: slotSize,
+                                       free: (0..<UInt32(slotCount)).reversed().map { $0 })
+                s.currentPool = poolID
+            }
+            send(.poolAdded(PoolAdded(outputID: id, poolID: poolID, slotCount: UInt32(slotCount), slotSize: UInt64(slotSize))),
+                 fds: [fd])
+            return true
+        } catch {
+            finish(.failed, TrackError(.limitExceeded, "cannot create a shared-memory pool of \(slotSize * slotCount) bytes: \(error)"))
+            state.withLock { $0.cancelled = true }
+            return false
+        }
+    }
+
+    private func finish(_ status: OutputStatus, _ error: TrackError? = nil) {
+        let (first, drained) = state.withLock { s -> (Bool, Bool) in
+            if s.finished { return (false, false) }
+            s.finished = true
+            s.pools = s.pools.filter { !$0.value.held.isEmpty }
+            return (true, s.pools.isEmpty)
+        }
+        guard first else { return }
+        send(.outputFinished(OutputFinished(outputID: id, status: status, code: error?.code ?? 0, message: error?.message ?? "")))
+        if drained { onDrained(id) }
+    }
+}

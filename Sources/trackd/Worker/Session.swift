@@ -1,0 +1,261 @@
+import Foundation
+import GstBridge
+import Protocol
+import Synchronization
+
+/// One client connection, served by this worker process from Hello to disconnect. The receive loop runs on the
+/// process's main thread (blocking reads); each output pulls on its own thread (OutputStreamer); image requests
+/// run on a thread of their own so a long decode never stalls slot releases.
+final class Session: Sendable {
+    static let maxAssets = 16
+    static let maxOutputs = 16
+
+    struct Asset {
+        let source: MediaSource
+        let tracks: [TrackDescription]
+    }
+
+    struct State: ~Copyable {
+        var assets: [UInt32: Asset] = [:]
+        var outputs: [UInt32: (assetID: UInt32, streamer: OutputStreamer)] = [:]
+        var nextAssetID: UInt32 = 1
+        var nextOutputID: UInt32 = 1
+    }
+
+    let socket: MessageSocket
+    let context: WorkerContext
+    let stats = WorkerStats()
+    private let state = Mutex(State())
+
+    init(socket: MessageSocket, context: WorkerContext) {
+        self.socket = socket
+        self.context = context
+    }
+
+    func run() {
+        guard handshake() else { return }
+        while true {
+            let frame: ReceivedFrame
+            do throws(MessageSocket.ReceiveError) {
+                frame = try socket.receive()
+            } catch {
+                if case .broken(let error) = error {
+                    Log.warning("closing the connection of client pid \(context.clientPID): \(error.message)")
+                    try? socket.send(.error(error), requestID: 0)
+                }
+                break
+            }
+            do {
+                try handle(frame)
+            } catch {
+                Log.warning("closing the connection of client pid \(context.clientPID): \(error.message)")
+                try? socket.send(.error(error), requestID: frame.requestID)
+                break
+            }
+        }
+        let streamers = state.withLock { $0.outputs.values.map(\.streamer) }
+        streamers.forEach { $0.cancel() }
+        socket.shutdown()
+    }
+
+    private func handshake() -> Bool {
+        let frame: ReceivedFrame
+        do {
+            frame = try socket.receive()
+        } catch {
+            return false
+        }
+        guard case .hello(let hello) = frame.message else {
+            frame.fds.forEach { close($0) }
+            try? socket.send(.error(TrackError(.protocolViolation, "the first message must be Hello, not \(frame.message.type)")),
+                             requestID: frame.requestID)
+            return false
+        }
+        guard hello.minVersion <= Wire.version && Wire.version <= hello.maxVersion else {
+            try? socket.send(.error(TrackError(.protocolViolation,
+                                               "protocol versions \(hello.minVersion)–\(hello.maxVersion) are not supported; this trackd speaks \(Wire.version)")),
+                             requestID: frame.requestID)
+            return false
+        }
+        let agreed = max(4096, min(hello.maxMessageSize, Wire.defaultMaxMessageSize))
+        socket.setMaxMessageSize(agreed)
+        do {
+            try socket.send(.helloReply(HelloReply(version: Wire.version, maxMessageSize: agreed,
+                                                   maxFds: min(hello.maxFds, Wire.maxFdsPerMessage),
+                                                   workerPID: UInt32(getpid()), serverVersion: "trackd 0.1 (\(Gst.versionString))")),
+                            requestID: frame.requestID)
+        } catch {
+            return false
+        }
+        return true
+    }
+
+    /// Handles one request. A thrown error is a protocol violation: the caller reports it and closes the
+    /// connection. Errors of the request itself are answered with an Error message here.
+    private func handle(_ frame: ReceivedFrame) throws(TrackError) {
+        let rid = frame.requestID
+        func reply(_ result: () throws(TrackError) -> Message) {
+            let message: Message
+            do {
+                message = try result()
+            } catch {
+                message = .error(error)
+            }
+            try? socket.send(message, requestID: rid)
+        }
+        switch frame.message {
+        case .openAsset(let name):
+            reply { () throws(TrackError) -> Message in try openAsset(fd: frame.fds[0], name: name) }
+        case .closeAsset(let assetID):
+            reply { () throws(TrackError) -> Message in
+                let streamers = try state.withLock { (s: inout State) throws(TrackError) -> [OutputStreamer] in
+                    guard s.assets.removeValue(forKey: assetID) != nil else {
+                        throw TrackError(.invalidArgument, "no open asset with id \(assetID)")
+                    }
+                    return s.outputs.values.filter { $0.assetID == assetID }.map(\.streamer)
+                }
+                streamers.forEach { $0.cancel() }
+                return .ack
+            }
+        case .createOutput(let request):
+            // The reply must precede the output's first PoolAdded/Sample, so the streamer starts after it.
+            var streamer: OutputStreamer?
+            reply { () throws(TrackError) -> Message in
+                let (created, s) = try createOutput(request, requestID: rid)
+                streamer = s
+                return created
+            }
+            streamer?.start()
+        case .releaseSlots(let outputID, let slots):
+            guard let streamer = state.withLock({ $0.outputs[outputID]?.streamer }) else {
+                throw TrackError(.protocolViolation, "ReleaseSlots names output \(outputID), which holds no slots")
+            }
+            do {
+                try streamer.release(slots)
+            } catch {
+                guard case .notHeld(let ref) = error else { return }
+                throw TrackError(.protocolViolation, "ReleaseSlots: slot \(ref.slot) of pool \(ref.poolID) of output \(outputID) is not held by the client")
+            }
+        case .cancelOutput(let outputID):
+            state.withLock { $0.outputs[outputID]?.streamer }?.cancel()
+        case .generateImage(let request):
+            let asset = state.withLock { $0.assets[request.assetID] }
+            let thread = Thread { [self] in
+                do throws(TrackError) {
+                    guard let asset else { throw TrackError(.invalidArgument, "no open asset with id \(request.assetID)") }
+                    let (image, fd) = try generateImage(request, asset: asset)
+                    defer { close(fd) }
+                    try? socket.send(.image(image), requestID: rid, fds: [fd])
+                } catch {
+                    try? socket.send(.error(error), requestID: rid)
+                }
+            }
+            thread.start()
+        case .getStatus:
+            reply { () throws(TrackError) -> Message in status() }
+        case .hello:
+            throw TrackError(.protocolViolation, "Hello was already exchanged")
+        case .helloReply, .assetOpened, .ack, .outputCreated, .poolAdded, .poolRemoved, .sample, .outputFinished,
+             .image, .status, .error:
+            throw TrackError(.protocolViolation, "\(frame.message.type) is sent by the worker, not the client")
+        }
+    }
+
+    private func openAsset(fd: Int32, name: String) throws(TrackError) -> Message {
+        let source = try MediaSource(fd: fd)  // owns fd from here, even when it throws
+        let (duration, tracks) = try source.discover()
+        let assetID = try state.withLock { (s: inout State) throws(TrackError) -> UInt32 in
+            guard s.assets.count < Self.maxAssets else {
+                throw TrackError(.limitExceeded, "a session may hold at most \(Self.maxAssets) open assets")
+            }
+            defer { s.nextAssetID += 1 }
+            s.assets[s.nextAssetID] = Asset(source: source, tracks: tracks)
+            return s.nextAssetID
+        }
+        Log.info("opened asset \(assetID) \"\(name)\": \(tracks.count) tracks")
+        return .assetOpened(AssetOpened(assetID: assetID, duration: duration, tracks: tracks))
+    }
+
+    private func createOutput(_ request: CreateOutput, requestID: UInt32) throws(TrackError) -> (Message, OutputStreamer) {
+        guard let asset = state.withLock({ $0.assets[request.assetID] }) else {
+            throw TrackError(.invalidArgument, "no open asset with id \(request.assetID)")
+        }
+        guard let track = asset.tracks.first(where: { $0.id == request.trackID }) else {
+            let ids = asset.tracks.map { String($0.id) }.joined(separator: ", ")
+            throw TrackError(.invalidArgument, "the asset has no track with id \(request.trackID) (its tracks: \(ids))")
+        }
+        let range = request.timeRange
+        guard range.start.isNumeric, range.start.seconds >= 0,
+              range.duration.isPositiveInfinity || (range.duration.isNumeric && range.duration.seconds >= 0)
+        else {
+            throw TrackError(.invalidArgument, "time range \(range.start) + \(range.duration) is not a valid range")
+        }
+        let mode: OutputMode
+        if let settings = request.settings {
+            switch track.mediaType {
+            case .video:
+                mode = .decode(try OutputSettings.validateVideo(settings))
+            default:
+                throw TrackError(.operationNotSupportedForAsset,
+                                 "decoded output of \(track.mediaType) tracks is not supported yet; read track \(track.id) with outputSettings nil (passthrough)")
+            }
+        } else {
+            mode = .passthrough
+        }
+        let pipeline = try TrackPipeline(source: asset.source, trackID: track.id, mode: mode, timeRange: range)
+        let format = pipeline.outputFormat
+        let outputID = try state.withLock { (s: inout State) throws(TrackError) -> UInt32 in
+            guard s.outputs.count < Self.maxOutputs else {
+                throw TrackError(.limitExceeded, "a session may run at most \(Self.maxOutputs) outputs at once")
+            }
+            defer { s.nextOutputID += 1 }
+            return s.nextOutputID
+        }
+        let streamer = OutputStreamer(
+            id: outputID, requestID: requestID, pipeline: pipeline, passthrough: request.settings == nil,
+            socket: socket, stats: stats,
+            onDrained: { [weak self] id in self?.state.withLock { _ = $0.outputs.removeValue(forKey: id) } })
+        state.withLock { $0.outputs[outputID] = (request.assetID, streamer) }
+        return (.outputCreated(OutputCreated(outputID: outputID, mediaType: track.mediaType, format: format.format,
+                                             width: format.width, height: format.height, codecConfig: format.codecConfig)),
+                streamer)
+    }
+
+    /// Decodes the frame shown at the requested time, encodes it as PNG (GStreamer's pngenc) and puts the bytes
+    /// in a sealed memfd. Returns the reply and the fd (the caller sends it, then closes it).
+    private func generateImage(_ request: GenerateImage, asset: Asset) throws(TrackError) -> (ImageReady, Int32) {
+        guard request.imageFormat == "png " else {
+            throw TrackError(.unsupportedOutputSettings, "image format \(request.imageFormat) is not supported; use 'png '")
+        }
+        guard asset.tracks.contains(where: { $0.id == request.trackID && $0.mediaType == .video }) else {
+            throw TrackError(.invalidArgument, "the asset has no video track with id \(request.trackID)")
+        }
+        guard request.time.isNumeric, request.time.seconds >= 0 else {
+            throw TrackError(.invalidArgument, "image time \(request.time) is not a valid time")
+        }
+        let image = try generatePNG(source: asset.source, trackID: request.trackID, at: request.time)
+        let mapping: SharedMapping
+        let fd: Int32
+        do {
+            (mapping, fd) = try SharedMapping.create(name: "trackd-image", size: max(image.png.count, 1))
+        } catch {
+            throw TrackError(.limitExceeded, "cannot create shared memory for the image: \(error)")
+        }
+        image.png.withUnsafeBytes { mapping.base.copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
+        stats.bytesCopied.add(UInt64(image.png.count), ordering: .relaxed)
+        return (ImageReady(actualTime: image.actualTime, width: image.width, height: image.height,
+                           length: UInt64(image.png.count)), fd)
+    }
+
+    private func status() -> Message {
+        let (assets, outputs) = state.withLock { ($0.assets.count, $0.outputs.count) }
+        let now = Supervisor.nowMs()
+        return .status(StatusReport(
+            workerPID: UInt32(getpid()), supervisorPID: context.supervisorPID,
+            supervisorUptimeMs: now > context.supervisorStartedMs ? now - context.supervisorStartedMs : 0,
+            connectionsAccepted: context.accepted, activeConnections: context.active, workerCrashes: context.crashes,
+            openAssets: UInt32(assets), activeOutputs: UInt32(outputs),
+            samplesSent: stats.samplesSent.load(ordering: .relaxed), bytesCopied: stats.bytesCopied.load(ordering: .relaxed),
+            gstreamerVersion: Gst.versionString))
+    }
+}

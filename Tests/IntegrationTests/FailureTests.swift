@@ -1,0 +1,172 @@
+import Foundation
+import Protocol
+import Testing
+import TrackClient
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Bad input gets a clear error and nothing else breaks; a worker's death is contained.
+@Suite(.serialized)
+struct FailureTests {
+    func openError(_ path: String, _ daemon: Daemon) -> TrackError? {
+        do {
+            _ = try Asset(path: path, socketPath: daemon.socketPath)
+            return nil
+        } catch {
+            return error
+        }
+    }
+
+    @Test func badFilesGetClearErrorsAndTheDaemonServesOn() throws {
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        let notMedia = try #require(openError(Media.text, daemon))
+        #expect(notMedia.code == AVErrorCode.fileFormatNotRecognized.rawValue, "\(notMedia)")
+        let empty = try #require(openError(Media.empty, daemon))
+        #expect(empty.code == AVErrorCode.fileFormatNotRecognized.rawValue, "\(empty)")
+        let directory = try #require(openError(Media.dir, daemon))
+        #expect(directory.code == AVErrorCode.invalidSourceMedia.rawValue, "\(directory)")
+        #expect(directory.message.contains("regular file"), "\(directory.message)")
+        let missing = try #require(openError(Media.dir + "/no-such-file.mp4", daemon))
+        #expect(missing.code == AVErrorCode.invalidSourceMedia.rawValue)
+        #expect(missing.message.contains("No such file"))
+        // A truncated file (moov lost) either fails to open with a parse error or reads a clean prefix.
+        if let truncated = openError(Media.truncated, daemon) {
+            #expect([AVErrorCode.fileFailedToParse, .fileFormatNotRecognized, .failedToLoadMediaData]
+                .map(\.rawValue).contains(truncated.code), "\(truncated)")
+        }
+        // Still serving.
+        let asset = try Asset(path: Media.clip, socketPath: daemon.socketPath)
+        #expect(asset.tracks.count == 2)
+        #expect(daemon.isRunning)
+    }
+
+    @Test func unsupportedSettingsNameTheProblem() throws {
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        let asset = try Asset(path: Media.clip, socketPath: daemon.socketPath)
+        let track = try #require(asset.tracks(withMediaType: .video).first)
+        func rejection(_ settings: [String: SettingValue]) -> TrackError? {
+            do {
+                _ = try AssetReaderTrackOutput(track: track, outputSettings: settings)
+                return nil
+            } catch {
+                return error
+            }
+        }
+        let unknown = try #require(rejection(["PixelFormatType": .string("BGRA"), "Colour": .int(1)]))
+        #expect(unknown.code == AVErrorCode.unsupportedOutputSettings.rawValue)
+        #expect(unknown.message == "Output settings dictionary contains one or more invalid keys: Colour")
+        let aperture = try #require(rejection(["AVVideoCleanApertureKey": .dictionary([:])]))
+        #expect(aperture.message == "AVAssetReaderTrackOutput does not currently support AVVideoCleanApertureKey")
+        let compressed = try #require(rejection(["AVVideoCodecKey": .string("avc1")]))
+        #expect(compressed.message.contains("compressed output"))
+        let format = try #require(rejection(["PixelFormatType": .string("v308")]))
+        #expect(format.code == AVErrorCode.unsupportedOutputSettings.rawValue)
+    }
+
+    /// The worker checks everything again: a client that skips TrackClient's validation gets the same errors from
+    /// the worker, and the session stays usable.
+    @Test func workerValidatesRawRequests() throws {
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        let raw = try RawClient(socketPath: daemon.socketPath)
+        let fd = open(Media.clip, O_RDONLY | O_CLOEXEC)
+        let opened = try raw.request(.openAsset(name: "clip.mp4"), fds: [fd])
+        close(fd)
+        guard case .assetOpened(let asset) = opened else { Issue.record("expected AssetOpened, got \(opened)"); return }
+        let badKey = try raw.request(.createOutput(CreateOutput(assetID: asset.assetID, trackID: 1, timeRange: .everything,
+                                                                settings: ["Frobnicate": .bool(true)])))
+        #expect(badKey == .error(TrackError(.unsupportedOutputSettings, "Output settings dictionary contains one or more invalid keys: Frobnicate")))
+        let badTrack = try raw.request(.createOutput(CreateOutput(assetID: asset.assetID, trackID: 99, timeRange: .everything, settings: [:])))
+        guard case .error(let e) = badTrack else { Issue.record("expected an error, got \(badTrack)"); return }
+        #expect(e.code == AVErrorCode.invalidArgument.rawValue && e.message.contains("99"))
+        let badAsset = try raw.request(.closeAsset(assetID: 77))
+        guard case .error(let e2) = badAsset else { Issue.record("expected an error, got \(badAsset)"); return }
+        #expect(e2.code == AVErrorCode.invalidArgument.rawValue)
+        // Still the same worker, still answering.
+        guard case .status = try raw.request(.getStatus) else { Issue.record("no status"); return }
+    }
+
+    /// A broken frame ends that connection with a protocol error; the supervisor and other clients are untouched.
+    @Test func protocolViolationsCloseOnlyThatConnection() throws {
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        let bystander = try Asset(path: Media.clip, socketPath: daemon.socketPath)
+        let raw = try RawClient(socketPath: daemon.socketPath)
+        var bogus = [UInt8](repeating: 0, count: 16)
+        bogus[0] = 4  // length 4
+        bogus[4] = 0x77  // unknown type
+        _ = bogus.withUnsafeBytes { write(raw.socket.fd, $0.baseAddress, $0.count) }
+        _ = [UInt8](repeating: 0, count: 4).withUnsafeBytes { write(raw.socket.fd, $0.baseAddress, $0.count) }
+        let answer = try? raw.socket.receive()
+        if case .error(let e)? = answer?.message {
+            #expect(e.code == AVErrorCode.protocolViolation.rawValue)
+        } else {
+            Issue.record("expected a protocol error, got \(String(describing: answer))")
+        }
+        #expect(throws: MessageSocket.ReceiveError.self) { try raw.socket.receive() }
+        #expect(try bystander.serverStatus().workerPID > 0)
+        #expect(daemon.isRunning)
+    }
+
+    @Test func killedWorkerFailsTheReaderWithMediaServicesWereReset() throws {
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        let asset = try Asset(path: Media.clip, socketPath: daemon.socketPath)
+        let worker = try asset.serverStatus().workerPID
+        let track = try #require(asset.tracks(withMediaType: .video).first)
+        let output = try AssetReaderTrackOutput(track: track, outputSettings: ["PixelFormatType": .string("BGRA")])
+        let reader = AssetReader(asset: asset)
+        reader.add(output)
+        #expect(reader.startReading())
+        var got = 0
+        while let _ = output.copyNextSampleBuffer() {
+            got += 1
+            if got == 5 { kill(pid_t(worker), SIGKILL) }
+        }
+        #expect(got >= 5 && got < 60)
+        #expect(reader.status == .failed)
+        #expect(reader.error?.code == AVErrorCode.mediaServicesWereReset.rawValue)
+        // The supervisor logged it and serves the next client.
+        let next = try Asset(path: Media.clip, socketPath: daemon.socketPath)
+        #expect(try next.serverStatus().workerCrashes >= 1)
+        #expect(daemon.isRunning)
+        #expect(daemon.log.contains("killed by signal 9"))
+    }
+}
+
+/// A client speaking the wire protocol directly, bypassing TrackClient's checks.
+final class RawClient {
+    let socket: MessageSocket
+    var nextID: UInt32 = 1
+
+    init(socketPath: String) throws {
+        let fd = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        var addr = sockaddr_un()
+        addr.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &addr.sun_path) { raw in
+            let b = Array(socketPath.utf8)
+            raw.copyBytes(from: b)
+            raw[b.count] = 0
+        }
+        let rc = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard rc == 0 else { throw SystemError("connect", errno: errno) }
+        socket = MessageSocket(fd: fd)
+        guard case .helloReply = try request(.hello(Hello(clientName: "raw-test"))) else {
+            throw TrackError(.protocolViolation, "no HelloReply")
+        }
+    }
+
+    func request(_ m: Message, fds: [Int32] = []) throws -> Message {
+        nextID += 1
+        try socket.send(m, requestID: nextID, fds: fds)
+        let frame = try socket.receive()
+        #expect(frame.requestID == nextID)
+        return frame.message
+    }
+}

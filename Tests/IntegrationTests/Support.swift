@@ -1,0 +1,191 @@
+import Foundation
+import Protocol
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Test support: real binaries, real processes, media generated at test time.
+enum Env {
+    /// The directory holding the built `trackd` and `trackctl` (TRACKD_BUILD_DIR, else next to the test bundle).
+    static let buildDir: String = {
+        if let dir = ProcessInfo.processInfo.environment["TRACKD_BUILD_DIR"], !dir.isEmpty { return dir }
+        var url = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
+        for _ in 0..<4 {
+            url.deleteLastPathComponent()
+            if FileManager.default.isExecutableFile(atPath: url.appendingPathComponent("trackd").path) { return url.path }
+        }
+        return FileManager.default.currentDirectoryPath + "/.build/debug"
+    }()
+
+    static var trackd: String { buildDir + "/trackd" }
+    static var trackctl: String { buildDir + "/trackctl" }
+
+    static func tempDir(_ name: String) -> String {
+        let path = NSTemporaryDirectory() + "trackd-test-\(name)-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        try! FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        return path
+    }
+}
+
+/// Output of a finished command.
+struct Run {
+    var status: Int32
+    var stdout: Data
+    var stderr: String
+    var text: String { String(decoding: stdout, as: UTF8.self) }
+}
+
+/// Runs a command to completion, capturing its output (stdout through a file, so large outputs cannot block).
+@discardableResult
+func run(_ executable: String, _ args: [String], env: [String: String] = [:]) throws -> Run {
+    let dir = Env.tempDir("run")
+    defer { try? FileManager.default.removeItem(atPath: dir) }
+    let outPath = dir + "/out", errPath = dir + "/err"
+    _ = FileManager.default.createFile(atPath: outPath, contents: nil)
+    _ = FileManager.default.createFile(atPath: errPath, contents: nil)
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: executable.hasPrefix("/") ? executable : "/usr/bin/" + executable)
+    p.arguments = args
+    var environment = ProcessInfo.processInfo.environment
+    environment.merge(env) { $1 }
+    p.environment = environment
+    p.standardOutput = FileHandle(forWritingAtPath: outPath)
+    p.standardError = FileHandle(forWritingAtPath: errPath)
+    p.standardInput = FileHandle.nullDevice
+    try p.run()
+    p.waitUntilExit()
+    return Run(status: p.terminationStatus, stdout: FileManager.default.contents(atPath: outPath) ?? Data(),
+               stderr: String(decoding: FileManager.default.contents(atPath: errPath) ?? Data(), as: UTF8.self))
+}
+
+/// A real trackd supervisor on a private socket. `stop()` ends it and its workers.
+final class Daemon {
+    let dir: String
+    let socketPath: String
+    let process = Process()
+    let logPath: String
+
+    init(extraArgs: [String] = []) throws {
+        dir = Env.tempDir("daemon")
+        socketPath = dir + "/trackd.sock"
+        logPath = dir + "/trackd.log"
+        _ = FileManager.default.createFile(atPath: logPath, contents: nil)
+        process.executableURL = URL(fileURLWithPath: Env.trackd)
+        process.arguments = ["--socket", socketPath] + extraArgs
+        process.standardError = FileHandle(forWritingAtPath: logPath)
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        for _ in 0..<200 {
+            if FileManager.default.fileExists(atPath: socketPath) { return }
+            usleep(25_000)
+        }
+        throw TrackError(.unknown, "trackd did not create \(socketPath) within 5 s; log:\n\(log)")
+    }
+
+    var pid: Int32 { process.processIdentifier }
+    var isRunning: Bool { process.isRunning }
+    var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
+
+    func stop() {
+        if process.isRunning {
+            kill(process.processIdentifier, SIGTERM)
+            process.waitUntilExit()
+        }
+        try? FileManager.default.removeItem(atPath: dir)
+    }
+
+    deinit { stop() }
+
+    /// Runs trackctl against this daemon.
+    func trackctl(_ args: [String]) throws -> Run {
+        try run(Env.trackctl, ["--socket", socketPath] + args)
+    }
+}
+
+/// Media made once per test run with ffmpeg (libx264 with B-frames, AAC audio), never committed.
+enum Media {
+    static let dir = Env.tempDir("media")
+
+    /// 320x240, 30 fps, 2 s, B-frames, GOP 15, AAC stereo 48 kHz; moov at the end (ffmpeg's default).
+    static let clip: String = make("clip.mp4", [
+        "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=30:duration=2",
+        "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000:duration=2",
+        "-c:v", "libx264", "-preset", "veryfast", "-bf", "2", "-g", "15", "-pix_fmt", "yuv420p",
+        "-c:a", "aac", "-ac", "2", "-metadata:s:a:0", "language=eng",
+    ])
+
+    /// The same picture with the moov atom first.
+    static let faststart: String = make("faststart.mp4", [
+        "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=30:duration=1",
+        "-c:v", "libx264", "-preset", "veryfast", "-bf", "2", "-g", "15", "-pix_fmt", "yuv420p", "-movflags", "+faststart",
+    ])
+
+    /// Full-range (JPEG-range) 4:2:0 source, odd-free small size.
+    static let fullRange: String = make("fullrange.mp4", [
+        "-f", "lavfi", "-i", "testsrc2=size=176x144:rate=25:duration=1",
+        "-c:v", "libx264", "-preset", "veryfast", "-bf", "2", "-pix_fmt", "yuvj420p", "-color_range", "pc",
+    ])
+
+    /// A file that is not media at all.
+    static let text: String = {
+        let path = dir + "/notes.txt"
+        try! String(repeating: "this is not a video\n", count: 200).write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }()
+
+    static let empty: String = {
+        let path = dir + "/empty.mp4"
+        _ = FileManager.default.createFile(atPath: path, contents: Data())
+        return path
+    }()
+
+    /// The first 40% of `clip`, cut mid-stream (moov at the end is lost).
+    static let truncated: String = {
+        let data = FileManager.default.contents(atPath: clip)!
+        let path = dir + "/truncated.mp4"
+        _ = FileManager.default.createFile(atPath: path, contents: data.prefix(data.count * 2 / 5))
+        return path
+    }()
+
+    static func make(_ name: String, _ args: [String]) -> String {
+        let path = dir + "/" + name
+        let r = try! run("ffmpeg", ["-hide_banner", "-loglevel", "error", "-y"] + args + [path])
+        precondition(r.status == 0, "ffmpeg failed to make \(name): \(r.stderr)")
+        return path
+    }
+}
+
+/// ffmpeg/ffprobe as oracles.
+enum Oracle {
+    /// `ffmpeg -f framemd5` of the first video stream decoded to `pixFmt`: one (size, md5) per frame.
+    static func frameMD5(_ file: String, pixFmt: String, extra: [String] = []) throws -> [(size: Int, md5: String)] {
+        let r = try run("ffmpeg", ["-hide_banner", "-loglevel", "error", "-i", file, "-map", "0:v:0"] + extra
+                            + ["-pix_fmt", pixFmt, "-f", "framemd5", "-"])
+        #expect(r.status == 0, "ffmpeg framemd5: \(r.stderr)")
+        return r.text.split(separator: "\n").filter { !$0.hasPrefix("#") }.map { line in
+            let f = line.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+            return (Int(f[4])!, f[5])
+        }
+    }
+
+    /// Presentation times of the decoded video frames, from ffprobe.
+    static func framePTS(_ file: String) throws -> [Double] {
+        let r = try run("ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries", "frame=pts_time",
+                                    "-of", "csv=p=0", file])
+        #expect(r.status == 0, "ffprobe: \(r.stderr)")
+        return r.text.split(separator: "\n").compactMap { Double($0.trimmingCharacters(in: .whitespaces.union(.init(charactersIn: ",")))) }
+    }
+
+    /// Stored packets of the video stream in decode order: (dts, pts, size, keyframe).
+    static func packets(_ file: String) throws -> [(dts: Double, pts: Double, size: Int, key: Bool)] {
+        let r = try run("ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries", "packet=dts_time,pts_time,size,flags",
+                                    "-of", "csv=p=0", file])
+        #expect(r.status == 0, "ffprobe: \(r.stderr)")
+        return r.text.split(separator: "\n").map { line in
+            let f = line.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
+            return (Double(f[1]) ?? .nan, Double(f[0]) ?? .nan, Int(f[2]) ?? -1, f[3].hasPrefix("K"))
+        }
+    }
+}

@@ -1,0 +1,131 @@
+import Foundation
+import Protocol
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// trackctl's documented interface, driven as other tools drive it.
+@Suite(.serialized)
+struct TrackctlTests {
+    @Test func md5LinesMatchFFmpegFramemd5() throws {
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        let r = try daemon.trackctl(["read", Media.clip, "--pixel-format", "kCVPixelFormatType_420YpCbCr8BiPlanarVideoRange", "--md5"])
+        #expect(r.status == 0, "\(r.stderr)")
+        let lines = r.text.split(separator: "\n").map { $0.split(separator: " ").map(String.init) }
+        let oracle = try Oracle.frameMD5(Media.clip, pixFmt: "nv12")
+        #expect(lines.count == oracle.count)
+        for (i, (l, o)) in zip(lines, oracle).enumerated() {
+            #expect(l.count == 5)
+            #expect(l[0] == String(i))
+            #expect(l[1].split(separator: ".").last?.count == 6, "PTS has 6 decimals")
+            #expect(Int(l[3]) == o.size)
+            #expect(l[4] == o.md5, "frame \(i)")
+        }
+    }
+
+    @Test func outputWritesThePackedBytes() throws {
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        let dir = Env.tempDir("out")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let r = try daemon.trackctl(["read", Media.clip, "--pixel-format", "y420", "--output", dir + "/frames.yuv"])
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(r.text.contains("60 samples in"))
+        let ours = try #require(FileManager.default.contents(atPath: dir + "/frames.yuv"))
+        let theirs = try run("ffmpeg", ["-v", "error", "-i", Media.clip, "-f", "rawvideo", "-pix_fmt", "yuv420p", "-"]).stdout
+        #expect(ours.count == 320 * 240 * 3 / 2 * 60)
+        #expect(ours == theirs)
+    }
+
+    @Test func tracksJSONHasExactlyTheDocumentedKeys() throws {
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        let r = try daemon.trackctl(["tracks", Media.clip, "--json"])
+        #expect(r.status == 0, "\(r.stderr)")
+        let array = try #require(try JSONSerialization.jsonObject(with: r.stdout) as? [[String: Any]])
+        #expect(array.count == 2)
+        let keys: Set<String> = ["id", "mediaType", "codec", "width", "height", "nominalFrameRate", "duration",
+                                 "timeRangeStart", "sampleRate", "channels", "depth", "hasAlpha", "rotation", "language"]
+        for t in array { #expect(Set(t.keys) == keys) }
+        #expect(array[0]["mediaType"] as? String == "video" && array[0]["codec"] as? String == "avc1")
+        #expect(array[0]["sampleRate"] is NSNull)
+        #expect(array[1]["channels"] as? Int == 2)
+        let table = try daemon.trackctl(["tracks", Media.clip])
+        #expect(table.status == 0 && table.text.contains("avc1") && table.text.contains("320x240"))
+    }
+
+    @Test func jsonReadAndPassthrough() throws {
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        let r = try daemon.trackctl(["read", Media.clip, "--passthrough", "--json", "--md5"])
+        #expect(r.status == 0, "\(r.stderr)")
+        let objects = r.text.split(separator: "\n").compactMap {
+            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }
+        let packets = try Oracle.packets(Media.clip)
+        #expect(objects.count == packets.count)
+        #expect(objects.first?["sync"] as? Bool == true)
+        #expect(objects.allSatisfy { ($0["md5"] as? String)?.count == 32 })
+        #expect(zip(objects, packets).allSatisfy { ($0["size"] as? Int) == $1.size })
+    }
+
+    @Test func frameWritesAPNG() throws {
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        let dir = Env.tempDir("png")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let r = try daemon.trackctl(["frame", Media.clip, "--time", "1.5", "--output", dir + "/f.png"])
+        #expect(r.status == 0, "\(r.stderr)")
+        let probe = try run("ffprobe", ["-v", "error", "-show_entries", "stream=codec_name,width,height", "-of", "csv=p=0", dir + "/f.png"])
+        #expect(probe.text.trimmingCharacters(in: .whitespacesAndNewlines) == "png,320,240")
+    }
+
+    @Test func exitCodes() throws {
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        #expect(try run(Env.trackctl, ["--socket", daemon.dir + "/nobody.sock", "tracks", Media.clip]).status == 3)
+        let unreachable = try run(Env.trackctl, ["--socket", daemon.dir + "/nobody.sock", "status"])
+        #expect(unreachable.stderr.contains("Is trackd running?"))
+        #expect(try daemon.trackctl(["read"]).status == 2)
+        #expect(try daemon.trackctl(["read", Media.clip, "--pixel-format", "nope"]).status == 2)
+        #expect(try daemon.trackctl(["bogus"]).status == 2)
+        let notMedia = try daemon.trackctl(["read", Media.text])
+        #expect(notMedia.status == 1)
+        #expect(notMedia.stderr.contains("-11828"))
+        let status = try daemon.trackctl(["status", "--json"])
+        #expect(status.status == 0)
+        let object = try #require(try JSONSerialization.jsonObject(with: status.stdout) as? [String: Any])
+        #expect(object["supervisorPid"] as? Int == Int(daemon.pid))
+        let list = try run(Env.trackctl, ["read", "--pixel-format", "list"])
+        #expect(list.status == 0 && list.text.contains("420v") && list.text.contains("NV12"))
+    }
+}
+
+/// trackd under systemd socket activation: systemd-socket-activate passes the listening socket (LISTEN_FDS).
+@Suite struct SocketActivationTests {
+    @Test func readsFramesThroughAnActivatedSocket() throws {
+        let activate = "/usr/bin/systemd-socket-activate"
+        try #require(FileManager.default.isExecutableFile(atPath: activate), "systemd-socket-activate is installed by make deps")
+        let dir = Env.tempDir("activate")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let socketPath = dir + "/activated.sock"
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: activate)
+        p.arguments = ["-l", socketPath, Env.trackd]
+        p.standardError = FileHandle.nullDevice
+        try p.run()
+        defer {
+            kill(p.processIdentifier, SIGTERM)
+            p.waitUntilExit()
+        }
+        for _ in 0..<200 where !FileManager.default.fileExists(atPath: socketPath) { usleep(25_000) }
+        let r = try run(Env.trackctl, ["--socket", socketPath, "read", Media.clip, "--md5"])
+        #expect(r.status == 0, "\(r.stderr)")
+        #expect(r.text.split(separator: "\n").count == 60)
+        let units = try run("/bin/bash", [FileManager.default.currentDirectoryPath + "/scripts/verify-units.sh"])
+        #expect(units.status == 0, "systemd-analyze verify: \(units.stderr)")
+    }
+}
