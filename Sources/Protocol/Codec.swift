@@ -270,16 +270,19 @@ public enum Codec {
         }
     }
 
+    /// `depth` is the nesting depth of the container that holds this value (the top-level dictionary is 1).
+    /// Every array or dictionary value is one level deeper than its container; none may be deeper than
+    /// `Wire.maxSettingsDepth`.
     static func decodeValue(_ r: inout ByteReader, depth: Int) throws(TrackError) -> SettingValue {
-        guard depth <= Wire.maxSettingsDepth else {
-            throw TrackError(.protocolViolation, "settings: nesting deeper than \(Wire.maxSettingsDepth)")
-        }
         switch try r.u8("settings.tag") {
         case 1: return .int(try r.i64("settings.int"))
         case 2: return .double(try r.f64("settings.double"))
         case 3: return .bool(try r.bool("settings.bool"))
         case 4: return .string(try r.string("settings.string"))
         case 5:
+            guard depth + 1 <= Wire.maxSettingsDepth else {
+                throw TrackError(.protocolViolation, "settings: nesting deeper than \(Wire.maxSettingsDepth)")
+            }
             let n = try r.count("settings.arrayCount", max: Wire.maxSettingsItems)
             var a: [SettingValue] = []
             for _ in 0..<n { a.append(try decodeValue(&r, depth: depth + 1)) }
@@ -298,7 +301,7 @@ public enum Codec {
         for _ in 0..<n {
             let key = try r.string("settings.key")
             guard d[key] == nil else { throw TrackError(.protocolViolation, "settings: key \"\(key)\" appears twice") }
-            d[key] = try decodeValue(&r, depth: depth + 1)
+            d[key] = try decodeValue(&r, depth: depth)
         }
         return d
     }

@@ -26,8 +26,20 @@ public struct MediaTime: Sendable, Hashable, CustomStringConvertible {
 
     public static func nanoseconds(_ ns: Int64) -> MediaTime { MediaTime(value: ns, timescale: nanosecondTimescale) }
 
+    /// Nanoseconds nearest to `seconds`. NaN gives `.invalid`, ±infinity the matching infinite time, and values
+    /// beyond ±9.2e9 s saturate (never traps).
     public init(seconds: Double) {
-        self = .nanoseconds(Int64((seconds * 1e9).rounded()))
+        if seconds.isNaN { self = .invalid; return }
+        if seconds == .infinity { self = .positiveInfinity; return }
+        if seconds == -.infinity {
+            self = MediaTime(value: 0, timescale: 0, flags: MediaTime.flagValid | MediaTime.flagNegativeInfinity)
+            return
+        }
+        let ns = (seconds * 1e9).rounded()
+        // 2^63 is exactly representable; Int64(ns) traps at or beyond it.
+        if ns >= 9_223_372_036_854_775_808.0 { self = .nanoseconds(.max); return }
+        if ns < -9_223_372_036_854_775_808.0 { self = .nanoseconds(.min); return }
+        self = .nanoseconds(Int64(ns))
     }
 
     public var isValid: Bool { flags & MediaTime.flagValid != 0 }
@@ -47,7 +59,9 @@ public struct MediaTime: Sendable, Hashable, CustomStringConvertible {
         let (q, r) = value.quotientAndRemainder(dividingBy: Int64(timescale))
         let (whole, o1) = q.multipliedReportingOverflow(by: 1_000_000_000)
         if o1 { return value < 0 ? .min : .max }
-        return whole + r * 1_000_000_000 / Int64(timescale)
+        let (sum, o2) = whole.addingReportingOverflow(r * 1_000_000_000 / Int64(timescale))
+        if o2 { return value < 0 ? .min : .max }
+        return sum
     }
 
     public var description: String {

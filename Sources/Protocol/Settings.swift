@@ -78,7 +78,16 @@ public enum OutputSettings {
 
     /// Validates settings for a video track. `nil` settings mean passthrough and are not passed here.
     public static func validateVideo(_ settings: [String: SettingValue]) throws(TrackError) -> VideoOutputRequest {
-        let settings = Dictionary(settings.map { (SettingsKey.canonical($0.key), $0.value) }, uniquingKeysWith: { a, _ in a })
+        var canonical: [String: SettingValue] = [:]
+        for key in settings.keys.sorted() {
+            let name = SettingsKey.canonical(key)
+            // Both spellings of one key: which value wins must not depend on dictionary order.
+            guard canonical[name] == nil else {
+                throw TrackError(.unsupportedOutputSettings, "Output settings dictionary contains both \(name) and \(key)")
+            }
+            canonical[name] = settings[key]
+        }
+        let settings = canonical
         if settings[SettingsKey.videoCodec] != nil {
             throw TrackError(.unsupportedOutputSettings, "AVAssetReaderOutput does not currently support compressed output")
         }

@@ -42,7 +42,7 @@ public final class SharedMapping: @unchecked Sendable {
         var regular: Int32 = 0
         var actual: UInt64 = 0
         guard seals >= 0, seals & required == required,
-              trackd_fd_is_regular(fd, &regular, &actual) == 0, actual >= UInt64(size)
+              trackd_fd_is_regular(fd, &regular, &actual) == 0, regular != 0, actual >= UInt64(size)
         else { return false }
         return true
     }

@@ -47,8 +47,9 @@ public struct ByteReader {
 
     public init(_ bytes: [UInt8], from start: Int = 0, to end: Int? = nil) {
         self.bytes = bytes
-        self.offset = start
-        self.end = end ?? bytes.count
+        self.offset = max(start, 0)
+        // Clamped, so that bounds past the array (a caller's mistake) throw "truncated" instead of trapping.
+        self.end = min(end ?? bytes.count, bytes.count)
     }
 
     public var remaining: Int { end - offset }

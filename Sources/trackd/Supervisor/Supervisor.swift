@@ -114,7 +114,8 @@ final class Supervisor: Sendable {
         }
         // SIG_IGN on SIGCHLD would make the kernel auto-reap children; restore the default so waitpid sees them.
         signal(SIGCHLD, SIG_DFL)
-        let thread = Thread(name: "accept") { [self] in acceptLoop() }
+        let thread = Thread { [self] in acceptLoop() }
+        thread.name = "accept"
         thread.start()
     }
 
