@@ -131,6 +131,9 @@ public enum Wire {
     public static let headerSize = 16
     /// Largest payload either side ever accepts before Hello has agreed on a (possibly smaller) limit.
     public static let maxMessageSizeCeiling: UInt32 = 1 << 20
+    /// The smallest receive limit a client may offer in Hello: every version-1 message a worker sends fits in it
+    /// (the largest, an OutputCreated with a full codec configuration, is 65,557 bytes).
+    public static let minMessageSize: UInt32 = 128 * 1024
     /// The receiver's default largest payload.
     public static let defaultMaxMessageSize: UInt32 = 256 * 1024
     /// Descriptors one message may carry (no message type needs more than one).

@@ -77,7 +77,13 @@ final class Session: Sendable {
                              requestID: frame.requestID)
             return false
         }
-        let agreed = max(4096, min(hello.maxMessageSize, Wire.defaultMaxMessageSize))
+        guard hello.maxMessageSize >= Wire.minMessageSize else {
+            try? socket.send(.error(TrackError(.protocolViolation,
+                                               "Hello offers a message size of \(hello.maxMessageSize) bytes; at least \(Wire.minMessageSize) is required")),
+                             requestID: frame.requestID)
+            return false
+        }
+        let agreed = min(hello.maxMessageSize, Wire.defaultMaxMessageSize)
         socket.setMaxMessageSize(agreed)
         do {
             try socket.send(.helloReply(HelloReply(version: Wire.version, maxMessageSize: agreed,

@@ -1,0 +1,247 @@
+import Protocol
+import Testing
+
+@Suite struct RoundTripTests {
+    @Test func fixturesCoverEveryMessageType() {
+        #expect(Set(Fixtures.messages.map(\.type)) == Set(MessageType.allCases))
+    }
+
+    @Test(arguments: Fixtures.messages.indices)
+    func roundTrip(_ index: Int) throws {
+        let message = Fixtures.messages[index]
+        let requestID = UInt32(0x0102_0304 &+ index)
+        let bytes = Codec.frame(message, requestID: requestID)
+
+        // The header, byte by byte.
+        #expect(bytes.count >= Wire.headerSize)
+        #expect(Array(bytes[0..<4]) == le32(UInt32(bytes.count - Wire.headerSize)))
+        #expect(Array(bytes[4..<6]) == le16(message.type.rawValue))
+        #expect(Array(bytes[6..<8]) == le16(UInt16(message.type.fdCount)))
+        #expect(Array(bytes[8..<12]) == le32(requestID))
+        #expect(Array(bytes[12..<16]) == [0, 0, 0, 0])
+
+        // Everything fits the default limit.
+        var decoder = FrameDecoder()
+        decoder.feed(bytes)
+        let frame = try #require(try decoder.next())
+        #expect(frame.message == message)
+        #expect(frame.header == FrameHeader(length: UInt32(bytes.count - Wire.headerSize), type: message.type.rawValue,
+                                            fdCount: UInt16(message.type.fdCount), requestID: requestID))
+        #expect(decoder.pendingBytes == 0)
+        #expect(try decoder.next() == nil)
+
+        // Encoding is deterministic (settings keys are sorted) and a decoded message re-encodes to the same bytes.
+        #expect(Codec.frame(frame.message, requestID: requestID) == bytes)
+    }
+
+    @Test func fdCounts() {
+        for type in MessageType.allCases {
+            let expected = [.openAsset, .poolAdded, .image].contains(type) ? 1 : 0
+            #expect(type.fdCount == expected, "\(type)")
+        }
+    }
+
+    @Test func typeNumbers() {
+        let numbers: [MessageType: UInt16] = [
+            .hello: 0x0001, .openAsset: 0x0002, .closeAsset: 0x0003, .createOutput: 0x0004, .releaseSlots: 0x0005,
+            .cancelOutput: 0x0006, .generateImage: 0x0007, .getStatus: 0x0008, .helloReply: 0x8001,
+            .assetOpened: 0x8002, .ack: 0x8003, .outputCreated: 0x8004, .poolAdded: 0x8005, .poolRemoved: 0x8006,
+            .sample: 0x8007, .outputFinished: 0x8008, .image: 0x8009, .status: 0x800A, .error: 0x80FF,
+        ]
+        #expect(numbers.count == MessageType.allCases.count)
+        for (type, number) in numbers { #expect(type.rawValue == number) }
+    }
+
+    @Test func floatingPointIsCarriedBitExact() throws {
+        let values: [Double] = [-0.0, .nan, -.nan, .signalingNaN, .infinity, -.infinity, .leastNonzeroMagnitude,
+                                .greatestFiniteMagnitude, Double(bitPattern: 0x7FF8_0000_DEAD_BEEF)]
+        for v in values {
+            let message = Message.createOutput(CreateOutput(assetID: 1, trackID: 1, timeRange: .everything,
+                                                            settings: ["v": .double(v)]))
+            let decoded = try decodeAll(Codec.frame(message, requestID: 1))
+            guard case .createOutput(let c) = decoded.first?.message, case .double(let d)? = c.settings?["v"] else {
+                Issue.record("no double decoded for \(v)")
+                continue
+            }
+            #expect(d.bitPattern == v.bitPattern)
+        }
+        var w = ByteWriter()
+        w.f64(1.0)
+        #expect(w.bytes == [0, 0, 0, 0, 0, 0, 0xF0, 0x3F])
+    }
+
+    @Test func primitiveEncodings() {
+        var w = ByteWriter()
+        w.u16(0x0102)
+        w.u32(0x0304_0506)
+        w.i32(-2)
+        w.i64(-2)
+        w.bool(true)
+        w.bool(false)
+        w.string("é")
+        w.blob([9, 8])
+        w.fourCC("420v")
+        w.time(MediaTime(value: 1001, timescale: 30000))
+        #expect(w.bytes == [0x02, 0x01, 0x06, 0x05, 0x04, 0x03, 0xFE, 0xFF, 0xFF, 0xFF,
+                            0xFE, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x01, 0x00,
+                            0x02, 0x00, 0xC3, 0xA9, 0x02, 0x00, 0x00, 0x00, 9, 8,
+                            0x76, 0x30, 0x32, 0x34,
+                            0xE9, 0x03, 0, 0, 0, 0, 0, 0, 0x30, 0x75, 0, 0, 0x01, 0, 0, 0])
+    }
+
+    /// Settings encode as tag bytes 1…6 with u16 counts; a dictionary's keys are sorted.
+    @Test func settingsEncoding() {
+        let message = Message.createOutput(CreateOutput(
+            assetID: 1, trackID: 2, timeRange: .everything,
+            settings: ["b": .array([.int(-1), .bool(true)]), "a": .dictionary(["x": .double(0.5), "y": .string("z")])]))
+        let p = payload(of: message)
+        let settings = Array(p[40...])
+        #expect(settings == [
+            1,  // hasSettings
+            2, 0,  // two entries
+            1, 0, 0x61, 6, 2, 0,  // "a": dictionary of 2
+            1, 0, 0x78, 2, 0, 0, 0, 0, 0, 0, 0xE0, 0x3F,  // "x": 0.5
+            1, 0, 0x79, 4, 1, 0, 0x7A,  // "y": "z"
+            1, 0, 0x62, 5, 2, 0,  // "b": array of 2
+            1, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF,  // -1
+            3, 1,  // true
+        ])
+    }
+
+    @Test func longStringsAreCutAtAScalarBoundary() throws {
+        for (text, expectedBytes) in [(String(repeating: "a", count: 5000), 4096),
+                                      ("a" + String(repeating: "🎬", count: 1100), 4093),
+                                      ("ab" + String(repeating: "日", count: 1500), 4094),
+                                      (String(repeating: "é", count: 3000), 4096)] {
+            let decoded = try decodeAll(Codec.frame(.openAsset(name: text), requestID: 1))
+            guard case .openAsset(let name) = decoded.first?.message else {
+                Issue.record("not decoded")
+                continue
+            }
+            #expect(name.utf8.count == expectedBytes)
+            #expect(text.hasPrefix(name))
+        }
+    }
+
+    /// The encoder never writes more than the decoder accepts: over-long lists are cut to the limit.
+    @Test func overLongListsAreCutToTheLimit() throws {
+        let slots = (0..<UInt32(Wire.maxSlotsPerRelease + 10)).map { SlotRef(poolID: 1, slot: $0) }
+        let decoded = try decodeAll(Codec.frame(.releaseSlots(outputID: 1, slots: slots), requestID: 1))
+        #expect(decoded.first?.message == .releaseSlots(outputID: 1, slots: Array(slots.prefix(Wire.maxSlotsPerRelease))))
+
+        let tracks = (0..<UInt32(Wire.maxTracks + 1)).map(Fixtures.track)
+        let opened = try decodeAll(Codec.frame(.assetOpened(AssetOpened(assetID: 1, duration: .zero, tracks: tracks)), requestID: 1))
+        #expect(opened.first?.message == .assetOpened(AssetOpened(assetID: 1, duration: .zero, tracks: Array(tracks.prefix(Wire.maxTracks)))))
+
+        let items = (0..<Wire.maxSettingsItems + 5).map { SettingValue.int(Int64($0)) }
+        let created = try decodeAll(Codec.frame(.createOutput(CreateOutput(assetID: 1, trackID: 1, timeRange: .everything,
+                                                                           settings: ["a": .array(items)])), requestID: 1))
+        #expect(created.first?.message == .createOutput(CreateOutput(assetID: 1, trackID: 1, timeRange: .everything,
+                                                                     settings: ["a": .array(Array(items.prefix(Wire.maxSettingsItems)))])))
+    }
+
+    /// Unknown media types decode as `other` instead of failing (new kinds may appear).
+    @Test func unknownMediaTypeIsOther() throws {
+        var p = payload(of: .outputCreated(OutputCreated(outputID: 1, mediaType: .video, format: "420v", width: 1, height: 1, codecConfig: [])))
+        p[4] = 200
+        let decoded = try decodeAll(rawFrame(type: MessageType.outputCreated.rawValue, payload: p))
+        guard case .outputCreated(let o) = decoded.first?.message else { Issue.record("not decoded"); return }
+        #expect(o.mediaType == .other)
+    }
+}
+
+@Suite struct StreamingTests {
+    static let stream: [UInt8] = Fixtures.messages.enumerated().flatMap { i, m in Codec.frame(m, requestID: UInt32(i + 1)) }
+
+    static func check(_ frames: [(header: FrameHeader, message: Message)]) {
+        #expect(frames.count == Fixtures.messages.count)
+        for (i, frame) in frames.enumerated() where i < Fixtures.messages.count {
+            #expect(frame.message == Fixtures.messages[i])
+            #expect(frame.header.requestID == UInt32(i + 1))
+        }
+    }
+
+    @Test func oneByteAtATime() throws {
+        var decoder = FrameDecoder()
+        var frames: [(header: FrameHeader, message: Message)] = []
+        for byte in Self.stream {
+            decoder.feed(CollectionOfOne(byte))
+            while let frame = try decoder.next() { frames.append(frame) }
+        }
+        Self.check(frames)
+        #expect(decoder.pendingBytes == 0)
+    }
+
+    @Test func allFramesInOneChunk() throws {
+        var decoder = FrameDecoder()
+        decoder.feed(Self.stream)
+        var frames: [(header: FrameHeader, message: Message)] = []
+        while let frame = try decoder.next() { frames.append(frame) }
+        Self.check(frames)
+        #expect(decoder.pendingBytes == 0)
+    }
+
+    @Test func randomChunks() throws {
+        var rng = SplitMix64(seed: 7)
+        for _ in 0..<20 {
+            var decoder = FrameDecoder()
+            var frames: [(header: FrameHeader, message: Message)] = []
+            var at = 0
+            while at < Self.stream.count {
+                let n = min(Self.stream.count - at, Int.random(in: 1...70_000, using: &rng))
+                decoder.feed(Self.stream[at..<at + n])
+                at += n
+                // Sometimes take only one frame before feeding more, so the buffer carries partial frames.
+                if Bool.random(using: &rng) {
+                    if let frame = try decoder.next() { frames.append(frame) }
+                } else {
+                    while let frame = try decoder.next() { frames.append(frame) }
+                }
+            }
+            while let frame = try decoder.next() { frames.append(frame) }
+            Self.check(frames)
+        }
+    }
+
+    /// Long streams with the buffer compacted along the way (> 64 KiB consumed).
+    @Test func longStreamStaysInOrder() throws {
+        var decoder = FrameDecoder()
+        var expected: UInt32 = 0
+        var sent: UInt32 = 0
+        for round in 0..<50 {
+            var chunk: [UInt8] = []
+            for _ in 0..<(200 + round) {
+                var s = Fixtures.sample
+                s.slot.slot = sent
+                chunk += Codec.frame(.sample(s), requestID: sent)
+                sent += 1
+            }
+            // Split the chunk in the middle of a frame.
+            let cut = chunk.count / 2 + 3
+            decoder.feed(chunk[..<cut])
+            while let frame = try decoder.next() {
+                guard case .sample(let s) = frame.message else { Issue.record("not a sample"); return }
+                #expect(frame.header.requestID == expected && s.slot.slot == expected)
+                expected += 1
+            }
+            decoder.feed(chunk[cut...])
+            while let frame = try decoder.next() {
+                guard case .sample(let s) = frame.message else { Issue.record("not a sample"); return }
+                #expect(frame.header.requestID == expected && s.slot.slot == expected)
+                expected += 1
+            }
+        }
+        #expect(expected == sent)
+        #expect(decoder.pendingBytes == 0)
+    }
+
+    @Test func partialFrameIsNotAnError() throws {
+        let bytes = Codec.frame(.hello(Hello(clientName: "x")), requestID: 1)
+        for n in 0..<bytes.count {
+            var decoder = FrameDecoder()
+            decoder.feed(bytes[..<n])
+            #expect(try decoder.next() == nil)
+            #expect(decoder.pendingBytes == n)
+        }
+    }
+}
