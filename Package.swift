@@ -15,7 +15,7 @@ let package = Package(
         // ── C: system libraries (Debian packages through pkg-config) ──────────────────────────
         .systemLibrary(
             name: "CGStreamer", path: "Sources/CGStreamer",
-            pkgConfig: "gstreamer-1.0 gstreamer-app-1.0 gstreamer-video-1.0 gstreamer-audio-1.0 gstreamer-pbutils-1.0",
+            pkgConfig: "gstreamer-1.0 gstreamer-app-1.0 gstreamer-video-1.0 gstreamer-audio-1.0 gstreamer-pbutils-1.0 gstreamer-tag-1.0",
             providers: [.apt(["libgstreamer1.0-dev", "libgstreamer-plugins-base1.0-dev"])]),
         .systemLibrary(
             name: "CSystemd", path: "Sources/CSystemd", pkgConfig: "libsystemd",
@@ -39,6 +39,7 @@ let package = Package(
         .executableTarget(name: "trackctl", dependencies: ["TrackClient", "Protocol", "CMD5"], swiftSettings: strict),
         // ── Tests ─────────────────────────────────────────────────────────────────────────────
         .testTarget(name: "ProtocolTests", dependencies: ["Protocol"], swiftSettings: strict),
+        .testTarget(name: "GstBridgeTests", dependencies: ["GstBridge", "Protocol"], swiftSettings: strict),
         .testTarget(
             name: "IntegrationTests", dependencies: ["TrackClient", "Protocol", "CMD5"], swiftSettings: strict),
     ]

@@ -5,3 +5,4 @@
 #include <gst/video/video.h>
 #include <gst/audio/audio.h>
 #include <gst/pbutils/pbutils.h>
+#include <gst/tag/tag.h>

@@ -1,1 +1,149 @@
+// CGstShim — the parts of GStreamer/GLib that Swift cannot call directly, each with the reason it needs C.
+//
+// Like swift-nio's CNIOLinux: every function is a named workaround. The comment line above each declaration says
+// who owns what it returns (GStreamer's "transfer full" = the caller must unref/free, "transfer none" = borrowed)
+// and why the function exists at all. Nothing here keeps state except the registered element type.
+#ifndef CGSTSHIM_H
+#define CGSTSHIM_H
+
+#include <stdint.h>
 #include <gst/gst.h>
+#include <gst/app/gstappsink.h>
+#include <gst/video/video.h>
+
+// ── trackdfdsrc: a GstBaseSrc that reads an already-open fd with pread() ──────────────────────────────────
+
+/// Registers the element "trackdfdsrc" (property `fd`, int) with gst_element_register(NULL, …). Returns TRUE on
+/// success; idempotent. Needs C: a GObject subclass (G_DEFINE_TYPE, class_init filling GstBaseSrcClass vmethods).
+gboolean swift_gst_register_fdsrc(void);
+
+// ── g_object_set is variadic: one typed setter per GValue type we use ───────────────────────────────────────
+
+/// g_object_set(object, name, (gint)value, NULL). Nothing returned. Needs C: varargs.
+void swift_gst_object_set_int(gpointer object, const char *name, gint value);
+/// g_object_set(object, name, (guint)value, NULL). Nothing returned. Needs C: varargs.
+void swift_gst_object_set_uint(gpointer object, const char *name, guint value);
+/// g_object_set(object, name, (gboolean)value, NULL). Nothing returned. Needs C: varargs.
+void swift_gst_object_set_bool(gpointer object, const char *name, gboolean value);
+/// g_object_set(object, name, caps, NULL) for a GstCaps property (caps: transfer none, GObject takes its own ref).
+/// Needs C: varargs.
+void swift_gst_object_set_caps(gpointer object, const char *name, const GstCaps *caps);
+
+// ── function-like macros ─────────────────────────────────────────────────────────────────────────────────────
+
+/// GST_CLOCK_TIME_NONE. Needs C: a macro with a cast, which Swift does not import.
+GstClockTime swift_gst_clock_time_none(void);
+/// GST_BUFFER_PTS(buffer) (buffer: transfer none). Needs C: function-like macro.
+GstClockTime swift_gst_buffer_pts(const GstBuffer *buffer);
+/// GST_BUFFER_DTS(buffer) (buffer: transfer none). Needs C: function-like macro.
+GstClockTime swift_gst_buffer_dts(const GstBuffer *buffer);
+/// GST_BUFFER_DURATION(buffer) (buffer: transfer none). Needs C: function-like macro.
+GstClockTime swift_gst_buffer_duration(const GstBuffer *buffer);
+/// GST_BUFFER_FLAG_IS_SET(buffer, GST_BUFFER_FLAG_DELTA_UNIT). Needs C: function-like macro.
+gboolean swift_gst_buffer_is_delta_unit(const GstBuffer *buffer);
+/// GST_MESSAGE_TYPE(message). Needs C: function-like macro.
+GstMessageType swift_gst_message_type(const GstMessage *message);
+/// GST_EVENT_TYPE(event). Needs C: function-like macro.
+GstEventType swift_gst_event_type(const GstEvent *event);
+/// GST_PAD_PROBE_INFO_EVENT(info): transfer none (owned by the probe's caller). A plain cast of info->data: check
+/// info->type first. Needs C: function-like macro.
+GstEvent *swift_gst_pad_probe_info_event(GstPadProbeInfo *info);
+/// GST_PAD_PROBE_INFO_BUFFER(info): transfer none (owned by the probe's caller). A plain cast of info->data: check
+/// info->type first. Needs C: function-like macro.
+GstBuffer *swift_gst_pad_probe_info_buffer(GstPadProbeInfo *info);
+
+// ── g_signal_connect takes an untyped GCallback: typed wrappers keep Swift away from unsafeBitCast ──────────
+
+/// Signature of GstElement::pad-added.
+typedef void (*SwiftGstPadAddedCallback)(GstElement *element, GstPad *pad, gpointer user_data);
+/// Signature of GstElement::no-more-pads.
+typedef void (*SwiftGstNoMorePadsCallback)(GstElement *element, gpointer user_data);
+
+/// g_signal_connect_data(element, "pad-added", …): returns the handler id; `destroy` (a GClosureNotify: user_data,
+/// closure) runs on user_data when the handler is disconnected or the element finalized. Needs C: GCallback is `void (*)(void)`, a cast Swift cannot
+/// make from a typed @convention(c) function without unsafeBitCast.
+gulong swift_gst_connect_pad_added(GstElement *element, SwiftGstPadAddedCallback callback, gpointer user_data,
+                                   GClosureNotify destroy);
+/// g_signal_connect_data(element, "no-more-pads", …): as swift_gst_connect_pad_added.
+gulong swift_gst_connect_no_more_pads(GstElement *element, SwiftGstNoMorePadsCallback callback, gpointer user_data,
+                                      GClosureNotify destroy);
+
+// ── GstVideoInfo / GstVideoMeta: arrays of fields behind macros, flattened into one plain struct ─────────────
+
+#define SWIFT_GST_MAX_PLANES 4
+
+/// The memory layout and colour description of one raw video buffer.
+typedef struct {
+    GstVideoFormat format;
+    uint32_t width;
+    uint32_t height;
+    uint32_t n_planes;
+    /// Byte offset of each plane from the start of the buffer.
+    uint64_t offset[SWIFT_GST_MAX_PLANES];
+    /// Distance between rows, in bytes.
+    int32_t stride[SWIFT_GST_MAX_PLANES];
+    /// Visible width of the plane × pixel stride (the tight row length).
+    uint32_t row_bytes[SWIFT_GST_MAX_PLANES];
+    /// Rows in the plane.
+    uint32_t plane_height[SWIFT_GST_MAX_PLANES];
+    /// CICP range: 1 video (16–235), 2 full, 0 unknown.
+    uint8_t range;
+    /// CICP (ISO/IEC 23091-4) code points from gst_video_color_{matrix,primaries}_to_iso and
+    /// gst_video_transfer_function_to_iso; 2 (unspecified) when GStreamer does not know.
+    uint8_t matrix;
+    uint8_t primaries;
+    uint8_t transfer;
+    /// Frame rate as a fraction (0/1 when unknown or variable).
+    int32_t fps_n;
+    int32_t fps_d;
+} SwiftGstVideoLayout;
+
+/// Fills `out` from raw video caps (transfer none) with gst_video_info_from_caps. Returns FALSE when the caps are
+/// not fixed raw video. Needs C: GstVideoInfo's per-plane/per-component values are function-like macros
+/// (GST_VIDEO_INFO_PLANE_STRIDE, GST_VIDEO_FORMAT_INFO_PSTRIDE, GST_VIDEO_INFO_COMP_WIDTH …).
+gboolean swift_gst_video_layout_from_caps(const GstCaps *caps, SwiftGstVideoLayout *out);
+
+/// Replaces the offsets and strides in `layout` with those of the buffer's GstVideoMeta (buffer: transfer none), when
+/// it has one (decoders and pools may pad rows). Returns TRUE when a meta was found. Needs C: gst_buffer_get_video_meta
+/// is a macro over gst_buffer_get_meta with GST_VIDEO_META_API_TYPE.
+gboolean swift_gst_video_layout_apply_meta(GstBuffer *buffer, SwiftGstVideoLayout *layout);
+
+/// Range conversion for swift_gst_copy_as_nv12.
+typedef enum {
+    SWIFT_GST_RANGE_KEEP = 0,
+    /// video range (Y 16–235, CbCr 16–240) to full range (0–255)
+    SWIFT_GST_RANGE_TO_FULL = 1,
+    /// full range to video range
+    SWIFT_GST_RANGE_TO_VIDEO = 2,
+} SwiftGstRangeConversion;
+
+/// Bytes of a tightly packed NV12 frame: a width×height Y plane, then ⌈height/2⌉ rows of 2·⌈width/2⌉ CbCr bytes.
+gsize swift_gst_nv12_size(uint32_t width, uint32_t height);
+
+/// Writes the 8-bit I420 or NV12 frame in `buffer` (transfer none; `layout` from its caps and GstVideoMeta) to `dest`
+/// as tightly packed NV12 (swift_gst_nv12_size bytes), converting the range on the way when asked. Returns the bytes
+/// written, 0 when the buffer cannot be mapped or is neither I420 nor NV12. Needs C: this is the worker's per-pixel
+/// hot loop (it must be fast in debug builds too), and it replaces two GStreamer passes: (1) videoconvert's I420→NV12
+/// conversion, which costs about as much as decoding easy H.264 — the copy into shared memory happens anyway, so
+/// interleaving CbCr while copying is free; (2) a range conversion videoconvert 1.22 does not do (between YCbCr
+/// formats of the same matrix, video-converter.c chain_convert converts nothing, whatever the ranges).
+gsize swift_gst_copy_as_nv12(GstBuffer *buffer, const SwiftGstVideoLayout *layout, void *dest,
+                             SwiftGstRangeConversion range);
+
+// ── caps: gst_caps_set_simple is variadic, gst_value_get_buffer a macro ──────────────────────────────────────
+
+/// A copy of `caps` (transfer none) with the string field `field` set to `value` in every structure. Returns
+/// transfer full (gst_caps_unref). Needs C: gst_caps_set_simple is varargs.
+GstCaps *swift_gst_caps_with_string(const GstCaps *caps, const char *field, const char *value);
+/// A copy of `caps` (transfer none) with the int field `field` set. Returns transfer full. Needs C: varargs.
+GstCaps *swift_gst_caps_with_int(const GstCaps *caps, const char *field, gint value);
+/// A copy of `caps` (transfer none) with the fraction field `field` set. Returns transfer full. Needs C: varargs.
+GstCaps *swift_gst_caps_with_fraction(const GstCaps *caps, const char *field, gint numerator, gint denominator);
+/// gst_structure_new(name, field, G_TYPE_STRING, value, NULL): returns transfer full (gst_structure_free, or hand it
+/// to a message). Needs C: varargs.
+GstStructure *swift_gst_structure_new_with_string(const char *name, const char *field, const char *value);
+/// The GstBuffer held in a buffer-typed field of `structure` (transfer none: the structure owns it), or NULL.
+/// Needs C: gst_value_get_buffer and GST_VALUE_HOLDS_BUFFER are macros.
+GstBuffer *swift_gst_structure_get_buffer(const GstStructure *structure, const char *field);
+
+#endif

@@ -1,0 +1,356 @@
+#define _GNU_SOURCE
+#include "CGstShim.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <gst/base/gstbasesrc.h>
+
+// ═══ trackdfdsrc ═══════════════════════════════════════════════════════════════════════════════════════════════
+// filesrc opens a path and reads with read() at a shared file offset; trackd never opens paths (the client passes
+// an open fd), and several pipelines (discovery, outputs, thumbnails) read the same fd at once. pread() keeps every
+// reader's position its own. Random access (is_seekable + get_size) lets typefind/qtdemux run in pull mode, which is
+// what makes a file with its moov atom at the end playable. The fd is borrowed: this element never closes it.
+
+typedef struct {
+    GstBaseSrc parent;
+    gint fd;
+} TrackdFdSrc;
+
+typedef struct {
+    GstBaseSrcClass parent_class;
+} TrackdFdSrcClass;
+
+enum { PROP_0, PROP_FD };
+
+GType trackd_fd_src_get_type(void);
+G_DEFINE_TYPE(TrackdFdSrc, trackd_fd_src, GST_TYPE_BASE_SRC)
+
+static GstStaticPadTemplate trackd_fd_src_template =
+    GST_STATIC_PAD_TEMPLATE("src", GST_PAD_SRC, GST_PAD_ALWAYS, GST_STATIC_CAPS_ANY);
+
+static void trackd_fd_src_set_property(GObject *object, guint id, const GValue *value, GParamSpec *pspec) {
+    TrackdFdSrc *self = (TrackdFdSrc *)object;
+    switch (id) {
+    case PROP_FD:
+        GST_OBJECT_LOCK(self);
+        self->fd = g_value_get_int(value);
+        GST_OBJECT_UNLOCK(self);
+        break;
+    default:
+        G_OBJECT_WARN_INVALID_PROPERTY_ID(object, id, pspec);
+    }
+}
+
+static void trackd_fd_src_get_property(GObject *object, guint id, GValue *value, GParamSpec *pspec) {
+    TrackdFdSrc *self = (TrackdFdSrc *)object;
+    switch (id) {
+    case PROP_FD:
+        GST_OBJECT_LOCK(self);
+        g_value_set_int(value, self->fd);
+        GST_OBJECT_UNLOCK(self);
+        break;
+    default:
+        G_OBJECT_WARN_INVALID_PROPERTY_ID(object, id, pspec);
+    }
+}
+
+static gint trackd_fd_src_fd(TrackdFdSrc *self) {
+    GST_OBJECT_LOCK(self);
+    gint fd = self->fd;
+    GST_OBJECT_UNLOCK(self);
+    return fd;
+}
+
+static gboolean trackd_fd_src_start(GstBaseSrc *src) {
+    gint fd = trackd_fd_src_fd((TrackdFdSrc *)src);
+    struct stat st;
+    if (fd < 0) {
+        GST_ELEMENT_ERROR(src, RESOURCE, NOT_FOUND, ("No file descriptor given"), ("fd property is %d", fd));
+        return FALSE;
+    }
+    if (fstat(fd, &st) != 0) {
+        GST_ELEMENT_ERROR(src, RESOURCE, OPEN_READ, ("Could not stat file descriptor %d", fd),
+                          ("fstat: %s", g_strerror(errno)));
+        return FALSE;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        GST_ELEMENT_ERROR(src, RESOURCE, OPEN_READ, ("File descriptor %d is not a regular file", fd), (NULL));
+        return FALSE;
+    }
+    return TRUE;
+}
+
+static gboolean trackd_fd_src_stop(GstBaseSrc *src) {
+    (void)src;
+    return TRUE;
+}
+
+static gboolean trackd_fd_src_is_seekable(GstBaseSrc *src) {
+    (void)src;
+    return TRUE;
+}
+
+static gboolean trackd_fd_src_get_size(GstBaseSrc *src, guint64 *size) {
+    struct stat st;
+    if (fstat(trackd_fd_src_fd((TrackdFdSrc *)src), &st) != 0) return FALSE;
+    *size = (guint64)st.st_size;
+    return TRUE;
+}
+
+static GstFlowReturn trackd_fd_src_fill(GstBaseSrc *src, guint64 offset, guint length, GstBuffer *buf) {
+    gint fd = trackd_fd_src_fd((TrackdFdSrc *)src);
+    GstMapInfo map;
+    if (!gst_buffer_map(buf, &map, GST_MAP_WRITE)) {
+        GST_ELEMENT_ERROR(src, RESOURCE, READ, ("Could not map buffer for reading"), (NULL));
+        return GST_FLOW_ERROR;
+    }
+    gsize done = 0;
+    gsize want = MIN((gsize)length, map.size);
+    while (done < want) {
+        ssize_t n = pread(fd, map.data + done, want - done, (off_t)(offset + done));
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            int saved = errno;
+            gst_buffer_unmap(buf, &map);
+            GST_ELEMENT_ERROR(src, RESOURCE, READ, ("Could not read from file descriptor %d", fd),
+                              ("pread at offset %" G_GUINT64_FORMAT ": %s", offset + done, g_strerror(saved)));
+            return GST_FLOW_ERROR;
+        }
+        if (n == 0) break;  // end of file
+        done += (gsize)n;
+    }
+    gst_buffer_unmap(buf, &map);
+    if (done == 0 && want > 0) return GST_FLOW_EOS;
+    gst_buffer_resize(buf, 0, (gssize)done);
+    GST_BUFFER_OFFSET(buf) = offset;
+    GST_BUFFER_OFFSET_END(buf) = offset + done;
+    return GST_FLOW_OK;
+}
+
+static void trackd_fd_src_class_init(TrackdFdSrcClass *klass) {
+    GObjectClass *gobject_class = G_OBJECT_CLASS(klass);
+    GstElementClass *element_class = GST_ELEMENT_CLASS(klass);
+    GstBaseSrcClass *basesrc_class = GST_BASE_SRC_CLASS(klass);
+
+    gobject_class->set_property = trackd_fd_src_set_property;
+    gobject_class->get_property = trackd_fd_src_get_property;
+    g_object_class_install_property(
+        gobject_class, PROP_FD,
+        g_param_spec_int("fd", "fd", "Open file descriptor to read with pread (not closed by the element)", -1,
+                         G_MAXINT, -1, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY));
+
+    gst_element_class_set_static_metadata(element_class, "trackd fd source", "Source/File",
+                                          "Reads a borrowed file descriptor with pread(), random access",
+                                          "trackd");
+    gst_element_class_add_static_pad_template(element_class, &trackd_fd_src_template);
+
+    basesrc_class->start = trackd_fd_src_start;
+    basesrc_class->stop = trackd_fd_src_stop;
+    basesrc_class->is_seekable = trackd_fd_src_is_seekable;
+    basesrc_class->get_size = trackd_fd_src_get_size;
+    basesrc_class->fill = trackd_fd_src_fill;
+}
+
+static void trackd_fd_src_init(TrackdFdSrc *self) {
+    self->fd = -1;
+    gst_base_src_set_format(GST_BASE_SRC(self), GST_FORMAT_BYTES);
+    // Demuxers in pull mode ask for exact ranges; this only sizes push-mode reads.
+    gst_base_src_set_blocksize(GST_BASE_SRC(self), 64 * 1024);
+}
+
+gboolean swift_gst_register_fdsrc(void) {
+    return gst_element_register(NULL, "trackdfdsrc", GST_RANK_NONE, trackd_fd_src_get_type());
+}
+
+// ═══ g_object_set ═══════════════════════════════════════════════════════════════════════════════════════════════
+
+void swift_gst_object_set_int(gpointer object, const char *name, gint value) { g_object_set(object, name, value, NULL); }
+void swift_gst_object_set_uint(gpointer object, const char *name, guint value) { g_object_set(object, name, value, NULL); }
+void swift_gst_object_set_bool(gpointer object, const char *name, gboolean value) { g_object_set(object, name, value, NULL); }
+void swift_gst_object_set_caps(gpointer object, const char *name, const GstCaps *caps) { g_object_set(object, name, caps, NULL); }
+
+// ═══ macros ═════════════════════════════════════════════════════════════════════════════════════════════════════
+
+GstClockTime swift_gst_clock_time_none(void) { return GST_CLOCK_TIME_NONE; }
+GstClockTime swift_gst_buffer_pts(const GstBuffer *buffer) { return GST_BUFFER_PTS(buffer); }
+GstClockTime swift_gst_buffer_dts(const GstBuffer *buffer) { return GST_BUFFER_DTS(buffer); }
+GstClockTime swift_gst_buffer_duration(const GstBuffer *buffer) { return GST_BUFFER_DURATION(buffer); }
+gboolean swift_gst_buffer_is_delta_unit(const GstBuffer *buffer) {
+    return GST_BUFFER_FLAG_IS_SET(buffer, GST_BUFFER_FLAG_DELTA_UNIT) ? TRUE : FALSE;
+}
+GstMessageType swift_gst_message_type(const GstMessage *message) { return GST_MESSAGE_TYPE(message); }
+GstEventType swift_gst_event_type(const GstEvent *event) { return GST_EVENT_TYPE(event); }
+GstEvent *swift_gst_pad_probe_info_event(GstPadProbeInfo *info) { return GST_PAD_PROBE_INFO_EVENT(info); }
+GstBuffer *swift_gst_pad_probe_info_buffer(GstPadProbeInfo *info) { return GST_PAD_PROBE_INFO_BUFFER(info); }
+
+// ═══ signals ════════════════════════════════════════════════════════════════════════════════════════════════════
+
+gulong swift_gst_connect_pad_added(GstElement *element, SwiftGstPadAddedCallback callback, gpointer user_data,
+                                   GClosureNotify destroy) {
+    return g_signal_connect_data(element, "pad-added", G_CALLBACK(callback), user_data, destroy, 0);
+}
+
+gulong swift_gst_connect_no_more_pads(GstElement *element, SwiftGstNoMorePadsCallback callback, gpointer user_data,
+                                      GClosureNotify destroy) {
+    return g_signal_connect_data(element, "no-more-pads", G_CALLBACK(callback), user_data, destroy, 0);
+}
+
+// ═══ video layout ═══════════════════════════════════════════════════════════════════════════════════════════════
+
+static uint8_t swift_gst_cicp_range(GstVideoColorRange range) {
+    switch (range) {
+    case GST_VIDEO_COLOR_RANGE_16_235: return 1;
+    case GST_VIDEO_COLOR_RANGE_0_255: return 2;
+    default: return 0;
+    }
+}
+
+static uint8_t swift_gst_cicp(guint code) { return code == 0 || code > 255 ? 2 : (uint8_t)code; }
+
+gboolean swift_gst_video_layout_from_caps(const GstCaps *caps, SwiftGstVideoLayout *out) {
+    GstVideoInfo info;
+    memset(out, 0, sizeof *out);
+    if (caps == NULL || !gst_video_info_from_caps(&info, caps)) return FALSE;
+    const GstVideoFormatInfo *finfo = info.finfo;
+    out->format = GST_VIDEO_INFO_FORMAT(&info);
+    out->width = (uint32_t)GST_VIDEO_INFO_WIDTH(&info);
+    out->height = (uint32_t)GST_VIDEO_INFO_HEIGHT(&info);
+    out->n_planes = MIN(GST_VIDEO_INFO_N_PLANES(&info), SWIFT_GST_MAX_PLANES);
+    for (guint p = 0; p < out->n_planes; p++) {
+        gint comps[GST_VIDEO_MAX_COMPONENTS];
+        gst_video_format_info_component(finfo, p, comps);
+        gint c = comps[0] >= 0 ? comps[0] : 0;
+        out->offset[p] = (uint64_t)GST_VIDEO_INFO_PLANE_OFFSET(&info, p);
+        out->stride[p] = GST_VIDEO_INFO_PLANE_STRIDE(&info, p);
+        out->row_bytes[p] = (uint32_t)(GST_VIDEO_INFO_COMP_WIDTH(&info, c) * GST_VIDEO_FORMAT_INFO_PSTRIDE(finfo, c));
+        if (out->row_bytes[p] == 0 || out->row_bytes[p] > (uint32_t)ABS(out->stride[p]))
+            out->row_bytes[p] = (uint32_t)ABS(out->stride[p]);  // complex packings (v210…): the whole stride
+        out->plane_height[p] = (uint32_t)GST_VIDEO_INFO_COMP_HEIGHT(&info, c);
+    }
+    // gst_video_info_from_caps replaces a YCbCr colorimetry without a matrix (decoders say "1:0:0:0" for a stream
+    // that only flags full range) by the size-based default, losing the range: read the caps' string itself.
+    GstVideoColorimetry colorimetry = info.colorimetry;
+    const gchar *text = gst_structure_get_string(gst_caps_get_structure(caps, 0), "colorimetry");
+    GstVideoColorimetry parsed;
+    if (text != NULL && gst_video_colorimetry_from_string(&parsed, text)) colorimetry = parsed;
+    out->range = swift_gst_cicp_range(colorimetry.range);
+    out->matrix = swift_gst_cicp(gst_video_color_matrix_to_iso(colorimetry.matrix));
+    out->primaries = swift_gst_cicp(gst_video_color_primaries_to_iso(colorimetry.primaries));
+    out->transfer = swift_gst_cicp(gst_video_transfer_function_to_iso(colorimetry.transfer));
+    out->fps_n = GST_VIDEO_INFO_FPS_N(&info);
+    out->fps_d = GST_VIDEO_INFO_FPS_D(&info);
+    return TRUE;
+}
+
+gboolean swift_gst_video_layout_apply_meta(GstBuffer *buffer, SwiftGstVideoLayout *layout) {
+    GstVideoMeta *meta = gst_buffer_get_video_meta(buffer);
+    if (meta == NULL) return FALSE;
+    guint n = MIN(meta->n_planes, SWIFT_GST_MAX_PLANES);
+    for (guint p = 0; p < n; p++) {
+        layout->offset[p] = (uint64_t)meta->offset[p];
+        layout->stride[p] = meta->stride[p];
+    }
+    return TRUE;
+}
+
+// ═══ caps ═══════════════════════════════════════════════════════════════════════════════════════════════════════
+
+GstCaps *swift_gst_caps_with_string(const GstCaps *caps, const char *field, const char *value) {
+    GstCaps *copy = gst_caps_copy(caps);
+    gst_caps_set_simple(copy, field, G_TYPE_STRING, value, NULL);
+    return copy;
+}
+
+GstCaps *swift_gst_caps_with_int(const GstCaps *caps, const char *field, gint value) {
+    GstCaps *copy = gst_caps_copy(caps);
+    gst_caps_set_simple(copy, field, G_TYPE_INT, value, NULL);
+    return copy;
+}
+
+GstCaps *swift_gst_caps_with_fraction(const GstCaps *caps, const char *field, gint numerator, gint denominator) {
+    GstCaps *copy = gst_caps_copy(caps);
+    gst_caps_set_simple(copy, field, GST_TYPE_FRACTION, numerator, denominator, NULL);
+    return copy;
+}
+
+GstStructure *swift_gst_structure_new_with_string(const char *name, const char *field, const char *value) {
+    return gst_structure_new(name, field, G_TYPE_STRING, value, NULL);
+}
+
+GstBuffer *swift_gst_structure_get_buffer(const GstStructure *structure, const char *field) {
+    const GValue *value = gst_structure_get_value(structure, field);
+    if (value == NULL || !GST_VALUE_HOLDS_BUFFER(value)) return NULL;
+    return gst_value_get_buffer(value);
+}
+
+// ═══ I420/NV12 → tight NV12 while copying ═══════════════════════════════════════════════════════════════════════
+
+static uint8_t swift_gst_clamp_u8(double v) { return v <= 0 ? 0 : v >= 255 ? 255 : (uint8_t)(v + 0.5); }
+
+gsize swift_gst_nv12_size(uint32_t width, uint32_t height) {
+    return (gsize)width * height + (gsize)((width + 1) / 2) * 2 * ((height + 1) / 2);
+}
+
+gsize swift_gst_copy_as_nv12(GstBuffer *buffer, const SwiftGstVideoLayout *layout, void *dest,
+                             SwiftGstRangeConversion range) {
+    gboolean planar = layout->format == GST_VIDEO_FORMAT_I420;
+    if (!planar && layout->format != GST_VIDEO_FORMAT_NV12) return 0;
+    if (layout->n_planes < (planar ? 3u : 2u)) return 0;
+
+    uint8_t luma[256], chroma[256];
+    for (int v = 0; v < 256; v++) {
+        switch (range) {
+        case SWIFT_GST_RANGE_TO_FULL:
+            luma[v] = swift_gst_clamp_u8((v - 16) * 255.0 / 219.0);
+            chroma[v] = swift_gst_clamp_u8((v - 128) * 255.0 / 224.0 + 128.0);
+            break;
+        case SWIFT_GST_RANGE_TO_VIDEO:
+            luma[v] = swift_gst_clamp_u8(16.0 + v * 219.0 / 255.0);
+            chroma[v] = swift_gst_clamp_u8(128.0 + (v - 128) * 224.0 / 255.0);
+            break;
+        default:
+            luma[v] = chroma[v] = (uint8_t)v;
+        }
+    }
+
+    GstMapInfo map;
+    if (!gst_buffer_map(buffer, &map, GST_MAP_READ)) return 0;
+    const uint32_t w = layout->width, h = layout->height, cw = (w + 1) / 2, ch = (h + 1) / 2;
+    const gsize needed = swift_gst_nv12_size(w, h);
+    // Every source row we read must lie inside the mapping.
+    for (guint p = 0; p < (planar ? 3u : 2u); p++) {
+        uint32_t rows = p == 0 ? h : ch, bytes = p == 0 ? w : (planar ? cw : 2 * cw);
+        if (rows > 0 && layout->offset[p] + (guint64)(rows - 1) * (guint64)ABS(layout->stride[p]) + bytes > map.size) {
+            gst_buffer_unmap(buffer, &map);
+            return 0;
+        }
+    }
+    uint8_t *out = dest;
+    for (uint32_t y = 0; y < h; y++) {
+        const uint8_t *row = map.data + layout->offset[0] + (gsize)y * ABS(layout->stride[0]);
+        uint8_t *o = out + (gsize)y * w;
+        if (range == SWIFT_GST_RANGE_KEEP) memcpy(o, row, w);
+        else for (uint32_t x = 0; x < w; x++) o[x] = luma[row[x]];
+    }
+    uint8_t *uv = out + (gsize)w * h;
+    for (uint32_t y = 0; y < ch; y++) {
+        uint8_t *o = uv + (gsize)y * 2 * cw;
+        if (planar) {
+            const uint8_t *u = map.data + layout->offset[1] + (gsize)y * ABS(layout->stride[1]);
+            const uint8_t *v = map.data + layout->offset[2] + (gsize)y * ABS(layout->stride[2]);
+            for (uint32_t x = 0; x < cw; x++) {
+                o[2 * x] = chroma[u[x]];
+                o[2 * x + 1] = chroma[v[x]];
+            }
+        } else {
+            const uint8_t *row = map.data + layout->offset[1] + (gsize)y * ABS(layout->stride[1]);
+            if (range == SWIFT_GST_RANGE_KEEP) memcpy(o, row, 2 * cw);
+            else for (uint32_t x = 0; x < 2 * cw; x++) o[x] = chroma[row[x]];
+        }
+    }
+    gst_buffer_unmap(buffer, &map);
+    return needed;
+}

@@ -1,0 +1,192 @@
+// Reading caps: always through gst_structure_get_* (never by splitting the caps string).
+import CGStreamer
+import CGstShim
+import Protocol
+
+/// Typed access to the first structure of a caps (borrowed: valid while the caps is).
+struct CapsView {
+    let structure: UnsafePointer<GstStructure>
+
+    init?(_ caps: UnsafePointer<GstCaps>?) {
+        guard let caps, gst_caps_get_size(caps) > 0, let s = gst_caps_get_structure(caps, 0) else { return nil }
+        structure = UnsafePointer(s)
+    }
+
+    var name: String { String(cString: gst_structure_get_name(structure)) }
+
+    func int(_ field: String) -> Int32? {
+        var v: gint = 0
+        return gst_structure_get_int(structure, field, &v) != 0 ? v : nil
+    }
+
+    func string(_ field: String) -> String? {
+        gst_structure_get_string(structure, field).map { String(cString: $0) }
+    }
+
+    func fraction(_ field: String) -> (Int32, Int32)? {
+        var n: gint = 0, d: gint = 0
+        return gst_structure_get_fraction(structure, field, &n, &d) != 0 ? (n, d) : nil
+    }
+
+    /// Bytes of a buffer-typed field (codec_data), or [] when absent.
+    func bufferBytes(_ field: String) -> [UInt8] {
+        guard let buffer = swift_gst_structure_get_buffer(structure, field) else { return [] }
+        let size = Int(gst_buffer_get_size(buffer))
+        guard size > 0 else { return [] }
+        return [UInt8](unsafeUninitializedCapacity: size) { out, count in
+            count = Int(gst_buffer_extract(buffer, 0, out.baseAddress, gsize(size)))
+        }
+    }
+
+    var mediaType: MediaType {
+        let n = name
+        if n.hasPrefix("video/") || n == "image/jpeg" || n == "image/png" { return .video }
+        if n.hasPrefix("audio/") { return .audio }
+        if n.hasPrefix("text/") || n.hasPrefix("subpicture/") || n.hasPrefix("application/x-subtitle")
+            || n == "application/x-ssa" || n == "application/x-ass" || n == "application/x-usf" { return .subtitle }
+        return .other
+    }
+
+    /// The QuickTime/CoreMedia codec code for compressed caps; "????" when unknown.
+    var codec: FourCC {
+        switch name {
+        case "video/x-h264": return string("stream-format") == "avc3" ? "avc3" : "avc1"
+        case "video/x-h265": return string("stream-format") == "hev1" ? "hev1" : "hvc1"
+        case "video/x-vp9": return "vp09"
+        case "video/x-vp8": return "vp08"
+        case "video/x-av1": return "av01"
+        case "image/jpeg": return "jpeg"
+        case "image/png": return "png "
+        case "video/x-prores":
+            switch string("variant") {
+            case "proxy": return "apco"
+            case "lt": return "apcs"
+            case "standard": return "apcn"
+            case "hq": return "apch"
+            case "4444": return "ap4h"
+            case "4444xq": return "ap4x"
+            default: return formatFourCC ?? "apcn"
+            }
+        case "video/mpeg":
+            switch int("mpegversion") {
+            case 4: return "mp4v"
+            case 2: return "mp2v"
+            default: return "mp1v"
+            }
+        case "video/x-raw": return "raw "
+        case "audio/mpeg":
+            switch int("mpegversion") {
+            case 4, 2: return "mp4a"
+            case 1 where int("layer") == 3: return ".mp3"
+            case 1 where int("layer") == 2: return ".mp2"
+            case 1: return ".mp1"
+            default: return "????"
+            }
+        case "audio/x-opus": return "Opus"
+        case "audio/x-flac": return "fLaC"
+        case "audio/x-raw": return "lpcm"
+        case "audio/x-ac3": return "ac-3"
+        case "audio/x-eac3": return "ec-3"
+        case "audio/x-alac": return "alac"
+        case "audio/x-vorbis": return "vorb"
+        case "audio/x-alaw": return "alaw"
+        case "audio/x-mulaw": return "ulaw"
+        case "text/x-raw", "application/x-subtitle-tx3g": return "tx3g"
+        default: return formatFourCC ?? "????"
+        }
+    }
+
+    /// The sample-entry fourcc when qtdemux did not know the codec: it names the caps
+    /// "video/x-gst-fourcc-abcd" (or audio/…); otherwise a four-character `format` string field.
+    private var formatFourCC: FourCC? {
+        let n = name
+        for prefix in ["video/x-gst-fourcc-", "audio/x-gst-fourcc-"] where n.hasPrefix(prefix) {
+            if let f = FourCC(String(n.dropFirst(prefix.count))) { return f }
+        }
+        if let s = string("format"), let f = FourCC(s) { return f }
+        return nil
+    }
+}
+
+/// Describes one parsebin pad (caps, tags, duration) as a TrackDescription.
+func describeTrack(pad: PadPtr, id: UInt32, firstPTS: GstClockTime?) -> TrackDescription? {
+    guard let caps = gst_pad_get_current_caps(pad) else { return nil }
+    defer { gst_caps_unref(caps) }
+    guard let view = CapsView(caps) else { return nil }
+    var track = TrackDescription(id: id, mediaType: view.mediaType, codec: view.codec)
+    switch track.mediaType {
+    case .video:
+        track.width = UInt32(max(0, view.int("width") ?? 0))
+        track.height = UInt32(max(0, view.int("height") ?? 0))
+        if let (n, d) = view.fraction("framerate"), n > 0, d > 0 { track.nominalFrameRate = Double(n) / Double(d) }
+        let depth = view.int("depth") ?? 24
+        track.depth = depth == 32 ? 32 : 24
+        track.hasAlpha = depth == 32
+    case .audio:
+        track.sampleRate = UInt32(max(0, view.int("rate") ?? 0))
+        track.channels = UInt32(max(0, view.int("channels") ?? 0))
+    default:
+        break
+    }
+    var duration: gint64 = 0
+    if gst_pad_query_duration(pad, GST_FORMAT_TIME, &duration) != 0, duration >= 0 {
+        track.duration = .nanoseconds(Int64(duration))
+    }
+    // The first presented sample on the asset's timeline; never negative (AAC priming before an edit list).
+    let start = firstPTS.map { streamTime($0, segment: stickySegment(pad)) }
+    track.timeRangeStart = start.flatMap { $0.isValid && $0.value > 0 ? $0 : nil } ?? .zero
+    readTags(pad: pad, into: &track)
+    return track
+}
+
+/// Language and rotation from the pad's sticky TAG events (stream-scoped and global).
+private func readTags(pad: PadPtr, into track: inout TrackDescription) {
+    var index: guint = 0
+    while let event = gst_pad_get_sticky_event(pad, GST_EVENT_TAG, index) {
+        defer { gst_event_unref(event) }
+        index += 1
+        var list: UnsafeMutablePointer<GstTagList>?
+        gst_event_parse_tag(event, &list)
+        guard let list else { continue }
+        var value: UnsafeMutablePointer<gchar>?
+        if track.language.isEmpty, gst_tag_list_get_string(list, "language-code", &value) != 0,
+           let language = takeString(value), language != "und" {
+            // qtdemux/matroskademux give ISO 639-1 where one exists ("fr"); AVFoundation reports ISO 639-2/T ("fra").
+            track.language = gst_tag_get_language_code_iso_639_2T(language).map { String(cString: $0) } ?? language
+        }
+        value = nil
+        if gst_tag_list_get_string(list, "image-orientation", &value) != 0, let orientation = takeString(value) {
+            // "rotate-90", "flip-rotate-270" …: the number is the clockwise rotation.
+            if let degrees = orientation.split(separator: "-").last.flatMap({ Int32($0) }), [0, 90, 180, 270].contains(degrees) {
+                track.rotation = degrees
+            }
+        }
+    }
+}
+
+/// A copy of the pad's sticky SEGMENT (nil when none).
+func stickySegment(_ pad: PadPtr) -> GstSegment? {
+    guard let event = gst_pad_get_sticky_event(pad, GST_EVENT_SEGMENT, 0) else { return nil }
+    defer { gst_event_unref(event) }
+    var segment: UnsafePointer<GstSegment>?
+    gst_event_parse_segment(event, &segment)
+    return segment?.pointee
+}
+
+/// A buffer timestamp as stream time (the asset's timeline: edit lists applied by the demuxer's segment), also
+/// for positions before the segment start (negative DTS, frames before an accurate seek target).
+func streamTime(_ position: GstClockTime, segment: UnsafePointer<GstSegment>?) -> MediaTime {
+    guard position != clockTimeNone else { return .invalid }
+    guard let segment, segment.pointee.format == GST_FORMAT_TIME else { return mediaTime(position) }
+    var out: guint64 = 0
+    switch gst_segment_to_stream_time_full(segment, GST_FORMAT_TIME, position, &out) {
+    case 1 where out <= guint64(Int64.max): return .nanoseconds(Int64(out))
+    case -1 where out <= guint64(Int64.max): return .nanoseconds(-Int64(out))
+    default: return .invalid
+    }
+}
+
+func streamTime(_ position: GstClockTime, segment: GstSegment?) -> MediaTime {
+    guard var segment else { return mediaTime(position) }
+    return streamTime(position, segment: &segment)
+}

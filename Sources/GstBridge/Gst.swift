@@ -1,0 +1,227 @@
+// GstBridge — the only Swift module that touches GStreamer. Everything GStreamer hands out is wrapped here into the
+// wire types of Protocol (TrackError, MediaTime, FourCC, TrackDescription …); nothing above sees a Gst pointer.
+//
+// Threading: no GMainLoop and no async/await. Blocking calls (bus pops, appsink pulls) run on the caller's thread.
+// Callbacks that GStreamer runs on its streaming threads (pad-added, pad probes) only touch small context objects
+// that are protected by a Mutex.
+import CGStreamer
+import CGstShim
+import Protocol
+
+public enum Gst {
+    private static let initResult: Result<String, TrackError> = {
+        var error: UnsafeMutablePointer<GError>?
+        guard gst_init_check(nil, nil, &error) != 0 else {
+            let text = error.map { String(cString: $0.pointee.message) } ?? "unknown reason"
+            if let error { g_error_free(error) }
+            return .failure(TrackError(.unknown, "GStreamer failed to initialize: \(text)"))
+        }
+        guard swift_gst_register_fdsrc() != 0 else {
+            return .failure(TrackError(.unknown, "could not register the trackdfdsrc element"))
+        }
+        guard let cString = gst_version_string() else { return .success("GStreamer") }
+        defer { g_free(cString) }
+        return .success(String(cString: cString))
+    }()
+
+    /// gst_init once (idempotent, thread-safe: a static let runs its initializer exactly once), registers trackdfdsrc.
+    public static func initialize() throws(TrackError) {
+        _ = try initResult.get()
+    }
+
+    /// "GStreamer 1.22.0" (gst_version_string), or the initialization failure.
+    public static var versionString: String {
+        switch initResult {
+        case .success(let v): v
+        case .failure(let e): "GStreamer (not initialized: \(e.message))"
+        }
+    }
+}
+
+// ── Pointer casts between GObject "subclasses" (C structs whose first member is the parent) ─────────────────────
+
+typealias ElementPtr = UnsafeMutablePointer<GstElement>
+typealias PadPtr = UnsafeMutablePointer<GstPad>
+typealias CapsPtr = UnsafeMutablePointer<GstCaps>
+typealias BusPtr = UnsafeMutablePointer<GstBus>
+typealias MessagePtr = UnsafeMutablePointer<GstMessage>
+
+@inline(__always) func upcast<T, U>(_ p: UnsafeMutablePointer<T>, to: U.Type) -> UnsafeMutablePointer<U> {
+    UnsafeMutablePointer<U>(OpaquePointer(p))
+}
+
+@inline(__always) func bin(_ e: ElementPtr) -> UnsafeMutablePointer<GstBin> { upcast(e, to: GstBin.self) }
+@inline(__always) func appSink(_ e: ElementPtr) -> UnsafeMutablePointer<GstAppSink> { upcast(e, to: GstAppSink.self) }
+
+let clockTimeNone: GstClockTime = swift_gst_clock_time_none()
+
+/// A GstClockTime (nanoseconds) as a MediaTime; GST_CLOCK_TIME_NONE becomes .invalid.
+func mediaTime(_ t: GstClockTime) -> MediaTime {
+    t == clockTimeNone || t > GstClockTime(Int64.max) ? .invalid : .nanoseconds(Int64(t))
+}
+
+/// Takes a transfer-full gchar* and frees it.
+func takeString(_ p: UnsafeMutablePointer<gchar>?) -> String? {
+    guard let p else { return nil }
+    defer { g_free(p) }
+    return String(cString: p)
+}
+
+/// gst_element_factory_make; a missing element is a broken installation.
+func makeElement(_ factory: String, _ name: String? = nil) throws(TrackError) -> ElementPtr {
+    guard let e = gst_element_factory_make(factory, name) else {
+        throw TrackError(.decoderNotFound, "GStreamer element \"\(factory)\" is not installed")
+    }
+    return e
+}
+
+/// Several elements at once; when one is missing, the ones already made are released (they are floating: not yet in
+/// a bin).
+func makeElements(_ factories: [String]) throws(TrackError) -> [ElementPtr] {
+    var made: [ElementPtr] = []
+    for factory in factories {
+        do {
+            made.append(try makeElement(factory))
+        } catch {
+            for e in made { gst_object_unref(e) }
+            throw error
+        }
+    }
+    return made
+}
+
+func capsToString(_ caps: UnsafePointer<GstCaps>?) -> String {
+    guard let caps else { return "(no caps)" }
+    return takeString(gst_caps_to_string(caps)) ?? "(no caps)"
+}
+
+// ── Errors ─────────────────────────────────────────────────────────────────────────────────────────────────────────
+
+enum GstErrors {
+    /// Maps a GStreamer GError (domain/code) to an AVError code.
+    static func code(domain: GQuark, code: Int32) -> AVErrorCode {
+        if domain == gst_core_error_quark() {
+            switch code {
+            case Int32(GST_CORE_ERROR_MISSING_PLUGIN.rawValue): return .decoderNotFound
+            case Int32(GST_CORE_ERROR_NEGOTIATION.rawValue): return .unsupportedOutputSettings
+            default: return .unknown
+            }
+        }
+        if domain == gst_stream_error_quark() {
+            switch code {
+            case Int32(GST_STREAM_ERROR_CODEC_NOT_FOUND.rawValue): return .decoderNotFound
+            case Int32(GST_STREAM_ERROR_TYPE_NOT_FOUND.rawValue), Int32(GST_STREAM_ERROR_WRONG_TYPE.rawValue):
+                return .fileFormatNotRecognized
+            case Int32(GST_STREAM_ERROR_DEMUX.rawValue), Int32(GST_STREAM_ERROR_FORMAT.rawValue):
+                return .fileFailedToParse
+            case Int32(GST_STREAM_ERROR_DECODE.rawValue): return .decodeFailed
+            case Int32(GST_STREAM_ERROR_DECRYPT.rawValue), Int32(GST_STREAM_ERROR_DECRYPT_NOKEY.rawValue):
+                return .undecodableMediaData
+            case Int32(GST_STREAM_ERROR_NOT_IMPLEMENTED.rawValue): return .formatUnsupported
+            default: return .decodeFailed
+            }
+        }
+        if domain == gst_resource_error_quark() { return .failedToLoadMediaData }
+        return .unknown
+    }
+
+    /// The TrackError for an ERROR message (message: transfer none): GStreamer's text plus the first line of the
+    /// debug string, which names the element and the reason.
+    static func fromMessage(_ message: MessagePtr) -> TrackError {
+        var error: UnsafeMutablePointer<GError>?
+        var debug: UnsafeMutablePointer<gchar>?
+        gst_message_parse_error(message, &error, &debug)
+        let debugText = takeString(debug)
+        guard let error else { return TrackError(.unknown, "GStreamer error without details") }
+        defer { g_error_free(error) }
+        let code = code(domain: error.pointee.domain, code: error.pointee.code)
+        var text = error.pointee.message.map { String(cString: $0) } ?? "GStreamer error"
+        if let first = debugText?.split(separator: "\n", maxSplits: 1).first, !first.isEmpty {
+            text += " (\(first))"
+        }
+        return TrackError(code, text)
+    }
+}
+
+// ── Bus ────────────────────────────────────────────────────────────────────────────────────────────────────────────
+
+/// Application messages the pad-added handlers post to stop a wait early.
+enum AppMessage {
+    static let noSuchTrack = "trackd-no-such-track"
+    static let wrongMediaType = "trackd-wrong-media-type"
+    static let notDecodable = "trackd-not-decodable"
+
+    /// Posts an application message named `name` with a string field "text" on `element`'s bus.
+    static func post(_ element: ElementPtr, _ name: String, text: String) {
+        guard let s = swift_gst_structure_new_with_string(name, "text", text) else { return }
+        if let m = gst_message_new_application(upcast(element, to: GstObject.self), s) {
+            _ = gst_element_post_message(element, m)
+        }
+    }
+
+    static func text(_ message: MessagePtr) -> (name: String, text: String)? {
+        guard let s = gst_message_get_structure(message), let name = gst_structure_get_name(s) else { return nil }
+        let text = gst_structure_get_string(s, "text").map { String(cString: $0) } ?? ""
+        return (String(cString: name), text)
+    }
+}
+
+/// The result of waiting on a bus.
+enum BusWait {
+    case done
+    case timedOut
+}
+
+/// Pops messages from `bus` until ASYNC_DONE (→ .done), an ERROR or a trackd application error (→ throws), or the
+/// deadline (→ .timedOut). Messages of other types are dropped (nothing else reads this bus concurrently).
+func waitForAsyncDone(_ bus: BusPtr, timeoutNs: UInt64, context: String,
+                      ignoreMissingPlugins: Bool = false) throws(TrackError) -> BusWait {
+    let deadline = monotonicNs() &+ timeoutNs
+    while true {
+        let now = monotonicNs()
+        guard now < deadline else { return .timedOut }
+        guard let message = gst_bus_timed_pop(bus, GstClockTime(deadline - now)) else { return .timedOut }
+        defer { gst_message_unref(message) }
+        if let error = checkMessage(message, context: context, ignoreMissingPlugins: ignoreMissingPlugins) { throw error }
+        if swift_gst_message_type(message) == GST_MESSAGE_ASYNC_DONE { return .done }
+    }
+}
+
+/// nil for an uninteresting message; the TrackError for an error, a missing plugin (unless `ignoreMissingPlugins`:
+/// discovery needs no decoder, and qtdemux reports a codec it does not know as missing) or one of our application
+/// errors.
+func checkMessage(_ message: MessagePtr, context: String, ignoreMissingPlugins: Bool = false) -> TrackError? {
+    switch swift_gst_message_type(message) {
+    case GST_MESSAGE_ERROR:
+        var e = GstErrors.fromMessage(message)
+        e.message = "\(context): \(e.message)"
+        return e
+    case GST_MESSAGE_ELEMENT where !ignoreMissingPlugins && gst_is_missing_plugin_message(message) != 0:
+        let what = takeString(gst_missing_plugin_message_get_description(message)) ?? "a plug-in"
+        return TrackError(.decoderNotFound, "\(context): no GStreamer decoder installed for \(what)")
+    case GST_MESSAGE_APPLICATION:
+        guard let (name, text) = AppMessage.text(message) else { return nil }
+        switch name {
+        case AppMessage.noSuchTrack: return TrackError(.invalidArgument, text)
+        case AppMessage.wrongMediaType: return TrackError(.unsupportedOutputSettings, text)
+        case AppMessage.notDecodable: return TrackError(.decoderNotFound, "\(context): \(text)")
+        default: return nil
+        }
+    default:
+        return nil
+    }
+}
+
+func monotonicNs() -> UInt64 { UInt64(g_get_monotonic_time()) &* 1000 }
+
+// ── Track identity ─────────────────────────────────────────────────────────────────────────────────────────────────
+
+/// The container's track id of a parsebin pad: demuxers end the stream id in the track number (qtdemux "/%03u" of
+/// the track_ID, matroskademux the TrackNumber). nil when the stream id has no numeric last component (elementary
+/// streams): callers then use the 1-based pad order.
+func containerTrackID(_ pad: PadPtr) -> UInt32? {
+    guard let id = takeString(gst_pad_get_stream_id(pad)) else { return nil }
+    guard let last = id.split(separator: "/").last, !last.isEmpty, last.allSatisfy(\.isASCII),
+          last.allSatisfy(\.isNumber), let n = UInt32(last), n > 0 else { return nil }
+    return n
+}

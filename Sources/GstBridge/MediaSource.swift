@@ -1,0 +1,203 @@
+import CGStreamer
+import CGstShim
+import Protocol
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A client's media file. Takes ownership of `fd` (closes it in deinit — and when init throws). Every pipeline built
+/// on it reads the fd with pread(), so discovery, outputs and thumbnails can run at the same time.
+public final class MediaSource: @unchecked Sendable {
+    // @unchecked: `fd` is immutable and only ever read with pread()/fstat(), which are thread-safe.
+    let fd: Int32
+
+    /// Rejects non-regular files (directory, pipe, socket) with .invalidSourceMedia and empty files with
+    /// .fileFormatNotRecognized.
+    public init(fd: Int32) throws(TrackError) {
+        var st = stat()
+        guard fstat(fd, &st) == 0 else {
+            let reason = String(cString: strerror(errno))
+            if fd >= 0 { close(fd) }
+            throw TrackError(.invalidSourceMedia, "the media file descriptor cannot be examined: \(reason)")
+        }
+        guard st.st_mode & S_IFMT == S_IFREG else {
+            let kind = switch st.st_mode & S_IFMT {
+            case S_IFDIR: "a directory"
+            case S_IFIFO: "a pipe"
+            case S_IFSOCK: "a socket"
+            case S_IFCHR, S_IFBLK: "a device"
+            default: "of an unknown type"
+            }
+            close(fd)
+            throw TrackError(.invalidSourceMedia, "the media file is not a regular file (it is \(kind))")
+        }
+        guard st.st_size > 0 else {
+            close(fd)
+            throw TrackError(.fileFormatNotRecognized, "the media file is empty")
+        }
+        self.fd = fd
+    }
+
+    deinit { close(fd) }
+
+    static let discoveryTimeoutNs: UInt64 = 5_000_000_000
+
+    /// Track discovery, bounded by a 5 s timeout. Not a media file → .fileFormatNotRecognized; damaged →
+    /// .fileFailedToParse; the message includes GStreamer's error text.
+    ///
+    /// trackdfdsrc ! parsebin, with a probe on every exposed pad that notes the first buffers' timestamps and drops
+    /// them (no sink: nothing prerolls, so one pull-mode streaming thread cannot block on one track while another
+    /// waits for data). Done when every audio and video pad has seen a buffer, GAP or EOS (then its caps,
+    /// stream-start, segment and tag events are all sticky on the pad); sparse (subtitle) pads are waited for only
+    /// when there is nothing else. parsebin 1.22 does not emit no-more-pads, but it exposes the pads of a group all
+    /// at once, before any of them passes data, so once data flows the set of pads is complete.
+    public func discover() throws(TrackError) -> (duration: MediaTime, tracks: [TrackDescription]) {
+        try Gst.initialize()
+        let pipeline = try Pipeline()
+        let parser = try pipeline.addSourceAndParser(fd: fd)
+        let state = DiscoveryState()
+        defer {
+            _ = gst_element_set_state(pipeline.element, GST_STATE_NULL)  // joins the streaming threads …
+            state.releasePads()  // … so no probe runs while the pad refs go
+        }
+        _ = swift_gst_connect_pad_added(parser, { _, pad, data in
+            guard let pad, let data else { return }
+            Unmanaged<DiscoveryState>.fromOpaque(data).takeUnretainedValue().padAdded(pad)
+        }, Unmanaged.passRetained(state).toOpaque(), { data, _ in
+            if let data { Unmanaged<DiscoveryState>.fromOpaque(data).release() }
+        })
+        _ = swift_gst_connect_no_more_pads(parser, { _, data in
+            guard let data else { return }
+            Unmanaged<DiscoveryState>.fromOpaque(data).takeUnretainedValue().state.withLock { $0.noMorePads = true }
+        }, Unmanaged.passRetained(state).toOpaque(), { data, _ in
+            if let data { Unmanaged<DiscoveryState>.fromOpaque(data).release() }
+        })
+
+        let context = "Cannot open the media file"
+        try pipeline.setState(GST_STATE_PAUSED, context: context)
+        let deadline = monotonicNs() + Self.discoveryTimeoutNs
+        var timedOut = false
+        while true {
+            let (complete, noMorePads, count) = state.state.withLock { s in
+                let dense = s.entries.filter { !$0.sparse }
+                let complete = !s.entries.isEmpty && (dense.isEmpty ? s.entries : dense).allSatisfy(\.done)
+                return (complete, s.noMorePads, s.entries.count)
+            }
+            if complete { break }
+            if noMorePads && count == 0 {
+                throw TrackError(.fileFormatNotRecognized, "\(context): no audio, video or subtitle streams found")
+            }
+            let now = monotonicNs()
+            if now >= deadline { timedOut = true; break }
+            if let message = gst_bus_timed_pop(pipeline.bus, GstClockTime(min(deadline - now, 10_000_000))) {
+                let error = checkMessage(message, context: context, ignoreMissingPlugins: true)
+                gst_message_unref(message)
+                if let error { throw error }
+            }
+        }
+        let entries = state.state.withLock { $0.entries }
+        if timedOut && entries.isEmpty {
+            throw TrackError(.fileFailedToParse, "\(context): no streams found within \(Self.discoveryTimeoutNs / 1_000_000_000) s")
+        }
+
+        var tracks: [TrackDescription] = []
+        for entry in entries {
+            let id = containerTrackID(entry.pad) ?? UInt32(entry.order)
+            if let track = describeTrack(pad: entry.pad, id: id, firstPTS: entry.firstPTS) { tracks.append(track) }
+        }
+        if tracks.isEmpty || tracks.allSatisfy({ $0.mediaType == .other }) {
+            let kinds = entries.compactMap { entry -> String? in
+                guard let caps = gst_pad_get_current_caps(entry.pad) else { return nil }
+                defer { gst_caps_unref(caps) }
+                return CapsView(caps)?.name
+            }
+            throw TrackError(.fileFormatNotRecognized,
+                             "\(context): no audio, video or subtitle streams (found: \(kinds.joined(separator: ", ")))")
+        }
+        var duration: gint64 = -1
+        var assetDuration = MediaTime.invalid
+        if gst_element_query_duration(parser, GST_FORMAT_TIME, &duration) != 0, duration >= 0 {
+            assetDuration = .nanoseconds(Int64(duration))
+        } else if let longest = tracks.compactMap(\.duration.nanoseconds).max() {
+            assetDuration = .nanoseconds(longest)
+        }
+        return (assetDuration, tracks)
+    }
+}
+
+/// Shared between discover() and parsebin's streaming threads.
+final class DiscoveryState: @unchecked Sendable {
+    // @unchecked: every field is behind the Mutex; the pads are GObjects with thread-safe refcounts.
+    struct Entry: @unchecked Sendable {  // a raw pad pointer; the pad is refcounted and thread-safe
+        let pad: PadPtr  // one ref, dropped by releasePads()
+        let order: Int
+        /// Subtitle and other sparse tracks may not carry data for a long time: discovery does not wait for them.
+        let sparse: Bool
+        var firstPTS: GstClockTime?
+        var done = false
+    }
+
+    struct State {
+        var entries: [Entry] = []
+        var noMorePads = false
+    }
+
+    let state = Mutex(State())
+
+    func padAdded(_ pad: PadPtr) {
+        _ = gst_object_ref(pad)
+        let caps = gst_pad_get_current_caps(pad)
+        let type = CapsView(caps)?.mediaType ?? .other
+        if let caps { gst_caps_unref(caps) }
+        let sparse = type != .video && type != .audio
+        state.withLock { $0.entries.append(Entry(pad: pad, order: $0.entries.count + 1, sparse: sparse)) }
+        let mask = GST_PAD_PROBE_TYPE_BUFFER.rawValue | GST_PAD_PROBE_TYPE_BUFFER_LIST.rawValue
+            | GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM.rawValue
+        _ = gst_pad_add_probe(pad, GstPadProbeType(rawValue: mask), { pad, info, data in
+            guard let pad, let info, let data else { return GST_PAD_PROBE_OK }
+            return Unmanaged<DiscoveryState>.fromOpaque(data).takeUnretainedValue().probe(pad, info)
+        }, Unmanaged.passRetained(self).toOpaque(), { data in
+            if let data { Unmanaged<DiscoveryState>.fromOpaque(data).release() }
+        })
+    }
+
+    private func probe(_ pad: PadPtr, _ info: UnsafeMutablePointer<GstPadProbeInfo>) -> GstPadProbeReturn {
+        let type = info.pointee.type.rawValue
+        if type & GST_PAD_PROBE_TYPE_BUFFER.rawValue != 0 {
+            let pts = swift_gst_pad_probe_info_buffer(info).map { swift_gst_buffer_pts($0) } ?? clockTimeNone
+            update(pad) { entry in
+                entry.done = true
+                if pts != clockTimeNone { entry.firstPTS = min(entry.firstPTS ?? pts, pts) }
+            }
+            return GST_PAD_PROBE_DROP
+        }
+        if type & GST_PAD_PROBE_TYPE_BUFFER_LIST.rawValue != 0 {
+            update(pad) { $0.done = true }
+            return GST_PAD_PROBE_DROP
+        }
+        if let event = swift_gst_pad_probe_info_event(info) {
+            let t = swift_gst_event_type(event)
+            if t == GST_EVENT_EOS || t == GST_EVENT_GAP { update(pad) { $0.done = true } }
+        }
+        return GST_PAD_PROBE_OK
+    }
+
+    private func update(_ pad: PadPtr, _ body: (inout Entry) -> Void) {
+        state.withLock { s in
+            if let i = s.entries.firstIndex(where: { $0.pad == pad }) { body(&s.entries[i]) }
+        }
+    }
+
+    /// Drops the pad refs (the probes hold this object, the pads would otherwise never be freed). Call after the
+    /// pipeline is in NULL.
+    func releasePads() {
+        let pads = state.withLock { s in
+            let pads = s.entries.map(\.pad)
+            s.entries = []
+            return pads
+        }
+        for pad in pads { gst_object_unref(pad) }
+    }
+}

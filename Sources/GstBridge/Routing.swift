@@ -1,0 +1,222 @@
+// Streaming-thread callbacks that wire dynamic pads. Each context object is handed to GStreamer retained
+// (Unmanaged.passRetained) together with a destroy notify that releases it, so it lives exactly as long as the
+// signal handler or probe that uses it.
+import CGStreamer
+import CGstShim
+import Protocol
+import Synchronization
+
+/// Retains `object` for a C callback; the callback's destroy notify releases it.
+func retained<T: AnyObject>(_ object: T) -> UnsafeMutableRawPointer { Unmanaged.passRetained(object).toOpaque() }
+
+/// Routes parsebin's pads: the pad of the wanted track is linked to `target`; every other pad gets a probe that
+/// drops its buffers (answering OK, so the demuxer neither stops with not-linked nor blocks on a sink that prerolls
+/// — in pull mode one streaming thread serves all tracks, and a prerolling fakesink would hold it).
+final class PadRouter: @unchecked Sendable {
+    // @unchecked: the pointers are set once in init; `linked`/`order` live in the Mutex.
+    private let wantedTrack: UInt32
+    private let target: PadPtr  // one ref, dropped in deinit
+    private let pipeline: ElementPtr  // borrowed: the pipeline outlives parsebin's signal handlers
+    private let requireVideo: Bool
+    private struct State: Sendable {
+        var order = 0
+        var linked = false
+        var reported = false
+    }
+    private let state = Mutex(State())
+
+    init(wantedTrack: UInt32, target: PadPtr, pipeline: ElementPtr, requireVideo: Bool) {
+        self.wantedTrack = wantedTrack
+        self.target = target
+        self.pipeline = pipeline
+        self.requireVideo = requireVideo
+    }
+
+    deinit { gst_object_unref(target) }
+
+    /// Connects pad-added and no-more-pads of `parsebin`.
+    func attach(to parsebin: ElementPtr) {
+        _ = swift_gst_connect_pad_added(parsebin, { _, pad, data in
+            guard let pad, let data else { return }
+            Unmanaged<PadRouter>.fromOpaque(data).takeUnretainedValue().padAdded(pad)
+        }, retained(self), { data, _ in
+            if let data { Unmanaged<PadRouter>.fromOpaque(data).release() }
+        })
+        _ = swift_gst_connect_no_more_pads(parsebin, { _, data in
+            guard let data else { return }
+            Unmanaged<PadRouter>.fromOpaque(data).takeUnretainedValue().noMorePads()
+        }, retained(self), { data, _ in
+            if let data { Unmanaged<PadRouter>.fromOpaque(data).release() }
+        })
+    }
+
+    private func padAdded(_ pad: PadPtr) {
+        let order = state.withLock { s in
+            s.order += 1
+            return s.order
+        }
+        let id = containerTrackID(pad) ?? UInt32(order)
+        let take = id == wantedTrack && state.withLock { s in
+            if s.linked { return false }
+            s.linked = true
+            return true
+        }
+        guard take else {
+            dropBuffersAndCheck(pad)
+            return
+        }
+        if requireVideo {
+            let caps = gst_pad_get_current_caps(pad) ?? gst_pad_query_caps(pad, nil)
+            defer { if let caps { gst_caps_unref(caps) } }
+            let type = CapsView(caps)?.mediaType ?? .other
+            if type != .video {
+                dropBuffers(pad)
+                AppMessage.post(pipeline, AppMessage.wrongMediaType,
+                                text: "Output settings are not compatible with media type \(type.avMediaType)")
+                return
+            }
+        }
+        let result = gst_pad_link(pad, target)
+        if result != GST_PAD_LINK_OK {
+            dropBuffers(pad)
+            AppMessage.post(pipeline, AppMessage.notDecodable, text: "could not link track \(id) (link result \(result.rawValue))")
+        }
+    }
+
+    private func noMorePads() { checkLinked() }
+
+    /// Posts noSuchTrack once when no pad was linked. parsebin 1.22 does not emit no-more-pads, but it exposes a
+    /// group's pads all at once before data flows: data on an unwanted pad while nothing is linked means the wanted
+    /// track does not exist.
+    private func checkLinked() {
+        let post = state.withLock { s in
+            defer { if !s.linked { s.reported = true } }
+            return !s.linked && !s.reported
+        }
+        if post {
+            AppMessage.post(pipeline, AppMessage.noSuchTrack, text: "the asset has no track with id \(wantedTrack)")
+        }
+    }
+
+    /// Drops the pad's buffers; the first buffer or EOS also checks that the wanted track was found.
+    private func dropBuffersAndCheck(_ pad: PadPtr) {
+        let mask = GST_PAD_PROBE_TYPE_BUFFER.rawValue | GST_PAD_PROBE_TYPE_BUFFER_LIST.rawValue
+            | GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM.rawValue
+        _ = gst_pad_add_probe(pad, GstPadProbeType(rawValue: mask), { _, info, data in
+            guard let info, let data else { return GST_PAD_PROBE_OK }
+            let router = Unmanaged<PadRouter>.fromOpaque(data).takeUnretainedValue()
+            // GST_PAD_PROBE_INFO_EVENT is a plain cast of info->data: test the type bits first.
+            if info.pointee.type.rawValue & GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM.rawValue != 0 {
+                if let event = swift_gst_pad_probe_info_event(info), swift_gst_event_type(event) == GST_EVENT_EOS {
+                    router.checkLinked()
+                }
+                return GST_PAD_PROBE_OK
+            }
+            router.checkLinked()
+            return GST_PAD_PROBE_DROP
+        }, retained(self), releaseRouter)
+    }
+}
+
+private let releaseRouter: GDestroyNotify = { data in
+    if let data { Unmanaged<PadRouter>.fromOpaque(data).release() }
+}
+
+/// A probe that drops every buffer passing `pad` and reports success upstream.
+func dropBuffers(_ pad: PadPtr) {
+    let mask = GST_PAD_PROBE_TYPE_BUFFER.rawValue | GST_PAD_PROBE_TYPE_BUFFER_LIST.rawValue
+    _ = gst_pad_add_probe(pad, GstPadProbeType(rawValue: mask), { _, _, _ in GST_PAD_PROBE_DROP }, nil, nil)
+}
+
+/// Links decodebin's raw video pad to the converter; a non-raw pad means decodebin found no decoder.
+final class DecodeLinker: @unchecked Sendable {
+    // @unchecked: set once in init; `linked` lives in the Mutex.
+    private let target: PadPtr  // one ref
+    private let pipeline: ElementPtr  // borrowed
+    private let linked = Mutex(false)
+
+    init(target: PadPtr, pipeline: ElementPtr) {
+        self.target = target
+        self.pipeline = pipeline
+    }
+
+    deinit { gst_object_unref(target) }
+
+    func attach(to decodebin: ElementPtr) {
+        _ = swift_gst_connect_pad_added(decodebin, { _, pad, data in
+            guard let pad, let data else { return }
+            Unmanaged<DecodeLinker>.fromOpaque(data).takeUnretainedValue().padAdded(pad)
+        }, retained(self), { data, _ in
+            if let data { Unmanaged<DecodeLinker>.fromOpaque(data).release() }
+        })
+    }
+
+    private func padAdded(_ pad: PadPtr) {
+        let caps = gst_pad_get_current_caps(pad) ?? gst_pad_query_caps(pad, nil)
+        defer { if let caps { gst_caps_unref(caps) } }
+        let name = CapsView(caps)?.name ?? ""
+        guard name == "video/x-raw" else {
+            dropBuffers(pad)
+            AppMessage.post(pipeline, AppMessage.notDecodable, text: "no GStreamer decoder installed for \(capsToString(caps))")
+            return
+        }
+        let first = linked.withLock { l in
+            defer { l = true }
+            return !l
+        }
+        guard first else { dropBuffers(pad); return }
+        let result = gst_pad_link(pad, target)
+        if result != GST_PAD_LINK_OK {
+            AppMessage.post(pipeline, AppMessage.notDecodable, text: "could not link the decoder (link result \(result.rawValue))")
+        }
+    }
+}
+
+/// GstVideoDecoder clips the first frame after an ACCURATE seek to the segment: its PTS becomes the seek position
+/// and its duration shrinks to match. AVFoundation reports the frame's own timing (the frame displayed at the
+/// start time, with its real PTS), so this remembers the decoder's recent input timestamps and maps a clipped
+/// frame back to the input frame that ends at the same time.
+final class ClipRestorer: @unchecked Sendable {
+    // @unchecked: all state is behind the Mutex.
+    private struct Frame: Sendable {
+        var pts: GstClockTime
+        var end: GstClockTime
+    }
+    private let frames = Mutex<[Frame]>([])
+    private static let capacity = 256
+
+    /// Watches the buffers entering the decoder (`pad`: the decoder branch's input).
+    func attach(to pad: PadPtr) {
+        let mask = GST_PAD_PROBE_TYPE_BUFFER.rawValue | GST_PAD_PROBE_TYPE_EVENT_FLUSH.rawValue
+        _ = gst_pad_add_probe(pad, GstPadProbeType(rawValue: mask), { _, info, data in
+            guard let info, let data else { return GST_PAD_PROBE_OK }
+            let restorer = Unmanaged<ClipRestorer>.fromOpaque(data).takeUnretainedValue()
+            if let buffer = swift_gst_pad_probe_info_buffer(info), info.pointee.type.rawValue & GST_PAD_PROBE_TYPE_BUFFER.rawValue != 0 {
+                restorer.record(pts: swift_gst_buffer_pts(buffer), duration: swift_gst_buffer_duration(buffer))
+            } else if let event = swift_gst_pad_probe_info_event(info), swift_gst_event_type(event) == GST_EVENT_FLUSH_STOP {
+                restorer.frames.withLock { $0.removeAll() }
+            }
+            return GST_PAD_PROBE_OK
+        }, retained(self), { data in
+            if let data { Unmanaged<ClipRestorer>.fromOpaque(data).release() }
+        })
+    }
+
+    private func record(pts: GstClockTime, duration: GstClockTime) {
+        guard pts != clockTimeNone, duration != clockTimeNone, duration > 0 else { return }
+        frames.withLock { f in
+            if f.count >= Self.capacity { f.removeFirst(f.count - Self.capacity + 1) }
+            f.append(Frame(pts: pts, end: pts + duration))
+        }
+    }
+
+    /// The unclipped (pts, duration) of an output buffer; unchanged unless it starts exactly at the segment start.
+    func restore(pts: GstClockTime, duration: GstClockTime, segment: UnsafePointer<GstSegment>?) -> (GstClockTime, GstClockTime) {
+        guard let segment, segment.pointee.format == GST_FORMAT_TIME, pts != clockTimeNone,
+              duration != clockTimeNone, pts == GstClockTime(segment.pointee.start) else { return (pts, duration) }
+        let end = pts + duration
+        let original = frames.withLock { f in f.last { $0.end == end && $0.pts < pts } }
+        guard let original else { return (pts, duration) }
+        return (original.pts, original.end - original.pts)
+    }
+}

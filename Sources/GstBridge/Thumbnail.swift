@@ -1,0 +1,73 @@
+import CGStreamer
+import CGstShim
+import Protocol
+
+/// The frame displayed at `time` — the one with the largest PTS ≤ time, found with an ACCURATE seek (the decoder
+/// drops every frame that ends before the segment start) rather than the nearest keyframe — converted to RGB and
+/// encoded by pngenc. Returns the frame's own PTS, its size and the PNG bytes. Past the end: the last frame.
+///
+///   trackdfdsrc ! parsebin ─(track pad)→ queue ! decodebin ─→ videoconvert ! capsfilter(RGB) ! pngenc ! appsink
+public func generatePNG(source: MediaSource, trackID: UInt32, at time: MediaTime) throws(TrackError)
+    -> (actualTime: MediaTime, width: UInt32, height: UInt32, png: [UInt8])
+{
+    try Gst.initialize()
+    let pipeline = try Pipeline()
+    let parser = try pipeline.addSourceAndParser(fd: source.fd)
+    let elements = try makeElements(["queue", "decodebin", "videoconvert", "capsfilter", "pngenc", "appsink"])
+    let (queue, decodebin, convert, filter, encoder, sink) =
+        (elements[0], elements[1], elements[2], elements[3], elements[4], elements[5])
+    swift_gst_object_set_bool(sink, "sync", 0)
+    swift_gst_object_set_uint(sink, "max-buffers", 1)
+    swift_gst_object_set_bool(sink, "enable-last-sample", 0)
+    let caps = gst_caps_new_empty_simple("video/x-raw")!
+    let rgb = swift_gst_caps_with_string(caps, "format", "RGB")!
+    gst_caps_unref(caps)
+    swift_gst_object_set_caps(filter, "caps", rgb)
+    gst_caps_unref(rgb)
+    try pipeline.addChain([queue, decodebin])
+    try pipeline.addChain([convert, filter, encoder, sink])
+    DecodeLinker(target: gst_element_get_static_pad(convert, "sink")!, pipeline: pipeline.element).attach(to: decodebin)
+    let restorer = ClipRestorer()
+    let queueSrc = gst_element_get_static_pad(queue, "src")!
+    restorer.attach(to: queueSrc)
+    gst_object_unref(queueSrc)
+    PadRouter(wantedTrack: trackID, target: gst_element_get_static_pad(queue, "sink")!, pipeline: pipeline.element,
+              requireVideo: true).attach(to: parser)
+
+    let context = "Cannot generate an image of track \(trackID)"
+    try pipeline.setState(GST_STATE_PAUSED, context: context)
+    try pipeline.waitAsyncDone(timeoutNs: TrackPipeline.prerollTimeoutNs, context: context)
+
+    func frame(at ns: Int64) throws(TrackError) -> (actualTime: MediaTime, width: UInt32, height: UInt32, png: [UInt8])? {
+        let flags = GST_SEEK_FLAG_FLUSH.rawValue | GST_SEEK_FLAG_ACCURATE.rawValue
+        guard gst_element_seek(pipeline.element, 1.0, GST_FORMAT_TIME, GstSeekFlags(rawValue: flags), GST_SEEK_TYPE_SET,
+                               gint64(ns), GST_SEEK_TYPE_NONE, -1) != 0 else {
+            throw pipeline.popError(context: context)
+                ?? TrackError(.operationNotSupportedForAsset, "\(context): the demuxer refused to seek to \(ns) ns")
+        }
+        try pipeline.waitAsyncDone(timeoutNs: TrackPipeline.prerollTimeoutNs, context: context)
+        guard let sample = gst_app_sink_try_pull_preroll(appSink(sink), 0) else { return nil }  // EOS: no frame
+        defer { gst_sample_unref(sample) }
+        guard let buffer = gst_sample_get_buffer(sample) else { return nil }  // transfer none
+        let view = CapsView(gst_sample_get_caps(sample))
+        let size = Int(gst_buffer_get_size(buffer))
+        let png = [UInt8](unsafeUninitializedCapacity: size) { out, count in
+            count = Int(gst_buffer_extract(buffer, 0, out.baseAddress, gsize(size)))
+        }
+        let segment = gst_sample_get_segment(sample)  // transfer none
+        let (pts, _) = restorer.restore(pts: swift_gst_buffer_pts(buffer), duration: swift_gst_buffer_duration(buffer),
+                                        segment: segment)
+        return (streamTime(pts, segment: segment), UInt32(max(0, view?.int("width") ?? 0)),
+                UInt32(max(0, view?.int("height") ?? 0)), png)
+    }
+
+    let target = max(0, time.nanoseconds ?? 0)
+    if let result = try frame(at: target) { return result }
+    // Past the last frame: the frame displayed just before the end.
+    var duration: gint64 = -1
+    if gst_element_query_duration(pipeline.element, GST_FORMAT_TIME, &duration) != 0, duration > 0,
+       Int64(duration) <= target, let result = try frame(at: Int64(duration) - 1) {
+        return result
+    }
+    throw TrackError(.invalidArgument, "\(context): no frame at \(time)")
+}

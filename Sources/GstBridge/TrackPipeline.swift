@@ -1,0 +1,330 @@
+import CGStreamer
+import CGstShim
+import Protocol
+import Synchronization
+
+/// What an output delivers: the pixel format (decode) or codec (passthrough), the size, and for passthrough the
+/// codec configuration record (avcC, hvcC, esds… bytes from the caps' codec_data).
+public struct OutputFormat: Sendable, Hashable {
+    public var format: FourCC
+    public var width: UInt32
+    public var height: UInt32
+    public var codecConfig: [UInt8]
+
+    public init(format: FourCC, width: UInt32, height: UInt32, codecConfig: [UInt8]) {
+        self.format = format
+        self.width = width
+        self.height = height
+        self.codecConfig = codecConfig
+    }
+}
+
+public enum OutputMode: Sendable {
+    /// The stored samples, undecoded, in decode order.
+    case passthrough
+    /// Decoded video frames converted to the requested pixel format (and size), in presentation order.
+    case decode(VideoOutputRequest)
+}
+
+public enum PullResult: Sendable {
+    case sample(PulledSample)
+    case timeout
+    case endOfStream
+    case failed(TrackError)
+}
+
+/// One track's pipeline:
+///   decode:      trackdfdsrc ! parsebin ─(track pad)→ queue ! decodebin ─→ videoconvert ! videoscale ! capsfilter ! appsink
+///   passthrough: trackdfdsrc ! parsebin ─(track pad)→ appsink
+/// Other parsebin pads drop their buffers (see PadRouter).
+public final class TrackPipeline: @unchecked Sendable {
+    // @unchecked: the GStreamer objects are thread-safe; `stopped` is in a Mutex; the sample cache and the sticky
+    // failure are touched only by pull(), which the caller runs on one dedicated thread.
+    private let source: MediaSource  // keeps the fd open as long as the pipeline reads it
+    private let pipeline: Pipeline
+    private let sink: ElementPtr  // borrowed from the pipeline
+    private let passthrough: Bool
+    public let outputFormat: OutputFormat
+    private let stopped = Mutex(false)
+    private var failure: TrackError?
+    private var layoutCache: (caps: CapsPtr, layout: SwiftGstVideoLayout)?
+    private let restorer: ClipRestorer?
+    /// 420v/420f: the range the output must have (converted while copying when the decoder's differs).
+    private let targetRange: PixelFormat.Range?
+
+    static let prerollTimeoutNs: UInt64 = 10_000_000_000
+
+    /// Builds and prerolls the pipeline for one track, seeks to `timeRange` and sets PLAYING.
+    public init(source: MediaSource, trackID: UInt32, mode: OutputMode, timeRange: MediaTimeRange) throws(TrackError) {
+        try Gst.initialize()
+        self.source = source
+        let pipeline = try Pipeline()
+        self.pipeline = pipeline
+        let parser = try pipeline.addSourceAndParser(fd: source.fd)
+
+        let decoding: Bool = if case .decode = mode { true } else { false }
+        let elements = try makeElements(decoding ? ["appsink", "queue", "decodebin", "videoconvert", "videoscale", "capsfilter"]
+                                                 : ["appsink"])
+        let appsink = elements[0]
+        swift_gst_object_set_bool(appsink, "sync", 0)
+        swift_gst_object_set_uint(appsink, "max-buffers", 2)
+        swift_gst_object_set_bool(appsink, "drop", 0)
+        swift_gst_object_set_bool(appsink, "emit-signals", 0)
+        swift_gst_object_set_bool(appsink, "enable-last-sample", 0)
+        sink = appsink
+
+        let target: ElementPtr
+        switch mode {
+        case .passthrough:
+            passthrough = true
+            pipeline.ignoreMissingPlugins = true
+            restorer = nil
+            targetRange = nil
+            try pipeline.addChain([appsink])
+            target = appsink
+        case .decode(let request):
+            passthrough = false
+            let (queue, decodebin, convert, scale, filter) = (elements[1], elements[2], elements[3], elements[4], elements[5])
+            swift_gst_object_set_uint(convert, "n-threads", 2)
+            let caps = Self.outputCaps(request)
+            defer { gst_caps_unref(caps) }
+            swift_gst_object_set_caps(filter, "caps", caps)
+            try pipeline.addChain([queue, decodebin])
+            try pipeline.addChain([convert, scale, filter, appsink])
+            let convertSink = gst_element_get_static_pad(convert, "sink")!  // transfer full, owned by the linker
+            targetRange = request.pixelFormat.range
+            DecodeLinker(target: convertSink, pipeline: pipeline.element).attach(to: decodebin)
+            let clip = ClipRestorer()
+            let queueSrc = gst_element_get_static_pad(queue, "src")!
+            clip.attach(to: queueSrc)
+            gst_object_unref(queueSrc)
+            restorer = clip
+            target = queue
+        }
+        let targetPad = gst_element_get_static_pad(target, "sink")!  // transfer full, owned by the router
+        let isDecode = !passthrough
+        PadRouter(wantedTrack: trackID, target: targetPad, pipeline: pipeline.element, requireVideo: isDecode)
+            .attach(to: parser)
+
+        let context = "Cannot read track \(trackID)"
+        try pipeline.setState(GST_STATE_PAUSED, context: context)
+        try pipeline.waitAsyncDone(timeoutNs: Self.prerollTimeoutNs, context: context)
+
+        if let seek = Self.seekRange(timeRange) {
+            let flags = GST_SEEK_FLAG_FLUSH.rawValue | GST_SEEK_FLAG_ACCURATE.rawValue
+            let ok = gst_element_seek(pipeline.element, 1.0, GST_FORMAT_TIME, GstSeekFlags(rawValue: flags),
+                                      GST_SEEK_TYPE_SET, gint64(seek.start),
+                                      seek.stop == nil ? GST_SEEK_TYPE_NONE : GST_SEEK_TYPE_SET, gint64(seek.stop ?? -1))
+            guard ok != 0 else {
+                throw pipeline.popError(context: context)
+                    ?? TrackError(.operationNotSupportedForAsset, "\(context): the demuxer refused to seek to \(timeRange.start)")
+            }
+            try pipeline.waitAsyncDone(timeoutNs: Self.prerollTimeoutNs, context: context)
+        }
+        outputFormat = Self.negotiatedFormat(sink: appsink, mode: mode)
+        try pipeline.setState(GST_STATE_PLAYING, context: context)
+    }
+
+    deinit {
+        stop()
+        if let cached = layoutCache { gst_caps_unref(cached.caps) }
+    }
+
+    /// video/x-raw,format=<gst format>[,width][,height][,pixel-aspect-ratio=1/1 when a size is requested].
+    static func outputCaps(_ request: VideoOutputRequest) -> CapsPtr {
+        let raw = gst_caps_new_empty_simple("video/x-raw")!
+        var caps = swift_gst_caps_with_string(raw, "format", request.pixelFormat.gstFormat)!
+        if request.pixelFormat.range != nil {
+            // 420v/420f: NV12 is written while copying (swift_gst_copy_as_nv12), so I420 from the decoder is as
+            // good and saves videoconvert a pass; videoconvert passes through the input format when it can.
+            gst_caps_append(caps, swift_gst_caps_with_string(raw, "format", "I420")!)  // takes the second caps
+        }
+        gst_caps_unref(raw)
+        func set(_ field: String, _ value: Int?) {
+            guard let value, value > 0, value <= Int(Int32.max) else { return }
+            let next = swift_gst_caps_with_int(caps, field, gint(value))!
+            gst_caps_unref(caps)
+            caps = next
+        }
+        set("width", request.width)
+        set("height", request.height)
+        if (request.width ?? 0) > 0 || (request.height ?? 0) > 0 {
+            let next = swift_gst_caps_with_fraction(caps, "pixel-aspect-ratio", 1, 1)!
+            gst_caps_unref(caps)
+            caps = next
+        }
+        return caps
+    }
+
+    /// The seek for a time range: nil when it is everything from 0 (no seek needed). Positions in nanoseconds.
+    static func seekRange(_ range: MediaTimeRange) -> (start: Int64, stop: Int64?)? {
+        let start = max(0, range.start.nanoseconds ?? 0)
+        var stop: Int64?
+        if let d = range.duration.nanoseconds, !range.duration.isPositiveInfinity {
+            let (sum, overflow) = start.addingReportingOverflow(max(0, d))
+            stop = overflow ? nil : sum
+        }
+        if start == 0 && stop == nil { return nil }
+        return (start, stop)
+    }
+
+    private static func negotiatedFormat(sink: ElementPtr, mode: OutputMode) -> OutputFormat {
+        let pad = gst_element_get_static_pad(sink, "sink")!
+        defer { gst_object_unref(pad) }
+        let caps = gst_pad_get_current_caps(pad)
+        defer { if let caps { gst_caps_unref(caps) } }
+        let view = CapsView(caps)
+        let width = UInt32(max(0, view?.int("width") ?? 0))
+        let height = UInt32(max(0, view?.int("height") ?? 0))
+        switch mode {
+        case .decode(let request):
+            return OutputFormat(format: request.pixelFormat.code, width: width, height: height, codecConfig: [])
+        case .passthrough:
+            return OutputFormat(format: view?.codec ?? "????", width: width, height: height,
+                                codecConfig: view?.bufferBytes("codec_data") ?? [])
+        }
+    }
+
+    /// Blocking; call from one dedicated thread. .timeout when nothing arrived within `timeoutNs`, .endOfStream at
+    /// the end (or after stop()), .failed on a bus error — the bus is checked before EOS is believed, so a decode
+    /// error is not mistaken for the end.
+    public func pull(timeoutNs: UInt64) -> PullResult {
+        if let failure { return .failed(failure) }
+        if let error = pipeline.popError(context: "Reading failed") {
+            failure = error
+            return .failed(error)
+        }
+        if let sample = gst_app_sink_try_pull_sample(appSink(sink), GstClockTime(timeoutNs)) {
+            return .sample(makeSample(sample))
+        }
+        if let error = pipeline.popError(context: "Reading failed") {
+            failure = error
+            return .failed(error)
+        }
+        if stopped.withLock({ $0 }) || gst_app_sink_is_eos(appSink(sink)) != 0 { return .endOfStream }
+        return .timeout
+    }
+
+    /// Stops the pipeline (state NULL). Idempotent; safe while another thread is blocked in pull (which then
+    /// returns .endOfStream).
+    public func stop() {
+        let first = stopped.withLock { s in
+            defer { s = true }
+            return !s
+        }
+        if first { _ = gst_element_set_state(pipeline.element, GST_STATE_NULL) }
+    }
+
+    private func makeSample(_ sample: OpaquePointer) -> PulledSample {
+        let buffer = gst_sample_get_buffer(sample)!  // transfer none: the sample holds it
+        if passthrough {
+            let size = Int(gst_buffer_get_size(buffer))
+            return PulledSample(sample: sample, buffer: buffer, format: outputFormat.format, width: outputFormat.width,
+                                height: outputFormat.height, colorimetry: Colorimetry(),
+                                planes: [PlaneLayout(offset: 0, bytesPerRow: UInt32(clamping: size),
+                                                     rowBytes: UInt32(clamping: size), height: 1)],
+                                restorer: nil)
+        }
+        var layout = videoLayout(gst_sample_get_caps(sample))
+        _ = swift_gst_video_layout_apply_meta(buffer, &layout)
+        let planes = (0..<Int(min(layout.n_planes, 4))).map { i in
+            PlaneLayout(offset: tuple(layout.offset, i), bytesPerRow: UInt32(clamping: abs(tuple(layout.stride, i))),
+                        rowBytes: tuple(layout.row_bytes, i), height: tuple(layout.plane_height, i))
+        }
+        var colorimetry = Colorimetry(range: layout.range, matrix: layout.matrix, primaries: layout.primaries,
+                                      transfer: layout.transfer)
+        if let target = targetRange, layout.format == GST_VIDEO_FORMAT_NV12 || layout.format == GST_VIDEO_FORMAT_I420 {
+            // 420v/420f: copyBytes writes tight NV12, converting the range when the decoder's differs (videoconvert
+            // 1.22 keeps the range between YCbCr formats of one matrix).
+            let source = layout.range == 0 ? PixelFormat.Range.video.rawValue : layout.range  // unknown: GStreamer's default
+            let conversion = source == target.rawValue ? SWIFT_GST_RANGE_KEEP
+                : target == .full ? SWIFT_GST_RANGE_TO_FULL : SWIFT_GST_RANGE_TO_VIDEO
+            colorimetry.range = target.rawValue
+            let w = layout.width, h = layout.height, chromaRow = (w + 1) / 2 * 2
+            let nv12 = [PlaneLayout(offset: 0, bytesPerRow: w, rowBytes: w, height: h),
+                        PlaneLayout(offset: UInt64(w) * UInt64(h), bytesPerRow: chromaRow, rowBytes: chromaRow,
+                                    height: (h + 1) / 2)]
+            return PulledSample(sample: sample, buffer: buffer, format: outputFormat.format, width: w, height: h,
+                                colorimetry: colorimetry, planes: nv12, restorer: restorer,
+                                nv12Copy: (layout, conversion), size: Int(swift_gst_nv12_size(w, h)))
+        }
+        return PulledSample(sample: sample, buffer: buffer, format: outputFormat.format, width: layout.width,
+                            height: layout.height, colorimetry: colorimetry, planes: planes, restorer: restorer)
+    }
+
+    /// The layout for `caps`, parsed once per caps object (the cache holds a ref, so the pointer stays unique).
+    private func videoLayout(_ caps: CapsPtr?) -> SwiftGstVideoLayout {
+        guard let caps else { return SwiftGstVideoLayout() }
+        if let cached = layoutCache, cached.caps == caps { return cached.layout }
+        var layout = SwiftGstVideoLayout()
+        _ = swift_gst_video_layout_from_caps(caps, &layout)
+        if let old = layoutCache { gst_caps_unref(old.caps) }
+        layoutCache = (gst_caps_ref(caps), layout)
+        return layout
+    }
+}
+
+/// Element `i` of a homogeneous C array imported as a tuple.
+func tuple<T, E>(_ t: T, _ i: Int) -> E {
+    withUnsafeBytes(of: t) { $0.load(fromByteOffset: i * MemoryLayout<E>.stride, as: E.self) }
+}
+
+/// One sample pulled from appsink; holds a ref on the GstSample until deinit. Times are stream time (the asset's
+/// timeline), in nanoseconds.
+public final class PulledSample: @unchecked Sendable {
+    // @unchecked: immutable; the GstSample and its buffer are read-only once pulled, and refcounted thread-safely.
+    private let sample: OpaquePointer
+    private let buffer: UnsafeMutablePointer<GstBuffer>  // transfer none from the sample
+    /// 420v/420f: the frame is written as tight NV12 from the decoder's I420/NV12 (see swift_gst_copy_as_nv12).
+    private let nv12Copy: (layout: SwiftGstVideoLayout, range: SwiftGstRangeConversion)?
+    /// Nanosecond timescale; .invalid when GStreamer has no timestamp.
+    public let presentationTime: MediaTime
+    public let decodeTime: MediaTime
+    public let duration: MediaTime
+    /// !GST_BUFFER_FLAG_DELTA_UNIT
+    public let isSync: Bool
+    /// Pixel format code (decode) or codec code (passthrough).
+    public let format: FourCC
+    public let width: UInt32
+    public let height: UInt32
+    public let colorimetry: Colorimetry
+    /// Offsets from the start of what copyBytes writes. Passthrough: one plane covering the whole sample.
+    public let planes: [PlaneLayout]
+    /// The bytes copyBytes writes: gst_buffer_get_size, except for 420v/420f (tight NV12, see swift_gst_nv12_size).
+    public let size: Int
+
+    init(sample: OpaquePointer, buffer: UnsafeMutablePointer<GstBuffer>, format: FourCC, width: UInt32,
+         height: UInt32, colorimetry: Colorimetry, planes: [PlaneLayout], restorer: ClipRestorer?,
+         nv12Copy: (layout: SwiftGstVideoLayout, range: SwiftGstRangeConversion)? = nil, size: Int? = nil) {
+        self.sample = sample
+        self.nv12Copy = nv12Copy
+        self.buffer = buffer
+        // Buffer timestamps are in the demuxer's media time; the sample's segment maps them to the asset timeline
+        // (edit lists: an H.264 track with B-frames starts at PTS 0 there, not at the composition offset).
+        let segment = gst_sample_get_segment(sample)  // transfer none
+        var pts = swift_gst_buffer_pts(buffer), length = swift_gst_buffer_duration(buffer)
+        if let restorer { (pts, length) = restorer.restore(pts: pts, duration: length, segment: segment) }
+        presentationTime = streamTime(pts, segment: segment)
+        decodeTime = streamTime(swift_gst_buffer_dts(buffer), segment: segment)
+        duration = mediaTime(length)
+        isSync = swift_gst_buffer_is_delta_unit(buffer) == 0
+        self.format = format
+        self.width = width
+        self.height = height
+        self.colorimetry = colorimetry
+        self.planes = planes
+        self.size = size ?? Int(gst_buffer_get_size(buffer))
+    }
+
+    deinit { gst_sample_unref(sample) }
+
+    /// Copies the whole sample (`size` bytes) to `destination`.
+    public func copyBytes(to destination: UnsafeMutableRawPointer) {
+        if let nv12 = nv12Copy {
+            var layout = nv12.layout
+            _ = swift_gst_copy_as_nv12(buffer, &layout, destination, nv12.range)
+        } else {
+            _ = gst_buffer_extract(buffer, 0, destination, gsize(size))
+        }
+    }
+}

@@ -1,0 +1,95 @@
+import Foundation
+import GstBridge
+import Protocol
+import Testing
+
+@Suite struct ErrorTests {
+    func code(_ body: () throws -> Void) -> AVErrorCode? {
+        do {
+            try body()
+            return nil
+        } catch let error as TrackError {
+            return error.knownCode
+        } catch {
+            return nil
+        }
+    }
+
+    @Test func directoryIsNotARegularFile() {
+        let fd = open(Fixtures.directory.path, O_RDONLY | O_DIRECTORY)
+        #expect(fd >= 0)
+        do {
+            _ = try MediaSource(fd: fd)
+            Issue.record("accepted a directory")
+        } catch {
+            #expect(error.knownCode == .invalidSourceMedia)
+            #expect(error.message.contains("not a regular file"))
+        }
+        #expect(fcntl(fd, F_GETFD) == -1)  // closed by the failed init
+    }
+
+    @Test func pipeIsNotARegularFile() {
+        var fds: [Int32] = [0, 0]
+        #expect(pipe(&fds) == 0)
+        #expect(code { _ = try MediaSource(fd: fds[0]) } == .invalidSourceMedia)
+        close(fds[1])
+    }
+
+    @Test func emptyFile() throws {
+        let path = Fixtures.directory.appendingPathComponent("empty.mp4").path
+        #expect(FileManager.default.createFile(atPath: path, contents: Data()))
+        #expect(code { _ = try MediaSource(fd: Fixtures.open(path)) } == .fileFormatNotRecognized)
+    }
+
+    @Test func textFile() throws {
+        let path = Fixtures.directory.appendingPathComponent("notes.txt").path
+        let text = String(repeating: "This is not a movie, just some plain text.\n", count: 200)
+        #expect(FileManager.default.createFile(atPath: path, contents: Data(text.utf8)))
+        let source = try Fixtures.source(path)
+        do {
+            _ = try source.discover()
+            Issue.record("discovered a text file")
+        } catch {
+            #expect(error.knownCode == .fileFormatNotRecognized, "\(error)")
+        }
+    }
+
+    @Test func randomBytes() throws {
+        let path = Fixtures.directory.appendingPathComponent("noise.bin").path
+        var rng = SystemRandomNumberGenerator()
+        let bytes = (0..<65536).map { _ in UInt8.random(in: 0...255, using: &rng) }
+        #expect(FileManager.default.createFile(atPath: path, contents: Data(bytes)))
+        #expect(code { _ = try Fixtures.source(path).discover() } == .fileFormatNotRecognized)
+    }
+
+    /// An mp4 whose moov atom is cut off: GStreamer's demuxer error, as fileFailedToParse.
+    @Test func truncatedMP4() throws {
+        let clip = try Data(contentsOf: URL(fileURLWithPath: try Fixtures.clip()))
+        let path = Fixtures.directory.appendingPathComponent("truncated.mp4").path
+        #expect(FileManager.default.createFile(atPath: path, contents: clip.prefix(clip.count / 2)))
+        do {
+            let result = try Fixtures.source(path).discover()
+            Issue.record("discovered a truncated file: \(result)")
+        } catch let error as TrackError {
+            #expect(error.knownCode == .fileFailedToParse, "\(error)")
+            #expect(error.message.count > 20)
+        }
+    }
+
+    @Test func unknownTrack() throws {
+        let start = Date()
+        #expect(code {
+            _ = try TrackPipeline(source: try Fixtures.source(try Fixtures.clip()), trackID: 7, mode: .passthrough,
+                                  timeRange: .everything)
+        } == .invalidArgument)
+        #expect(Date().timeIntervalSince(start) < 3)
+    }
+
+    @Test func decodeAudioTrackAsVideo() throws {
+        let request = VideoOutputRequest(pixelFormat: PixelFormat.named("BGRA")!)
+        #expect(code {
+            _ = try TrackPipeline(source: try Fixtures.source(try Fixtures.clip()), trackID: 2,
+                                  mode: .decode(request), timeRange: .everything)
+        } == .unsupportedOutputSettings)
+    }
+}
