@@ -198,6 +198,18 @@ gulong swift_gst_connect_no_more_pads(GstElement *element, SwiftGstNoMorePadsCal
     return g_signal_connect_data(element, "no-more-pads", G_CALLBACK(callback), user_data, destroy, 0);
 }
 
+static gboolean continue_unless_container_framed(GstElement *bin, GstPad *pad, GstCaps *caps, gpointer data) {
+    (void)bin;
+    (void)pad;
+    (void)data;
+    if (caps == NULL || gst_caps_get_size(caps) == 0) return TRUE;
+    return !gst_structure_has_field(gst_caps_get_structure(caps, 0), "codec_data");
+}
+
+void swift_gst_parsebin_expose_container_framed(GstElement *parsebin) {
+    g_signal_connect(parsebin, "autoplug-continue", G_CALLBACK(continue_unless_container_framed), NULL);
+}
+
 // ═══ video layout ═══════════════════════════════════════════════════════════════════════════════════════════════
 
 static uint8_t swift_gst_cicp_range(GstVideoColorRange range) {

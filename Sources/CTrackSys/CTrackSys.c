@@ -111,11 +111,14 @@ int trackd_accept_cloexec(int listen_fd) { return accept4(listen_fd, NULL, NULL,
 
 int trackd_errno(void) { return errno; }
 
-pid_t trackd_spawn_with_fd(const char *path, char *const argv[], char *const envp[], int child_fd) {
+pid_t trackd_spawn_with_fds(const char *path, char *const argv[], char *const envp[], const int *fds, int nfds) {
     posix_spawn_file_actions_t actions;
     if (posix_spawn_file_actions_init(&actions) != 0) return -1;
-    // dup2 clears FD_CLOEXEC on the target, so fd 3 survives exec even though child_fd is CLOEXEC.
-    int rc = posix_spawn_file_actions_adddup2(&actions, child_fd, 3);
+    int rc = 0;
+    // dup2 clears FD_CLOEXEC on the target, so 3, 4, … survive exec even though the sources are CLOEXEC.
+    // A source must not be an earlier action's target: the supervisor's listener holds fd 3 (so a connection is
+    // never 3) and it keeps the statistics fd at 100 or above (see SharedStatistics), so no source is 3 or 4.
+    for (int i = 0; i < nfds && rc == 0; i++) rc = posix_spawn_file_actions_adddup2(&actions, fds[i], 3 + i);
     pid_t pid = -1;
     if (rc == 0) rc = posix_spawn(&pid, path, &actions, NULL, argv, envp);
     posix_spawn_file_actions_destroy(&actions);

@@ -76,6 +76,7 @@ public final class TrackPipeline: @unchecked Sendable {
         let target: ElementPtr
         switch mode {
         case .passthrough:
+            swift_gst_parsebin_expose_container_framed(parser)
             passthrough = true
             pipeline.ignoreMissingPlugins = true
             restorer = nil

@@ -37,46 +37,77 @@ struct Run {
     var text: String { String(decoding: stdout, as: UTF8.self) }
 }
 
-/// Runs a command to completion, capturing its output (stdout through a file, so large outputs cannot block).
+/// A child process started with posix_spawn and reaped with waitpid on its own pid. (Foundation's Process is not
+/// used: its SIGCHLD monitoring on Linux can miss exits while another child of the test process is alive.)
+struct Child {
+    let pid: pid_t
+
+    /// Starts `executable` (a path, or a name looked up in /usr/bin) with stdin from /dev/null and stdout/stderr
+    /// appended to the given files (or /dev/null).
+    init(_ executable: String, _ args: [String], stdout: String? = nil, stderr: String? = nil,
+         env: [String: String] = [:]) throws {
+        let path = executable.hasPrefix("/") ? executable : "/usr/bin/" + executable
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, stdout ?? "/dev/null", O_WRONLY | O_CREAT | O_APPEND, 0o644)
+        posix_spawn_file_actions_addopen(&actions, 2, stderr ?? "/dev/null", O_WRONLY | O_CREAT | O_APPEND, 0o644)
+        var environment = ProcessInfo.processInfo.environment
+        environment.merge(env) { $1 }
+        let argv: [UnsafeMutablePointer<CChar>?] = ([path] + args).map { strdup($0) } + [nil]
+        let envp: [UnsafeMutablePointer<CChar>?] = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer { (argv + envp).forEach { free($0) } }
+        var pid: pid_t = 0
+        let rc = posix_spawn(&pid, path, &actions, nil, argv, envp)
+        guard rc == 0 else { throw SystemError("posix_spawn \(path)", errno: rc) }
+        self.pid = pid
+    }
+
+    /// Waits for the exit; returns the exit status, or 128 + signal.
+    @discardableResult
+    func wait() -> Int32 {
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        return status & 0x7f != 0 ? 128 + (status & 0x7f) : (status >> 8) & 0xff
+    }
+
+    /// True while the child has not exited (does not reap it).
+    var isRunning: Bool {
+        var info = siginfo_t()
+        return waitid(P_PID, id_t(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info._sifields._sigchld.si_pid == 0
+    }
+
+    func terminate() -> Int32 {
+        kill(pid, SIGTERM)
+        return wait()
+    }
+}
+
+/// Runs a command to completion, capturing its output (through files, so large outputs cannot block).
 @discardableResult
 func run(_ executable: String, _ args: [String], env: [String: String] = [:]) throws -> Run {
     let dir = Env.tempDir("run")
     defer { try? FileManager.default.removeItem(atPath: dir) }
     let outPath = dir + "/out", errPath = dir + "/err"
-    _ = FileManager.default.createFile(atPath: outPath, contents: nil)
-    _ = FileManager.default.createFile(atPath: errPath, contents: nil)
-    let p = Process()
-    p.executableURL = URL(fileURLWithPath: executable.hasPrefix("/") ? executable : "/usr/bin/" + executable)
-    p.arguments = args
-    var environment = ProcessInfo.processInfo.environment
-    environment.merge(env) { $1 }
-    p.environment = environment
-    p.standardOutput = FileHandle(forWritingAtPath: outPath)
-    p.standardError = FileHandle(forWritingAtPath: errPath)
-    p.standardInput = FileHandle.nullDevice
-    try p.run()
-    p.waitUntilExit()
-    return Run(status: p.terminationStatus, stdout: FileManager.default.contents(atPath: outPath) ?? Data(),
+    let status = try Child(executable, args, stdout: outPath, stderr: errPath, env: env).wait()
+    return Run(status: status, stdout: FileManager.default.contents(atPath: outPath) ?? Data(),
                stderr: String(decoding: FileManager.default.contents(atPath: errPath) ?? Data(), as: UTF8.self))
 }
 
-/// A real trackd supervisor on a private socket. `stop()` ends it and its workers.
+/// A real trackd supervisor on a private socket. `stop()` ends it (SIGTERM; it stops its workers).
 final class Daemon {
     let dir: String
     let socketPath: String
-    let process = Process()
     let logPath: String
+    let child: Child
+    private var stopped = false
 
     init(extraArgs: [String] = []) throws {
         dir = Env.tempDir("daemon")
         socketPath = dir + "/trackd.sock"
         logPath = dir + "/trackd.log"
-        _ = FileManager.default.createFile(atPath: logPath, contents: nil)
-        process.executableURL = URL(fileURLWithPath: Env.trackd)
-        process.arguments = ["--socket", socketPath] + extraArgs
-        process.standardError = FileHandle(forWritingAtPath: logPath)
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
+        child = try Child(Env.trackd, ["--socket", socketPath] + extraArgs, stderr: logPath)
         for _ in 0..<200 {
             if FileManager.default.fileExists(atPath: socketPath) { return }
             usleep(25_000)
@@ -84,15 +115,14 @@ final class Daemon {
         throw TrackError(.unknown, "trackd did not create \(socketPath) within 5 s; log:\n\(log)")
     }
 
-    var pid: Int32 { process.processIdentifier }
-    var isRunning: Bool { process.isRunning }
+    var pid: Int32 { child.pid }
+    var isRunning: Bool { !stopped && child.isRunning }
     var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
 
     func stop() {
-        if process.isRunning {
-            kill(process.processIdentifier, SIGTERM)
-            process.waitUntilExit()
-        }
+        guard !stopped else { return }
+        stopped = true
+        _ = child.terminate()
         try? FileManager.default.removeItem(atPath: dir)
     }
 

@@ -112,15 +112,8 @@ struct TrackctlTests {
         let dir = Env.tempDir("activate")
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let socketPath = dir + "/activated.sock"
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: activate)
-        p.arguments = ["-l", socketPath, Env.trackd]
-        p.standardError = FileHandle.nullDevice
-        try p.run()
-        defer {
-            kill(p.processIdentifier, SIGTERM)
-            p.waitUntilExit()
-        }
+        let activated = try Child(activate, ["-l", socketPath, Env.trackd])
+        defer { _ = activated.terminate() }
         for _ in 0..<200 where !FileManager.default.fileExists(atPath: socketPath) { usleep(25_000) }
         let r = try run(Env.trackctl, ["--socket", socketPath, "read", Media.clip, "--md5"])
         #expect(r.status == 0, "\(r.stderr)")

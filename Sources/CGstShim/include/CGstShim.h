@@ -68,6 +68,12 @@ gulong swift_gst_connect_pad_added(GstElement *element, SwiftGstPadAddedCallback
 gulong swift_gst_connect_no_more_pads(GstElement *element, SwiftGstNoMorePadsCallback callback, gpointer user_data,
                                       GClosureNotify destroy);
 
+/// Makes `parsebin` (transfer none) expose streams that their container already frames — caps carrying
+/// codec_data, as qtdemux and matroskademux give for H.264/HEVC/AAC … — without plugging a parser, so passthrough
+/// returns the stored bytes: h264parse would insert SPS/PPS in-band into the first IDR. Nothing returned.
+/// Needs C: an "autoplug-continue" handler returns a gboolean to GLib's signal marshaller.
+void swift_gst_parsebin_expose_container_framed(GstElement *parsebin);
+
 // ── GstVideoInfo / GstVideoMeta: arrays of fields behind macros, flattened into one plain struct ─────────────
 
 #define SWIFT_GST_MAX_PLANES 4

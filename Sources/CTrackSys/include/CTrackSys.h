@@ -44,10 +44,10 @@ int trackd_accept_cloexec(int listen_fd);
 /// errno as a value (errno is a macro over a thread-local function in glibc).
 int trackd_errno(void);
 
-/// posix_spawn(2) of `path` with `argv` (NULL-terminated), where the child gets `child_fd` as fd 3 and
-/// inherits stdin/stdout/stderr; every other descriptor is close-on-exec in trackd. Environment is
-/// `envp` (NULL-terminated). Needs C only to keep the file-actions object's lifetime in one place.
+/// posix_spawn(2) of `path` with `argv` (NULL-terminated) and environment `envp` (NULL-terminated), where the
+/// child gets `fds[i]` as descriptor 3 + i and inherits stdin/stdout/stderr; every other descriptor is
+/// close-on-exec in trackd. Needs C only to keep the file-actions object's lifetime in one place.
 /// Returns the child pid or -1 with errno set.
-pid_t trackd_spawn_with_fd(const char *path, char *const argv[], char *const envp[], int child_fd);
+pid_t trackd_spawn_with_fds(const char *path, char *const argv[], char *const envp[], const int *fds, int nfds);
 
 #endif

@@ -56,7 +56,14 @@ enum SupervisorMain {
             Log.error("cannot resolve /proc/self/exe to start workers")
             return 1
         }
-        let supervisor = Supervisor(listener: listener, executable: exe)
+        let statistics: SharedStatistics
+        do {
+            statistics = try SharedStatistics()
+        } catch {
+            Log.error("cannot create the shared statistics: \(error)")
+            return 1
+        }
+        let supervisor = Supervisor(listener: listener, executable: exe, statistics: statistics)
         supervisor.start()
         _ = sd_notify(0, "READY=1\nSTATUS=accepting connections")
         dispatchMain()
@@ -84,15 +91,15 @@ final class Supervisor: Sendable {
 
     let listener: Listener
     let executable: String
-    let startedMs: UInt64
+    let statistics: SharedStatistics
     private let counters = Mutex(Counters())
     private let signalQueue = DispatchQueue(label: "trackd.signals")
     nonisolated(unsafe) private var sources: [DispatchSourceSignal] = []
 
-    init(listener: Listener, executable: String) {
+    init(listener: Listener, executable: String, statistics: SharedStatistics) {
         self.listener = listener
         self.executable = executable
-        self.startedMs = Self.nowMs()
+        self.statistics = statistics
     }
 
     static func nowMs() -> UInt64 {
@@ -142,33 +149,28 @@ final class Supervisor: Sendable {
             Log.warning("SO_PEERCRED failed: \(String(cString: strerror(errno))); dropping connection")
             return
         }
-        let snapshot = counters.withLock { c -> (UInt64, Int, UInt64) in
-            c.accepted += 1
-            return (c.accepted, c.workers.count + 1, c.crashes)
-        }
-        let args = [
-            executable, "worker",
-            "--client-pid", "\(pid)", "--client-uid", "\(uid)",
-            "--supervisor-pid", "\(getpid())", "--supervisor-started-ms", "\(startedMs)",
-            "--accepted", "\(snapshot.0)", "--active", "\(snapshot.1)", "--crashes", "\(snapshot.2)",
-        ]
+        let args = [executable, "worker", "--client-pid", "\(pid)", "--client-uid", "\(uid)"]
         // The counters lock is held across spawn and registration so reap() cannot miss a fast-dying worker.
         counters.withLock { c in
+            c.accepted += 1
             let child = spawn(args, fd: conn)
             guard child > 0 else {
                 Log.error("cannot start a worker for uid \(uid) pid \(pid): \(String(cString: strerror(errno)))")
                 return
             }
             c.workers[child] = WorkerRecord(uid: uid, clientPID: pid)
+            statistics.publish(accepted: c.accepted, active: UInt64(c.workers.count), crashes: c.crashes)
             Log.info("connection from uid \(uid) pid \(pid) → worker \(child)")
         }
     }
 
+    /// Starts a worker with the connection as fd 3 and the read-only statistics as fd 4.
     private func spawn(_ args: [String], fd: Int32) -> pid_t {
         var cArgs: [UnsafeMutablePointer<CChar>?] = args.map { strdup($0) } + [nil]
         defer { cArgs.forEach { free($0) } }
+        let fds = [fd, statistics.readOnlyFD]
         return executable.withCString { path in
-            trackd_spawn_with_fd(path, &cArgs, environ, fd)
+            trackd_spawn_with_fds(path, &cArgs, environ, fds, Int32(fds.count))
         }
     }
 
@@ -180,6 +182,7 @@ final class Supervisor: Sendable {
             let record = counters.withLock { c -> WorkerRecord? in
                 let r = c.workers.removeValue(forKey: pid)
                 if r != nil && (status & 0x7f) != 0 { c.crashes += 1 }
+                statistics.publish(accepted: c.accepted, active: UInt64(c.workers.count), crashes: c.crashes)
                 return r
             }
             let who = record.map { "(client uid \($0.uid) pid \($0.clientPID))" } ?? ""

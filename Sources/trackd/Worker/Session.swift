@@ -255,11 +255,12 @@ final class Session: Sendable {
 
     private func status() -> Message {
         let (assets, outputs) = state.withLock { ($0.assets.count, $0.outputs.count) }
+        let (supervisorPID, startedMs, accepted, active, crashes) = context.statistics.map(SharedStatistics.read) ?? (0, 0, 0, 0, 0)
         let now = Supervisor.nowMs()
         return .status(StatusReport(
-            workerPID: UInt32(getpid()), supervisorPID: context.supervisorPID,
-            supervisorUptimeMs: now > context.supervisorStartedMs ? now - context.supervisorStartedMs : 0,
-            connectionsAccepted: context.accepted, activeConnections: context.active, workerCrashes: context.crashes,
+            workerPID: UInt32(getpid()), supervisorPID: UInt32(truncatingIfNeeded: supervisorPID),
+            supervisorUptimeMs: startedMs > 0 && now > startedMs ? now - startedMs : 0,
+            connectionsAccepted: accepted, activeConnections: UInt32(truncatingIfNeeded: active), workerCrashes: crashes,
             openAssets: UInt32(assets), activeOutputs: UInt32(outputs),
             samplesSent: stats.samplesSent.load(ordering: .relaxed), bytesCopied: stats.bytesCopied.load(ordering: .relaxed),
             gstreamerVersion: Gst.versionString))

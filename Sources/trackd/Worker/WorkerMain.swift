@@ -5,20 +5,19 @@ import Protocol
 import Glibc
 #endif
 
-/// Facts the supervisor passes on the command line when it starts a worker.
+/// What the supervisor tells a worker when it starts it: the client's credentials on the command line, and its
+/// live counters in a read-only shared mapping on fd 4.
 struct WorkerContext: Sendable {
     var clientPID: Int32 = 0
     var clientUID: UInt32 = 0
-    var supervisorPID: UInt32 = 0
-    var supervisorStartedMs: UInt64 = 0
-    var accepted: UInt64 = 0
-    var active: UInt32 = 0
-    var crashes: UInt64 = 0
+    var statistics: SharedMapping?
 }
 
 enum WorkerMain {
     /// The connection arrives as fd 3 (the supervisor dup2()s it there in posix_spawn).
     static let connectionFD: Int32 = 3
+    /// The supervisor's statistics, read-only.
+    static let statisticsFD: Int32 = 4
 
     static func run(arguments: [String]) -> Int32 {
         var context = WorkerContext()
@@ -28,11 +27,6 @@ enum WorkerMain {
             switch arguments[i] {
             case "--client-pid": context.clientPID = Int32(value) ?? 0
             case "--client-uid": context.clientUID = UInt32(value) ?? 0
-            case "--supervisor-pid": context.supervisorPID = UInt32(value) ?? 0
-            case "--supervisor-started-ms": context.supervisorStartedMs = UInt64(value) ?? 0
-            case "--accepted": context.accepted = UInt64(value) ?? 0
-            case "--active": context.active = UInt32(value) ?? 0
-            case "--crashes": context.crashes = UInt64(value) ?? 0
             default:
                 Log.error("unknown worker argument \(arguments[i])")
                 return 2
@@ -46,6 +40,8 @@ enum WorkerMain {
             Log.error("worker started without a connection on fd 3; workers are started by the trackd supervisor")
             return 2
         }
+        context.statistics = SharedStatistics.attach(fd: statisticsFD)
+        close(statisticsFD)
         do {
             try Gst.initialize()
         } catch {

@@ -1,0 +1,53 @@
+import Protocol
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The supervisor's counters, published in a small memfd that every worker maps read-only (fd 4), so a worker
+/// answers GetStatus with live numbers without a channel back to the supervisor. Layout (little-endian u64s):
+/// supervisor pid, start time (Unix ms), connections accepted, active workers, worker crashes.
+final class SharedStatistics: @unchecked Sendable {
+    // @unchecked: the mapping is written only by the supervisor under its counters lock; aligned 64-bit stores are
+    // single-copy atomic on the platforms trackd runs on, so a reader sees each counter whole.
+    static let size = 5 * 8
+    let mapping: SharedMapping
+    /// A read-only open file description of the memfd, kept at fd ≥ 100 (see trackd_spawn_with_fds).
+    let readOnlyFD: Int32
+
+    init() throws(SystemError) {
+        let (mapping, fd) = try SharedMapping.create(name: "trackd-statistics", size: Self.size)
+        defer { close(fd) }
+        // Reopening through /proc gives a descriptor whose file description is O_RDONLY: a worker cannot map it
+        // writable, whatever it does.
+        let readOnly = open("/proc/self/fd/\(fd)", O_RDONLY | O_CLOEXEC)
+        guard readOnly >= 0 else { throw SystemError("open /proc/self/fd/\(fd)", errno: errno) }
+        let high = fcntl(readOnly, F_DUPFD_CLOEXEC, 100)
+        close(readOnly)
+        guard high >= 0 else { throw SystemError("fcntl F_DUPFD_CLOEXEC", errno: errno) }
+        self.mapping = mapping
+        self.readOnlyFD = high
+        let words = mapping.base.assumingMemoryBound(to: UInt64.self)
+        words[0] = UInt64(getpid())
+        words[1] = Supervisor.nowMs()
+    }
+
+    func publish(accepted: UInt64, active: UInt64, crashes: UInt64) {
+        let words = mapping.base.assumingMemoryBound(to: UInt64.self)
+        words[2] = accepted
+        words[3] = active
+        words[4] = crashes
+    }
+
+    /// A worker's view (fd 4), or nil when it was started without one.
+    static func attach(fd: Int32) -> SharedMapping? {
+        guard SharedMapping.verifySealed(fd: fd, size: size) else { return nil }
+        return try? SharedMapping(fd: fd, size: size, writable: false)
+    }
+
+    /// (supervisor pid, started ms, accepted, active, crashes) from a mapping.
+    static func read(_ mapping: SharedMapping) -> (UInt64, UInt64, UInt64, UInt64, UInt64) {
+        let w = mapping.base.assumingMemoryBound(to: UInt64.self)
+        return (w[0], w[1], w[2], w[3], w[4])
+    }
+}
