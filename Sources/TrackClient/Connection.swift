@@ -31,8 +31,12 @@ final class Connection: Sendable {
 
     /// Connects and performs the Hello handshake.
     init(socketPath: String, clientName: String) throws(TrackError) {
-        let fd = socket_connect(socketPath)
-        guard fd >= 0 else { throw Self.unreachable(socketPath, String(cString: strerror(-fd))) }
+        let fd: Int32
+        do {
+            fd = try UnixSocket.connect(to: socketPath)
+        } catch {
+            throw Self.unreachable(socketPath, String(cString: strerror(error.errno)))
+        }
         socket = MessageSocket(fd: fd, maxMessageSize: Wire.maxMessageSizeCeiling)
         do {
             try socket.send(.hello(Hello(clientName: clientName)), requestID: 1)
@@ -146,32 +150,3 @@ final class Connection: Sendable {
     }
 }
 
-import CTrackSys
-
-/// connect(2) to a Unix socket path. Returns the fd or -errno.
-private func socket_connect(_ path: String) -> Int32 {
-    let fd = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-    guard fd >= 0 else { return -errno }
-    var addr = sockaddr_un()
-    addr.sun_family = sa_family_t(AF_UNIX)
-    let bytes = Array(path.utf8)
-    guard bytes.count < MemoryLayout.size(ofValue: addr.sun_path) else {
-        Glibc.close(fd)
-        return -ENAMETOOLONG
-    }
-    withUnsafeMutableBytes(of: &addr.sun_path) { raw in
-        raw.copyBytes(from: bytes)
-        raw[bytes.count] = 0
-    }
-    let rc = withUnsafePointer(to: &addr) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-            Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-        }
-    }
-    if rc != 0 {
-        let e = errno
-        Glibc.close(fd)
-        return -e
-    }
-    return fd
-}

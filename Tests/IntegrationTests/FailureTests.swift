@@ -86,6 +86,12 @@ struct FailureTests {
         let badAsset = try raw.request(.closeAsset(assetID: 77))
         guard case .error(let e2) = badAsset else { Issue.record("expected an error, got \(badAsset)"); return }
         #expect(e2.code == AVErrorCode.invalidArgument.rawValue)
+        // A descriptor the worker cannot read from (opened write-only) fails that request only.
+        let writeOnly = open(Media.dir + "/write-only.mp4", O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
+        let unreadable = try raw.request(.openAsset(name: "write-only.mp4"), fds: [writeOnly])
+        close(writeOnly)
+        guard case .error(let e3) = unreadable else { Issue.record("expected an error, got \(unreadable)"); return }
+        #expect([AVErrorCode.failedToLoadMediaData, .fileFormatNotRecognized, .invalidSourceMedia].map(\.rawValue).contains(e3.code), "\(e3)")
         // Still the same worker, still answering.
         guard case .status = try raw.request(.getStatus) else { Issue.record("no status"); return }
     }
@@ -150,18 +156,7 @@ final class RawClient {
     var nextID: UInt32 = 1
 
     init(socketPath: String) throws {
-        let fd = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        var addr = sockaddr_un()
-        addr.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &addr.sun_path) { raw in
-            let b = Array(socketPath.utf8)
-            raw.copyBytes(from: b)
-            raw[b.count] = 0
-        }
-        let rc = withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        guard rc == 0 else { throw SystemError("connect", errno: errno) }
+        let fd = try UnixSocket.connect(to: socketPath)
         socket = MessageSocket(fd: fd)
         guard case .helloReply = try request(.hello(Hello(clientName: "raw-test"))) else {
             throw TrackError(.protocolViolation, "no HelloReply")

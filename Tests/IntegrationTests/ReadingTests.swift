@@ -214,6 +214,30 @@ struct ReadingTests {
         #expect(dRight < dPrev && dRight < dNext, "\(dRight) vs neighbours \(dPrev), \(dNext)")
     }
 
+    /// Holding every slot stops the worker: it never sends more samples than the pool has slots, and resumes
+    /// when they are released.
+    @Test func heldSlotsApplyBackPressure() throws {
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        let asset = try Asset(path: Media.clip, socketPath: daemon.socketPath)
+        let track = try #require(asset.tracks(withMediaType: .video).first)
+        let output = try AssetReaderTrackOutput(track: track, outputSettings: ["PixelFormatType": .string("BGRA")])
+        output.alwaysCopiesSampleData = false
+        let reader = AssetReader(asset: asset)
+        reader.add(output)
+        #expect(reader.startReading())
+        var held: [SampleBuffer] = []
+        for _ in 0..<8 { held.append(try #require(output.copyNextSampleBuffer())) }  // a pool has at most 8 slots
+        usleep(300_000)  // give a worker without back-pressure time to run ahead
+        let sent = try asset.serverStatus().samplesSent
+        #expect(sent == 8, "the worker sent \(sent) samples while the client held every slot")
+        held.removeAll()
+        var rest = 0
+        while output.copyNextSampleBuffer() != nil { rest += 1 }
+        #expect(rest == 52)
+        #expect(reader.status == .completed)
+    }
+
     @Test func twoClientsReadAtOnce() throws {
         let daemon = try Daemon()
         defer { daemon.stop() }

@@ -27,31 +27,15 @@ struct Listener {
     }
 
     static func bind(path: String) throws(SystemError) -> Listener {
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw SystemError("socket", errno: errno) }
-        var addr = sockaddr_un()
-        addr.sun_family = sa_family_t(AF_UNIX)
-        let bytes = Array(path.utf8)
-        guard bytes.count < MemoryLayout.size(ofValue: addr.sun_path) else {
-            close(fd)
-            throw SystemError("socket path too long: \(path)", errno: ENAMETOOLONG)
-        }
-        withUnsafeMutableBytes(of: &addr.sun_path) { raw in
-            raw.copyBytes(from: bytes)
-            raw[bytes.count] = 0
-        }
         // A stale socket from a crashed trackd is replaced; a live one (something answers) is not.
-        if isLiveSocket(&addr) {
-            close(fd)
+        if let probe = try? UnixSocket.connect(to: path) {
+            close(probe)
             throw SystemError("another trackd is already listening on \(path)", errno: EADDRINUSE)
         }
         var st = stat()
         if lstat(path, &st) == 0 && (st.st_mode & S_IFMT) == S_IFSOCK { unlink(path) }
-        let rc = withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                Glibc.bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
-        }
+        let fd = try UnixSocket.make()
+        let rc = try UnixSocket.withAddress(path) { Glibc.bind(fd, $0, $1) }
         guard rc == 0 else {
             let e = errno
             close(fd)
@@ -65,17 +49,4 @@ struct Listener {
         }
         return Listener(fd: fd, ownedPath: path)
     }
-
-    private static func isLiveSocket(_ addr: inout sockaddr_un) -> Bool {
-        let probe = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard probe >= 0 else { return false }
-        defer { close(probe) }
-        let rc = withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(probe, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
-        }
-        return rc == 0
-    }
 }
-
