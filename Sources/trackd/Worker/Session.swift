@@ -100,7 +100,7 @@ final class Session: Sendable {
     /// connection. Errors of the request itself are answered with an Error message here.
     private func handle(_ frame: ReceivedFrame) throws(TrackError) {
         let rid = frame.requestID
-        func reply(_ result: () throws(TrackError) -> Message) {
+        @Sendable func reply(_ result: () throws(TrackError) -> Message) {
             let message: Message
             do {
                 message = try result()
@@ -111,7 +111,10 @@ final class Session: Sendable {
         }
         switch frame.message {
         case .openAsset(let name):
-            reply { () throws(TrackError) -> Message in try openAsset(fd: frame.fds[0], name: name) }
+            let fd = frame.fds[0]
+            background("open-asset") { [self] in
+                reply { () throws(TrackError) -> Message in try openAsset(fd: fd, name: name) }
+            }
         case .closeAsset(let assetID):
             reply { () throws(TrackError) -> Message in
                 let streamers = try state.withLock { (s: inout State) throws(TrackError) -> [OutputStreamer] in
@@ -125,13 +128,15 @@ final class Session: Sendable {
             }
         case .createOutput(let request):
             // The reply must precede the output's first PoolAdded/Sample, so the streamer starts after it.
-            var streamer: OutputStreamer?
-            reply { () throws(TrackError) -> Message in
-                let (created, s) = try createOutput(request, requestID: rid)
-                streamer = s
-                return created
+            background("create-output") { [self] in
+                var streamer: OutputStreamer?
+                reply { () throws(TrackError) -> Message in
+                    let (created, s) = try createOutput(request, requestID: rid)
+                    streamer = s
+                    return created
+                }
+                streamer?.start()
             }
-            streamer?.start()
         case .releaseSlots(let outputID, let slots):
             guard let streamer = state.withLock({ $0.outputs[outputID]?.streamer }) else {
                 throw TrackError(.protocolViolation, "ReleaseSlots names output \(outputID), which holds no slots")
@@ -146,7 +151,7 @@ final class Session: Sendable {
             state.withLock { $0.outputs[outputID]?.streamer }?.cancel()
         case .generateImage(let request):
             let asset = state.withLock { $0.assets[request.assetID] }
-            let thread = Thread { [self] in
+            background("image") { [self] in
                 do throws(TrackError) {
                     guard let asset else { throw TrackError(.invalidArgument, "no open asset with id \(request.assetID)") }
                     let (image, fd) = try generateImage(request, asset: asset)
@@ -156,7 +161,6 @@ final class Session: Sendable {
                     try? socket.send(.error(error), requestID: rid)
                 }
             }
-            thread.start()
         case .getStatus:
             reply { () throws(TrackError) -> Message in status() }
         case .hello:
@@ -165,6 +169,15 @@ final class Session: Sendable {
              .image, .status, .error:
             throw TrackError(.protocolViolation, "\(frame.message.type) is sent by the worker, not the client")
         }
+    }
+
+    /// Requests that may block for seconds (discovery, preroll, decoding an image) run on a thread of their own,
+    /// so the receive loop keeps taking slot releases and cancellations meanwhile. Each replies when done;
+    /// replies to different requests may therefore come in any order.
+    private func background(_ name: String, _ work: @escaping @Sendable () -> Void) {
+        let thread = Thread(block: work)
+        thread.name = name
+        thread.start()
     }
 
     private func openAsset(fd: Int32, name: String) throws(TrackError) -> Message {
