@@ -49,7 +49,8 @@ public final class TrackPipeline: @unchecked Sendable {
     private var failure: TrackError?
     private var layoutCache: (caps: CapsPtr, layout: SwiftGstVideoLayout)?
     private let restorer: ClipRestorer?
-    /// 420v/420f: the range the output must have (converted while copying when the decoder's differs).
+    /// 420v/420f: the range the output must have (converted while copying when the decoder's differs). nil for every
+    /// other format, x420/xf20 included: their samples carry the decoder's range (see PixelFormat.layout).
     private let targetRange: PixelFormat.Range?
 
     static let prerollTimeoutNs: UInt64 = 10_000_000_000
@@ -87,13 +88,17 @@ public final class TrackPipeline: @unchecked Sendable {
             passthrough = false
             let (queue, decodebin, convert, scale, filter) = (elements[1], elements[2], elements[3], elements[4], elements[5])
             swift_gst_object_set_uint(convert, "n-threads", 2)
+            // GST_VIDEO_DITHER_NONE: the default (bayer) dithers whenever the output has fewer bits than
+            // videoconvert's 16-bit intermediate — even 10-bit to 10-bit (I420_10LE → P010_10LE), which must be a
+            // lossless repack. Without it, outputs of the same depth as the decoder's are exact.
+            swift_gst_object_set_int(convert, "dither", 0)
             let caps = Self.outputCaps(request)
             defer { gst_caps_unref(caps) }
             swift_gst_object_set_caps(filter, "caps", caps)
             try pipeline.addChain([queue, decodebin])
             try pipeline.addChain([convert, scale, filter, appsink])
             let convertSink = gst_element_get_static_pad(convert, "sink")!  // transfer full, owned by the linker
-            targetRange = request.pixelFormat.range
+            targetRange = Self.copiesAsNV12(request.pixelFormat) ? request.pixelFormat.range : nil
             DecodeLinker(target: convertSink, pipeline: pipeline.element).attach(to: decodebin)
             let clip = ClipRestorer()
             let queueSrc = gst_element_get_static_pad(queue, "src")!
@@ -135,7 +140,7 @@ public final class TrackPipeline: @unchecked Sendable {
     static func outputCaps(_ request: VideoOutputRequest) -> CapsPtr {
         let raw = gst_caps_new_empty_simple("video/x-raw")!
         var caps = swift_gst_caps_with_string(raw, "format", request.pixelFormat.gstFormat)!
-        if request.pixelFormat.range != nil {
+        if copiesAsNV12(request.pixelFormat) {
             // 420v/420f: NV12 is written while copying (swift_gst_copy_as_nv12), so I420 from the decoder is as
             // good and saves videoconvert a pass; videoconvert passes through the input format when it can.
             gst_caps_append(caps, swift_gst_caps_with_string(raw, "format", "I420")!)  // takes the second caps
@@ -156,6 +161,9 @@ public final class TrackPipeline: @unchecked Sendable {
         }
         return caps
     }
+
+    /// 420v/420f: written as tight NV12 while copying (swift_gst_copy_as_nv12), range converted.
+    static func copiesAsNV12(_ format: PixelFormat) -> Bool { format.gstFormat == "NV12" && format.range != nil }
 
     /// The seek for a time range: nil when it is everything from 0 (no seek needed). Positions in nanoseconds.
     static func seekRange(_ range: MediaTimeRange) -> (start: Int64, stop: Int64?)? {
@@ -249,8 +257,20 @@ public final class TrackPipeline: @unchecked Sendable {
                                 colorimetry: colorimetry, planes: nv12, restorer: restorer,
                                 nv12Copy: (layout, conversion), size: Int(swift_gst_nv12_size(w, h)))
         }
+        var padding: PulledSample.RowPadding?
+        if layout.format == GST_VIDEO_FORMAT_v210, let plane = planes.first {
+            // v210 rows are 128 bytes per 48 pixels, but videoconvert writes only the ⌈width/6⌉ 16-byte groups that
+            // hold pixels: the rest of each row is whatever the recycled pool buffer held. CoreVideo and ffmpeg's
+            // v210 have zeros there, so the copy clears it (rowBytes covers the whole 128-byte-aligned row).
+            let visible = (Int(layout.width) + 5) / 6 * 16
+            if visible < Int(plane.rowBytes) {
+                padding = .init(offset: Int(plane.offset), stride: Int(plane.bytesPerRow), start: visible,
+                                end: Int(plane.rowBytes), rows: Int(plane.height))
+            }
+        }
         return PulledSample(sample: sample, buffer: buffer, format: outputFormat.format, width: layout.width,
-                            height: layout.height, colorimetry: colorimetry, planes: planes, restorer: restorer)
+                            height: layout.height, colorimetry: colorimetry, planes: planes, restorer: restorer,
+                            padding: padding)
     }
 
     /// The layout for `caps`, parsed once per caps object (the cache holds a ref, so the pointer stays unique).
@@ -291,13 +311,20 @@ public final class PulledSample: @unchecked Sendable {
     public let colorimetry: Colorimetry
     /// Offsets from the start of what copyBytes writes. Passthrough: one plane covering the whole sample.
     public let planes: [PlaneLayout]
+    /// Bytes [start, end) of each of `rows` rows (from `offset`, `stride` apart) that copyBytes sets to zero.
+    struct RowPadding {
+        var offset: Int, stride: Int, start: Int, end: Int, rows: Int
+    }
+    private let padding: RowPadding?
     /// The bytes copyBytes writes: gst_buffer_get_size, except for 420v/420f (tight NV12, see swift_gst_nv12_size).
     public let size: Int
 
     init(sample: OpaquePointer, buffer: UnsafeMutablePointer<GstBuffer>, format: FourCC, width: UInt32,
          height: UInt32, colorimetry: Colorimetry, planes: [PlaneLayout], restorer: ClipRestorer?,
-         nv12Copy: (layout: SwiftGstVideoLayout, range: SwiftGstRangeConversion)? = nil, size: Int? = nil) {
+         nv12Copy: (layout: SwiftGstVideoLayout, range: SwiftGstRangeConversion)? = nil, size: Int? = nil,
+         padding: RowPadding? = nil) {
         self.sample = sample
+        self.padding = padding
         self.nv12Copy = nv12Copy
         self.buffer = buffer
         // Buffer timestamps are in the demuxer's media time; the sample's segment maps them to the asset timeline
@@ -326,6 +353,13 @@ public final class PulledSample: @unchecked Sendable {
             _ = swift_gst_copy_as_nv12(buffer, &layout, destination, nv12.range)
         } else {
             _ = gst_buffer_extract(buffer, 0, destination, gsize(size))
+            if let p = padding {
+                for row in 0..<p.rows {
+                    let start = p.offset + row * p.stride + p.start
+                    let end = min(p.offset + row * p.stride + p.end, size)
+                    if start < end { (destination + start).initializeMemory(as: UInt8.self, repeating: 0, count: end - start) }
+                }
+            }
         }
     }
 }
