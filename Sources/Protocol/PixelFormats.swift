@@ -16,6 +16,9 @@ public struct PixelFormat: Sendable, Hashable {
     public var layout: String
     /// Number of planes in memory.
     public var planeCount: Int
+    /// False for the high-bit-depth formats AVAssetReaderTrackOutput will not scale (y416, v216, v210, b64a):
+    /// Width/Height are rejected with them.
+    public var scalable: Bool = true
 
     public static let all: [PixelFormat] = [
         PixelFormat(code: "420v", constantName: "kCVPixelFormatType_420YpCbCr8BiPlanarVideoRange", gstFormat: "NV12",
@@ -34,6 +37,35 @@ public struct PixelFormat: Sendable, Hashable {
                     range: nil, layout: "A R G B packed, 8-bit", planeCount: 1),
         PixelFormat(code: "RGBA", constantName: "kCVPixelFormatType_32RGBA", gstFormat: "RGBA",
                     range: nil, layout: "R G B A packed, 8-bit", planeCount: 1),
+        PixelFormat(code: "y408", constantName: "kCVPixelFormatType_4444AYpCbCr8", gstFormat: "AYUV",
+                    range: nil, layout: "A Y Cb Cr packed, 4:4:4 8-bit", planeCount: 1),
+        PixelFormat(code: "422v", constantName: "kCVPixelFormatType_422YpCbCr8BiPlanarVideoRange", gstFormat: "NV16",
+                    range: nil, layout: "Y plane, interleaved CbCr plane, 4:2:2 8-bit", planeCount: 2),
+        PixelFormat(code: "444v", constantName: "kCVPixelFormatType_444YpCbCr8BiPlanarVideoRange", gstFormat: "NV24",
+                    range: nil, layout: "Y plane, interleaved CbCr plane, 4:4:4 8-bit", planeCount: 2),
+        PixelFormat(code: "L008", constantName: "kCVPixelFormatType_OneComponent8", gstFormat: "GRAY8",
+                    range: nil, layout: "one component (luma), 8-bit", planeCount: 1),
+        PixelFormat(code: "L016", constantName: "kCVPixelFormatType_OneComponent16", gstFormat: "GRAY16_LE",
+                    range: nil, layout: "one component (luma), 16-bit little-endian", planeCount: 1),
+        PixelFormat(code: "x420", constantName: "kCVPixelFormatType_420YpCbCr10BiPlanarVideoRange",
+                    gstFormat: "P010_10LE", range: .video,
+                    layout: "Y plane, interleaved CbCr plane, 4:2:0 10-bit in the high bits of 16-bit LE words, video range (not converted: the sample's colorimetry says the source's)",
+                    planeCount: 2),
+        PixelFormat(code: "xf20", constantName: "kCVPixelFormatType_420YpCbCr10BiPlanarFullRange",
+                    gstFormat: "P010_10LE", range: .full,
+                    layout: "Y plane, interleaved CbCr plane, 4:2:0 10-bit in the high bits of 16-bit LE words, full range (not converted: the sample's colorimetry says the source's)",
+                    planeCount: 2),
+        PixelFormat(code: "v210", constantName: "kCVPixelFormatType_422YpCbCr10", gstFormat: "v210",
+                    range: nil, layout: "Cb Y Cr Y 10-bit packed in 32-bit LE words, 4:2:2, 128 bytes per 48 pixels",
+                    planeCount: 1, scalable: false),
+        PixelFormat(code: "v216", constantName: "kCVPixelFormatType_422YpCbCr16", gstFormat: "v216",
+                    range: nil, layout: "Cb Y0 Cr Y1 packed, 4:2:2 16-bit LE", planeCount: 1, scalable: false),
+        PixelFormat(code: "y416", constantName: "kCVPixelFormatType_4444AYpCbCr16", gstFormat: "AYUV64",
+                    range: nil, layout: "A Y Cb Cr packed, 4:4:4 16-bit LE", planeCount: 1, scalable: false),
+        PixelFormat(code: "b64a", constantName: "kCVPixelFormatType_64ARGB", gstFormat: "ARGB64_BE",
+                    range: nil, layout: "A R G B packed, 16-bit big-endian", planeCount: 1, scalable: false),
+        PixelFormat(code: "l64r", constantName: "kCVPixelFormatType_64RGBALE", gstFormat: "RGBA64_LE",
+                    range: nil, layout: "R G B A packed, 16-bit little-endian", planeCount: 1),
     ]
 
     public static func named(_ code: FourCC) -> PixelFormat? { all.first { $0.code == code } }
@@ -44,6 +76,41 @@ public struct PixelFormat: Sendable, Hashable {
         if let f = all.first(where: { $0.constantName == text || $0.code.description == text }) { return f }
         if text == "32ARGB" { return named(FourCC(rawValue: 0x20)) }
         if let code = FourCC(text), let f = named(code) { return f }
+        let number = text.hasPrefix("0x") ? UInt32(text.dropFirst(2), radix: 16) : UInt32(text)
+        return number.flatMap { named(FourCC(rawValue: $0)) }
+    }
+}
+
+/// CoreVideo formats GStreamer 1.22 cannot produce with exactly Apple's layout. They are rejected by name (Error
+/// −11861 with `message`) rather than as unknown, and never emulated by converting pixels outside GStreamer.
+public struct UnsupportedPixelFormat: Sendable, Hashable {
+    public var code: FourCC
+    public var constantName: String
+    public var reason: String
+
+    /// "v308 (kCVPixelFormatType_444YpCbCr8) is not supported: GStreamer has no Cr-Y-Cb 8-bit layout"
+    public var message: String { "\(code) (\(constantName)) is not supported: \(reason)" }
+
+    public static let all: [UnsupportedPixelFormat] = [
+        UnsupportedPixelFormat(code: "v308", constantName: "kCVPixelFormatType_444YpCbCr8",
+                               reason: "GStreamer has no Cr-Y-Cb 8-bit layout (its v308 is Y-Cb-Cr)"),
+        UnsupportedPixelFormat(code: "v408", constantName: "kCVPixelFormatType_4444YpCbCrA8",
+                               reason: "GStreamer has no Cb-Y-Cr-A 8-bit layout"),
+        UnsupportedPixelFormat(code: "r408", constantName: "kCVPixelFormatType_4444YpCbCrA8R",
+                               reason: "GStreamer has no zero-biased (rendering) Y'CbCr layout"),
+        UnsupportedPixelFormat(code: "v410", constantName: "kCVPixelFormatType_444YpCbCr10",
+                               reason: "GStreamer 1.22 has no 10-bit 4:4:4 Cr-Y-Cb layout packed in 32-bit words with the padding bits low"),
+        UnsupportedPixelFormat(code: "x422", constantName: "kCVPixelFormatType_422YpCbCr10BiPlanarVideoRange",
+                               reason: "GStreamer 1.22 has no 10-bit 4:2:2 biplanar layout (P210)"),
+        UnsupportedPixelFormat(code: "x444", constantName: "kCVPixelFormatType_444YpCbCr10BiPlanarVideoRange",
+                               reason: "GStreamer 1.22 has no 10-bit 4:4:4 biplanar layout (P410)"),
+    ]
+
+    public static func named(_ code: FourCC) -> UnsupportedPixelFormat? { all.first { $0.code == code } }
+
+    /// As `PixelFormat.parse`: a four-char code, the constant name, or a number.
+    public static func parse(_ text: String) -> UnsupportedPixelFormat? {
+        if let f = all.first(where: { $0.constantName == text || $0.code.description == text }) { return f }
         let number = text.hasPrefix("0x") ? UInt32(text.dropFirst(2), radix: 16) : UInt32(text)
         return number.flatMap { named(FourCC(rawValue: $0)) }
     }

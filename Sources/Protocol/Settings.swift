@@ -110,15 +110,18 @@ public enum OutputSettings {
             }
             var chosen: PixelFormat?
             var named: [String] = []
+            var unsupported: UnsupportedPixelFormat?
             for candidate in candidates {
                 let f: PixelFormat?
                 switch candidate {
                 case .int(let n) where n >= 0 && n <= Int64(UInt32.max):
                     f = PixelFormat.named(FourCC(rawValue: UInt32(n)))
                     named.append(FourCC(rawValue: UInt32(n)).description)
+                    if f == nil, unsupported == nil { unsupported = UnsupportedPixelFormat.named(FourCC(rawValue: UInt32(n))) }
                 case .string(let s):
                     f = PixelFormat.parse(s)
                     named.append(s)
+                    if f == nil, unsupported == nil { unsupported = UnsupportedPixelFormat.parse(s) }
                 default:
                     throw TrackError(.unsupportedOutputSettings,
                                      "kCVPixelBufferPixelFormatTypeKey must be a number or an array of numbers, not \(candidate)")
@@ -126,6 +129,7 @@ public enum OutputSettings {
                 if let f { chosen = f; break }
             }
             guard let chosen else {
+                if let unsupported { throw TrackError(.unsupportedOutputSettings, unsupported.message) }
                 throw TrackError(.unsupportedOutputSettings,
                                  "Unsupported pixel format \(named.joined(separator: ", ")) (see `trackctl read --pixel-format list`)")
             }
@@ -142,6 +146,10 @@ public enum OutputSettings {
         }
         let width = try dimension(SettingsKey.width)
         let height = try dimension(SettingsKey.height)
+        if !format.scalable && (width != nil || height != nil) {
+            throw TrackError(.unsupportedOutputSettings,
+                             "AVAssetReaderTrackOutput does not support scaling to Width/Height with pixel format \(format.code)")
+        }
         return VideoOutputRequest(pixelFormat: format, width: width, height: height)
     }
 }

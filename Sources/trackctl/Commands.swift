@@ -84,13 +84,20 @@ enum Commands {
         var settings: [String: SettingValue]?
         if !passthrough {
             let name = formatName ?? "420v"
-            guard let format = PixelFormat.parse(name) else {
+            let format = PixelFormat.parse(name)
+            guard format != nil || UnsupportedPixelFormat.parse(name) != nil else {
                 Exit.usageError("unknown pixel format \(name); `trackctl read --pixel-format list` shows the supported ones")
             }
-            settings = [SettingsKey.pixelFormatType: .int(Int64(format.code.rawValue))]
+            // A format known to be unsupported goes by name, so validation rejects it with its reason (-11861).
+            settings = [SettingsKey.pixelFormatType: format.map { .int(Int64($0.code.rawValue)) } ?? .string(name)]
             if let width, let height {
                 settings![SettingsKey.width] = .int(Int64(width))
                 settings![SettingsKey.height] = .int(Int64(height))
+            }
+            do {
+                _ = try OutputSettings.validateVideo(settings!)
+            } catch {
+                Exit.failed(error)
             }
         }
         let asset = openAsset(options, socketPath: socketPath)
@@ -252,6 +259,10 @@ enum Commands {
             let hexText = "0x" + String(String(hex, radix: 16).reversed()).padding(8, with: "0").reversed()
             print("\(code)\(String(hexText).padding(12))\(f.gstFormat.padding(11))\(String(f.planeCount).padding(8))\(f.constantName)")
             print(String(repeating: " ", count: 39) + f.layout)
+        }
+        print("\nNot supported (GStreamer 1.22 has no format with CoreVideo's layout):")
+        for f in UnsupportedPixelFormat.all {
+            print("\(f.code.description.padding(8))\(f.constantName): \(f.reason)")
         }
     }
 }

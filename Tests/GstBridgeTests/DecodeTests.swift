@@ -121,8 +121,13 @@ import Testing
             #expect(p.rowBytes <= p.bytesPerRow)
             #expect(Int(p.offset) + Int(p.bytesPerRow) * Int(p.height) <= s.size)
         }
-        let bytesPerPixel: UInt32 = ["BGRA", "RGBA", FourCC(rawValue: 0x20)].contains(code) ? 4 : ["2vuy", "yuvs"].contains(code) ? 2 : 1
-        #expect(s.planes[0].rowBytes == 320 * bytesPerPixel)
+        // Plane 0's visible bytes per row of a 320-pixel frame; v210 rows are 128 bytes per 48 pixels.
+        let rowBytes: [FourCC: UInt32] = [
+            "BGRA": 1280, "RGBA": 1280, FourCC(rawValue: 0x20): 1280, "y408": 1280, "2vuy": 640, "yuvs": 640,
+            "L016": 640, "x420": 640, "xf20": 640, "v216": 1280, "y416": 2560, "b64a": 2560, "l64r": 2560,
+            "v210": (320 + 47) / 48 * 128,
+        ]
+        #expect(s.planes[0].rowBytes == rowBytes[code] ?? 320)
     }
 
     /// Width/height in the request scale the output.

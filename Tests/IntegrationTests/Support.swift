@@ -158,6 +158,43 @@ enum Media {
         "-c:v", "libx264", "-preset", "veryfast", "-bf", "2", "-pix_fmt", "yuvj420p", "-color_range", "pc",
     ])
 
+    // Sources for the extra pixel formats: 160x90, 10 fps, 10 frames each.
+
+    /// HEVC Main 10, 4:2:0 10-bit, video range.
+    static let hevc10: String = make("hevc10.mp4", [
+        "-f", "lavfi", "-i", "testsrc2=size=160x90:rate=10:duration=1",
+        "-c:v", "libx265", "-x265-params", "log-level=error", "-pix_fmt", "yuv420p10le",
+    ])
+
+    /// ProRes 422 (standard), 4:2:2 10-bit.
+    static let prores422: String = make("prores422.mov", [
+        "-f", "lavfi", "-i", "testsrc2=size=160x90:rate=10:duration=1",
+        "-c:v", "prores_ks", "-profile:v", "2", "-pix_fmt", "yuv422p10le",
+    ])
+
+    /// ProRes 4444 with an alpha channel that varies over x, y and time: alpha = 3x + 2y + 20n (10-bit, < 1024).
+    static let prores4444: String = make("prores4444.mov", [
+        "-f", "lavfi", "-i", "testsrc2=size=160x90:rate=10:duration=1",
+        "-vf", "format=yuva444p10le,geq=lum='lum(X,Y)':cb='cb(X,Y)':cr='cr(X,Y)':a='3*X+2*Y+20*N'",
+        "-c:v", "prores_ks", "-profile:v", "4", "-pix_fmt", "yuva444p10le",
+    ])
+
+    /// H.264 High 4:2:2 and High 4:4:4, 8-bit.
+    static let h264_422: String = make("h264-422.mp4", [
+        "-f", "lavfi", "-i", "testsrc2=size=160x90:rate=10:duration=1",
+        "-c:v", "libx264", "-preset", "veryfast", "-pix_fmt", "yuv422p",
+    ])
+    static let h264_444: String = make("h264-444.mp4", [
+        "-f", "lavfi", "-i", "testsrc2=size=160x90:rate=10:duration=1",
+        "-c:v", "libx264", "-preset", "veryfast", "-pix_fmt", "yuv444p",
+    ])
+
+    /// Solid pure red (R 255, G 0, B 0), lossless 4:4:4, 3 frames.
+    static let red: String = make("red.mp4", [
+        "-f", "lavfi", "-i", "color=c=0xFF0000:size=160x90:rate=10:duration=0.3",
+        "-c:v", "libx264", "-preset", "veryfast", "-qp", "0", "-pix_fmt", "yuv444p",
+    ])
+
     /// A file that is not media at all.
     static let text: String = {
         let path = dir + "/notes.txt"
@@ -197,6 +234,19 @@ enum Oracle {
         return r.text.split(separator: "\n").filter { !$0.hasPrefix("#") }.map { line in
             let f = line.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
             return (Int(f[4])!, f[5])
+        }
+    }
+
+    /// The first video stream decoded by ffmpeg (`extra` are output options, e.g. `-pix_fmt yuv422p10le` or
+    /// `-c:v v210`), written as rawvideo and cut into frames of `frameSize` bytes.
+    static func rawFrames(_ file: String, _ extra: [String], frameSize: Int) throws -> [[UInt8]] {
+        let r = try run("ffmpeg", ["-hide_banner", "-loglevel", "error", "-i", file, "-map", "0:v:0"] + extra
+                            + ["-f", "rawvideo", "-"])
+        #expect(r.status == 0, "ffmpeg rawvideo: \(r.stderr)")
+        let bytes = [UInt8](r.stdout)
+        #expect(bytes.count % frameSize == 0, "ffmpeg wrote \(bytes.count) bytes, not whole \(frameSize)-byte frames")
+        return stride(from: 0, to: bytes.count - bytes.count % frameSize, by: frameSize).map {
+            Array(bytes[$0..<$0 + frameSize])
         }
     }
 

@@ -51,6 +51,70 @@ import Testing
         }
     }
 
+    /// Formats GStreamer 1.22 cannot produce with CoreVideo's layout are rejected by name, with the reason, however
+    /// they are named (code, number, constant), and also when they are the only entries of a list.
+    @Test func unsupportedFormatsAreRejectedByName() throws {
+        let expected: [(FourCC, String)] = [
+            ("v308", "v308 (kCVPixelFormatType_444YpCbCr8) is not supported: GStreamer has no Cr-Y-Cb 8-bit layout (its v308 is Y-Cb-Cr)"),
+            ("v408", "v408 (kCVPixelFormatType_4444YpCbCrA8) is not supported: GStreamer has no Cb-Y-Cr-A 8-bit layout"),
+            ("r408", "r408 (kCVPixelFormatType_4444YpCbCrA8R) is not supported: GStreamer has no zero-biased (rendering) Y'CbCr layout"),
+            ("v410", "v410 (kCVPixelFormatType_444YpCbCr10) is not supported: GStreamer 1.22 has no 10-bit 4:4:4 Cr-Y-Cb layout packed in 32-bit words with the padding bits low"),
+            ("x422", "x422 (kCVPixelFormatType_422YpCbCr10BiPlanarVideoRange) is not supported: GStreamer 1.22 has no 10-bit 4:2:2 biplanar layout (P210)"),
+            ("x444", "x444 (kCVPixelFormatType_444YpCbCr10BiPlanarVideoRange) is not supported: GStreamer 1.22 has no 10-bit 4:4:4 biplanar layout (P410)"),
+        ]
+        #expect(expected.map(\.0) == UnsupportedPixelFormat.all.map(\.code))
+        for (code, message) in expected {
+            let constant = UnsupportedPixelFormat.named(code)!.constantName
+            for value: SettingValue in [.int(Int64(code.rawValue)), .string(code.description), .string(constant),
+                                        .array([.string("nope"), .int(Int64(code.rawValue)), .int(0x7878_7878)])] {
+                #expect(Self.rejected([SettingsKey.pixelFormatType: value])?.message == message, "\(value)")
+            }
+            #expect(PixelFormat.named(code) == nil)
+        }
+        // A supported entry later in the list still wins.
+        #expect(try OutputSettings.validateVideo([SettingsKey.pixelFormatType: .array([.string("v308"), .string("y408")])])
+                .pixelFormat.code == "y408")
+    }
+
+    /// The extra CoreVideo formats and their GStreamer twins; Width/Height are refused with the high-bit-depth ones.
+    @Test func extraFormatsAndScaling() throws {
+        let table: [(FourCC, String, String, Int)] = [
+            ("y416", "kCVPixelFormatType_4444AYpCbCr16", "AYUV64", 1),
+            ("v216", "kCVPixelFormatType_422YpCbCr16", "v216", 1),
+            ("v210", "kCVPixelFormatType_422YpCbCr10", "v210", 1),
+            ("b64a", "kCVPixelFormatType_64ARGB", "ARGB64_BE", 1),
+            ("x420", "kCVPixelFormatType_420YpCbCr10BiPlanarVideoRange", "P010_10LE", 2),
+            ("xf20", "kCVPixelFormatType_420YpCbCr10BiPlanarFullRange", "P010_10LE", 2),
+            ("l64r", "kCVPixelFormatType_64RGBALE", "RGBA64_LE", 1),
+            ("y408", "kCVPixelFormatType_4444AYpCbCr8", "AYUV", 1),
+            ("422v", "kCVPixelFormatType_422YpCbCr8BiPlanarVideoRange", "NV16", 2),
+            ("444v", "kCVPixelFormatType_444YpCbCr8BiPlanarVideoRange", "NV24", 2),
+            ("L008", "kCVPixelFormatType_OneComponent8", "GRAY8", 1),
+            ("L016", "kCVPixelFormatType_OneComponent16", "GRAY16_LE", 1),
+        ]
+        #expect(FourCC(rawValue: 0x4C30_3038) == "L008")
+        for (code, constant, gst, planes) in table {
+            let f = try #require(PixelFormat.named(code))
+            #expect(f.constantName == constant && f.gstFormat == gst && f.planeCount == planes, "\(code)")
+            #expect(PixelFormat.parse(constant) == f && PixelFormat.parse(code.description) == f)
+            #expect(try OutputSettings.validateVideo([SettingsKey.pixelFormatType: .int(Int64(code.rawValue))]).pixelFormat == f)
+            let scaled: [String: SettingValue] = [SettingsKey.pixelFormatType: .string(code.description), SettingsKey.width: .int(80)]
+            if ["y416", "v216", "v210", "b64a"].contains(code) {
+                #expect(!f.scalable)
+                #expect(Self.rejected(scaled)?.message
+                        == "AVAssetReaderTrackOutput does not support scaling to Width/Height with pixel format \(code)")
+                #expect(Self.rejected([SettingsKey.pixelFormatType: .string(code.description), SettingsKey.height: .int(46)])?.message
+                        == "AVAssetReaderTrackOutput does not support scaling to Width/Height with pixel format \(code)")
+                // Width/Height 0 mean the track's size: no scaling.
+                #expect(try OutputSettings.validateVideo([SettingsKey.pixelFormatType: .string(code.description),
+                                                          SettingsKey.width: .int(0), SettingsKey.height: .int(0)]).pixelFormat == f)
+            } else {
+                #expect(try OutputSettings.validateVideo(scaled).width == 80)
+            }
+        }
+        #expect(PixelFormat.named("x420")?.range == .video && PixelFormat.named("xf20")?.range == .full)
+    }
+
     @Test func unknownKeysAreNamed() {
         #expect(Self.rejected(["Foo": .int(1)])?.message == "Output settings dictionary contains one or more invalid keys: Foo")
         #expect(Self.rejected(["Zed": .int(1), "Alpha": .int(1), SettingsKey.width: .int(2)])?.message
@@ -113,6 +177,18 @@ import Testing
             (0x4247_5241, "kCVPixelFormatType_32BGRA", "BGRA", 1),
             (0x0000_0020, "kCVPixelFormatType_32ARGB", "ARGB", 1),
             (0x5247_4241, "kCVPixelFormatType_32RGBA", "RGBA", 1),
+            (0x7934_3038, "kCVPixelFormatType_4444AYpCbCr8", "AYUV", 1),
+            (0x3432_3276, "kCVPixelFormatType_422YpCbCr8BiPlanarVideoRange", "NV16", 2),
+            (0x3434_3476, "kCVPixelFormatType_444YpCbCr8BiPlanarVideoRange", "NV24", 2),
+            (0x4C30_3038, "kCVPixelFormatType_OneComponent8", "GRAY8", 1),
+            (0x4C30_3136, "kCVPixelFormatType_OneComponent16", "GRAY16_LE", 1),
+            (0x7834_3230, "kCVPixelFormatType_420YpCbCr10BiPlanarVideoRange", "P010_10LE", 2),
+            (0x7866_3230, "kCVPixelFormatType_420YpCbCr10BiPlanarFullRange", "P010_10LE", 2),
+            (0x7632_3130, "kCVPixelFormatType_422YpCbCr10", "v210", 1),
+            (0x7632_3136, "kCVPixelFormatType_422YpCbCr16", "v216", 1),
+            (0x7934_3136, "kCVPixelFormatType_4444AYpCbCr16", "AYUV64", 1),
+            (0x6236_3461, "kCVPixelFormatType_64ARGB", "ARGB64_BE", 1),
+            (0x6C36_3472, "kCVPixelFormatType_64RGBALE", "RGBA64_LE", 1),
         ]
         #expect(PixelFormat.all.count == expected.count)
         for (f, e) in zip(PixelFormat.all, expected) {
