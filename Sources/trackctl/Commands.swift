@@ -255,9 +255,9 @@ enum Commands {
         print("CODE    HEX         GSTREAMER  PLANES  CONSTANT / LAYOUT")
         for f in PixelFormat.all {
             let code = f.code.description.padding(8)
-            let hex = FourCC(rawValue: f.code.rawValue).rawValue
-            let hexText = "0x" + String(String(hex, radix: 16).reversed()).padding(8, with: "0").reversed()
-            print("\(code)\(String(hexText).padding(12))\(f.gstFormat.padding(11))\(String(f.planeCount).padding(8))\(f.constantName)")
+            let digits = String(f.code.rawValue, radix: 16)
+            let hexText = "0x" + String(repeating: "0", count: max(0, 8 - digits.count)) + digits
+            print("\(code)\(hexText.padding(12))\(f.gstFormat.padding(11))\(String(f.planeCount).padding(8))\(f.constantName)")
             print(String(repeating: " ", count: 39) + f.layout)
         }
         print("\nNot supported (GStreamer 1.22 has no format with CoreVideo's layout):")
