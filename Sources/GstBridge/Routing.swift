@@ -17,7 +17,8 @@ final class PadRouter: @unchecked Sendable {
     private let wantedTrack: UInt32
     private let target: PadPtr  // one ref, dropped in deinit
     private let pipeline: ElementPtr  // borrowed: the pipeline outlives parsebin's signal handlers
-    private let requireVideo: Bool
+    /// Decoding: the media type the track must have (nil for passthrough).
+    private let requiredType: MediaType?
     private struct State: Sendable {
         var order = 0
         var linked = false
@@ -25,11 +26,15 @@ final class PadRouter: @unchecked Sendable {
     }
     private let state = Mutex(State())
 
-    init(wantedTrack: UInt32, target: PadPtr, pipeline: ElementPtr, requireVideo: Bool) {
+    init(wantedTrack: UInt32, target: PadPtr, pipeline: ElementPtr, requiredType: MediaType?) {
         self.wantedTrack = wantedTrack
         self.target = target
         self.pipeline = pipeline
-        self.requireVideo = requireVideo
+        self.requiredType = requiredType
+    }
+
+    convenience init(wantedTrack: UInt32, target: PadPtr, pipeline: ElementPtr, requireVideo: Bool) {
+        self.init(wantedTrack: wantedTrack, target: target, pipeline: pipeline, requiredType: requireVideo ? .video : nil)
     }
 
     deinit { gst_object_unref(target) }
@@ -65,11 +70,11 @@ final class PadRouter: @unchecked Sendable {
             dropBuffersAndCheck(pad)
             return
         }
-        if requireVideo {
+        if let requiredType {
             let caps = gst_pad_get_current_caps(pad) ?? gst_pad_query_caps(pad, nil)
             defer { if let caps { gst_caps_unref(caps) } }
             let type = CapsView(caps)?.mediaType ?? .other
-            if type != .video {
+            if type != requiredType {
                 dropBuffers(pad)
                 AppMessage.post(pipeline, AppMessage.wrongMediaType,
                                 text: "Output settings are not compatible with media type \(type.avMediaType)")
@@ -128,16 +133,19 @@ func dropBuffers(_ pad: PadPtr) {
     _ = gst_pad_add_probe(pad, GstPadProbeType(rawValue: mask), { _, _, _ in GST_PAD_PROBE_DROP }, nil, nil)
 }
 
-/// Links decodebin's raw video pad to the converter; a non-raw pad means decodebin found no decoder.
+/// Links decodebin's raw video (or audio) pad to the converter; a non-raw pad means decodebin found no decoder.
 final class DecodeLinker: @unchecked Sendable {
     // @unchecked: set once in init; `linked` lives in the Mutex.
     private let target: PadPtr  // one ref
     private let pipeline: ElementPtr  // borrowed
     private let linked = Mutex(false)
+    /// The caps name of decoded output: video/x-raw or audio/x-raw.
+    private let rawName: String
 
-    init(target: PadPtr, pipeline: ElementPtr) {
+    init(target: PadPtr, pipeline: ElementPtr, rawName: String = "video/x-raw") {
         self.target = target
         self.pipeline = pipeline
+        self.rawName = rawName
     }
 
     deinit { gst_object_unref(target) }
@@ -155,7 +163,7 @@ final class DecodeLinker: @unchecked Sendable {
         let caps = gst_pad_get_current_caps(pad) ?? gst_pad_query_caps(pad, nil)
         defer { if let caps { gst_caps_unref(caps) } }
         let name = CapsView(caps)?.name ?? ""
-        guard name == "video/x-raw" else {
+        guard name == rawName else {
             dropBuffers(pad)
             AppMessage.post(pipeline, AppMessage.notDecodable, text: "no GStreamer decoder installed for \(capsToString(caps))")
             return

@@ -24,6 +24,8 @@ public enum OutputMode: Sendable {
     case passthrough
     /// Decoded video frames converted to the requested pixel format (and size), in presentation order.
     case decode(VideoOutputRequest)
+    /// Decoded audio converted to the requested linear PCM layout (rate, channels, sample format), in order.
+    case audio(AudioOutputRequest)
 }
 
 public enum PullResult: Sendable {
@@ -35,6 +37,7 @@ public enum PullResult: Sendable {
 
 /// One track's pipeline:
 ///   decode:      trackdfdsrc ! parsebin ─(track pad)→ queue ! decodebin ─→ videoconvert ! videoscale ! capsfilter ! appsink
+///   audio:       trackdfdsrc ! parsebin ─(track pad)→ queue ! decodebin ─→ audioconvert ! audioresample ! capsfilter ! appsink
 ///   passthrough: trackdfdsrc ! parsebin ─(track pad)→ appsink
 /// Other parsebin pads drop their buffers (see PadRouter).
 public final class TrackPipeline: @unchecked Sendable {
@@ -52,6 +55,8 @@ public final class TrackPipeline: @unchecked Sendable {
     /// 420v/420f: the range the output must have (converted while copying when the decoder's differs). nil for every
     /// other format, x420/xf20 included: their samples carry the decoder's range (see PixelFormat.layout).
     private let targetRange: PixelFormat.Range?
+    /// Audio output: what was asked for (bytes per sample, layout).
+    private let audioRequest: AudioOutputRequest?
 
     static let prerollTimeoutNs: UInt64 = 10_000_000_000
 
@@ -63,9 +68,12 @@ public final class TrackPipeline: @unchecked Sendable {
         self.pipeline = pipeline
         let parser = try pipeline.addSourceAndParser(fd: source.fd)
 
-        let decoding: Bool = if case .decode = mode { true } else { false }
-        let elements = try makeElements(decoding ? ["appsink", "queue", "decodebin", "videoconvert", "videoscale", "capsfilter"]
-                                                 : ["appsink"])
+        let factories: [String] = switch mode {
+        case .passthrough: ["appsink"]
+        case .decode: ["appsink", "queue", "decodebin", "videoconvert", "videoscale", "capsfilter"]
+        case .audio: ["appsink", "queue", "decodebin", "audioconvert", "audioresample", "capsfilter"]
+        }
+        let elements = try makeElements(factories)
         let appsink = elements[0]
         swift_gst_object_set_bool(appsink, "sync", 0)
         swift_gst_object_set_uint(appsink, "max-buffers", 2)
@@ -75,6 +83,7 @@ public final class TrackPipeline: @unchecked Sendable {
         sink = appsink
 
         let target: ElementPtr
+        var requiredType: MediaType? = .video
         switch mode {
         case .passthrough:
             swift_gst_parsebin_expose_container_framed(parser)
@@ -82,10 +91,31 @@ public final class TrackPipeline: @unchecked Sendable {
             pipeline.ignoreMissingPlugins = true
             restorer = nil
             targetRange = nil
+            audioRequest = nil
+            requiredType = nil
             try pipeline.addChain([appsink])
             target = appsink
+        case .audio(let request):
+            passthrough = false
+            restorer = nil
+            targetRange = nil
+            audioRequest = request
+            requiredType = .audio
+            let (queue, decodebin, convert, resample, filter) = (elements[1], elements[2], elements[3], elements[4], elements[5])
+            // Deterministic conversion: no random dither, no noise shaping (both enums' value 0 is "none").
+            swift_gst_object_set_int(convert, "dithering", 0)
+            swift_gst_object_set_int(convert, "noise-shaping", 0)
+            let caps = Self.audioCaps(request)
+            defer { gst_caps_unref(caps) }
+            swift_gst_object_set_caps(filter, "caps", caps)
+            try pipeline.addChain([queue, decodebin])
+            try pipeline.addChain([convert, resample, filter, appsink])
+            let convertSink = gst_element_get_static_pad(convert, "sink")!  // transfer full, owned by the linker
+            DecodeLinker(target: convertSink, pipeline: pipeline.element, rawName: "audio/x-raw").attach(to: decodebin)
+            target = queue
         case .decode(let request):
             passthrough = false
+            audioRequest = nil
             let (queue, decodebin, convert, scale, filter) = (elements[1], elements[2], elements[3], elements[4], elements[5])
             swift_gst_object_set_uint(convert, "n-threads", 2)
             // GST_VIDEO_DITHER_NONE: the default (bayer) dithers whenever the output has fewer bits than
@@ -108,8 +138,7 @@ public final class TrackPipeline: @unchecked Sendable {
             target = queue
         }
         let targetPad = gst_element_get_static_pad(target, "sink")!  // transfer full, owned by the router
-        let isDecode = !passthrough
-        PadRouter(wantedTrack: trackID, target: targetPad, pipeline: pipeline.element, requireVideo: isDecode)
+        PadRouter(wantedTrack: trackID, target: targetPad, pipeline: pipeline.element, requiredType: requiredType)
             .attach(to: parser)
 
         let context = "Cannot read track \(trackID)"
@@ -165,6 +194,23 @@ public final class TrackPipeline: @unchecked Sendable {
     /// 420v/420f: written as tight NV12 while copying (swift_gst_copy_as_nv12), range converted.
     static func copiesAsNV12(_ format: PixelFormat) -> Bool { format.gstFormat == "NV12" && format.range != nil }
 
+    /// audio/x-raw,format=<S16LE …>,layout=interleaved|non-interleaved[,rate][,channels]: rate and channels are
+    /// left open (the source's) when not requested.
+    static func audioCaps(_ request: AudioOutputRequest) -> CapsPtr {
+        let raw = gst_caps_new_empty_simple("audio/x-raw")!
+        var caps = swift_gst_caps_with_string(raw, "format", request.gstFormat)!
+        gst_caps_unref(raw)
+        func set(_ make: (CapsPtr) -> CapsPtr?) {
+            let next = make(caps)!
+            gst_caps_unref(caps)
+            caps = next
+        }
+        set { swift_gst_caps_with_string($0, "layout", request.isNonInterleaved ? "non-interleaved" : "interleaved") }
+        if let rate = request.sampleRate { set { swift_gst_caps_with_int($0, "rate", gint(rate)) } }
+        if let channels = request.channels { set { swift_gst_caps_with_int($0, "channels", gint(channels)) } }
+        return caps
+    }
+
     /// The seek for a time range: nil when it is everything from 0 (no seek needed). Positions in nanoseconds.
     static func seekRange(_ range: MediaTimeRange) -> (start: Int64, stop: Int64?)? {
         let start = max(0, range.start.nanoseconds ?? 0)
@@ -191,6 +237,8 @@ public final class TrackPipeline: @unchecked Sendable {
         case .passthrough:
             return OutputFormat(format: view?.codec ?? "????", width: width, height: height,
                                 codecConfig: view?.bufferBytes("codec_data") ?? [])
+        case .audio:
+            return OutputFormat(format: "lpcm", width: 0, height: 0, codecConfig: [])
         }
     }
 
@@ -234,6 +282,7 @@ public final class TrackPipeline: @unchecked Sendable {
                                                      rowBytes: UInt32(clamping: size), height: 1)],
                                 restorer: nil)
         }
+        if let audio = audioRequest { return makeAudioSample(sample, buffer: buffer, request: audio) }
         var layout = videoLayout(gst_sample_get_caps(sample))
         _ = swift_gst_video_layout_apply_meta(buffer, &layout)
         let planes = (0..<Int(min(layout.n_planes, 4))).map { i in
@@ -271,6 +320,33 @@ public final class TrackPipeline: @unchecked Sendable {
         return PulledSample(sample: sample, buffer: buffer, format: outputFormat.format, width: layout.width,
                             height: layout.height, colorimetry: colorimetry, planes: planes, restorer: restorer,
                             padding: padding)
+    }
+
+    /// Linear PCM: one plane (interleaved) or one per channel (GstAudioMeta's offsets), and the frame count.
+    private func makeAudioSample(_ sample: OpaquePointer, buffer: UnsafeMutablePointer<GstBuffer>,
+                                 request: AudioOutputRequest) -> PulledSample {
+        let size = Int(gst_buffer_get_size(buffer))
+        let channels = max(1, Int(CapsView(gst_sample_get_caps(sample))?.int("channels") ?? 1))
+        let bytesPerSample = request.bytesPerSample
+        var frames = size / (channels * bytesPerSample)
+        var planes: [PlaneLayout]
+        if request.isNonInterleaved {
+            var offsets = (0..<channels).map { UInt64($0 * frames * bytesPerSample) }
+            if let meta = gst_buffer_get_meta(buffer, gst_audio_meta_api_get_type()) {
+                let audioMeta = UnsafeRawPointer(meta).assumingMemoryBound(to: GstAudioMeta.self)
+                frames = Int(audioMeta.pointee.samples)
+                if let metaOffsets = audioMeta.pointee.offsets {
+                    offsets = (0..<min(channels, Int(audioMeta.pointee.info.channels))).map { UInt64(metaOffsets[$0]) }
+                }
+            }
+            let row = UInt32(clamping: frames * bytesPerSample)
+            planes = offsets.prefix(Wire.maxPlanes).map { PlaneLayout(offset: $0, bytesPerRow: row, rowBytes: row, height: 1) }
+        } else {
+            let row = UInt32(clamping: frames * channels * bytesPerSample)
+            planes = [PlaneLayout(offset: 0, bytesPerRow: row, rowBytes: row, height: 1)]
+        }
+        return PulledSample(sample: sample, buffer: buffer, format: outputFormat.format, width: 0, height: 0,
+                            colorimetry: Colorimetry(), planes: planes, restorer: nil, frameCount: UInt32(clamping: frames))
     }
 
     /// The layout for `caps`, parsed once per caps object (the cache holds a ref, so the pointer stays unique).
@@ -318,11 +394,14 @@ public final class PulledSample: @unchecked Sendable {
     private let padding: RowPadding?
     /// The bytes copyBytes writes: gst_buffer_get_size, except for 420v/420f (tight NV12, see swift_gst_nv12_size).
     public let size: Int
+    /// Decoded audio: frames (one sample per channel); 0 otherwise.
+    public let frameCount: UInt32
 
     init(sample: OpaquePointer, buffer: UnsafeMutablePointer<GstBuffer>, format: FourCC, width: UInt32,
          height: UInt32, colorimetry: Colorimetry, planes: [PlaneLayout], restorer: ClipRestorer?,
          nv12Copy: (layout: SwiftGstVideoLayout, range: SwiftGstRangeConversion)? = nil, size: Int? = nil,
-         padding: RowPadding? = nil) {
+         padding: RowPadding? = nil, frameCount: UInt32 = 0) {
+        self.frameCount = frameCount
         self.sample = sample
         self.padding = padding
         self.nv12Copy = nv12Copy

@@ -100,6 +100,7 @@ public enum Codec {
                 w.u32(p.rowBytes)
                 w.u32(p.height)
             }
+            w.u32(s.frameCount)
         case .outputFinished(let f):
             w.u32(f.outputID)
             w.u8(f.status.rawValue)
@@ -215,9 +216,10 @@ public enum Codec {
                 planes.append(PlaneLayout(offset: try r.u64("plane.offset"), bytesPerRow: try r.u32("plane.bytesPerRow"),
                                           rowBytes: try r.u32("plane.rowBytes"), height: try r.u32("plane.height")))
             }
+            let frameCount = try r.u32("sample.frameCount")
             message = .sample(Sample(outputID: outputID, slot: slot, length: length, presentationTime: pts, decodeTime: dts,
                                      duration: duration, flags: flags, format: format, width: width, height: height,
-                                     colorimetry: color, planes: planes))
+                                     colorimetry: color, planes: planes, frameCount: frameCount))
         case .outputFinished:
             let outputID = try r.u32("outputFinished.outputID")
             let rawStatus = try r.u8("outputFinished.status")

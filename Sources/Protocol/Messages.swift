@@ -155,10 +155,12 @@ public struct Sample: Sendable, Equatable {
     public var height: UInt32
     public var colorimetry: Colorimetry
     public var planes: [PlaneLayout]
+    /// Decoded audio: the number of frames (one sample per channel) in this sample; 0 for video and passthrough.
+    public var frameCount: UInt32
 
     public init(outputID: UInt32, slot: SlotRef, length: UInt64, presentationTime: MediaTime, decodeTime: MediaTime,
                 duration: MediaTime, flags: UInt32, format: FourCC, width: UInt32, height: UInt32,
-                colorimetry: Colorimetry, planes: [PlaneLayout]) {
+                colorimetry: Colorimetry, planes: [PlaneLayout], frameCount: UInt32 = 0) {
         self.outputID = outputID
         self.slot = slot
         self.length = length
@@ -171,6 +173,7 @@ public struct Sample: Sendable, Equatable {
         self.height = height
         self.colorimetry = colorimetry
         self.planes = planes
+        self.frameCount = frameCount
     }
 
     public var isSync: Bool { flags & Sample.flagSync != 0 }

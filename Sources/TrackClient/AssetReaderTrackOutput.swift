@@ -2,7 +2,7 @@ import Protocol
 import Synchronization
 
 /// Reads one track's samples, either as stored (`outputSettings` nil: passthrough, decode order, with DTS) or
-/// decoded to the pixel format the settings name (presentation order). Like AVAssetReaderTrackOutput.
+/// decoded to the pixel format (video) or linear PCM layout (audio) the settings name (presentation order). Like AVAssetReaderTrackOutput.
 public final class AssetReaderTrackOutput: Sendable {
     public let track: AssetTrack
     public let outputSettings: [String: SettingValue]?
@@ -27,9 +27,11 @@ public final class AssetReaderTrackOutput: Sendable {
             switch track.mediaType {
             case .video:
                 _ = try OutputSettings.validateVideo(settings)
+            case .audio:
+                _ = try OutputSettings.validateAudio(settings)
             default:
                 throw TrackError(.operationNotSupportedForAsset,
-                                 "decoded output of \(track.mediaType) tracks is not supported yet; use outputSettings nil (passthrough)")
+                                 "decoded output of \(track.mediaType) tracks is not supported; use outputSettings nil (passthrough)")
             }
         }
         self.track = track
@@ -100,7 +102,8 @@ public final class AssetReaderTrackOutput: Sendable {
         case .sample(let sample, let mapping, let slotSize):
             return SampleBuffer(sample: sample, mediaType: format.mediaType, codecConfig: format.codecConfig,
                                 mapping: mapping, offset: Int(UInt64(sample.slot.slot) * slotSize),
-                                copy: copies, channel: channel)
+                                copy: copies, channel: channel,
+                                decodedAudio: format.mediaType == .audio && outputSettings != nil)
         case .finished(let finished):
             state.withLock { $0.drained = true }
             switch finished.status {

@@ -23,6 +23,9 @@ public final class SampleBuffer: @unchecked Sendable {
     /// Plane layout within `bytes`: offset, bytesPerRow (stride), rowBytes (visible bytes per row), height.
     public let planes: [PlaneLayout]
     public let dataLength: Int
+    /// Decoded audio: the number of frames (CMSampleBufferGetNumSamples: one sample of every channel). Video and
+    /// passthrough samples: 1.
+    public let numberOfSamples: Int
 
     private enum Storage {
         case owned([UInt8])
@@ -31,7 +34,7 @@ public final class SampleBuffer: @unchecked Sendable {
     private let storage: Storage
 
     init(sample: Sample, mediaType: MediaType, codecConfig: [UInt8], mapping: SharedMapping, offset: Int,
-         copy: Bool, channel: OutputChannel) {
+         copy: Bool, channel: OutputChannel, decodedAudio: Bool = false) {
         presentationTimeStamp = sample.presentationTime
         decodeTimeStamp = sample.decodeTime
         duration = sample.duration
@@ -44,6 +47,7 @@ public final class SampleBuffer: @unchecked Sendable {
         self.codecConfig = codecConfig
         planes = sample.planes
         dataLength = Int(sample.length)
+        numberOfSamples = decodedAudio ? Int(sample.frameCount) : 1
         if copy {
             storage = .owned([UInt8](UnsafeRawBufferPointer(start: mapping.base + offset, count: dataLength)))
             channel.release(sample.slot)

@@ -73,16 +73,43 @@ enum Commands {
 
     // MARK: read
 
+    static let audioValued = ["--audio-format", "--sample-rate", "--channels", "--bit-depth"]
+    static let audioFlags = ["--float", "--big-endian", "--non-interleaved"]
+
+    /// Linear PCM settings from the audio flags. --bit-depth and --float always send both AVLinearPCMBitDepthKey
+    /// and AVLinearPCMIsFloatKey (--bit-depth alone: signed integer; --float alone: 32-bit float).
+    static func audioSettings(_ options: Options) -> [String: SettingValue] {
+        var settings: [String: SettingValue] = [SettingsKey.formatID: .string(options.values["--audio-format"] ?? "lpcm")]
+        if let rate = options.int("--sample-rate") { settings[SettingsKey.sampleRate] = .int(Int64(rate)) }
+        if let channels = options.int("--channels") { settings[SettingsKey.numberOfChannels] = .int(Int64(channels)) }
+        let isFloat = options.flags.contains("--float")
+        let depth = options.int("--bit-depth")
+        if isFloat || depth != nil {
+            settings[SettingsKey.isFloat] = .bool(isFloat)
+            settings[SettingsKey.bitDepth] = .int(Int64(depth ?? (isFloat ? 32 : 16)))
+        }
+        if options.flags.contains("--big-endian") { settings[SettingsKey.isBigEndian] = .bool(true) }
+        if options.flags.contains("--non-interleaved") { settings[SettingsKey.isNonInterleaved] = .bool(true) }
+        return settings
+    }
+
     static func read(_ options: Options, socketPath: String?) {
         let passthrough = options.flags.contains("--passthrough")
         let formatName = options.values["--pixel-format"]
-        if passthrough && (formatName != nil || options.values["--width"] != nil || options.values["--height"] != nil) {
-            Exit.usageError("--passthrough reads samples as stored; it cannot be combined with --pixel-format/--width/--height")
+        let videoFlags = formatName != nil || options.values["--width"] != nil || options.values["--height"] != nil
+        let audio = audioValued.contains { options.values[$0] != nil } || audioFlags.contains { options.flags.contains($0) }
+        if passthrough && (videoFlags || audio) {
+            Exit.usageError("--passthrough reads samples as stored; it cannot be combined with --pixel-format/--width/--height or the audio options")
+        }
+        if audio && videoFlags {
+            Exit.usageError("the audio options (--audio-format, --sample-rate, --channels, --bit-depth, --float, --big-endian, --non-interleaved) cannot be combined with --pixel-format/--width/--height")
         }
         let width = options.int("--width"), height = options.int("--height")
         if (width == nil) != (height == nil) { Exit.usageError("--width and --height go together") }
         var settings: [String: SettingValue]?
-        if !passthrough {
+        if audio {
+            settings = audioSettings(options)
+        } else if !passthrough {
             let name = formatName ?? "420v"
             let format = PixelFormat.parse(name)
             guard format != nil || UnsupportedPixelFormat.parse(name) != nil else {
@@ -101,7 +128,11 @@ enum Commands {
             }
         }
         let asset = openAsset(options, socketPath: socketPath)
-        let track = pickTrack(asset, options)
+        let track = pickTrack(asset, options, audio: audio, fallbackToAudio: !videoFlags && !passthrough)
+        if !passthrough && !videoFlags && track.mediaType == .audio {
+            settings = audioSettings(options)  // an audio track chosen with --track: linear PCM with its defaults
+        }
+        let decodedAudio = settings != nil && track.mediaType == .audio
         let output: AssetReaderTrackOutput
         do {
             output = try AssetReaderTrackOutput(track: track, outputSettings: settings)
@@ -125,8 +156,9 @@ enum Commands {
         let progress = !md5 && !json && isatty(2) != 0
         let total = asset.duration.seconds
         let start = monotonicSeconds()
-        var index = 0, bytes = 0
+        var index = 0, bytes = 0, frames = 0
         while let sample = output.copyNextSampleBuffer() {
+            if decodedAudio { frames += sample.numberOfSamples }
             var digest = md5 || json ? MD5Digest() : nil
             var size = 0
             sample.forEachPackedRow { row in
@@ -144,6 +176,7 @@ enum Commands {
                     ("duration", sample.duration.isNumeric ? .number(sample.duration.seconds, decimals: 6) : .null),
                     ("size", .int(Int64(size))), ("sync", .bool(sample.isSync)),
                 ]
+                if decodedAudio { fields.append(("frames", .int(Int64(sample.numberOfSamples)))) }
                 if md5 { fields.append(("md5", .string(digest!.finalizeHex()))) }
                 emit(JSON.encode(.object(fields)), toStderr: dataOnStdout)
             } else if md5 {
@@ -160,7 +193,7 @@ enum Commands {
         }
         if !md5 && !json {
             let elapsed = max(monotonicSeconds() - start, 1e-9)
-            let line = "\(index) samples in \(fixed(elapsed, 3)) s (\(fixed(Double(index) / elapsed, 1)) samples/s, "
+            let line = "\(index) samples" + (decodedAudio ? " (\(frames) audio frames)" : "") + " in \(fixed(elapsed, 3)) s (\(fixed(Double(index) / elapsed, 1)) samples/s, "
                 + "\(fixed(Double(bytes) / 1_048_576 / elapsed, 1)) MiB/s)"
             emit(line, toStderr: dataOnStdout)
         }
@@ -170,7 +203,7 @@ enum Commands {
         if toStderr { fputs(line + "\n", IO.err) } else { print(line) }
     }
 
-    static func pickTrack(_ asset: Asset, _ options: Options) -> AssetTrack {
+    static func pickTrack(_ asset: Asset, _ options: Options, audio: Bool = false, fallbackToAudio: Bool = false) -> AssetTrack {
         if let id = options.values["--track"] {
             guard let n = UInt32(id) else { Exit.usageError("--track takes a track id, not \(id)") }
             guard let t = asset.track(withTrackID: n) else {
@@ -179,8 +212,11 @@ enum Commands {
             }
             return t
         }
-        guard let t = asset.tracks(withMediaType: .video).first else {
-            Exit.failed(TrackError(.invalidArgument, "\(asset.path) has no video track; choose one with --track"))
+        let type: MediaType = audio ? .audio : .video
+        // Without audio options a file with no video track (a .wav, a .flac) reads its first audio track.
+        let fallback = audio || !fallbackToAudio ? nil : asset.tracks(withMediaType: .audio).first
+        guard let t = asset.tracks(withMediaType: type).first ?? fallback else {
+            Exit.failed(TrackError(.invalidArgument, "\(asset.path) has no \(type) track; choose one with --track"))
         }
         return t
     }

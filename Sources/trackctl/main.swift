@@ -11,6 +11,9 @@ let usage = """
       trackctl [--socket PATH] tracks FILE [--json]
       trackctl [--socket PATH] read FILE [--track ID] [--pixel-format CODE] [--width N --height N] [--passthrough]
                                [--output PATH|-] [--md5] [--json]
+      trackctl [--socket PATH] read FILE [--track ID] [--audio-format lpcm] [--sample-rate HZ] [--channels N]
+                               [--bit-depth 8|16|24|32] [--float] [--big-endian] [--non-interleaved]
+                               [--output PATH|-] [--md5] [--json]
       trackctl [--socket PATH] frame FILE --time SECONDS [--track ID] --output OUT.png
       trackctl [--socket PATH] status [--json]
       trackctl read --pixel-format list
@@ -22,6 +25,11 @@ let usage = """
       read      read every sample of a track: decoded to --pixel-format (default 420v) or, with --passthrough,
                 as stored. --md5 prints "INDEX PTS DURATION SIZE MD5" per sample over the tightly packed
                 planes; --output writes those bytes; --json prints one object per sample.
+                Audio: any audio option (or --track naming an audio track) decodes to linear PCM; --track then
+                defaults to the first audio track. Defaults: the track's rate and channels, 16-bit signed
+                little-endian, interleaved. --bit-depth alone is signed integer, --float alone is 32-bit float.
+                --output writes the PCM as delivered (non-interleaved: each buffer's channel planes one after
+                another); --md5 hashes each buffer's bytes; --json adds "frames" per buffer.
       frame     write the exact frame shown at --time as a PNG
       status    show the daemon's state
 
@@ -29,6 +37,8 @@ let usage = """
       trackctl tracks clip.mp4
       trackctl read clip.mp4 --pixel-format BGRA --width 640 --height 360 --output frames.bgra
       trackctl read clip.mp4 --pixel-format y420 --md5
+      trackctl read song.flac --bit-depth 24 --output song.s24le
+      trackctl read clip.mp4 --sample-rate 22050 --channels 1 --float --output mono.f32le
       trackctl frame clip.mp4 --time 2.5 --output frame.png
 
     exit status: 0 success, 1 the reader or open failed, 2 usage error, 3 trackd unreachable
@@ -54,8 +64,10 @@ struct Options {
     var values: [String: String] = [:]
     var flags: Set<String> = []
 
-    static let valued: Set<String> = ["--socket", "--track", "--pixel-format", "--width", "--height", "--output", "--time"]
-    static let boolean: Set<String> = ["--passthrough", "--md5", "--json", "--help", "-h"]
+    static let valued: Set<String> = ["--socket", "--track", "--pixel-format", "--width", "--height", "--output", "--time",
+                                      "--audio-format", "--sample-rate", "--channels", "--bit-depth"]
+    static let boolean: Set<String> = ["--passthrough", "--md5", "--json", "--help", "-h", "--float", "--big-endian",
+                                       "--non-interleaved"]
 
     init(_ args: [String]) {
         var i = 0

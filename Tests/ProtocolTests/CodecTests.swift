@@ -34,6 +34,25 @@ import Testing
         #expect(Codec.frame(frame.message, requestID: requestID) == bytes)
     }
 
+    /// §9 Sample: frameCount is the last u32, after the planes; the §14.2 worked example's bytes.
+    @Test func sampleFrameCountFollowsThePlanes() {
+        let payload = Array(Codec.frame(.sample(Fixtures.audioSample), requestID: 1).dropFirst(Wire.headerSize))
+        #expect(payload.count == 93 + 20 * 2)
+        #expect(payload[88] == 2)
+        #expect(Array(payload[129...]) == le32(1024))
+        let example = Sample(outputID: 1, slot: SlotRef(poolID: 1, slot: 0), length: 3_110_400, presentationTime: .zero,
+                             decodeTime: .invalid, duration: MediaTime(value: 1001, timescale: 30000), flags: 1,
+                             format: "420v", width: 1920, height: 1080,
+                             colorimetry: Colorimetry(range: 1, matrix: 1, primaries: 1, transfer: 1),
+                             planes: [PlaneLayout(offset: 0, bytesPerRow: 1920, rowBytes: 1920, height: 1080),
+                                      PlaneLayout(offset: 2_073_600, bytesPerRow: 1920, rowBytes: 1920, height: 540)])
+        let bytes = Codec.frame(.sample(example), requestID: 3)
+        #expect(bytes.count == 149)
+        #expect(Array(bytes[0..<16]) == [0x85, 0, 0, 0, 0x07, 0x80, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0])
+        #expect(Array(bytes[0x80...]) == [0, 0, 0, 0, 0, 0x80, 0x07, 0, 0, 0x80, 0x07, 0, 0, 0x1c, 0x02, 0,
+                                          0, 0, 0, 0, 0])
+    }
+
     @Test func fdCounts() {
         for type in MessageType.allCases {
             let expected = [.openAsset, .poolAdded, .image].contains(type) ? 1 : 0

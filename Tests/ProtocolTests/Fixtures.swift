@@ -40,6 +40,15 @@ enum Fixtures {
         planes: [PlaneLayout(offset: 0, bytesPerRow: 2048, rowBytes: 1920, height: 1080),
                  PlaneLayout(offset: 2048 * 1080, bytesPerRow: 2048, rowBytes: 1920, height: 540)])
 
+    /// Non-interleaved stereo S16, 1024 frames: one plane per channel and the frame count.
+    static let audioSample = Sample(
+        outputID: 2, slot: SlotRef(poolID: 1, slot: 1), length: 4096, presentationTime: .nanoseconds(21_333_333),
+        decodeTime: .invalid, duration: .nanoseconds(21_333_333), flags: Sample.flagSync, format: "lpcm",
+        width: 0, height: 0, colorimetry: Colorimetry(),
+        planes: [PlaneLayout(offset: 0, bytesPerRow: 2048, rowBytes: 2048, height: 1),
+                 PlaneLayout(offset: 2048, bytesPerRow: 2048, rowBytes: 2048, height: 1)],
+        frameCount: 1024)
+
     static let messages: [Message] = [
         .hello(Hello(clientName: "tests")),
         .hello(Hello(minVersion: 0, maxVersion: .max, maxMessageSize: .max, maxFds: 0, clientName: "")),
@@ -84,10 +93,12 @@ enum Fixtures {
         .sample(Sample(outputID: 1, slot: SlotRef(poolID: 1, slot: 0), length: 0, presentationTime: .invalid,
                        decodeTime: .invalid, duration: .invalid, flags: 0, format: "avc1", width: 0, height: 0,
                        colorimetry: Colorimetry(), planes: [])),
+        .sample(audioSample),
         .sample(Sample(outputID: 1, slot: SlotRef(poolID: 1, slot: 0), length: .max, presentationTime: .zero,
                        decodeTime: .zero, duration: .zero, flags: .max, format: "y420", width: .max, height: .max,
                        colorimetry: Colorimetry(range: .max, matrix: .max, primaries: .max, transfer: .max),
-                       planes: (0..<UInt64(Wire.maxPlanes)).map { PlaneLayout(offset: $0 << 40, bytesPerRow: .max, rowBytes: 1, height: 2) })),
+                       planes: (0..<UInt64(Wire.maxPlanes)).map { PlaneLayout(offset: $0 << 40, bytesPerRow: .max, rowBytes: 1, height: 2) },
+                       frameCount: .max)),
         .outputFinished(OutputFinished(outputID: 1, status: .completed)),
         .outputFinished(OutputFinished(outputID: 1, status: .failed, code: AVErrorCode.decodeFailed.rawValue, message: unicode)),
         .outputFinished(OutputFinished(outputID: 1, status: .cancelled)),

@@ -134,7 +134,7 @@ final class OutputStreamer: Sendable {
                     outputID: id, slot: SlotRef(poolID: poolID, slot: slot), length: UInt64(sample.size),
                     presentationTime: sample.presentationTime, decodeTime: sample.decodeTime, duration: sample.duration,
                     flags: flags, format: sample.format, width: sample.width, height: sample.height,
-                    colorimetry: sample.colorimetry, planes: sample.planes)))
+                    colorimetry: sample.colorimetry, planes: sample.planes, frameCount: sample.frameCount)))
                 stats.samplesSent.add(1, ordering: .relaxed)
             }
         }

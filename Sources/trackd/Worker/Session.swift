@@ -214,9 +214,17 @@ final class Session: Sendable {
             switch track.mediaType {
             case .video:
                 mode = .decode(try OutputSettings.validateVideo(settings))
+            case .audio:
+                let request = try OutputSettings.validateAudio(settings)
+                let channels = request.channels ?? Int(track.channels)
+                if request.isNonInterleaved && channels > AudioOutputRequest.maxNonInterleavedChannels {
+                    throw TrackError(.unsupportedOutputSettings,
+                                     "AVLinearPCMIsNonInterleaved output has one plane per channel; trackd supports at most \(AudioOutputRequest.maxNonInterleavedChannels), not \(channels)")
+                }
+                mode = .audio(request)
             default:
                 throw TrackError(.operationNotSupportedForAsset,
-                                 "decoded output of \(track.mediaType) tracks is not supported yet; read track \(track.id) with outputSettings nil (passthrough)")
+                                 "decoded output of \(track.mediaType) tracks is not supported; read track \(track.id) with outputSettings nil (passthrough)")
             }
         } else {
             mode = .passthrough

@@ -1,0 +1,129 @@
+import Protocol
+import Testing
+
+/// §10.4 / §10.5: linear PCM output settings, every rule and its message.
+@Suite struct AudioSettingsTests {
+    static func rejected(_ settings: [String: SettingValue]) -> String? {
+        do throws(TrackError) {
+            let request = try OutputSettings.validateAudio(settings)
+            Issue.record("accepted: \(request)")
+            return nil
+        } catch {
+            #expect(error.code == AVErrorCode.unsupportedOutputSettings.rawValue)
+            return error.message
+        }
+    }
+
+    static let lpcm: [String: SettingValue] = [SettingsKey.formatID: .int(0x6C70_636D)]
+
+    static func with(_ extra: [String: SettingValue]) -> [String: SettingValue] { lpcm.merging(extra) { $1 } }
+
+    @Test func defaultsAreTheTracksRateAndChannelsAsS16LEInterleaved() throws {
+        let expected = AudioOutputRequest(sampleRate: nil, channels: nil, bitDepth: 16, isFloat: false, isBigEndian: false,
+                                          isNonInterleaved: false)
+        #expect(try OutputSettings.validateAudio([:]) == expected)
+        #expect(try OutputSettings.validateAudio(Self.lpcm) == expected)
+        #expect(try OutputSettings.validateAudio([SettingsKey.formatID: .string("lpcm")]) == expected)
+        #expect(expected.gstFormat == "S16LE")
+    }
+
+    @Test func fullDictionary() throws {
+        let r = try OutputSettings.validateAudio(Self.with([
+            SettingsKey.sampleRate: .double(22050), SettingsKey.numberOfChannels: .int(1),
+            SettingsKey.bitDepth: .int(32), SettingsKey.isFloat: .bool(true), SettingsKey.isBigEndian: .bool(true),
+            SettingsKey.isNonInterleaved: .bool(true),
+        ]))
+        #expect(r == AudioOutputRequest(sampleRate: 22050, channels: 1, bitDepth: 32, isFloat: true, isBigEndian: true,
+                                        isNonInterleaved: true))
+        #expect(r.gstFormat == "F32BE")
+        let formats = [(8, false, "S8"), (16, true, "S16BE"), (24, false, "S24LE"), (32, false, "S32LE")]
+        for (depth, big, name) in formats {
+            let request = try OutputSettings.validateAudio(Self.with([
+                SettingsKey.bitDepth: .int(Int64(depth)), SettingsKey.isFloat: .bool(false), SettingsKey.isBigEndian: .bool(big)]))
+            #expect(request.gstFormat == name)
+            #expect(request.bytesPerSample == depth / 8)
+        }
+    }
+
+    @Test func formatMustBeLinearPCM() {
+        let compressed = "AVAssetReaderOutput does not currently support compressed output"
+        #expect(Self.rejected([SettingsKey.formatID: .int(0x6161_6320)]) == compressed)  // 'aac '
+        #expect(Self.rejected([SettingsKey.formatID: .string("aac ")]) == compressed)
+        #expect(Self.rejected([SettingsKey.formatID: .bool(true)]) == compressed)
+        #expect(Self.rejected(Self.with(["AVVideoCodecKey": .string("avc1")])) == compressed)
+    }
+
+    @Test func mediaTypeMismatch() {
+        #expect(Self.rejected(Self.with([SettingsKey.pixelFormatType: .int(0x4247_5241)]))
+                == "Output settings are not compatible with media type soun")
+        #expect(Self.rejected(["kCVPixelBufferWidthKey": .int(2)]) == "Output settings are not compatible with media type soun")
+        // And the other way round: audio keys on a video track.
+        for key in [SettingsKey.formatID, SettingsKey.sampleRate, SettingsKey.isNonInterleaved] {
+            do throws(TrackError) {
+                _ = try OutputSettings.validateVideo([key: .int(1)])
+                Issue.record("accepted \(key) on video")
+            } catch {
+                #expect(error.message == "Output settings are not compatible with media type vide")
+            }
+        }
+    }
+
+    @Test func unsupportedAndInvalidKeys() {
+        #expect(Self.rejected(Self.with([SettingsKey.sampleRateConverterQuality: .int(127)]))
+                == "AVAssetReaderOutput does not support AVSampleRateConverterAudioQualityKey")
+        #expect(Self.rejected(Self.with(["AVEncoderBitRateKey": .int(128000), "AVEncoderAudioQualityKey": .int(1)]))
+                == "The following keys are not allowed when format ID is 'lpcm': AVEncoderAudioQualityKey, AVEncoderBitRateKey")
+        #expect(Self.rejected(Self.with(["Zebra": .int(1), "Apple": .int(2)]))
+                == "Output settings dictionary contains one or more invalid keys: Apple, Zebra")
+    }
+
+    @Test func sampleRateAndChannels() {
+        for bad: SettingValue in [.int(7999), .int(192_001), .double(44100.5), .string("44100")] {
+            #expect(Self.rejected(Self.with([SettingsKey.sampleRate: bad]))
+                    == "AVSampleRateKey must be a whole number of Hz between 8000 and 192000, not \(bad)")
+        }
+        #expect((try? OutputSettings.validateAudio(Self.with([SettingsKey.sampleRate: .int(8000)])))?.sampleRate == 8000)
+        #expect((try? OutputSettings.validateAudio(Self.with([SettingsKey.sampleRate: .int(192_000)])))?.sampleRate == 192_000)
+        #expect(Self.rejected(Self.with([SettingsKey.numberOfChannels: .int(0)]))
+                == "AVNumberOfChannelsKey must be greater than 0, not 0")
+        #expect(Self.rejected(Self.with([SettingsKey.numberOfChannels: .int(-2)]))
+                == "AVNumberOfChannelsKey must be greater than 0, not -2")
+        #expect(Self.rejected(Self.with([SettingsKey.numberOfChannels: .int(9)]))
+                == "AVNumberOfChannelsKey 9 is more than trackd supports (8)")
+        #expect(Self.rejected(Self.with([SettingsKey.numberOfChannels: .int(6), SettingsKey.isNonInterleaved: .bool(true)]))
+                == "AVLinearPCMIsNonInterleaved output has one plane per channel; trackd supports at most 4, not 6")
+    }
+
+    @Test func channelLayout() throws {
+        // kAudioChannelLayoutTag_Stereo = (101 << 16) | 2, as AudioChannelLayout bytes (little-endian) and as a dictionary.
+        let stereoTag: UInt32 = (101 << 16) | 2
+        let data = SettingValue.array((0..<12).map { i in .int(i < 4 ? Int64((stereoTag >> (8 * UInt32(i))) & 0xFF) : 0) })
+        #expect(try OutputSettings.validateAudio(Self.with([SettingsKey.numberOfChannels: .int(2), SettingsKey.channelLayout: data]))
+                .channels == 2)
+        #expect(Self.rejected(Self.with([SettingsKey.numberOfChannels: .int(1), SettingsKey.channelLayout: data]))
+                == "The number of channels in AVChannelLayoutKey (2) does not match AVNumberOfChannelsKey (1)")
+        let bitmap = SettingValue.dictionary(["mChannelLayoutTag": .int(0x10000), "mChannelBitmap": .int(0b111)])
+        #expect(Self.rejected(Self.with([SettingsKey.numberOfChannels: .int(2), SettingsKey.channelLayout: bitmap]))
+                == "The number of channels in AVChannelLayoutKey (3) does not match AVNumberOfChannelsKey (2)")
+        let descriptions = SettingValue.dictionary(["mChannelLayoutTag": .int(0), "mChannelDescriptions": .array([.dictionary([:])])])
+        #expect(try OutputSettings.validateAudio(Self.with([SettingsKey.numberOfChannels: .int(1), SettingsKey.channelLayout: descriptions]))
+                .channels == 1)
+        #expect(Self.rejected(Self.with([SettingsKey.channelLayout: bitmap])) == "AVChannelLayoutKey requires AVNumberOfChannelsKey")
+        #expect(Self.rejected(Self.with([SettingsKey.numberOfChannels: .int(2), SettingsKey.channelLayout: .string("stereo")]))
+                == "AVChannelLayoutKey must be an AudioChannelLayout (data as an array of bytes, or a dictionary), not \"stereo\"")
+    }
+
+    @Test func bitDepthAndFloat() {
+        let together = "AVLinearPCMIsFloatKey and AVLinearPCMBitDepthKey must be specified together"
+        #expect(Self.rejected(Self.with([SettingsKey.bitDepth: .int(16)])) == together)
+        #expect(Self.rejected(Self.with([SettingsKey.isFloat: .bool(false)])) == together)
+        #expect(Self.rejected(Self.with([SettingsKey.bitDepth: .int(12), SettingsKey.isFloat: .bool(false)]))
+                == "AVLinearPCMBitDepthKey must be 8, 16, 24 or 32, not 12")
+        #expect(Self.rejected(Self.with([SettingsKey.bitDepth: .int(16), SettingsKey.isFloat: .bool(true)]))
+                == "AVLinearPCMBitDepthKey must be 32 when AVLinearPCMIsFloatKey is YES, not 16")
+        #expect(Self.rejected(Self.with([SettingsKey.isBigEndian: .string("yes")]))
+                == "AVLinearPCMIsBigEndianKey must be a boolean, not \"yes\"")
+        #expect(Self.rejected(Self.with([SettingsKey.isNonInterleaved: .int(2)]))
+                == "AVLinearPCMIsNonInterleaved must be a boolean, not 2")
+    }
+}
