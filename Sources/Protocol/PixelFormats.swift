@@ -115,3 +115,29 @@ public struct UnsupportedPixelFormat: Sendable, Hashable {
         return number.flatMap { named(FourCC(rawValue: $0)) }
     }
 }
+
+/// The pixel format `trackctl tracks` recommends for a video track: the CoreVideo format whose layout is what the
+/// track's GStreamer decoder produces natively, so videoconvert only repacks (or passes through) and never
+/// converts — cheaper than the `420v` default, and lossless. Derived from the codec code and the
+/// format-description depth only: the track record carries no bit depth or chroma subsampling, so the 4:2:0
+/// codecs are assumed 8-bit (a 10-bit H.264/HEVC/VP9/AV1 source decodes natively to `x420`; 4:2:2/4:4:4 H.264
+/// decodes to planar layouts CoreVideo has no 8-bit code for).
+public enum RecommendedPixelFormat {
+    /// (codecs, recommendation). ProRes 422 decodes to 10-bit 4:2:2 (avdec_prores: I422_10LE), which `v210` holds
+    /// losslessly; ProRes 4444 to 10/12-bit 4:4:4 with optional alpha, which `y416` holds (alpha included).
+    static let table: [(codecs: [FourCC], format: FourCC)] = [
+        (["avc1", "avc3", "hvc1", "hev1", "vp09", "vp08", "av01", "mp4v", "mp2v", "mp1v"], "y420"),
+        (["apco", "apcs", "apcn", "apch"], "v210"),
+        (["ap4h", "ap4x"], "y416"),
+    ]
+    /// Recommendations that keep an alpha channel.
+    static let keepsAlpha: Set<FourCC> = ["y416"]
+
+    /// The recommended format for a video track with this codec and depth (32: the track has alpha), or nil when
+    /// the codec is not in the table or the recommendation would drop the track's alpha.
+    public static func forTrack(codec: FourCC, depth: UInt32) -> PixelFormat? {
+        guard let entry = table.first(where: { $0.codecs.contains(codec) }) else { return nil }
+        if depth == 32 && !keepsAlpha.contains(entry.format) { return nil }
+        return PixelFormat.named(entry.format)
+    }
+}

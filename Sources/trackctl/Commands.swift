@@ -46,7 +46,8 @@ enum Commands {
             return
         }
         print("\(asset.path): duration \(fixed(asset.duration.seconds, 3)) s, \(asset.tracks.count) track(s)")
-        let header = ["ID", "TYPE", "CODEC", "SIZE", "FPS", "DURATION", "START", "RATE", "CH", "DEPTH", "ALPHA", "ROT", "LANG"]
+        let header = ["ID", "TYPE", "CODEC", "SIZE", "FPS", "DURATION", "START", "RATE", "CH", "DEPTH", "ALPHA", "ROT", "LANG",
+                      "PIXFMT"]
         var rows = [header]
         for t in asset.tracks {
             let video = t.mediaType == .video
@@ -62,12 +63,17 @@ enum Commands {
                 video ? (t.hasAlpha ? "yes" : "no") : "-",
                 video ? "\(t.rotation)" : "-",
                 t.languageCode ?? "-",
+                video ? RecommendedPixelFormat.forTrack(codec: t.codec, depth: t.depth)?.code.description ?? "-" : "-",
             ])
         }
         let widths = header.indices.map { c in rows.map { $0[c].count }.max() ?? 0 }
         for row in rows {
             print(row.enumerated().map { $0.element + String(repeating: " ", count: widths[$0.offset] - $0.element.count) }
                 .joined(separator: "  "))
+        }
+        if asset.tracks.contains(where: { $0.mediaType == .video }) {
+            print("PIXFMT: the recommended --pixel-format, the decoder's native layout (a lossless repack, no conversion); "
+                  + "H.264/HEVC/VP9/AV1 are assumed 8-bit 4:2:0 (10-bit 4:2:0 decodes to x420)")
         }
     }
 

@@ -57,6 +57,27 @@ struct TrackctlTests {
         #expect(table.status == 0 && table.text.contains("avc1") && table.text.contains("320x240"))
     }
 
+    /// The PIXFMT column: the decoder's native layout, from the codec and depth; never in --json.
+    @Test func tracksRecommendsThePixelFormat() throws {
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        func recommended(_ file: String) throws -> String? {
+            let r = try daemon.trackctl(["tracks", file])
+            #expect(r.status == 0, "\(r.stderr)")
+            let lines = r.text.split(separator: "\n").map { $0.split(separator: " ").map(String.init) }
+            #expect(lines.dropFirst().first?.last == "PIXFMT", "the last column")
+            #expect(r.text.contains("PIXFMT: the recommended --pixel-format"))
+            return lines.first { $0.count > 1 && $0[1] == "video" }?.last
+        }
+        #expect(try recommended(Media.clip) == "y420")
+        #expect(try recommended(Media.prores422) == "v210")
+        #expect(try recommended(Media.prores4444) == "y416")
+        #expect(RecommendedPixelFormat.forTrack(codec: "avc1", depth: 24)?.code == "y420")
+        #expect(RecommendedPixelFormat.forTrack(codec: "ap4h", depth: 32)?.code == "y416")
+        #expect(RecommendedPixelFormat.forTrack(codec: "avc1", depth: 32) == nil)
+        #expect(RecommendedPixelFormat.forTrack(codec: "????", depth: 24) == nil)
+    }
+
     @Test func jsonReadAndPassthrough() throws {
         let daemon = try Daemon()
         defer { daemon.stop() }
