@@ -103,7 +103,15 @@ enum Commands {
         let passthrough = options.flags.contains("--passthrough")
         let formatName = options.values["--pixel-format"]
         let videoFlags = formatName != nil || options.values["--width"] != nil || options.values["--height"] != nil
+        let overrides = Setting.parseAll(options.repeated["--setting"] ?? [])
+        if passthrough && !overrides.isEmpty {
+            Exit.usageError("--setting asks for decoded output; it cannot be combined with --passthrough")
+        }
+        // Audio keys in --setting choose the audio track as the audio options do (unless video options are given).
+        let settingAudio = !videoFlags && !overrides.keys.contains(where: SettingsKey.videoKeys.contains)
+            && overrides.keys.contains(where: SettingsKey.audioKeys.contains)
         let audio = audioValued.contains { options.values[$0] != nil } || audioFlags.contains { options.flags.contains($0) }
+            || settingAudio
         if passthrough && (videoFlags || audio) {
             Exit.usageError("--passthrough reads samples as stored; it cannot be combined with --pixel-format/--width/--height or the audio options")
         }
@@ -127,6 +135,7 @@ enum Commands {
                 settings![SettingsKey.width] = .int(Int64(width))
                 settings![SettingsKey.height] = .int(Int64(height))
             }
+            settings = Setting.merged(settings!, overrides)
             do {
                 _ = try OutputSettings.validateVideo(settings!)
             } catch {
@@ -138,6 +147,7 @@ enum Commands {
         if !passthrough && !videoFlags && track.mediaType == .audio {
             settings = audioSettings(options)  // an audio track chosen with --track: linear PCM with its defaults
         }
+        if let base = settings, !overrides.isEmpty { settings = Setting.merged(base, overrides) }  // --setting wins
         let decodedAudio = settings != nil && track.mediaType == .audio
         let output: AssetReaderTrackOutput
         do {

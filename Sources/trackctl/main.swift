@@ -14,6 +14,8 @@ let usage = """
       trackctl [--socket PATH] read FILE [--track ID] [--audio-format lpcm] [--sample-rate HZ] [--channels N]
                                [--bit-depth 8|16|24|32] [--float] [--big-endian] [--non-interleaved]
                                [--output PATH|-] [--md5] [--json]
+      trackctl [--socket PATH] read FILE [--track ID] [decoding options above] [--setting KEY=VALUE]...
+                               [--output PATH|-] [--md5] [--json]
       trackctl [--socket PATH] frame FILE --time SECONDS [--track ID] --output OUT.png
       trackctl [--socket PATH] status [--json]
       trackctl read --pixel-format list
@@ -30,6 +32,14 @@ let usage = """
                 little-endian, interleaved. --bit-depth alone is signed integer, --float alone is 32-bit float.
                 --output writes the PCM as delivered (non-interleaved: each buffer's channel planes one after
                 another); --md5 hashes each buffer's bytes; --json adds "frames" per buffer.
+                --setting KEY=VALUE (repeatable) adds any output-settings entry (docs/SETTINGS.md) and replaces
+                the convenience options' entry for the same KEY; it asks for decoded output (not with
+                --passthrough). KEY is the key's string value or Apple's constant name
+                (kCVPixelBufferPixelFormatTypeKey = PixelFormatType). VALUE is, in this order: JSON if it starts
+                with { [ or " (objects, arrays, true/false, numbers: integers when integral, strings; no null);
+                true/false a boolean; an integer, or a decimal number (double); exactly four characters the
+                four-char code's number (BGRA, 420v, lpcm: like Apple's kCVPixelFormatType_32BGRA); else a string.
+                Audio keys (AVSampleRateKey, …) pick the audio track as the audio options do.
       frame     write the exact frame shown at --time as a PNG
       status    show the daemon's state
 
@@ -39,6 +49,7 @@ let usage = """
       trackctl read clip.mp4 --pixel-format y420 --md5
       trackctl read song.flac --bit-depth 24 --output song.s24le
       trackctl read clip.mp4 --sample-rate 22050 --channels 1 --float --output mono.f32le
+      trackctl read clip.mp4 --setting 'PixelFormatType=["v308","BGRA"]' --setting Width=640 --setting Height=360 --md5
       trackctl frame clip.mp4 --time 2.5 --output frame.png
 
     exit status: 0 success, 1 the reader or open failed, 2 usage error, 3 trackd unreachable
@@ -63,9 +74,12 @@ struct Options {
     var positional: [String] = []
     var values: [String: String] = [:]
     var flags: Set<String> = []
+    /// Every value of a repeatable option, in order.
+    var repeated: [String: [String]] = [:]
 
     static let valued: Set<String> = ["--socket", "--track", "--pixel-format", "--width", "--height", "--output", "--time",
                                       "--audio-format", "--sample-rate", "--channels", "--bit-depth"]
+    static let repeatable: Set<String> = ["--setting"]
     static let boolean: Set<String> = ["--passthrough", "--md5", "--json", "--help", "-h", "--float", "--big-endian",
                                        "--non-interleaved"]
 
@@ -73,10 +87,17 @@ struct Options {
         var i = 0
         while i < args.count {
             let a = args[i]
-            if Self.valued.contains(a) {
+            if Self.repeatable.contains(a) {
+                guard i + 1 < args.count else { Exit.usageError("\(a) needs a value") }
+                repeated[a, default: []].append(args[i + 1])
+                i += 2
+            } else if Self.valued.contains(a) {
                 guard i + 1 < args.count else { Exit.usageError("\(a) needs a value") }
                 values[a] = args[i + 1]
                 i += 2
+            } else if let eq = a.firstIndex(of: "="), Self.repeatable.contains(String(a[..<eq])) {
+                repeated[String(a[..<eq]), default: []].append(String(a[a.index(after: eq)...]))
+                i += 1
             } else if let eq = a.firstIndex(of: "="), Self.valued.contains(String(a[..<eq])) {
                 values[String(a[..<eq])] = String(a[a.index(after: eq)...])
                 i += 1

@@ -78,6 +78,51 @@ struct TrackctlTests {
         #expect(RecommendedPixelFormat.forTrack(codec: "????", depth: 24) == nil)
     }
 
+    @Test func settingSendsAnyEntry() throws {
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        func read(_ args: [String]) throws -> Run { try daemon.trackctl(["read", Media.clip] + args) }
+        let unknown = try read(["--setting", "BogusKey=1"])
+        #expect(unknown.status == 1)
+        #expect(unknown.stderr.contains("-11861") && unknown.stderr.contains("invalid keys: BogusKey"))
+
+        let y420 = try read(["--pixel-format", "y420", "--md5"])
+        #expect(y420.status == 0 && y420.text.split(separator: "\n").count == 60)
+        #expect(try read(["--setting", "PixelFormatType=y420", "--md5"]).text == y420.text)
+        // The constant name as key, and --setting replacing --pixel-format's entry.
+        #expect(try read(["--pixel-format", "BGRA", "--setting=kCVPixelBufferPixelFormatTypeKey=y420", "--md5"]).text == y420.text)
+
+        let bgra = try read(["--pixel-format", "BGRA", "--md5"])
+        #expect(bgra.status == 0)
+        let list = try read(["--setting", #"PixelFormatType=["v308","BGRA"]"#, "--md5"])
+        #expect(list.status == 0, "\(list.stderr)")
+        #expect(list.text == bgra.text, "the first supported entry wins")
+        let numbers = try read(["--setting", "PixelFormatType=[\(0x7633_3038), \(0x4247_5241)]", "--md5"])
+        #expect(numbers.text == bgra.text)
+
+        // A nested JSON dictionary and booleans reach the validator as such.
+        let color = try read(["--setting", #"AVVideoColorPropertiesKey={"AVVideoColorPrimariesKey":"ITU_R_709_2","n":[1,2.5]}"#])
+        #expect(color.status == 1)
+        #expect(color.stderr.contains("AVAssetReaderTrackOutput does not currently support AVVideoColorPropertiesKey"))
+        let jsonBool = try read(["--setting", "PixelFormatType=[true]"])
+        #expect(jsonBool.status == 1 && jsonBool.stderr.contains("not true"), "\(jsonBool.stderr)")
+        let width = try read(["--setting", "Width=true", "--setting", "Height=2"])
+        #expect(width.status == 1 && width.stderr.contains("Width must be a number, not true"), "\(width.stderr)")
+        let bigEndian = try read(["--setting", "AVLinearPCMIsBigEndianKey=true", "--md5"])
+        #expect(bigEndian.status == 0, "\(bigEndian.stderr)")
+        let flag = try read(["--big-endian", "--md5"])
+        #expect(flag.status == 0 && bigEndian.text == flag.text)
+        let rate = try read(["--sample-rate", "22050", "--setting", "AVSampleRateKey=8000", "--json"])
+        let frames = rate.text.split(separator: "\n").compactMap {
+            (try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])?["frames"] as? Int
+        }.reduce(0, +)
+        #expect(abs(frames - 16000) < 200, "AVSampleRateKey=8000 wins over --sample-rate 22050: \(frames) frames")
+
+        #expect(try read(["--setting", "Width=2", "--passthrough"]).status == 2)
+        #expect(try read(["--setting", "Width"]).status == 2)
+        #expect(try read(["--setting", #"PixelFormatType=["BGRA""#]).status == 2)
+    }
+
     @Test func jsonReadAndPassthrough() throws {
         let daemon = try Daemon()
         defer { daemon.stop() }
