@@ -14,6 +14,7 @@ public final class AssetReaderTrackOutput: Sendable {
         weak var reader: AssetReader?
         var attached = false
         var alwaysCopiesSampleData = true
+        var supportsRandomAccess = false
         var channel: OutputChannel?
         var requestID: UInt32 = 0
         var format: OutputCreated?
@@ -41,16 +42,35 @@ public final class AssetReaderTrackOutput: Sendable {
     /// When true (the default), each sample's bytes are copied out of shared memory and its slot returned at
     /// once. When false, a SampleBuffer refers to the shared slot directly (no copy) and holds it until the
     /// buffer is released — hold few at a time, the worker waits when you hold them all.
-    public var alwaysCopiesSampleData: Bool {
-        get { state.withLock { $0.alwaysCopiesSampleData } }
-        set {
-            state.withLock { s in
-                precondition(s.channel == nil,
-                             "-[AVAssetReaderOutput setAlwaysCopiesSampleData:] cannot be called after reading has started")
-                s.alwaysCopiesSampleData = newValue
-            }
+    /// Set it with `setAlwaysCopiesSampleData(_:)` before reading starts.
+    public var alwaysCopiesSampleData: Bool { state.withLock { $0.alwaysCopiesSampleData } }
+
+    /// Throws, as AVAssetReaderOutput's setter raises, once the output's reader has started reading.
+    public func setAlwaysCopiesSampleData(_ value: Bool) throws(AssetReaderUsageError) {
+        guard !started else {
+            throw AssetReaderUsageError(.internalInconsistency,
+                                        "-[AVAssetReaderOutput setAlwaysCopiesSampleData:] cannot be called after reading has started")
         }
+        state.withLock { $0.alwaysCopiesSampleData = value }
     }
+
+    /// Whether the output may be reset to other time ranges once it has returned nil
+    /// (`reset(forReadingTimeRanges:)`); then the reader completes only after `markConfigurationAsFinal()`.
+    /// Default false; set it with `setSupportsRandomAccess(_:)` before reading starts.
+    public var supportsRandomAccess: Bool { state.withLock { $0.supportsRandomAccess } }
+
+    /// Throws, as AVAssetReaderOutput's setter raises, once the output's reader has started reading.
+    public func setSupportsRandomAccess(_ value: Bool) throws(AssetReaderUsageError) {
+        guard !started else {
+            throw AssetReaderUsageError(.internalInconsistency,
+                                        "-[AVAssetReaderOutput setSupportsRandomAccess:] cannot be called after reading has started")
+        }
+        state.withLock { $0.supportsRandomAccess = value }
+    }
+
+    /// Reading has started when the output's reader has left `.unknown`. (Lock order is reader, then output:
+    /// the reader's status is read without holding the output's lock.)
+    private var started: Bool { (reader?.status ?? .unknown) != .unknown }
 
     /// The format the worker negotiated, once reading has started.
     public var outputFormat: OutputCreated? { state.withLock { $0.format } }
@@ -58,10 +78,13 @@ public final class AssetReaderTrackOutput: Sendable {
     var reader: AssetReader? { state.withLock { $0.attached ? $0.reader : nil } }
     var isDrained: Bool { state.withLock { $0.drained } }
 
-    func attach(to reader: AssetReader) {
+    /// False when the output already belongs to a reader.
+    func attach(to reader: AssetReader) -> Bool {
         state.withLock { s in
+            guard !s.attached else { return false }
             s.reader = reader
             s.attached = true
+            return true
         }
     }
 
@@ -90,12 +113,13 @@ public final class AssetReaderTrackOutput: Sendable {
 
     /// The next sample, or nil at the end, after a failure, or after cancelling; then check the reader's
     /// `status` and `error`. Blocks until the worker has the sample ready.
-    public func copyNextSampleBuffer() -> SampleBuffer? {
+    /// Throws (as AVFoundation raises) when the output was not added to a reader that has started reading.
+    public func copyNextSampleBuffer() throws(AssetReaderUsageError) -> SampleBuffer? {
         let (channel, reader, copies, drained, format) = state.withLock { s in
             (s.channel, s.attached ? s.reader : nil, s.alwaysCopiesSampleData, s.drained, s.format)
         }
         guard let reader, reader.status != .unknown else {
-            preconditionFailure("-[AVAssetReaderTrackOutput copyNextSampleBuffer] cannot copy next sample buffer before adding this output to an instance of AVAssetReader (using -addOutput:) and calling -startReading on that asset reader")
+            throw AssetReaderUsageError(.internalInconsistency, "-[AVAssetReaderTrackOutput copyNextSampleBuffer] cannot copy next sample buffer before adding this output to an instance of AVAssetReader (using -addOutput:) and calling -startReading on that asset reader")
         }
         guard reader.status == .reading, !drained, let channel, let format else { return nil }
         switch channel.next() {

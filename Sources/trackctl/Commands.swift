@@ -139,10 +139,13 @@ enum Commands {
         } catch {
             Exit.failed(error)
         }
-        output.alwaysCopiesSampleData = false
         let reader = AssetReader(asset: asset)
-        reader.add(output)
-        guard reader.startReading() else { Exit.failed(reader.error ?? TrackError(.unknown, "startReading failed")) }
+        let started = misuse { () throws(AssetReaderUsageError) -> Bool in
+            try output.setAlwaysCopiesSampleData(false)
+            try reader.add(output)
+            return try reader.startReading()
+        }
+        guard started else { Exit.failed(reader.error ?? TrackError(.unknown, "startReading failed")) }
 
         let md5 = options.flags.contains("--md5"), json = options.flags.contains("--json")
         var sink: UnsafeMutablePointer<FILE>?
@@ -157,7 +160,7 @@ enum Commands {
         let total = asset.duration.seconds
         let start = monotonicSeconds()
         var index = 0, bytes = 0, frames = 0
-        while let sample = output.copyNextSampleBuffer() {
+        while let sample = misuse({ () throws(AssetReaderUsageError) in try output.copyNextSampleBuffer() }) {
             if decodedAudio { frames += sample.numberOfSamples }
             var digest = md5 || json ? MD5Digest() : nil
             var size = 0
@@ -306,5 +309,14 @@ enum Commands {
 extension String {
     func padding(_ n: Int, with c: Character = " ") -> String {
         count >= n ? self + " " : self + String(repeating: c, count: n - count)
+    }
+}
+
+/// TrackClient misuse is a bug in trackctl: report AVFoundation's message and fail.
+func misuse<T>(_ body: () throws(AssetReaderUsageError) -> T) -> T {
+    do {
+        return try body()
+    } catch {
+        Exit.failed(TrackError(.unknown, "internal error: \(error)"))
     }
 }
