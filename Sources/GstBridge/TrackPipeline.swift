@@ -213,14 +213,35 @@ public final class TrackPipeline: @unchecked Sendable {
 
     /// The seek for a time range: nil when it is everything from 0 (no seek needed). Positions in nanoseconds.
     static func seekRange(_ range: MediaTimeRange) -> (start: Int64, stop: Int64?)? {
+        let bounds = seekBounds(range)
+        if bounds.start == 0 && bounds.stop == nil { return nil }
+        return bounds
+    }
+
+    static func seekBounds(_ range: MediaTimeRange) -> (start: Int64, stop: Int64?) {
         let start = max(0, range.start.nanoseconds ?? 0)
         var stop: Int64?
         if let d = range.duration.nanoseconds, !range.duration.isPositiveInfinity {
             let (sum, overflow) = start.addingReportingOverflow(max(0, d))
             stop = overflow ? nil : sum
         }
-        if start == 0 && stop == nil { return nil }
         return (start, stop)
+    }
+
+    /// Random access: after the end of a range (pull returned .endOfStream), flush-seeks the running pipeline to
+    /// `range` (ACCURATE, stop at its end), so that pull delivers exactly that range's samples, then
+    /// .endOfStream again. Call from the pulling thread.
+    public func seek(to range: MediaTimeRange) throws(TrackError) {
+        if let failure { throw failure }
+        let bounds = Self.seekBounds(range)
+        let flags = GST_SEEK_FLAG_FLUSH.rawValue | GST_SEEK_FLAG_ACCURATE.rawValue
+        let ok = gst_element_seek(pipeline.element, 1.0, GST_FORMAT_TIME, GstSeekFlags(rawValue: flags),
+                                  GST_SEEK_TYPE_SET, gint64(bounds.start),
+                                  GST_SEEK_TYPE_SET, gint64(bounds.stop ?? -1))  // -1: to the end (NONE would keep the last stop)
+        guard ok != 0 else {
+            throw pipeline.popError(context: "Reading failed")
+                ?? TrackError(.operationNotSupportedForAsset, "the demuxer refused to seek to \(range.start)")
+        }
     }
 
     private static func negotiatedFormat(sink: ElementPtr, mode: OutputMode) -> OutputFormat {

@@ -116,10 +116,11 @@ public final class AssetReader: Sendable {
         }
     }
 
-    /// Called when an output has returned its last sample; the reader completes when every output has.
+    /// Called when an output has returned nil at the end of its data, or was marked final; the reader completes
+    /// when every output has returned nil and every random-access output was marked final.
     func outputCompleted() {
         let outputs = self.outputs
-        guard outputs.allSatisfy({ $0.isDrained }) else { return }
+        guard outputs.allSatisfy({ $0.isDone }) else { return }
         state.withLock { s in
             if s.status == .reading { s.status = .completed }
         }

@@ -18,7 +18,10 @@ public final class AssetReaderTrackOutput: Sendable {
         var channel: OutputChannel?
         var requestID: UInt32 = 0
         var format: OutputCreated?
+        /// copyNextSampleBuffer returned nil (end of data, failure, or, with random access, end of the ranges).
         var drained = false
+        /// markConfigurationAsFinal() was called.
+        var finalized = false
     }
 
     /// Validates the settings as AVAssetReaderTrackOutput's initializer does, and throws the same messages
@@ -77,6 +80,8 @@ public final class AssetReaderTrackOutput: Sendable {
 
     var reader: AssetReader? { state.withLock { $0.attached ? $0.reader : nil } }
     var isDrained: Bool { state.withLock { $0.drained } }
+    /// Drained, and (random access) marked final: what the reader waits for to complete.
+    var isDone: Bool { state.withLock { $0.drained && (!$0.supportsRandomAccess || $0.finalized) } }
 
     /// False when the output already belongs to a reader.
     func attach(to reader: AssetReader) -> Bool {
@@ -92,8 +97,10 @@ public final class AssetReaderTrackOutput: Sendable {
         guard let reader else { return }
         let asset = reader.asset
         let channel = OutputChannel(connection: asset.connection)
+        let (randomAccess, finalized) = state.withLock { ($0.supportsRandomAccess, $0.finalized) }
         let (reply, _) = try asset.connection.request(
-            .createOutput(CreateOutput(assetID: asset.assetID, trackID: track.trackID, timeRange: range, settings: outputSettings)),
+            .createOutput(CreateOutput(assetID: asset.assetID, trackID: track.trackID, timeRange: range, settings: outputSettings,
+                                       supportsRandomAccess: randomAccess)),
             channel: channel)
         guard case .outputCreated(let created) = reply else {
             throw TrackError(.protocolViolation, "trackd answered CreateOutput with \(reply.type)")
@@ -103,6 +110,57 @@ public final class AssetReaderTrackOutput: Sendable {
             s.channel = channel
             s.format = created
         }
+        if randomAccess && finalized { asset.connection.post(.finishOutput(outputID: created.outputID)) }
+    }
+
+    static let resetPrefix = "-[AVAssetReaderOutput resetForReadingTimeRanges:] "
+
+    /// Reads `timeRanges` next, in order, once every sample so far was read (copyNextSampleBuffer returned nil):
+    /// copyNextSampleBuffer then returns the samples of each range in turn, and nil after the last. Requires
+    /// `supportsRandomAccess`. The ranges replace the reader's `timeRange`. Throws AVFoundation's exceptions,
+    /// checked in its order: each range has a numeric start and a duration ≥ 0 or +infinity, and starts at or after
+    /// the end of the one before (touching is allowed); reading has started; all samples were read; the reader
+    /// has not failed; supportsRandomAccess; not yet marked final.
+    public func reset(forReadingTimeRanges timeRanges: [MediaTimeRange]) throws(AssetReaderUsageError) {
+        func invalid(_ text: String) -> AssetReaderUsageError { AssetReaderUsageError(.invalidArgument, Self.resetPrefix + text) }
+        func inconsistent(_ text: String) -> AssetReaderUsageError { AssetReaderUsageError(.internalInconsistency, Self.resetPrefix + text) }
+        guard !timeRanges.isEmpty else { throw invalid("time ranges must not be empty") }
+        for (i, range) in timeRanges.enumerated() {
+            guard range.start.isNumeric else { throw invalid("time range \(i) has a start that is not numeric") }
+            guard range.duration.isPositiveInfinity || (range.duration.isNumeric && range.duration.value >= 0) else {
+                throw invalid("time range \(i) has a negative or non-numeric duration")
+            }
+            if i > 0 && !timeRanges[i - 1].ends(atOrBefore: range.start) {
+                throw invalid("time ranges must be in ascending order and must not overlap (time range \(i) starts before time range \(i - 1) ends)")
+            }
+        }
+        let reader = self.reader
+        let status = reader?.status ?? .unknown
+        let channel = try state.withLock { (s: inout State) throws(AssetReaderUsageError) -> OutputChannel? in
+            guard status != .unknown else { throw inconsistent("cannot be called before reading has started") }
+            guard s.drained else {
+                throw inconsistent("cannot be called until all samples have been read (i.e. copyNextSampleBuffer returns NULL)")
+            }
+            guard status != .failed else { throw inconsistent("cannot be called after the asset reader has failed") }
+            guard s.supportsRandomAccess else { throw inconsistent("cannot be called without setting supportsRandomAccess to YES") }
+            guard !s.finalized else { throw inconsistent("cannot be called after calling markConfigurationAsFinal") }
+            guard status == .reading, let channel = s.channel else { return nil }  // cancelled: nothing to read
+            s.drained = false
+            return channel
+        }
+        if let channel { channel.connection.post(.resetOutput(outputID: channel.outputID, ranges: timeRanges)) }
+    }
+
+    /// No more resets will follow: with random access, the reader can complete once this output has returned nil
+    /// (at once, if it already has). Never throws; calling it again does nothing.
+    public func markConfigurationAsFinal() {
+        let (first, channel, done) = state.withLock { s -> (Bool, OutputChannel?, Bool) in
+            defer { s.finalized = true }
+            return (!s.finalized, s.supportsRandomAccess ? s.channel : nil, s.drained)
+        }
+        guard first else { return }
+        if let channel { channel.connection.post(.finishOutput(outputID: channel.outputID)) }
+        if done { reader?.outputCompleted() }
     }
 
     func stop() {
@@ -139,6 +197,10 @@ public final class AssetReaderTrackOutput: Sendable {
         case .failed(let error):
             state.withLock { $0.drained = true }
             reader.fail(error)
+            return nil
+        case .rangeEnded:
+            state.withLock { $0.drained = true }
+            reader.outputCompleted()  // completes the reader if this output was marked final meanwhile
             return nil
         }
     }
