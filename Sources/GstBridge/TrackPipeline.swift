@@ -401,6 +401,10 @@ public final class PulledSample: @unchecked Sendable {
     public let duration: MediaTime
     /// !GST_BUFFER_FLAG_DELTA_UNIT
     public let isSync: Bool
+    /// GST_BUFFER_FLAG_DISCONT: the first buffer after a discontinuity (a seek, a gap).
+    public let isDiscontinuity: Bool
+    /// GST_BUFFER_FLAG_DROPPABLE: no other buffer depends on this one.
+    public let isDroppable: Bool
     /// Pixel format code (decode) or codec code (passthrough).
     public let format: FourCC
     public let width: UInt32
@@ -436,6 +440,9 @@ public final class PulledSample: @unchecked Sendable {
         decodeTime = streamTime(swift_gst_buffer_dts(buffer), segment: segment)
         duration = mediaTime(length)
         isSync = swift_gst_buffer_is_delta_unit(buffer) == 0
+        let flags = buffer.pointee.mini_object.flags
+        isDiscontinuity = flags & GST_BUFFER_FLAG_DISCONT.rawValue != 0
+        isDroppable = flags & GST_BUFFER_FLAG_DROPPABLE.rawValue != 0
         self.format = format
         self.width = width
         self.height = height

@@ -151,6 +151,10 @@ public struct SlotRef: Sendable, Hashable {
 public struct Sample: Sendable, Equatable {
     public static let flagSync: UInt32 = 1
     public static let flagHasDecodeTime: UInt32 = 2
+    /// The first sample after a discontinuity in the stream (GST_BUFFER_FLAG_DISCONT): after a seek or a gap.
+    public static let flagDiscontinuity: UInt32 = 4
+    /// No other sample depends on this one (GST_BUFFER_FLAG_DROPPABLE): IsDependedOnByOthers is false.
+    public static let flagDroppable: UInt32 = 8
 
     public var outputID: UInt32
     public var slot: SlotRef

@@ -130,4 +130,48 @@ struct RandomAccessTests {
         }
         #expect(reader.status == .completed)
     }
+
+    /// Sample attachments: the first decoded frame of the read and of each range after a reset is a
+    /// discontinuity, no other is; decoded frames depend on no others. Passthrough: DependsOnOthers is the
+    /// complement of the stored key-frame flag (ffprobe), and only non-sync samples can be marked droppable.
+    @Test func attachments() throws {
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        let asset = try Asset(path: Media.clip, socketPath: daemon.socketPath)
+        let track = try #require(asset.tracks(withMediaType: .video).first)
+        let output = try AssetReaderTrackOutput(track: track, outputSettings: [:])
+        try output.setSupportsRandomAccess(true)
+        let reader = AssetReader(asset: asset)
+        try reader.add(output)
+        try reader.setTimeRange(range(0.2, 0.4))
+        #expect(try reader.startReading())
+        func flags() throws -> [Bool] {
+            var d: [Bool] = []
+            while let s = try output.copyNextSampleBuffer() {
+                #expect(!s.dependsOnOthers && s.isDependedOnByOthers == nil)
+                d.append(s.isDiscontinuity)
+            }
+            return d
+        }
+        let first = try flags()
+        #expect(first.first == true && first.dropFirst().allSatisfy { !$0 } && first.count == 6, "\(first)")
+        try output.reset(forReadingTimeRanges: [range(0.5, 0.7), range(1.21, 1.4)])
+        let two = try flags()
+        #expect(two == [true] + Array(repeating: false, count: 5) + [true] + Array(repeating: false, count: 5), "\(two)")
+        output.markConfigurationAsFinal()
+        #expect(reader.status == .completed)
+
+        let passthrough = try AssetReaderTrackOutput(track: track, outputSettings: nil)
+        let stored = AssetReader(asset: asset)
+        try stored.add(passthrough)
+        #expect(try stored.startReading())
+        var got: [(depends: Bool, dependedOn: Bool?)] = []
+        while let s = try passthrough.copyNextSampleBuffer() { got.append((s.dependsOnOthers, s.isDependedOnByOthers)) }
+        let packets = try Oracle.packets(Media.clip)
+        #expect(got.count == packets.count)
+        for (g, p) in zip(got, packets) {
+            #expect(g.depends == !p.key)
+            #expect(g.dependedOn == nil || (g.dependedOn == false && !p.key))
+        }
+    }
 }

@@ -87,6 +87,11 @@ import Testing
                 == [4, 0, 0, 0, 0x0b, 0x80, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0])
     }
 
+    /// §9 Sample flags bits.
+    @Test func sampleFlagBits() {
+        #expect(Sample.flagSync == 1 && Sample.flagHasDecodeTime == 2 && Sample.flagDiscontinuity == 4 && Sample.flagDroppable == 8)
+    }
+
     @Test func fdCounts() {
         for type in MessageType.allCases {
             let expected = [.openAsset, .poolAdded, .image].contains(type) ? 1 : 0

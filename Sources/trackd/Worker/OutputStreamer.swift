@@ -167,6 +167,8 @@ final class OutputStreamer: Sendable {
                 stats.bytesCopied.add(UInt64(sample.size), ordering: .relaxed)
                 var flags: UInt32 = sample.isSync ? Protocol.Sample.flagSync : 0
                 if sample.decodeTime.isValid { flags |= Protocol.Sample.flagHasDecodeTime }
+                if sample.isDiscontinuity { flags |= Protocol.Sample.flagDiscontinuity }
+                if sample.isDroppable { flags |= Protocol.Sample.flagDroppable }
                 send(.sample(Protocol.Sample(
                     outputID: id, slot: SlotRef(poolID: poolID, slot: slot), length: UInt64(sample.size),
                     presentationTime: sample.presentationTime, decodeTime: sample.decodeTime, duration: sample.duration,
