@@ -213,14 +213,35 @@ public final class TrackPipeline: @unchecked Sendable {
 
     /// The seek for a time range: nil when it is everything from 0 (no seek needed). Positions in nanoseconds.
     static func seekRange(_ range: MediaTimeRange) -> (start: Int64, stop: Int64?)? {
+        let bounds = seekBounds(range)
+        if bounds.start == 0 && bounds.stop == nil { return nil }
+        return bounds
+    }
+
+    static func seekBounds(_ range: MediaTimeRange) -> (start: Int64, stop: Int64?) {
         let start = max(0, range.start.nanoseconds ?? 0)
         var stop: Int64?
         if let d = range.duration.nanoseconds, !range.duration.isPositiveInfinity {
             let (sum, overflow) = start.addingReportingOverflow(max(0, d))
             stop = overflow ? nil : sum
         }
-        if start == 0 && stop == nil { return nil }
         return (start, stop)
+    }
+
+    /// Random access: after the end of a range (pull returned .endOfStream), flush-seeks the running pipeline to
+    /// `range` (ACCURATE, stop at its end), so that pull delivers exactly that range's samples, then
+    /// .endOfStream again. Call from the pulling thread.
+    public func seek(to range: MediaTimeRange) throws(TrackError) {
+        if let failure { throw failure }
+        let bounds = Self.seekBounds(range)
+        let flags = GST_SEEK_FLAG_FLUSH.rawValue | GST_SEEK_FLAG_ACCURATE.rawValue
+        let ok = gst_element_seek(pipeline.element, 1.0, GST_FORMAT_TIME, GstSeekFlags(rawValue: flags),
+                                  GST_SEEK_TYPE_SET, gint64(bounds.start),
+                                  GST_SEEK_TYPE_SET, gint64(bounds.stop ?? -1))  // -1: to the end (NONE would keep the last stop)
+        guard ok != 0 else {
+            throw pipeline.popError(context: "Reading failed")
+                ?? TrackError(.operationNotSupportedForAsset, "the demuxer refused to seek to \(range.start)")
+        }
     }
 
     private static func negotiatedFormat(sink: ElementPtr, mode: OutputMode) -> OutputFormat {
@@ -380,6 +401,10 @@ public final class PulledSample: @unchecked Sendable {
     public let duration: MediaTime
     /// !GST_BUFFER_FLAG_DELTA_UNIT
     public let isSync: Bool
+    /// GST_BUFFER_FLAG_DISCONT: the first buffer after a discontinuity (a seek, a gap).
+    public let isDiscontinuity: Bool
+    /// GST_BUFFER_FLAG_DROPPABLE: no other buffer depends on this one.
+    public let isDroppable: Bool
     /// Pixel format code (decode) or codec code (passthrough).
     public let format: FourCC
     public let width: UInt32
@@ -415,6 +440,9 @@ public final class PulledSample: @unchecked Sendable {
         decodeTime = streamTime(swift_gst_buffer_dts(buffer), segment: segment)
         duration = mediaTime(length)
         isSync = swift_gst_buffer_is_delta_unit(buffer) == 0
+        let flags = buffer.pointee.mini_object.flags
+        isDiscontinuity = flags & GST_BUFFER_FLAG_DISCONT.rawValue != 0
+        isDroppable = flags & GST_BUFFER_FLAG_DROPPABLE.rawValue != 0
         self.format = format
         self.width = width
         self.height = height

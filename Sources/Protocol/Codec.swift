@@ -23,13 +23,21 @@ public enum Codec {
             w.string(h.clientName)
         case .openAsset(let name):
             w.string(name)
-        case .closeAsset(let id), .cancelOutput(let id):
+        case .closeAsset(let id), .cancelOutput(let id), .finishOutput(let id), .rangeEnded(let id):
             w.u32(id)
+        case .resetOutput(let outputID, let ranges):
+            w.u32(outputID)
+            w.u16(UInt16(min(ranges.count, Wire.maxResetRanges)))
+            for range in ranges.prefix(Wire.maxResetRanges) {
+                w.time(range.start)
+                w.time(range.duration)
+            }
         case .createOutput(let c):
             w.u32(c.assetID)
             w.u32(c.trackID)
             w.time(c.timeRange.start)
             w.time(c.timeRange.duration)
+            w.u8(c.supportsRandomAccess ? CreateOutput.flagSupportsRandomAccess : 0)
             if let settings = c.settings {
                 w.u8(1)
                 encodeDictionary(settings, into: &w)
@@ -151,13 +159,31 @@ public enum Codec {
             let assetID = try r.u32("createOutput.assetID")
             let trackID = try r.u32("createOutput.trackID")
             let range = MediaTimeRange(start: try r.time("createOutput.start"), duration: try r.time("createOutput.duration"))
+            let flags = try r.u8("createOutput.flags")
+            guard flags & ~CreateOutput.flagSupportsRandomAccess == 0 else {
+                throw TrackError(.protocolViolation, "createOutput.flags: unknown bits in 0x\(String(flags, radix: 16))")
+            }
             let settings: [String: SettingValue]?
             switch try r.u8("createOutput.hasSettings") {
             case 0: settings = nil
             case 1: settings = try decodeDictionary(&r, depth: 1)
             case let v: throw TrackError(.protocolViolation, "createOutput.hasSettings: \(v) is neither 0 nor 1")
             }
-            message = .createOutput(CreateOutput(assetID: assetID, trackID: trackID, timeRange: range, settings: settings))
+            message = .createOutput(CreateOutput(assetID: assetID, trackID: trackID, timeRange: range, settings: settings,
+                                                 supportsRandomAccess: flags & CreateOutput.flagSupportsRandomAccess != 0))
+        case .resetOutput:
+            let outputID = try r.u32("resetOutput.outputID")
+            let n = try r.count("resetOutput.count", max: Wire.maxResetRanges)
+            guard n > 0 else { throw TrackError(.protocolViolation, "resetOutput.count: 0; at least one range is required") }
+            var ranges: [MediaTimeRange] = []
+            for _ in 0..<n {
+                ranges.append(MediaTimeRange(start: try r.time("resetOutput.start"), duration: try r.time("resetOutput.duration")))
+            }
+            message = .resetOutput(outputID: outputID, ranges: ranges)
+        case .finishOutput:
+            message = .finishOutput(outputID: try r.u32("finishOutput.outputID"))
+        case .rangeEnded:
+            message = .rangeEnded(outputID: try r.u32("rangeEnded.outputID"))
         case .releaseSlots:
             let outputID = try r.u32("releaseSlots.outputID")
             let n = try r.count("releaseSlots.count", max: Wire.maxSlotsPerRelease)

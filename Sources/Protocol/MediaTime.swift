@@ -84,3 +84,27 @@ public struct MediaTimeRange: Sendable, Hashable {
     /// AVAssetReader's default: from zero to positive infinity.
     public static let everything = MediaTimeRange(start: .zero, duration: .positiveInfinity)
 }
+
+extension MediaTimeRange {
+    /// Numeric start ≥ 0 and a duration that is numeric ≥ 0 or +infinity: a range CreateOutput and ResetOutput accept.
+    public var isValidReadingRange: Bool {
+        start.isNumeric && start.value >= 0
+            && (duration.isPositiveInfinity || (duration.isNumeric && duration.value >= 0))
+    }
+
+    /// Whether this range ends at or before `time` (exactly, in rational arithmetic). False when the range is
+    /// infinite or either is not numeric.
+    public func ends(atOrBefore time: MediaTime) -> Bool {
+        guard start.isNumeric, duration.isNumeric, time.isNumeric else { return false }
+        let (ts, td, tt) = (Int128(start.timescale), Int128(duration.timescale), Int128(time.timescale))
+        // start.v/ts + duration.v/td <= time.v/tt, all timescales > 0
+        return Int128(start.value) * td * tt + Int128(duration.value) * ts * tt <= Int128(time.value) * ts * td
+    }
+
+    /// ResetOutput's list (and reset(forReadingTimeRanges:)'s): valid ranges, each starting at or after the end
+    /// of the one before (touching is allowed).
+    public static func areAscendingAndDisjoint(_ ranges: [MediaTimeRange]) -> Bool {
+        guard ranges.allSatisfy(\.isValidReadingRange) else { return false }
+        return zip(ranges, ranges.dropFirst()).allSatisfy { $0.ends(atOrBefore: $1.start) }
+    }
+}

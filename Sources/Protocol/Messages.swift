@@ -9,6 +9,8 @@ public enum MessageType: UInt16, Sendable, CaseIterable {
     case cancelOutput = 0x0006
     case generateImage = 0x0007
     case getStatus = 0x0008
+    case resetOutput = 0x0009
+    case finishOutput = 0x000A
     // worker → client
     case helloReply = 0x8001
     case assetOpened = 0x8002
@@ -20,6 +22,7 @@ public enum MessageType: UInt16, Sendable, CaseIterable {
     case outputFinished = 0x8008
     case image = 0x8009
     case status = 0x800A
+    case rangeEnded = 0x800B
     case error = 0x80FF
 
     /// The exact number of descriptors a message of this type carries. Any other count is a protocol error.
@@ -83,12 +86,20 @@ public struct CreateOutput: Sendable, Equatable {
     public var timeRange: MediaTimeRange
     /// nil: passthrough (samples as stored). Otherwise the output-settings dictionary.
     public var settings: [String: SettingValue]?
+    /// AVAssetReaderOutput.supportsRandomAccess: the output ends each batch of ranges with RangeEnded and waits
+    /// for ResetOutput or FinishOutput instead of finishing.
+    public var supportsRandomAccess: Bool
 
-    public init(assetID: UInt32, trackID: UInt32, timeRange: MediaTimeRange, settings: [String: SettingValue]?) {
+    /// Bits of the `flags` byte.
+    public static let flagSupportsRandomAccess: UInt8 = 1
+
+    public init(assetID: UInt32, trackID: UInt32, timeRange: MediaTimeRange, settings: [String: SettingValue]?,
+                supportsRandomAccess: Bool = false) {
         self.assetID = assetID
         self.trackID = trackID
         self.timeRange = timeRange
         self.settings = settings
+        self.supportsRandomAccess = supportsRandomAccess
     }
 }
 
@@ -140,6 +151,10 @@ public struct SlotRef: Sendable, Hashable {
 public struct Sample: Sendable, Equatable {
     public static let flagSync: UInt32 = 1
     public static let flagHasDecodeTime: UInt32 = 2
+    /// The first sample after a discontinuity in the stream (GST_BUFFER_FLAG_DISCONT): after a seek or a gap.
+    public static let flagDiscontinuity: UInt32 = 4
+    /// No other sample depends on this one (GST_BUFFER_FLAG_DROPPABLE): IsDependedOnByOthers is false.
+    public static let flagDroppable: UInt32 = 8
 
     public var outputID: UInt32
     public var slot: SlotRef
@@ -268,6 +283,10 @@ public enum Message: Sendable, Equatable {
     case cancelOutput(outputID: UInt32)
     case generateImage(GenerateImage)
     case getStatus
+    /// Reads `ranges` next, in order (a random-access output that sent RangeEnded).
+    case resetOutput(outputID: UInt32, ranges: [MediaTimeRange])
+    /// markConfigurationAsFinal: the output completes at the end of its current ranges.
+    case finishOutput(outputID: UInt32)
     case helloReply(HelloReply)
     case assetOpened(AssetOpened)
     case ack
@@ -278,6 +297,8 @@ public enum Message: Sendable, Equatable {
     case outputFinished(OutputFinished)
     case image(ImageReady)
     case status(StatusReport)
+    /// A random-access output delivered every sample of its ranges and waits for ResetOutput or FinishOutput.
+    case rangeEnded(outputID: UInt32)
     case error(TrackError)
 
     public var type: MessageType {
@@ -290,6 +311,8 @@ public enum Message: Sendable, Equatable {
         case .cancelOutput: .cancelOutput
         case .generateImage: .generateImage
         case .getStatus: .getStatus
+        case .resetOutput: .resetOutput
+        case .finishOutput: .finishOutput
         case .helloReply: .helloReply
         case .assetOpened: .assetOpened
         case .ack: .ack
@@ -300,6 +323,7 @@ public enum Message: Sendable, Equatable {
         case .outputFinished: .outputFinished
         case .image: .image
         case .status: .status
+        case .rangeEnded: .rangeEnded
         case .error: .error
         }
     }

@@ -142,6 +142,7 @@ public enum Wire {
     public static let maxTracks = 256
     public static let maxPlanes = 4
     public static let maxSlotsPerRelease = 1024
+    public static let maxResetRanges = 256
     public static let maxSettingsDepth = 8
     public static let maxSettingsItems = 256
     public static let maxCodecConfig = 64 * 1024

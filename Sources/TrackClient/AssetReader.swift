@@ -4,8 +4,8 @@ import Synchronization
 /// Reads samples from an asset's tracks, like AVAssetReader: add outputs, call `startReading()`, then pull from
 /// each output with `copyNextSampleBuffer()` until it returns nil, and check `status` and `error`.
 ///
-/// Misuse AVFoundation answers with an exception (adding after start, copying before start …) stops the program
-/// here with the same message, as an uncaught NSException would. Thread-safe, but as with AVAssetReader,
+/// Misuse AVFoundation answers with an exception (adding after start, copying before start …) throws
+/// `AssetReaderUsageError` here with the same message. Thread-safe, but as with AVAssetReader,
 /// `cancelReading()` must not race with `copyNextSampleBuffer()` on the same output.
 public final class AssetReader: Sendable {
     public enum Status: Int, Sendable {
@@ -31,14 +31,16 @@ public final class AssetReader: Sendable {
     public var error: TrackError? { state.withLock { $0.error } }
     public var outputs: [AssetReaderTrackOutput] { state.withLock { $0.outputs } }
 
-    /// The range to read; defaults to everything. Cannot change after reading has started.
-    public var timeRange: MediaTimeRange {
-        get { state.withLock { $0.timeRange } }
-        set {
-            state.withLock { s in
-                precondition(s.status == .unknown, "-[AVAssetReader setTimeRange:] cannot be called after reading has started")
-                s.timeRange = newValue
+    /// The range to read; defaults to everything. Set it with `setTimeRange(_:)` before reading starts.
+    public var timeRange: MediaTimeRange { state.withLock { $0.timeRange } }
+
+    /// Throws, as AVAssetReader's setter raises, after reading has started.
+    public func setTimeRange(_ range: MediaTimeRange) throws(AssetReaderUsageError) {
+        try state.withLock { (s: inout State) throws(AssetReaderUsageError) in
+            guard s.status == .unknown else {
+                throw AssetReaderUsageError(.internalInconsistency, "-[AVAssetReader setTimeRange:] cannot be called after reading has started")
             }
+            s.timeRange = range
         }
     }
 
@@ -48,24 +50,35 @@ public final class AssetReader: Sendable {
         }
     }
 
-    public func add(_ output: AssetReaderTrackOutput) {
-        state.withLock { s in
-            precondition(!s.outputs.contains { $0 === output },
-                         "-[AVAssetReader addOutput:] cannot add an output that has already been added to the receiver")
-            precondition(s.status == .unknown, "-[AVAssetReader addOutput:] cannot add an output after reading has started")
-            precondition(output.reader == nil,
-                         "-[AVAssetReader addOutput:] cannot add an output that has already been added to another AVAssetReader")
+    /// Throws AVAssetReader's exceptions: the output was already added here, reading has started, or the output
+    /// belongs to another reader (checked in that order).
+    public func add(_ output: AssetReaderTrackOutput) throws(AssetReaderUsageError) {
+        try state.withLock { (s: inout State) throws(AssetReaderUsageError) in
+            guard !s.outputs.contains(where: { $0 === output }) else {
+                throw AssetReaderUsageError(.internalInconsistency,
+                                            "-[AVAssetReader addOutput:] cannot add an output that has already been added to the receiver")
+            }
+            guard s.status == .unknown else {
+                throw AssetReaderUsageError(.internalInconsistency, "-[AVAssetReader addOutput:] cannot add an output after reading has started")
+            }
+            guard output.attach(to: self) else {
+                throw AssetReaderUsageError(.internalInconsistency,
+                                            "-[AVAssetReader addOutput:] cannot add an output that has already been added to another AVAssetReader")
+            }
             s.outputs.append(output)
         }
-        output.attach(to: self)
     }
 
     /// Starts every output's pipeline in the worker. Returns false, with `status` failed and `error` set, when
-    /// any output cannot start (undecodable track, unsupported settings, lost connection).
+    /// any output cannot start (undecodable track, unsupported settings, lost connection). Throws when called
+    /// again after reading has started (AVAssetReader raises).
     @discardableResult
-    public func startReading() -> Bool {
-        let (outputs, range) = state.withLock { s in
-            precondition(s.status == .unknown, "-[AVAssetReader startReading] cannot be called again after reading has already started")
+    public func startReading() throws(AssetReaderUsageError) -> Bool {
+        let (outputs, range) = try state.withLock { (s: inout State) throws(AssetReaderUsageError) in
+            guard s.status == .unknown else {
+                throw AssetReaderUsageError(.internalInconsistency,
+                                            "-[AVAssetReader startReading] cannot be called again after reading has already started")
+            }
             s.status = .reading
             return (s.outputs, s.timeRange)
         }
@@ -103,10 +116,11 @@ public final class AssetReader: Sendable {
         }
     }
 
-    /// Called when an output has returned its last sample; the reader completes when every output has.
+    /// Called when an output has returned nil at the end of its data, or was marked final; the reader completes
+    /// when every output has returned nil and every random-access output was marked final.
     func outputCompleted() {
         let outputs = self.outputs
-        guard outputs.allSatisfy({ $0.isDrained }) else { return }
+        guard outputs.allSatisfy({ $0.isDone }) else { return }
         state.withLock { s in
             if s.status == .reading { s.status = .completed }
         }

@@ -14,10 +14,14 @@ public final class AssetReaderTrackOutput: Sendable {
         weak var reader: AssetReader?
         var attached = false
         var alwaysCopiesSampleData = true
+        var supportsRandomAccess = false
         var channel: OutputChannel?
         var requestID: UInt32 = 0
         var format: OutputCreated?
+        /// copyNextSampleBuffer returned nil (end of data, failure, or, with random access, end of the ranges).
         var drained = false
+        /// markConfigurationAsFinal() was called.
+        var finalized = false
     }
 
     /// Validates the settings as AVAssetReaderTrackOutput's initializer does, and throws the same messages
@@ -41,27 +45,51 @@ public final class AssetReaderTrackOutput: Sendable {
     /// When true (the default), each sample's bytes are copied out of shared memory and its slot returned at
     /// once. When false, a SampleBuffer refers to the shared slot directly (no copy) and holds it until the
     /// buffer is released — hold few at a time, the worker waits when you hold them all.
-    public var alwaysCopiesSampleData: Bool {
-        get { state.withLock { $0.alwaysCopiesSampleData } }
-        set {
-            state.withLock { s in
-                precondition(s.channel == nil,
-                             "-[AVAssetReaderOutput setAlwaysCopiesSampleData:] cannot be called after reading has started")
-                s.alwaysCopiesSampleData = newValue
-            }
+    /// Set it with `setAlwaysCopiesSampleData(_:)` before reading starts.
+    public var alwaysCopiesSampleData: Bool { state.withLock { $0.alwaysCopiesSampleData } }
+
+    /// Throws, as AVAssetReaderOutput's setter raises, once the output's reader has started reading.
+    public func setAlwaysCopiesSampleData(_ value: Bool) throws(AssetReaderUsageError) {
+        guard !started else {
+            throw AssetReaderUsageError(.internalInconsistency,
+                                        "-[AVAssetReaderOutput setAlwaysCopiesSampleData:] cannot be called after reading has started")
         }
+        state.withLock { $0.alwaysCopiesSampleData = value }
     }
+
+    /// Whether the output may be reset to other time ranges once it has returned nil
+    /// (`reset(forReadingTimeRanges:)`); then the reader completes only after `markConfigurationAsFinal()`.
+    /// Default false; set it with `setSupportsRandomAccess(_:)` before reading starts.
+    public var supportsRandomAccess: Bool { state.withLock { $0.supportsRandomAccess } }
+
+    /// Throws, as AVAssetReaderOutput's setter raises, once the output's reader has started reading.
+    public func setSupportsRandomAccess(_ value: Bool) throws(AssetReaderUsageError) {
+        guard !started else {
+            throw AssetReaderUsageError(.internalInconsistency,
+                                        "-[AVAssetReaderOutput setSupportsRandomAccess:] cannot be called after reading has started")
+        }
+        state.withLock { $0.supportsRandomAccess = value }
+    }
+
+    /// Reading has started when the output's reader has left `.unknown`. (Lock order is reader, then output:
+    /// the reader's status is read without holding the output's lock.)
+    private var started: Bool { (reader?.status ?? .unknown) != .unknown }
 
     /// The format the worker negotiated, once reading has started.
     public var outputFormat: OutputCreated? { state.withLock { $0.format } }
 
     var reader: AssetReader? { state.withLock { $0.attached ? $0.reader : nil } }
     var isDrained: Bool { state.withLock { $0.drained } }
+    /// Drained, and (random access) marked final: what the reader waits for to complete.
+    var isDone: Bool { state.withLock { $0.drained && (!$0.supportsRandomAccess || $0.finalized) } }
 
-    func attach(to reader: AssetReader) {
+    /// False when the output already belongs to a reader.
+    func attach(to reader: AssetReader) -> Bool {
         state.withLock { s in
+            guard !s.attached else { return false }
             s.reader = reader
             s.attached = true
+            return true
         }
     }
 
@@ -69,8 +97,10 @@ public final class AssetReaderTrackOutput: Sendable {
         guard let reader else { return }
         let asset = reader.asset
         let channel = OutputChannel(connection: asset.connection)
+        let (randomAccess, finalized) = state.withLock { ($0.supportsRandomAccess, $0.finalized) }
         let (reply, _) = try asset.connection.request(
-            .createOutput(CreateOutput(assetID: asset.assetID, trackID: track.trackID, timeRange: range, settings: outputSettings)),
+            .createOutput(CreateOutput(assetID: asset.assetID, trackID: track.trackID, timeRange: range, settings: outputSettings,
+                                       supportsRandomAccess: randomAccess)),
             channel: channel)
         guard case .outputCreated(let created) = reply else {
             throw TrackError(.protocolViolation, "trackd answered CreateOutput with \(reply.type)")
@@ -80,6 +110,57 @@ public final class AssetReaderTrackOutput: Sendable {
             s.channel = channel
             s.format = created
         }
+        if randomAccess && finalized { asset.connection.post(.finishOutput(outputID: created.outputID)) }
+    }
+
+    static let resetPrefix = "-[AVAssetReaderOutput resetForReadingTimeRanges:] "
+
+    /// Reads `timeRanges` next, in order, once every sample so far was read (copyNextSampleBuffer returned nil):
+    /// copyNextSampleBuffer then returns the samples of each range in turn, and nil after the last. Requires
+    /// `supportsRandomAccess`. The ranges replace the reader's `timeRange`. Throws AVFoundation's exceptions,
+    /// checked in its order: each range has a numeric start and a duration ≥ 0 or +infinity, and starts at or after
+    /// the end of the one before (touching is allowed); reading has started; all samples were read; the reader
+    /// has not failed; supportsRandomAccess; not yet marked final.
+    public func reset(forReadingTimeRanges timeRanges: [MediaTimeRange]) throws(AssetReaderUsageError) {
+        func invalid(_ text: String) -> AssetReaderUsageError { AssetReaderUsageError(.invalidArgument, Self.resetPrefix + text) }
+        func inconsistent(_ text: String) -> AssetReaderUsageError { AssetReaderUsageError(.internalInconsistency, Self.resetPrefix + text) }
+        guard !timeRanges.isEmpty else { throw invalid("time ranges must not be empty") }
+        for (i, range) in timeRanges.enumerated() {
+            guard range.start.isNumeric else { throw invalid("time range \(i) has a start that is not numeric") }
+            guard range.duration.isPositiveInfinity || (range.duration.isNumeric && range.duration.value >= 0) else {
+                throw invalid("time range \(i) has a negative or non-numeric duration")
+            }
+            if i > 0 && !timeRanges[i - 1].ends(atOrBefore: range.start) {
+                throw invalid("time ranges must be in ascending order and must not overlap (time range \(i) starts before time range \(i - 1) ends)")
+            }
+        }
+        let reader = self.reader
+        let status = reader?.status ?? .unknown
+        let channel = try state.withLock { (s: inout State) throws(AssetReaderUsageError) -> OutputChannel? in
+            guard status != .unknown else { throw inconsistent("cannot be called before reading has started") }
+            guard s.drained else {
+                throw inconsistent("cannot be called until all samples have been read (i.e. copyNextSampleBuffer returns NULL)")
+            }
+            guard status != .failed else { throw inconsistent("cannot be called after the asset reader has failed") }
+            guard s.supportsRandomAccess else { throw inconsistent("cannot be called without setting supportsRandomAccess to YES") }
+            guard !s.finalized else { throw inconsistent("cannot be called after calling markConfigurationAsFinal") }
+            guard status == .reading, let channel = s.channel else { return nil }  // cancelled: nothing to read
+            s.drained = false
+            return channel
+        }
+        if let channel { channel.connection.post(.resetOutput(outputID: channel.outputID, ranges: timeRanges)) }
+    }
+
+    /// No more resets will follow: with random access, the reader can complete once this output has returned nil
+    /// (at once, if it already has). Never throws; calling it again does nothing.
+    public func markConfigurationAsFinal() {
+        let (first, channel, done) = state.withLock { s -> (Bool, OutputChannel?, Bool) in
+            defer { s.finalized = true }
+            return (!s.finalized, s.supportsRandomAccess ? s.channel : nil, s.drained)
+        }
+        guard first else { return }
+        if let channel { channel.connection.post(.finishOutput(outputID: channel.outputID)) }
+        if done { reader?.outputCompleted() }
     }
 
     func stop() {
@@ -90,12 +171,13 @@ public final class AssetReaderTrackOutput: Sendable {
 
     /// The next sample, or nil at the end, after a failure, or after cancelling; then check the reader's
     /// `status` and `error`. Blocks until the worker has the sample ready.
-    public func copyNextSampleBuffer() -> SampleBuffer? {
+    /// Throws (as AVFoundation raises) when the output was not added to a reader that has started reading.
+    public func copyNextSampleBuffer() throws(AssetReaderUsageError) -> SampleBuffer? {
         let (channel, reader, copies, drained, format) = state.withLock { s in
             (s.channel, s.attached ? s.reader : nil, s.alwaysCopiesSampleData, s.drained, s.format)
         }
         guard let reader, reader.status != .unknown else {
-            preconditionFailure("-[AVAssetReaderTrackOutput copyNextSampleBuffer] cannot copy next sample buffer before adding this output to an instance of AVAssetReader (using -addOutput:) and calling -startReading on that asset reader")
+            throw AssetReaderUsageError(.internalInconsistency, "-[AVAssetReaderTrackOutput copyNextSampleBuffer] cannot copy next sample buffer before adding this output to an instance of AVAssetReader (using -addOutput:) and calling -startReading on that asset reader")
         }
         guard reader.status == .reading, !drained, let channel, let format else { return nil }
         switch channel.next() {
@@ -115,6 +197,10 @@ public final class AssetReaderTrackOutput: Sendable {
         case .failed(let error):
             state.withLock { $0.drained = true }
             reader.fail(error)
+            return nil
+        case .rangeEnded:
+            state.withLock { $0.drained = true }
+            reader.outputCompleted()  // completes the reader if this output was marked final meanwhile
             return nil
         }
     }

@@ -14,6 +14,8 @@ final class OutputChannel: Sendable {
         case sample(Sample, SharedMapping, slotSize: UInt64)
         case finished(OutputFinished)
         case failed(TrackError)
+        /// Random access: every sample of the current ranges was delivered; the output waits for a reset.
+        case rangeEnded
     }
 
     struct State: ~Copyable {
@@ -68,6 +70,8 @@ final class OutputChannel: Sendable {
             push(.sample(sample, pool.mapping, slotSize: pool.slotSize))
         case .outputFinished(let finished):
             push(.finished(finished))
+        case .rangeEnded:
+            push(.rangeEnded)
         default:
             frame.fds.forEach { close($0) }
         }
@@ -88,7 +92,10 @@ final class OutputChannel: Sendable {
         let outcome = state.withLock { s -> Outcome in
             if case .sample(let sample, _, _) = event, s.discarding { return .releaseNow(sample.slot) }
             if s.ended { return .dropped }
-            if case .sample = event {} else { s.ended = true }
+            switch event {
+            case .finished, .failed: s.ended = true
+            case .sample, .rangeEnded: break
+            }
             s.queue.append(event)
             return .queued
         }

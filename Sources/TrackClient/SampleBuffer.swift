@@ -12,6 +12,14 @@ public final class SampleBuffer: @unchecked Sendable {
     public let duration: MediaTime
     /// A sync sample (keyframe); decoded frames are all sync.
     public let isSync: Bool
+    /// kCMSampleAttachmentKey_DependsOnOthers: decoding needs other samples (not a sync sample).
+    public var dependsOnOthers: Bool { !isSync }
+    /// kCMSampleAttachmentKey_IsDependedOnByOthers where known: false when the demuxer or parser marked the sample
+    /// droppable (no other sample refers to it), nil when unknown.
+    public let isDependedOnByOthers: Bool?
+    /// The first sample after a discontinuity: the start of the read, after a seek (each range of
+    /// reset(forReadingTimeRanges:)) or after a gap in the stream.
+    public let isDiscontinuity: Bool
     public let mediaType: MediaType
     /// Decoded: the pixel format's code (420v, BGRA …). Passthrough: the codec's (avc1 …).
     public let format: FourCC
@@ -39,6 +47,8 @@ public final class SampleBuffer: @unchecked Sendable {
         decodeTimeStamp = sample.decodeTime
         duration = sample.duration
         isSync = sample.isSync
+        isDependedOnByOthers = sample.flags & Sample.flagDroppable != 0 ? false : nil
+        isDiscontinuity = sample.flags & Sample.flagDiscontinuity != 0
         self.mediaType = mediaType
         format = sample.format
         width = sample.width

@@ -99,7 +99,38 @@ enum Commands {
         return settings
     }
 
+    /// A time in seconds (finite, ≥ 0), or a usage error.
+    static func secondsValue(_ text: Substring, of option: String) -> Double {
+        guard let v = Double(text), v.isFinite, v >= 0 else {
+            Exit.usageError("\(option) takes seconds ≥ 0, not \(text)")
+        }
+        return v
+    }
+
+    /// --start/--duration: the reader's time range (nil: everything). --ranges: ranges read one after another.
+    static func readRanges(_ options: Options) -> (timeRange: MediaTimeRange?, ranges: [MediaTimeRange]) {
+        let start = options.values["--start"], duration = options.values["--duration"]
+        if let list = options.values["--ranges"] {
+            if start != nil || duration != nil { Exit.usageError("--ranges cannot be combined with --start/--duration") }
+            let ranges = list.split(separator: ",", omittingEmptySubsequences: false).map { item -> MediaTimeRange in
+                let parts = item.split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false)
+                guard parts.count == 2 else { Exit.usageError("--ranges takes START-END[,START-END…] in seconds, not \(item)") }
+                let s = secondsValue(parts[0], of: "--ranges")
+                if parts[1].isEmpty { return MediaTimeRange(start: MediaTime(seconds: s), duration: .positiveInfinity) }
+                let e = secondsValue(parts[1], of: "--ranges")
+                guard e >= s else { Exit.usageError("--ranges: \(item) ends before it starts") }
+                return MediaTimeRange(start: MediaTime(seconds: s), duration: MediaTime(seconds: e - s))
+            }
+            return (nil, ranges)
+        }
+        if start == nil && duration == nil { return (nil, []) }
+        return (MediaTimeRange(start: MediaTime(seconds: start.map { secondsValue($0[...], of: "--start") } ?? 0),
+                               duration: duration.map { MediaTime(seconds: secondsValue($0[...], of: "--duration")) } ?? .positiveInfinity),
+                [])
+    }
+
     static func read(_ options: Options, socketPath: String?) {
+        let (timeRange, ranges) = readRanges(options)
         let passthrough = options.flags.contains("--passthrough")
         let formatName = options.values["--pixel-format"]
         let videoFlags = formatName != nil || options.values["--width"] != nil || options.values["--height"] != nil
@@ -155,10 +186,15 @@ enum Commands {
         } catch {
             Exit.failed(error)
         }
-        output.alwaysCopiesSampleData = false
         let reader = AssetReader(asset: asset)
-        reader.add(output)
-        guard reader.startReading() else { Exit.failed(reader.error ?? TrackError(.unknown, "startReading failed")) }
+        let started = misuse { () throws(AssetReaderUsageError) -> Bool in
+            try output.setAlwaysCopiesSampleData(false)
+            if let range = timeRange ?? ranges.first { try reader.setTimeRange(range) }
+            try output.setSupportsRandomAccess(!ranges.isEmpty)
+            try reader.add(output)
+            return try reader.startReading()
+        }
+        guard started else { Exit.failed(reader.error ?? TrackError(.unknown, "startReading failed")) }
 
         let md5 = options.flags.contains("--md5"), json = options.flags.contains("--json")
         var sink: UnsafeMutablePointer<FILE>?
@@ -173,34 +209,44 @@ enum Commands {
         let total = asset.duration.seconds
         let start = monotonicSeconds()
         var index = 0, bytes = 0, frames = 0
-        while let sample = output.copyNextSampleBuffer() {
-            if decodedAudio { frames += sample.numberOfSamples }
-            var digest = md5 || json ? MD5Digest() : nil
-            var size = 0
-            sample.forEachPackedRow { row in
-                size += row.count
-                digest?.update(row)
-                if let sink, let base = row.baseAddress, fwrite(base, 1, row.count, sink) != row.count {
-                    Exit.failed(TrackError(.unknown, "writing the output failed: \(String(cString: strerror(errno)))"))
+        var nextRanges = ranges.dropFirst()
+        while true {
+            while let sample = misuse({ () throws(AssetReaderUsageError) in try output.copyNextSampleBuffer() }) {
+                if decodedAudio { frames += sample.numberOfSamples }
+                var digest = md5 || json ? MD5Digest() : nil
+                var size = 0
+                sample.forEachPackedRow { row in
+                    size += row.count
+                    digest?.update(row)
+                    if let sink, let base = row.baseAddress, fwrite(base, 1, row.count, sink) != row.count {
+                        Exit.failed(TrackError(.unknown, "writing the output failed: \(String(cString: strerror(errno)))"))
+                    }
                 }
+                let pts = fixed(sample.presentationTimeStamp.seconds, 6)
+                let duration = sample.duration.isNumeric ? fixed(sample.duration.seconds, 6) : "0.000000"
+                if json {
+                    var fields: [(String, JSON.Value)] = [
+                        ("index", .int(Int64(index))), ("pts", .number(sample.presentationTimeStamp.seconds, decimals: 6)),
+                        ("duration", sample.duration.isNumeric ? .number(sample.duration.seconds, decimals: 6) : .null),
+                        ("size", .int(Int64(size))), ("sync", .bool(sample.isSync)),
+                    ]
+                    if decodedAudio { fields.append(("frames", .int(Int64(sample.numberOfSamples)))) }
+                    if md5 { fields.append(("md5", .string(digest!.finalizeHex()))) }
+                    emit(JSON.encode(.object(fields)), toStderr: dataOnStdout)
+                } else if md5 {
+                    emit("\(index) \(pts) \(duration) \(size) \(digest!.finalizeHex())", toStderr: dataOnStdout)
+                }
+                index += 1
+                bytes += size
+                if progress && index % 10 == 0 { drawProgress(sample.presentationTimeStamp.seconds, total) }
             }
-            let pts = fixed(sample.presentationTimeStamp.seconds, 6)
-            let duration = sample.duration.isNumeric ? fixed(sample.duration.seconds, 6) : "0.000000"
-            if json {
-                var fields: [(String, JSON.Value)] = [
-                    ("index", .int(Int64(index))), ("pts", .number(sample.presentationTimeStamp.seconds, decimals: 6)),
-                    ("duration", sample.duration.isNumeric ? .number(sample.duration.seconds, decimals: 6) : .null),
-                    ("size", .int(Int64(size))), ("sync", .bool(sample.isSync)),
-                ]
-                if decodedAudio { fields.append(("frames", .int(Int64(sample.numberOfSamples)))) }
-                if md5 { fields.append(("md5", .string(digest!.finalizeHex()))) }
-                emit(JSON.encode(.object(fields)), toStderr: dataOnStdout)
-            } else if md5 {
-                emit("\(index) \(pts) \(duration) \(size) \(digest!.finalizeHex())", toStderr: dataOnStdout)
+            // --ranges: the next range once this one has returned nil; markConfigurationAsFinal after the last.
+            guard !ranges.isEmpty, reader.status == .reading else { break }
+            guard let next = nextRanges.popFirst() else {
+                output.markConfigurationAsFinal()
+                break
             }
-            index += 1
-            bytes += size
-            if progress && index % 10 == 0 { drawProgress(sample.presentationTimeStamp.seconds, total) }
+            misuse { () throws(AssetReaderUsageError) in try output.reset(forReadingTimeRanges: [next]) }
         }
         if let sink, sink != IO.out { fclose(sink) } else { fflush(IO.out) }
         if progress { fputs("\r\u{1B}[K", IO.err) }
@@ -322,5 +368,14 @@ enum Commands {
 extension String {
     func padding(_ n: Int, with c: Character = " ") -> String {
         count >= n ? self + " " : self + String(repeating: c, count: n - count)
+    }
+}
+
+/// TrackClient misuse is a bug in trackctl: report AVFoundation's message and fail.
+func misuse<T>(_ body: () throws(AssetReaderUsageError) -> T) -> T {
+    do {
+        return try body()
+    } catch {
+        Exit.failed(TrackError(.unknown, "internal error: \(error)"))
     }
 }

@@ -10,7 +10,7 @@ let usage = """
     usage:
       trackctl [--socket PATH] tracks FILE [--json]
       trackctl [--socket PATH] read FILE [--track ID] [--pixel-format CODE] [--width N --height N] [--passthrough]
-                               [--output PATH|-] [--md5] [--json]
+                               [--start S [--duration D] | --ranges S1-E1,S2-E2,…] [--output PATH|-] [--md5] [--json]
       trackctl [--socket PATH] read FILE [--track ID] [--audio-format lpcm] [--sample-rate HZ] [--channels N]
                                [--bit-depth 8|16|24|32] [--float] [--big-endian] [--non-interleaved]
                                [--output PATH|-] [--md5] [--json]
@@ -40,6 +40,9 @@ let usage = """
                 true/false a boolean; an integer, or a decimal number (double); exactly four characters the
                 four-char code's number (BGRA, 420v, lpcm: like Apple's kCVPixelFormatType_32BGRA); else a string.
                 Audio keys (AVSampleRateKey, …) pick the audio track as the audio options do.
+                --start/--duration (seconds) set the reader's timeRange. --ranges reads those ranges in the order
+                given with one output (supportsRandomAccess: the first is the reader's timeRange, then one
+                reset(forReadingTimeRanges:) per range, markConfigurationAsFinal at the end); "S-" reads to the end.
       frame     write the exact frame shown at --time as a PNG
       status    show the daemon's state
 
@@ -51,6 +54,7 @@ let usage = """
       trackctl read clip.mp4 --sample-rate 22050 --channels 1 --float --output mono.f32le
       trackctl read clip.mp4 --setting 'PixelFormatType=["v308","BGRA"]' --setting Width=640 --setting Height=360 --md5
       trackctl frame clip.mp4 --time 2.5 --output frame.png
+      trackctl read clip.mp4 --pixel-format y420 --md5 --ranges 1.2-1.5,0-0.5
 
     exit status: 0 success, 1 the reader or open failed, 2 usage error, 3 trackd unreachable
     """
@@ -78,7 +82,7 @@ struct Options {
     var repeated: [String: [String]] = [:]
 
     static let valued: Set<String> = ["--socket", "--track", "--pixel-format", "--width", "--height", "--output", "--time",
-                                      "--audio-format", "--sample-rate", "--channels", "--bit-depth"]
+                                      "--audio-format", "--sample-rate", "--channels", "--bit-depth", "--start", "--duration", "--ranges"]
     static let repeatable: Set<String> = ["--setting"]
     static let boolean: Set<String> = ["--passthrough", "--md5", "--json", "--help", "-h", "--float", "--big-endian",
                                        "--non-interleaved"]

@@ -166,11 +166,11 @@ struct AudioTests {
             SettingsKey.formatID: .int(0x6C70_636D), SettingsKey.isNonInterleaved: .bool(true),
             SettingsKey.bitDepth: .int(32), SettingsKey.isFloat: .bool(true)])
         let reader = AssetReader(asset: asset)
-        reader.add(output)
-        #expect(reader.startReading())
+        try reader.add(output)
+        #expect(try reader.startReading())
         #expect(output.outputFormat?.format == "lpcm")
         var count = 0
-        while let sample = output.copyNextSampleBuffer() {
+        while let sample = try output.copyNextSampleBuffer() {
             #expect(sample.format == "lpcm" && sample.mediaType == .audio)
             #expect(sample.planes.count == 2)
             #expect(sample.numberOfSamples > 0)

@@ -126,10 +126,10 @@ struct FailureTests {
         let track = try #require(asset.tracks(withMediaType: .video).first)
         let output = try AssetReaderTrackOutput(track: track, outputSettings: ["PixelFormatType": .string("BGRA")])
         let reader = AssetReader(asset: asset)
-        reader.add(output)
-        #expect(reader.startReading())
+        try reader.add(output)
+        #expect(try reader.startReading())
         var got = 0
-        while let _ = output.copyNextSampleBuffer() {
+        while let _ = try output.copyNextSampleBuffer() {
             got += 1
             if got == 5 { kill(pid_t(worker), SIGKILL) }
         }

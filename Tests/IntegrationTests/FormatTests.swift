@@ -19,10 +19,10 @@ struct FormatTests {
             SettingsKey.pixelFormatType: .int(Int64(code.rawValue)),
         ])
         let reader = AssetReader(asset: asset)
-        reader.add(output)
-        #expect(reader.startReading(), "startReading: \(String(describing: reader.error))")
+        try reader.add(output)
+        #expect(try reader.startReading(), "startReading: \(String(describing: reader.error))")
         var samples: [SampleBuffer] = []
-        while let sample = output.copyNextSampleBuffer() {
+        while let sample = try output.copyNextSampleBuffer() {
             #expect(sample.format == code)
             #expect(Int(sample.width) == Self.w && Int(sample.height) == Self.h)
             samples.append(sample)

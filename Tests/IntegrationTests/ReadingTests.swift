@@ -16,12 +16,12 @@ struct ReadingTests {
     {
         let track = try #require(asset.tracks(withMediaType: .video).first)
         let output = try AssetReaderTrackOutput(track: track, outputSettings: settings)
-        output.alwaysCopiesSampleData = copies
+        try output.setAlwaysCopiesSampleData(copies)
         let reader = AssetReader(asset: asset)
-        reader.add(output)
-        #expect(reader.startReading(), "startReading: \(String(describing: reader.error))")
+        try reader.add(output)
+        #expect(try reader.startReading(), "startReading: \(String(describing: reader.error))")
         var result: [(Double, MediaTime, String, Int, Bool)] = []
-        while let sample = output.copyNextSampleBuffer() {
+        while let sample = try output.copyNextSampleBuffer() {
             let packed = sample.packedBytes()
             result.append((sample.presentationTimeStamp.seconds, sample.decodeTimeStamp, md5Hex(packed), packed.count, sample.isSync))
         }
@@ -75,12 +75,12 @@ struct ReadingTests {
         let track = try #require(asset.tracks(withMediaType: .video).first)
         let output = try AssetReaderTrackOutput(track: track, outputSettings: nil)
         let reader = AssetReader(asset: asset)
-        reader.add(output)
-        #expect(reader.startReading())
+        try reader.add(output)
+        #expect(try reader.startReading())
         let config = try #require(output.outputFormat).codecConfig
         #expect(config.first == 1, "avcC starts with configurationVersion 1")
         var got: [(dts: Double, pts: Double, size: Int, sync: Bool)] = []
-        while let s = output.copyNextSampleBuffer() {
+        while let s = try output.copyNextSampleBuffer() {
             #expect(s.format == "avc1")
             #expect(s.decodeTimeStamp.isValid)
             got.append((s.decodeTimeStamp.seconds, s.presentationTimeStamp.seconds, s.dataLength, s.isSync))
@@ -118,16 +118,16 @@ struct ReadingTests {
             "PixelFormatType": .string("BGRA"), "Width": .int(160), "Height": .int(90),
         ])
         let reader = AssetReader(asset: asset)
-        reader.add(output)
-        #expect(reader.startReading())
-        let first = try #require(output.copyNextSampleBuffer())
+        try reader.add(output)
+        #expect(try reader.startReading())
+        let first = try #require(try output.copyNextSampleBuffer())
         #expect(first.format == "BGRA")
         #expect(first.width == 160 && first.height == 90)
         #expect(first.planes.count == 1 && first.planes[0].rowBytes == 640 && first.planes[0].height == 90)
         #expect(first.packedBytes().count == 160 * 90 * 4)
         reader.cancelReading()
         #expect(reader.status == .cancelled)
-        #expect(output.copyNextSampleBuffer() == nil)
+        #expect(try output.copyNextSampleBuffer() == nil)
     }
 
     @Test func fullRangeSourceIsConvertedToVideoRangeFor420v() throws {
@@ -138,10 +138,10 @@ struct ReadingTests {
         for (code, range, lumaRange) in [("420v", UInt8(1), 16...235), ("420f", UInt8(2), 0...255)] {
             let output = try AssetReaderTrackOutput(track: track, outputSettings: ["PixelFormatType": .string(code)])
             let reader = AssetReader(asset: asset)
-            reader.add(output)
-            #expect(reader.startReading())
+            try reader.add(output)
+            #expect(try reader.startReading())
             var minY = 255, maxY = 0
-            while let s = output.copyNextSampleBuffer() {
+            while let s = try output.copyNextSampleBuffer() {
                 #expect(s.colorimetry.range == range, "\(code) reports range \(s.colorimetry.range)")
                 let luma = s.planes[0]
                 s.withUnsafeBytes { raw in
@@ -167,11 +167,11 @@ struct ReadingTests {
         let track = try #require(asset.tracks(withMediaType: .video).first)
         let output = try AssetReaderTrackOutput(track: track, outputSettings: [:])
         let reader = AssetReader(asset: asset)
-        reader.timeRange = MediaTimeRange(start: MediaTime(seconds: 0.5), duration: MediaTime(seconds: 0.5))
-        reader.add(output)
-        #expect(reader.startReading())
+        try reader.setTimeRange(MediaTimeRange(start: MediaTime(seconds: 0.5), duration: MediaTime(seconds: 0.5)))
+        try reader.add(output)
+        #expect(try reader.startReading())
         var pts: [Double] = []
-        while let s = output.copyNextSampleBuffer() { pts.append(s.presentationTimeStamp.seconds) }
+        while let s = try output.copyNextSampleBuffer() { pts.append(s.presentationTimeStamp.seconds) }
         #expect(reader.status == .completed)
         #expect(pts.count >= 15 && pts.count <= 16, "\(pts)")
         #expect(pts.allSatisfy { $0 >= 0.5 - 1.0 / 30 && $0 < 1.0 })
@@ -222,18 +222,18 @@ struct ReadingTests {
         let asset = try Asset(path: Media.clip, socketPath: daemon.socketPath)
         let track = try #require(asset.tracks(withMediaType: .video).first)
         let output = try AssetReaderTrackOutput(track: track, outputSettings: ["PixelFormatType": .string("BGRA")])
-        output.alwaysCopiesSampleData = false
+        try output.setAlwaysCopiesSampleData(false)
         let reader = AssetReader(asset: asset)
-        reader.add(output)
-        #expect(reader.startReading())
+        try reader.add(output)
+        #expect(try reader.startReading())
         var held: [SampleBuffer] = []
-        for _ in 0..<8 { held.append(try #require(output.copyNextSampleBuffer())) }  // a pool has at most 8 slots
+        for _ in 0..<8 { held.append(try #require(try output.copyNextSampleBuffer())) }  // a pool has at most 8 slots
         usleep(300_000)  // give a worker without back-pressure time to run ahead
         let sent = try asset.serverStatus().samplesSent
         #expect(sent == 8, "the worker sent \(sent) samples while the client held every slot")
         held.removeAll()
         var rest = 0
-        while output.copyNextSampleBuffer() != nil { rest += 1 }
+        while try output.copyNextSampleBuffer() != nil { rest += 1 }
         #expect(rest == 52)
         #expect(reader.status == .completed)
     }

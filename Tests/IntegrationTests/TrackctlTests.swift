@@ -26,6 +26,34 @@ struct TrackctlTests {
         }
     }
 
+    /// --start/--duration set the reader's timeRange; --ranges reads ranges in the given order (random access);
+    /// each line's md5 and pts equal ffmpeg's frame at that time.
+    @Test func startDurationAndRanges() throws {
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        let oracle = try Oracle.frameMD5(Media.clip, pixFmt: "yuv420p")
+        let pts = try Oracle.framePTS(Media.clip)
+        func expected(_ start: Double, _ end: Double) -> [Int] {
+            pts.indices.filter { pts[$0] + 1.0 / 30 > start + 0.0001 && pts[$0] < end - 0.0001 }
+        }
+        func check(_ args: [String], _ frames: [Int], sourceLocation: SourceLocation = #_sourceLocation) throws {
+            let r = try daemon.trackctl(["read", Media.clip, "--pixel-format", "y420", "--md5"] + args)
+            #expect(r.status == 0, "\(r.stderr)", sourceLocation: sourceLocation)
+            let lines = r.text.split(separator: "\n").map { $0.split(separator: " ").map(String.init) }
+            #expect(lines.count == frames.count, "\(args): \(lines.count) lines, expected \(frames.count)", sourceLocation: sourceLocation)
+            for (i, (l, f)) in zip(lines, frames).enumerated() {
+                #expect(l[0] == String(i), sourceLocation: sourceLocation)
+                #expect(abs((Double(l[1]) ?? -1) - pts[f]) < 0.0005, "\(args) line \(i) pts", sourceLocation: sourceLocation)
+                #expect(l[4] == oracle[f].md5, "\(args) line \(i): frame \(f)", sourceLocation: sourceLocation)
+            }
+        }
+        try check(["--start", "0.5", "--duration", "0.5"], expected(0.5, 1.0))
+        try check(["--start", "1.5"], expected(1.5, 10))
+        try check(["--ranges", "1.21-1.45,0.2-0.4,1.9-"], expected(1.21, 1.45) + expected(0.2, 0.4) + expected(1.9, 10))
+        let bad = try daemon.trackctl(["read", Media.clip, "--ranges", "1-2", "--start", "1"])
+        #expect(bad.status == 2 && bad.stderr.contains("cannot be combined"))
+    }
+
     @Test func outputWritesThePackedBytes() throws {
         let daemon = try Daemon()
         defer { daemon.stop() }

@@ -53,6 +53,45 @@ import Testing
                                           0, 0, 0, 0, 0])
     }
 
+    /// §8 CreateOutput: `flags` at payload offset 40, before hasSettings; the §14.2 worked example's bytes.
+    @Test func createOutputFlagsPrecedeTheSettings() {
+        let plain = Array(Codec.frame(.createOutput(CreateOutput(assetID: 1, trackID: 1, timeRange: .everything, settings: nil)),
+                                      requestID: 3).dropFirst(Wire.headerSize))
+        #expect(plain.count == 42 && plain[40] == 0 && plain[41] == 0)
+        let random = Array(Codec.frame(.createOutput(CreateOutput(assetID: 1, trackID: 1, timeRange: .everything, settings: nil,
+                                                                  supportsRandomAccess: true)), requestID: 3).dropFirst(Wire.headerSize))
+        #expect(random[40] == 1 && random[41] == 0)
+        let example = Codec.frame(.createOutput(CreateOutput(assetID: 1, trackID: 1, timeRange: .everything,
+                                                             settings: ["PixelFormatType": .int(0x3432_3076)])), requestID: 3)
+        #expect(example.count == 86)
+        #expect(Array(example[0..<16]) == [0x46, 0, 0, 0, 0x04, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0])
+        #expect(Array(example[0x30..<0x40]) == [0, 0, 0, 0, 5, 0, 0, 0, 0, 1, 1, 0, 0x0f, 0, 0x50, 0x69])
+        #expect(Array(example[0x40...]) == Array("xelFormatType".utf8) + [1, 0x76, 0x30, 0x32, 0x34, 0, 0, 0, 0])
+    }
+
+    /// §8 ResetOutput, FinishOutput; §9 RangeEnded: the §14.2 worked example's bytes.
+    @Test func resetFinishAndRangeEndedBytes() {
+        let reset = Codec.frame(.resetOutput(outputID: 1, ranges: [
+            MediaTimeRange(start: MediaTime(value: 1, timescale: 2), duration: MediaTime(value: 1, timescale: 4)),
+            MediaTimeRange(start: MediaTime(value: 1, timescale: 1), duration: .positiveInfinity),
+        ]), requestID: 0)
+        #expect(reset == [0x46, 0, 0, 0, 0x09, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                          1, 0, 0, 0, 2, 0,
+                          1, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0,
+                          1, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 1, 0, 0, 0,
+                          1, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0,
+                          0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 0, 0, 0])
+        #expect(Codec.frame(.finishOutput(outputID: 1), requestID: 0)
+                == [4, 0, 0, 0, 0x0a, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0])
+        #expect(Codec.frame(.rangeEnded(outputID: 1), requestID: 3)
+                == [4, 0, 0, 0, 0x0b, 0x80, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0])
+    }
+
+    /// §9 Sample flags bits.
+    @Test func sampleFlagBits() {
+        #expect(Sample.flagSync == 1 && Sample.flagHasDecodeTime == 2 && Sample.flagDiscontinuity == 4 && Sample.flagDroppable == 8)
+    }
+
     @Test func fdCounts() {
         for type in MessageType.allCases {
             let expected = [.openAsset, .poolAdded, .image].contains(type) ? 1 : 0
@@ -63,9 +102,11 @@ import Testing
     @Test func typeNumbers() {
         let numbers: [MessageType: UInt16] = [
             .hello: 0x0001, .openAsset: 0x0002, .closeAsset: 0x0003, .createOutput: 0x0004, .releaseSlots: 0x0005,
-            .cancelOutput: 0x0006, .generateImage: 0x0007, .getStatus: 0x0008, .helloReply: 0x8001,
+            .cancelOutput: 0x0006, .generateImage: 0x0007, .getStatus: 0x0008, .resetOutput: 0x0009,
+            .finishOutput: 0x000A, .helloReply: 0x8001,
             .assetOpened: 0x8002, .ack: 0x8003, .outputCreated: 0x8004, .poolAdded: 0x8005, .poolRemoved: 0x8006,
-            .sample: 0x8007, .outputFinished: 0x8008, .image: 0x8009, .status: 0x800A, .error: 0x80FF,
+            .sample: 0x8007, .outputFinished: 0x8008, .image: 0x8009, .status: 0x800A, .rangeEnded: 0x800B,
+            .error: 0x80FF,
         ]
         #expect(numbers.count == MessageType.allCases.count)
         for (type, number) in numbers { #expect(type.rawValue == number) }
@@ -116,6 +157,7 @@ import Testing
         let p = payload(of: message)
         let settings = Array(p[40...])
         #expect(settings == [
+            0,  // flags
             1,  // hasSettings
             2, 0,  // two entries
             1, 0, 0x61, 6, 2, 0,  // "a": dictionary of 2

@@ -67,7 +67,16 @@ enum Fixtures {
         .releaseSlots(outputID: 1, slots: []),
         .releaseSlots(outputID: 1, slots: [SlotRef(poolID: 1, slot: 0), SlotRef(poolID: 2, slot: 0xFFFF_FFFF)]),
         .releaseSlots(outputID: 2, slots: (0..<UInt32(Wire.maxSlotsPerRelease)).map { SlotRef(poolID: $0 / 8, slot: $0 % 8) }),
+        .createOutput(CreateOutput(assetID: 1, trackID: 2, timeRange: .everything, settings: [:], supportsRandomAccess: true)),
+        .createOutput(CreateOutput(assetID: 1, trackID: 2, timeRange: .everything, settings: nil, supportsRandomAccess: true)),
         .cancelOutput(outputID: 5),
+        .resetOutput(outputID: 3, ranges: [MediaTimeRange(start: .zero, duration: .positiveInfinity)]),
+        .resetOutput(outputID: 0xFFFF_FFFF, ranges: [MediaTimeRange(start: MediaTime(value: 1, timescale: 3), duration: MediaTime(value: 1, timescale: 3)),
+                                                     MediaTimeRange(start: .invalid, duration: .invalid)]),
+        .resetOutput(outputID: 1, ranges: (0..<Int64(Wire.maxResetRanges)).map {
+            MediaTimeRange(start: MediaTime(value: $0, timescale: 1), duration: MediaTime(value: 1, timescale: 1))
+        }),
+        .finishOutput(outputID: 7),
         .generateImage(GenerateImage(assetID: 1, trackID: 1, time: MediaTime(value: 12, timescale: 1))),
         .generateImage(GenerateImage(assetID: 1, trackID: 1, time: .zero, imageFormat: FourCC(rawValue: 0))),
         .getStatus,
@@ -106,6 +115,8 @@ enum Fixtures {
         .status(StatusReport(workerPID: 1, supervisorPID: 2, supervisorUptimeMs: .max, connectionsAccepted: 4,
                              activeConnections: 5, workerCrashes: 6, openAssets: 7, activeOutputs: 8, samplesSent: 9,
                              bytesCopied: 10, gstreamerVersion: "GStreamer 1.22.0")),
+        .rangeEnded(outputID: 1),
+        .rangeEnded(outputID: 0xFFFF_FFFF),
         .error(TrackError(.protocolViolation, "bad")),
         .error(TrackError(rawCode: 12345, message: maxLengthString)),
     ]

@@ -18,7 +18,21 @@ import Testing
         rawFrame(type: type.rawValue, payload: payload, fdCount: UInt16(type.fdCount))
     }
 
+    /// Everything before hasSettings (flags 0 included).
     static let createPrefix: [UInt8] = Array(payload(of: .createOutput(CreateOutput(assetID: 1, trackID: 1, timeRange: .everything, settings: nil))).dropLast())
+
+    @Test func createOutputFlagsAndResetOutputCounts() {
+        var prefix = Self.createPrefix
+        for bits: UInt8 in [2, 0x80, 0xFF] {
+            prefix[40] = bits
+            Self.expectViolation(Self.frame(.createOutput, prefix + [0]), "createOutput.flags: unknown bits")
+        }
+        Self.expectViolation(Self.frame(.resetOutput, le32(1) + le16(0)), "at least one range")
+        Self.expectViolation(Self.frame(.resetOutput, le32(1) + le16(UInt16(Wire.maxResetRanges + 1))), "exceeds")
+        // Two ranges announced, one present.
+        let one = Array(payload(of: .resetOutput(outputID: 1, ranges: [.everything])))
+        Self.expectViolation(Self.frame(.resetOutput, le32(1) + le16(2) + one.dropFirst(6)), "resetOutput")
+    }
 
     /// A CreateOutput whose settings dictionary body is `body` (after the hasSettings byte).
     static func createOutput(settings body: [UInt8]) -> [UInt8] {
@@ -45,7 +59,7 @@ import Testing
     }
 
     @Test func unknownType() {
-        for type: UInt16 in [0x0000, 0x0009, 0x00FF, 0x8000, 0x800B, 0x80FE, 0xFFFF, 0x0101] {
+        for type: UInt16 in [0x0000, 0x000B, 0x00FF, 0x8000, 0x800C, 0x80FE, 0xFFFF, 0x0101] {
             Self.expectViolation(rawFrame(type: type, payload: []), "unknown message type")
         }
     }

@@ -38,13 +38,21 @@ final class OutputStreamer: Sendable {
         var nextPoolID: UInt32 = 1
         var cancelled = false
         var finished = false
+        /// Random access: RangeEnded was sent; the output waits for ResetOutput, FinishOutput or CancelOutput.
+        var awaitingReset = false
+        /// Random access: ranges of the last ResetOutput not yet read (the puller takes them one by one).
+        var pendingRanges: [MediaTimeRange] = []
+        /// Random access: FinishOutput arrived; the end of the current ranges completes the output.
+        var final = false
     }
 
     enum ReleaseError: Error { case notHeld(SlotRef) }
+    enum ResetError: Error { case notRandomAccess, notAwaiting }
 
     let id: UInt32
     let requestID: UInt32
     let passthrough: Bool
+    let supportsRandomAccess: Bool
     private let pipeline: TrackPipeline
     private let socket: MessageSocket
     private let stats: WorkerStats
@@ -53,9 +61,10 @@ final class OutputStreamer: Sendable {
     /// Called once when the output has finished and every slot is back (the session forgets it then).
     private let onDrained: @Sendable (UInt32) -> Void
 
-    init(id: UInt32, requestID: UInt32, pipeline: TrackPipeline, passthrough: Bool, socket: MessageSocket,
-         stats: WorkerStats, onDrained: @escaping @Sendable (UInt32) -> Void) {
+    init(id: UInt32, requestID: UInt32, pipeline: TrackPipeline, passthrough: Bool, supportsRandomAccess: Bool,
+         socket: MessageSocket, stats: WorkerStats, onDrained: @escaping @Sendable (UInt32) -> Void) {
         self.id = id
+        self.supportsRandomAccess = supportsRandomAccess
         self.requestID = requestID
         self.pipeline = pipeline
         self.passthrough = passthrough
@@ -77,6 +86,26 @@ final class OutputStreamer: Sendable {
             return f
         }
         if !alreadyFinished { wake.signal() }
+    }
+
+    /// ResetOutput: read `ranges` next. Only a random-access output that sent RangeEnded (and was not finished
+    /// or cancelled since) may be reset; a finished output ignores it (the caller checks for violations).
+    func reset(_ ranges: [MediaTimeRange]) throws(ResetError) {
+        guard supportsRandomAccess else { throw .notRandomAccess }
+        let accepted = try state.withLock { (s: inout State) throws(ResetError) -> Bool in
+            if s.finished || s.cancelled { return false }
+            guard s.awaitingReset, !s.final else { throw .notAwaiting }
+            s.awaitingReset = false
+            s.pendingRanges = ranges
+            return true
+        }
+        if accepted { wake.signal() }
+    }
+
+    /// FinishOutput (markConfigurationAsFinal): complete at the end of the current ranges, or now if waiting.
+    func markFinal() {
+        state.withLock { $0.final = true }
+        wake.signal()
     }
 
     /// The client gives slots back. A slot it does not hold is a protocol violation.
@@ -120,7 +149,15 @@ final class OutputStreamer: Sendable {
                 continue
             case .endOfStream:
                 if state.withLock({ $0.cancelled }) { return finish(.cancelled) }
-                return finish(.completed)
+                guard supportsRandomAccess else { return finish(.completed) }
+                switch nextRange() {
+                case .range(let range):
+                    if let error = seek(range) { return finish(.failed, error) }
+                case .completed:
+                    return finish(.completed)
+                case .cancelled:
+                    return finish(.cancelled)
+                }
             case .failed(let error):
                 if state.withLock({ $0.cancelled }) { return finish(.cancelled) }
                 return finish(.failed, error)
@@ -130,6 +167,8 @@ final class OutputStreamer: Sendable {
                 stats.bytesCopied.add(UInt64(sample.size), ordering: .relaxed)
                 var flags: UInt32 = sample.isSync ? Protocol.Sample.flagSync : 0
                 if sample.decodeTime.isValid { flags |= Protocol.Sample.flagHasDecodeTime }
+                if sample.isDiscontinuity { flags |= Protocol.Sample.flagDiscontinuity }
+                if sample.isDroppable { flags |= Protocol.Sample.flagDroppable }
                 send(.sample(Protocol.Sample(
                     outputID: id, slot: SlotRef(poolID: poolID, slot: slot), length: UInt64(sample.size),
                     presentationTime: sample.presentationTime, decodeTime: sample.decodeTime, duration: sample.duration,
@@ -137,6 +176,40 @@ final class OutputStreamer: Sendable {
                     colorimetry: sample.colorimetry, planes: sample.planes, frameCount: sample.frameCount)))
                 stats.samplesSent.add(1, ordering: .relaxed)
             }
+        }
+    }
+
+    enum NextRange { case range(MediaTimeRange), completed, cancelled }
+
+    /// Random access, at the end of a range: the next pending range; else, unless FinishOutput arrived, sends
+    /// RangeEnded and waits for ResetOutput (its first range), FinishOutput (.completed) or CancelOutput.
+    private func nextRange() -> NextRange {
+        enum Step { case range(MediaTimeRange), completed, cancelled, announce, wait }
+        while true {
+            let step = state.withLock { s -> Step in
+                if s.cancelled { return .cancelled }
+                if !s.pendingRanges.isEmpty { return .range(s.pendingRanges.removeFirst()) }
+                if s.final { return .completed }
+                if s.awaitingReset { return .wait }
+                s.awaitingReset = true
+                return .announce
+            }
+            switch step {
+            case .range(let range): return .range(range)
+            case .completed: return .completed
+            case .cancelled: return .cancelled
+            case .announce: send(.rangeEnded(outputID: id))
+            case .wait: _ = wake.wait(timeout: .now() + .milliseconds(100))
+            }
+        }
+    }
+
+    private func seek(_ range: MediaTimeRange) -> TrackError? {
+        do {
+            try pipeline.seek(to: range)
+            return nil
+        } catch {
+            return error
         }
     }
 

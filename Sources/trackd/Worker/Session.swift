@@ -149,6 +149,24 @@ final class Session: Sendable {
             }
         case .cancelOutput(let outputID):
             state.withLock { $0.outputs[outputID]?.streamer }?.cancel()
+        case .resetOutput(let outputID, let ranges):
+            guard MediaTimeRange.areAscendingAndDisjoint(ranges) else {
+                throw TrackError(.protocolViolation,
+                                 "ResetOutput: the ranges of output \(outputID) are not ascending, non-overlapping ranges with numeric starts ≥ 0 and durations ≥ 0 or +infinity")
+            }
+            guard let streamer = state.withLock({ $0.outputs[outputID]?.streamer }) else { return }  // finished: ignored
+            do {
+                try streamer.reset(ranges)
+            } catch {
+                switch error {
+                case .notRandomAccess:
+                    throw TrackError(.protocolViolation, "ResetOutput: output \(outputID) was not created with supportsRandomAccess")
+                case .notAwaiting:
+                    throw TrackError(.protocolViolation, "ResetOutput: output \(outputID) has not sent RangeEnded since it was last reset, or was finished")
+                }
+            }
+        case .finishOutput(let outputID):
+            state.withLock { $0.outputs[outputID]?.streamer }?.markFinal()
         case .generateImage(let request):
             let asset = state.withLock { $0.assets[request.assetID] }
             background("image") { [self] in
@@ -166,7 +184,7 @@ final class Session: Sendable {
         case .hello:
             throw TrackError(.protocolViolation, "Hello was already exchanged")
         case .helloReply, .assetOpened, .ack, .outputCreated, .poolAdded, .poolRemoved, .sample, .outputFinished,
-             .image, .status, .error:
+             .image, .status, .rangeEnded, .error:
             throw TrackError(.protocolViolation, "\(frame.message.type) is sent by the worker, not the client")
         }
     }
@@ -204,9 +222,7 @@ final class Session: Sendable {
             throw TrackError(.invalidArgument, "the asset has no track with id \(request.trackID) (its tracks: \(ids))")
         }
         let range = request.timeRange
-        guard range.start.isNumeric, range.start.seconds >= 0,
-              range.duration.isPositiveInfinity || (range.duration.isNumeric && range.duration.seconds >= 0)
-        else {
+        guard range.isValidReadingRange else {
             throw TrackError(.invalidArgument, "time range \(range.start) + \(range.duration) is not a valid range")
         }
         let mode: OutputMode
@@ -240,7 +256,7 @@ final class Session: Sendable {
         }
         let streamer = OutputStreamer(
             id: outputID, requestID: requestID, pipeline: pipeline, passthrough: request.settings == nil,
-            socket: socket, stats: stats,
+            supportsRandomAccess: request.supportsRandomAccess, socket: socket, stats: stats,
             onDrained: { [weak self] id in self?.state.withLock { _ = $0.outputs.removeValue(forKey: id) } })
         state.withLock { $0.outputs[outputID] = (request.assetID, streamer) }
         return (.outputCreated(OutputCreated(outputID: outputID, mediaType: track.mediaType, format: format.format,
