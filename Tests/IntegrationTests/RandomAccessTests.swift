@@ -13,19 +13,6 @@ struct RandomAccessTests {
         MediaTimeRange(start: MediaTime(seconds: start), duration: MediaTime(seconds: end - start))
     }
 
-    func usage(_ name: AssetReaderUsageError.Name, _ message: String, _ body: () throws -> Void,
-               sourceLocation: SourceLocation = #_sourceLocation) {
-        do {
-            try body()
-            Issue.record("expected \(message)", sourceLocation: sourceLocation)
-        } catch let error as AssetReaderUsageError {
-            #expect(error.name == name, sourceLocation: sourceLocation)
-            #expect(error.message == message, sourceLocation: sourceLocation)
-        } catch {
-            Issue.record("expected an AssetReaderUsageError, got \(error)", sourceLocation: sourceLocation)
-        }
-    }
-
     func drain(_ output: AssetReaderTrackOutput) throws -> [(pts: Double, md5: String)] {
         var got: [(Double, String)] = []
         while let s = try output.copyNextSampleBuffer() { got.append((s.presentationTimeStamp.seconds, md5Hex(s.packedBytes()))) }

@@ -7,19 +7,6 @@ import TrackClient
 /// Apple's messages.
 @Suite(.serialized)
 struct ReaderSemanticsTests {
-    func usage(_ name: AssetReaderUsageError.Name, _ message: String,
-               _ body: () throws -> Void, sourceLocation: SourceLocation = #_sourceLocation) {
-        do {
-            try body()
-            Issue.record("expected \(message)", sourceLocation: sourceLocation)
-        } catch let error as AssetReaderUsageError {
-            #expect(error.name == name, sourceLocation: sourceLocation)
-            #expect(error.message == message, sourceLocation: sourceLocation)
-        } catch {
-            Issue.record("expected an AssetReaderUsageError, got \(error)", sourceLocation: sourceLocation)
-        }
-    }
-
     @Test func misuseThrowsApplesMessages() throws {
         let daemon = try Daemon()
         defer { daemon.stop() }

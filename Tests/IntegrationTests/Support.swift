@@ -1,6 +1,7 @@
 import Foundation
 import Protocol
 import Testing
+import TrackClient
 
 #if canImport(Glibc)
 import Glibc
@@ -267,5 +268,19 @@ enum Oracle {
             let f = line.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
             return (Double(f[1]) ?? .nan, Double(f[0]) ?? .nan, Int(f[2]) ?? -1, f[3].hasPrefix("K"))
         }
+    }
+}
+
+/// Expects `body` to throw an AssetReaderUsageError (AVFoundation's exception) with exactly this name and message.
+func usage(_ name: AssetReaderUsageError.Name, _ message: String, _ body: () throws -> Void,
+           sourceLocation: SourceLocation = #_sourceLocation) {
+    do {
+        try body()
+        Issue.record("expected \(message)", sourceLocation: sourceLocation)
+    } catch let error as AssetReaderUsageError {
+        #expect(error.name == name, sourceLocation: sourceLocation)
+        #expect(error.message == message, sourceLocation: sourceLocation)
+    } catch {
+        Issue.record("expected an AssetReaderUsageError, got \(error)", sourceLocation: sourceLocation)
     }
 }
