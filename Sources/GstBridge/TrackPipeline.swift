@@ -150,7 +150,7 @@ public final class TrackPipeline: @unchecked Sendable {
         try pipeline.waitAsyncDone(timeoutNs: Self.prerollTimeoutNs, context: context)
 
         if let seek = Self.seekRange(timeRange) {
-            let flags = GST_SEEK_FLAG_FLUSH.rawValue | GST_SEEK_FLAG_ACCURATE.rawValue
+            let flags = Self.seekFlags(passthrough: passthrough)
             let ok = gst_element_seek(pipeline.element, 1.0, GST_FORMAT_TIME, GstSeekFlags(rawValue: flags),
                                       GST_SEEK_TYPE_SET, gint64(seek.start),
                                       seek.stop == nil ? GST_SEEK_TYPE_NONE : GST_SEEK_TYPE_SET, gint64(seek.stop ?? -1))
@@ -238,7 +238,7 @@ public final class TrackPipeline: @unchecked Sendable {
     public func seek(to range: MediaTimeRange) throws(TrackError) {
         if let failure { throw failure }
         let bounds = Self.seekBounds(range)
-        let flags = GST_SEEK_FLAG_FLUSH.rawValue | GST_SEEK_FLAG_ACCURATE.rawValue
+        let flags = Self.seekFlags(passthrough: passthrough)
         let ok = gst_element_seek(pipeline.element, 1.0, GST_FORMAT_TIME, GstSeekFlags(rawValue: flags),
                                   GST_SEEK_TYPE_SET, gint64(bounds.start),
                                   GST_SEEK_TYPE_SET, gint64(bounds.stop ?? -1))  // -1: to the end (NONE would keep the last stop)
@@ -247,6 +247,15 @@ public final class TrackPipeline: @unchecked Sendable {
                 ?? TrackError(.operationNotSupportedForAsset, "the demuxer refused to seek to \(range.start)")
         }
         audioRange = Self.trimRange(range)
+    }
+
+    /// Decoded outputs seek ACCURATE: the first sample is the one shown at the range start. Passthrough seeks
+    /// KEY_UNIT|SNAP_BEFORE: the first sample is the sync sample at or before the range start (what a decoder needs
+    /// to show the range, as AVAssetReader returns), the stop stays at the range end.
+    static func seekFlags(passthrough: Bool) -> guint {
+        GST_SEEK_FLAG_FLUSH.rawValue | (passthrough
+            ? GST_SEEK_FLAG_KEY_UNIT.rawValue | GST_SEEK_FLAG_SNAP_BEFORE.rawValue
+            : GST_SEEK_FLAG_ACCURATE.rawValue)
     }
 
     /// The range's start and duration in nanoseconds (duration nil: to the end).
