@@ -60,6 +60,12 @@ public final class TrackPipeline: @unchecked Sendable {
     /// Audio output: the current range (reader timeRange, then each reset's), in nanoseconds; the delivered frames
     /// are trimmed to it sample-exactly (see audioWindow). Touched only by init, seek(to:) and pull().
     private var audioRange: (start: Int64, duration: Int64?)
+    /// Passthrough: the current range's end (stream time, ns; nil: to the end). The seek has no stop: the range ends
+    /// at the first sample whose decode time (PTS when there is none) is at or after it, so that every sample a
+    /// frame shown before the end depends on is delivered (a demuxer's stop, by PTS, drops the P-frame that the last
+    /// B-frames reference). `passthroughEnded`: that sample was seen; pull reports .endOfStream until the next seek.
+    private var passthroughEnd: Int64?
+    private var passthroughEnded = false
 
     static let prerollTimeoutNs: UInt64 = 10_000_000_000
 
@@ -149,7 +155,8 @@ public final class TrackPipeline: @unchecked Sendable {
         try pipeline.setState(GST_STATE_PAUSED, context: context)
         try pipeline.waitAsyncDone(timeoutNs: Self.prerollTimeoutNs, context: context)
 
-        if let seek = Self.seekRange(timeRange) {
+        if var seek = Self.seekRange(timeRange) {
+            if passthrough { (passthroughEnd, seek.stop) = (seek.stop, nil) }
             let flags = Self.seekFlags(passthrough: passthrough)
             let ok = gst_element_seek(pipeline.element, 1.0, GST_FORMAT_TIME, GstSeekFlags(rawValue: flags),
                                       GST_SEEK_TYPE_SET, gint64(seek.start),
@@ -239,19 +246,21 @@ public final class TrackPipeline: @unchecked Sendable {
         if let failure { throw failure }
         let bounds = Self.seekBounds(range)
         let flags = Self.seekFlags(passthrough: passthrough)
+        let stop = passthrough ? nil : bounds.stop
         let ok = gst_element_seek(pipeline.element, 1.0, GST_FORMAT_TIME, GstSeekFlags(rawValue: flags),
                                   GST_SEEK_TYPE_SET, gint64(bounds.start),
-                                  GST_SEEK_TYPE_SET, gint64(bounds.stop ?? -1))  // -1: to the end (NONE would keep the last stop)
+                                  GST_SEEK_TYPE_SET, gint64(stop ?? -1))  // -1: to the end (NONE would keep the last stop)
         guard ok != 0 else {
             throw pipeline.popError(context: "Reading failed")
                 ?? TrackError(.operationNotSupportedForAsset, "the demuxer refused to seek to \(range.start)")
         }
         audioRange = Self.trimRange(range)
+        if passthrough { (passthroughEnd, passthroughEnded) = (bounds.stop, false) }
     }
 
     /// Decoded outputs seek ACCURATE: the first sample is the one shown at the range start. Passthrough seeks
     /// KEY_UNIT|SNAP_BEFORE: the first sample is the sync sample at or before the range start (what a decoder needs
-    /// to show the range, as AVAssetReader returns), the stop stays at the range end.
+    /// to show the range, as AVAssetReader returns); pull ends the range (see passthroughEnd).
     static func seekFlags(passthrough: Bool) -> guint {
         GST_SEEK_FLAG_FLUSH.rawValue | (passthrough
             ? GST_SEEK_FLAG_KEY_UNIT.rawValue | GST_SEEK_FLAG_SNAP_BEFORE.rawValue
@@ -298,13 +307,22 @@ public final class TrackPipeline: @unchecked Sendable {
     /// error is not mistaken for the end.
     public func pull(timeoutNs: UInt64) -> PullResult {
         if let failure { return .failed(failure) }
+        if passthroughEnded { return .endOfStream }
         if let error = pipeline.popError(context: "Reading failed") {
             failure = error
             return .failed(error)
         }
         while let sample = gst_app_sink_try_pull_sample(appSink(sink), GstClockTime(timeoutNs)) {
             // nil: audio entirely outside the range (dropped by the trimming); pull the next one.
-            if let pulled = makeSample(sample) { return .sample(pulled) }
+            guard let pulled = makeSample(sample) else { continue }
+            if let end = passthroughEnd {
+                let time = pulled.decodeTime.isNumeric ? pulled.decodeTime : pulled.presentationTime
+                if let ns = time.nanoseconds, ns >= end {
+                    passthroughEnded = true
+                    return .endOfStream
+                }
+            }
+            return .sample(pulled)
         }
         if let error = pipeline.popError(context: "Reading failed") {
             failure = error
