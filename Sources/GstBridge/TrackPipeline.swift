@@ -57,6 +57,15 @@ public final class TrackPipeline: @unchecked Sendable {
     private let targetRange: PixelFormat.Range?
     /// Audio output: what was asked for (bytes per sample, layout).
     private let audioRequest: AudioOutputRequest?
+    /// Audio output: the current range (reader timeRange, then each reset's), in nanoseconds; the delivered frames
+    /// are trimmed to it sample-exactly (see audioWindow). Touched only by init, seek(to:) and pull().
+    private var audioRange: (start: Int64, duration: Int64?)
+    /// Passthrough: the current range's end (stream time, ns; nil: to the end). The seek has no stop: the range ends
+    /// at the first sample whose decode time (PTS when there is none) is at or after it, so that every sample a
+    /// frame shown before the end depends on is delivered (a demuxer's stop, by PTS, drops the P-frame that the last
+    /// B-frames reference). `passthroughEnded`: that sample was seen; pull reports .endOfStream until the next seek.
+    private var passthroughEnd: Int64?
+    private var passthroughEnded = false
 
     static let prerollTimeoutNs: UInt64 = 10_000_000_000
 
@@ -64,6 +73,7 @@ public final class TrackPipeline: @unchecked Sendable {
     public init(source: MediaSource, trackID: UInt32, mode: OutputMode, timeRange: MediaTimeRange) throws(TrackError) {
         try Gst.initialize()
         self.source = source
+        audioRange = Self.trimRange(timeRange)
         let pipeline = try Pipeline()
         self.pipeline = pipeline
         let parser = try pipeline.addSourceAndParser(fd: source.fd)
@@ -145,8 +155,9 @@ public final class TrackPipeline: @unchecked Sendable {
         try pipeline.setState(GST_STATE_PAUSED, context: context)
         try pipeline.waitAsyncDone(timeoutNs: Self.prerollTimeoutNs, context: context)
 
-        if let seek = Self.seekRange(timeRange) {
-            let flags = GST_SEEK_FLAG_FLUSH.rawValue | GST_SEEK_FLAG_ACCURATE.rawValue
+        if var seek = Self.seekRange(timeRange) {
+            if passthrough { (passthroughEnd, seek.stop) = (seek.stop, nil) }
+            let flags = Self.seekFlags(passthrough: passthrough)
             let ok = gst_element_seek(pipeline.element, 1.0, GST_FORMAT_TIME, GstSeekFlags(rawValue: flags),
                                       GST_SEEK_TYPE_SET, gint64(seek.start),
                                       seek.stop == nil ? GST_SEEK_TYPE_NONE : GST_SEEK_TYPE_SET, gint64(seek.stop ?? -1))
@@ -234,14 +245,42 @@ public final class TrackPipeline: @unchecked Sendable {
     public func seek(to range: MediaTimeRange) throws(TrackError) {
         if let failure { throw failure }
         let bounds = Self.seekBounds(range)
-        let flags = GST_SEEK_FLAG_FLUSH.rawValue | GST_SEEK_FLAG_ACCURATE.rawValue
+        let flags = Self.seekFlags(passthrough: passthrough)
+        let stop = passthrough ? nil : bounds.stop
         let ok = gst_element_seek(pipeline.element, 1.0, GST_FORMAT_TIME, GstSeekFlags(rawValue: flags),
                                   GST_SEEK_TYPE_SET, gint64(bounds.start),
-                                  GST_SEEK_TYPE_SET, gint64(bounds.stop ?? -1))  // -1: to the end (NONE would keep the last stop)
+                                  GST_SEEK_TYPE_SET, gint64(stop ?? -1))  // -1: to the end (NONE would keep the last stop)
         guard ok != 0 else {
             throw pipeline.popError(context: "Reading failed")
                 ?? TrackError(.operationNotSupportedForAsset, "the demuxer refused to seek to \(range.start)")
         }
+        audioRange = Self.trimRange(range)
+        if passthrough { (passthroughEnd, passthroughEnded) = (bounds.stop, false) }
+    }
+
+    /// Decoded outputs seek ACCURATE: the first sample is the one shown at the range start. Passthrough seeks
+    /// KEY_UNIT|SNAP_BEFORE: the first sample is the sync sample at or before the range start (what a decoder needs
+    /// to show the range, as AVAssetReader returns); pull ends the range (see passthroughEnd).
+    static func seekFlags(passthrough: Bool) -> guint {
+        GST_SEEK_FLAG_FLUSH.rawValue | (passthrough
+            ? GST_SEEK_FLAG_KEY_UNIT.rawValue | GST_SEEK_FLAG_SNAP_BEFORE.rawValue
+            : GST_SEEK_FLAG_ACCURATE.rawValue)
+    }
+
+    /// The range's start and duration in nanoseconds (duration nil: to the end).
+    static func trimRange(_ range: MediaTimeRange) -> (start: Int64, duration: Int64?) {
+        let bounds = seekBounds(range)
+        return (bounds.start, bounds.stop.map { $0 - bounds.start })
+    }
+
+    /// The frames [first, end) of a range at `rate`: first = round(start × rate), end = first + round(duration ×
+    /// rate) (nil: to the end) — AVAssetReader's sample-exact trimming.
+    static func audioWindow(_ range: (start: Int64, duration: Int64?), rate: Int) -> (first: Int64, end: Int64?) {
+        func frames(_ ns: Int64) -> Int64 {
+            Int64((Double(ns) * Double(rate) / 1e9).rounded())
+        }
+        let first = frames(range.start)
+        return (first, range.duration.map { first + frames($0) })
     }
 
     private static func negotiatedFormat(sink: ElementPtr, mode: OutputMode) -> OutputFormat {
@@ -268,12 +307,22 @@ public final class TrackPipeline: @unchecked Sendable {
     /// error is not mistaken for the end.
     public func pull(timeoutNs: UInt64) -> PullResult {
         if let failure { return .failed(failure) }
+        if passthroughEnded { return .endOfStream }
         if let error = pipeline.popError(context: "Reading failed") {
             failure = error
             return .failed(error)
         }
-        if let sample = gst_app_sink_try_pull_sample(appSink(sink), GstClockTime(timeoutNs)) {
-            return .sample(makeSample(sample))
+        while let sample = gst_app_sink_try_pull_sample(appSink(sink), GstClockTime(timeoutNs)) {
+            // nil: audio entirely outside the range (dropped by the trimming); pull the next one.
+            guard let pulled = makeSample(sample) else { continue }
+            if let end = passthroughEnd {
+                let time = pulled.decodeTime.isNumeric ? pulled.decodeTime : pulled.presentationTime
+                if let ns = time.nanoseconds, ns >= end {
+                    passthroughEnded = true
+                    return .endOfStream
+                }
+            }
+            return .sample(pulled)
         }
         if let error = pipeline.popError(context: "Reading failed") {
             failure = error
@@ -293,7 +342,7 @@ public final class TrackPipeline: @unchecked Sendable {
         if first { _ = gst_element_set_state(pipeline.element, GST_STATE_NULL) }
     }
 
-    private func makeSample(_ sample: OpaquePointer) -> PulledSample {
+    private func makeSample(_ sample: OpaquePointer) -> PulledSample? {
         let buffer = gst_sample_get_buffer(sample)!  // transfer none: the sample holds it
         if passthrough {
             let size = Int(gst_buffer_get_size(buffer))
@@ -343,16 +392,22 @@ public final class TrackPipeline: @unchecked Sendable {
                             padding: padding)
     }
 
-    /// Linear PCM: one plane (interleaved) or one per channel (GstAudioMeta's offsets), and the frame count.
+    /// Linear PCM: one plane (interleaved) or one per channel (GstAudioMeta's offsets), and the frame count,
+    /// trimmed to the range's frames (audioWindow): the decoder's segment clipping keeps partial buffers at both
+    /// ends with its own rounding, AVAssetReader delivers exactly round(duration × rate) frames from
+    /// round(start × rate). The trimming is a view change (which bytes copyBytes copies, PTS and duration); nil
+    /// when no frame of the buffer is in the range (the sample is released).
     private func makeAudioSample(_ sample: OpaquePointer, buffer: UnsafeMutablePointer<GstBuffer>,
-                                 request: AudioOutputRequest) -> PulledSample {
+                                 request: AudioOutputRequest) -> PulledSample? {
         let size = Int(gst_buffer_get_size(buffer))
-        let channels = max(1, Int(CapsView(gst_sample_get_caps(sample))?.int("channels") ?? 1))
+        let caps = CapsView(gst_sample_get_caps(sample))
+        let channels = max(1, Int(caps?.int("channels") ?? 1))
+        let rate = Int(caps?.int("rate") ?? 0)
         let bytesPerSample = request.bytesPerSample
         var frames = size / (channels * bytesPerSample)
-        var planes: [PlaneLayout]
+        var offsets: [UInt64]? = nil  // non-interleaved: where each channel's plane starts in the buffer
         if request.isNonInterleaved {
-            var offsets = (0..<channels).map { UInt64($0 * frames * bytesPerSample) }
+            offsets = (0..<channels).map { UInt64($0 * frames * bytesPerSample) }
             if let meta = gst_buffer_get_meta(buffer, gst_audio_meta_api_get_type()) {
                 let audioMeta = UnsafeRawPointer(meta).assumingMemoryBound(to: GstAudioMeta.self)
                 frames = Int(audioMeta.pointee.samples)
@@ -360,14 +415,58 @@ public final class TrackPipeline: @unchecked Sendable {
                     offsets = (0..<min(channels, Int(audioMeta.pointee.info.channels))).map { UInt64(metaOffsets[$0]) }
                 }
             }
-            let row = UInt32(clamping: frames * bytesPerSample)
-            planes = offsets.prefix(Wire.maxPlanes).map { PlaneLayout(offset: $0, bytesPerRow: row, rowBytes: row, height: 1) }
-        } else {
-            let row = UInt32(clamping: frames * channels * bytesPerSample)
-            planes = [PlaneLayout(offset: 0, bytesPerRow: row, rowBytes: row, height: 1)]
         }
+        // Trimming: the buffer's first frame is its stream time × rate (rounded: frames are 1/rate apart, far more
+        // than a nanosecond).
+        var skip = 0
+        var timing: (pts: MediaTime, duration: MediaTime)?
+        let pts = swift_gst_buffer_pts(buffer)
+        if rate > 0, pts != GstClockTime.max {  // GST_CLOCK_TIME_NONE
+            let time = streamTime(pts, segment: gst_sample_get_segment(sample))
+            if let ns = time.nanoseconds {
+                let first = Int64((Double(ns) * Double(rate) / 1e9).rounded())
+                let window = Self.audioWindow(audioRange, rate: rate)
+                skip = Int(clamping: max(0, window.first - first))
+                var keep = frames - skip
+                if let end = window.end { keep = min(keep, Int(clamping: end - first) - skip) }
+                if keep <= 0 {
+                    gst_sample_unref(sample)
+                    return nil
+                }
+                // The decoder's clipping leaves the range start (not the first frame's time) as the PTS: restate it.
+                let aligned = abs(ns - first * 1_000_000_000 / Int64(rate)) <= 1
+                if skip > 0 || keep < frames || !aligned {
+                    frames = keep
+                    // Exact, in the output rate's timescale (frame numbers).
+                    timing = (MediaTime(value: first + Int64(skip), timescale: Int32(clamping: rate)),
+                              MediaTime(value: Int64(keep), timescale: Int32(clamping: rate)))
+                }
+            }
+        }
+        let row = frames * bytesPerSample
+        var planes: [PlaneLayout]
+        var pieces: [(from: Int, to: Int, length: Int)]? = nil
+        if let offsets {
+            let used = offsets.prefix(Wire.maxPlanes)
+            planes = used.indices.map {
+                PlaneLayout(offset: UInt64($0 * row), bytesPerRow: UInt32(clamping: row), rowBytes: UInt32(clamping: row), height: 1)
+            }
+            let tight = used.enumerated().allSatisfy { $0.element == UInt64($0.offset * row) }
+            if !tight || skip > 0 {
+                // Each channel's kept frames, packed one plane after the other (copied per plane, no more bytes).
+                pieces = used.enumerated().map { (Int($0.element) + skip * bytesPerSample, $0.offset * row, row) }
+            }
+            return PulledSample(sample: sample, buffer: buffer, format: outputFormat.format, width: 0, height: 0,
+                                colorimetry: Colorimetry(), planes: planes, restorer: nil, size: used.count * row,
+                                frameCount: UInt32(clamping: frames), timing: timing, pieces: pieces)
+        }
+        let frameBytes = channels * bytesPerSample
+        planes = [PlaneLayout(offset: 0, bytesPerRow: UInt32(clamping: frames * frameBytes),
+                              rowBytes: UInt32(clamping: frames * frameBytes), height: 1)]
+        if skip > 0 { pieces = [(skip * frameBytes, 0, frames * frameBytes)] }
         return PulledSample(sample: sample, buffer: buffer, format: outputFormat.format, width: 0, height: 0,
-                            colorimetry: Colorimetry(), planes: planes, restorer: nil, frameCount: UInt32(clamping: frames))
+                            colorimetry: Colorimetry(), planes: planes, restorer: nil, size: frames * frameBytes,
+                            frameCount: UInt32(clamping: frames), timing: timing, pieces: pieces)
     }
 
     /// The layout for `caps`, parsed once per caps object (the cache holds a ref, so the pointer stays unique).
@@ -421,12 +520,16 @@ public final class PulledSample: @unchecked Sendable {
     public let size: Int
     /// Decoded audio: frames (one sample per channel); 0 otherwise.
     public let frameCount: UInt32
+    /// Trimmed audio: the byte ranges of the buffer copyBytes copies, and where to (nil: the buffer from 0).
+    private let pieces: [(from: Int, to: Int, length: Int)]?
 
     init(sample: OpaquePointer, buffer: UnsafeMutablePointer<GstBuffer>, format: FourCC, width: UInt32,
          height: UInt32, colorimetry: Colorimetry, planes: [PlaneLayout], restorer: ClipRestorer?,
          nv12Copy: (layout: SwiftGstVideoLayout, range: SwiftGstRangeConversion)? = nil, size: Int? = nil,
-         padding: RowPadding? = nil, frameCount: UInt32 = 0) {
+         padding: RowPadding? = nil, frameCount: UInt32 = 0, timing: (pts: MediaTime, duration: MediaTime)? = nil,
+         pieces: [(from: Int, to: Int, length: Int)]? = nil) {
         self.frameCount = frameCount
+        self.pieces = pieces
         self.sample = sample
         self.padding = padding
         self.nv12Copy = nv12Copy
@@ -436,9 +539,10 @@ public final class PulledSample: @unchecked Sendable {
         let segment = gst_sample_get_segment(sample)  // transfer none
         var pts = swift_gst_buffer_pts(buffer), length = swift_gst_buffer_duration(buffer)
         if let restorer { (pts, length) = restorer.restore(pts: pts, duration: length, segment: segment) }
-        presentationTime = streamTime(pts, segment: segment)
-        decodeTime = streamTime(swift_gst_buffer_dts(buffer), segment: segment)
-        duration = mediaTime(length)
+        presentationTime = timing?.pts ?? streamTime(pts, segment: segment)
+        let dts = streamTime(swift_gst_buffer_dts(buffer), segment: segment)
+        decodeTime = timing != nil && dts.isValid ? timing!.pts : dts  // trimmed audio: DTS = PTS when there is one
+        duration = timing?.duration ?? mediaTime(length)
         isSync = swift_gst_buffer_is_delta_unit(buffer) == 0
         let flags = buffer.pointee.mini_object.flags
         isDiscontinuity = flags & GST_BUFFER_FLAG_DISCONT.rawValue != 0
@@ -458,6 +562,10 @@ public final class PulledSample: @unchecked Sendable {
         if let nv12 = nv12Copy {
             var layout = nv12.layout
             _ = swift_gst_copy_as_nv12(buffer, &layout, destination, nv12.range)
+        } else if let pieces {
+            for piece in pieces {
+                _ = gst_buffer_extract(buffer, gsize(piece.from), destination + piece.to, gsize(piece.length))
+            }
         } else {
             _ = gst_buffer_extract(buffer, 0, destination, gsize(size))
             if let p = padding {

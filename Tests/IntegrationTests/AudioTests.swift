@@ -57,6 +57,82 @@ struct AudioTests {
         #expect(buffers.allSatisfy { ($0["size"] as? Int) == ($0["frames"] as? Int).map { $0 * 4 } })
     }
 
+    /// A reader timeRange [S, S+D) delivers exactly round(D × rate) frames from frame round(S × rate), the slice of
+    /// a full decode (AVAssetReader trims partial buffers): ranges starting and ending mid-buffer, one running past
+    /// the end; interleaved and non-interleaved. The first sample's PTS is its first frame's time.
+    @Test(arguments: ["wav16", "flac"])
+    func timeRangesAreSampleExact(_ name: String) throws {
+        let file = ["wav16": AudioMedia.wav16, "flac": AudioMedia.flac][name]!
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        let full = try ffmpegRaw(file, "s16le")
+        try #require(full.count == 88200 * 4)
+        for (start, duration) in [(0.10001, 0.0501), (0.5012345, 0.3), (0.0, 0.1234567), (1.0, 0.02), (1.9, 1.0)] {
+            let args = ["--bit-depth", "16", "--start", String(start), "--duration", String(duration)]
+            let first = Int((start * 44100).rounded())
+            let count = min(Int((duration * 44100).rounded()), 88200 - first)
+            let want = full[first * 4 ..< (first + count) * 4]
+            let (ours, buffers) = try read(daemon, file, args)
+            #expect(Self.frames(buffers) == count, "\(name) \(start)+\(duration): \(Self.frames(buffers)) frames, want \(count)")
+            #expect(ours == want, "\(name) \(start)+\(duration): \(ours.count) bytes differ from ffmpeg's slice (\(want.count))")
+            let pts = try #require(buffers.first?["pts"] as? Double)
+            #expect(abs(pts - Double(first) / 44100) < 0.000001, "\(name) \(start): first PTS \(pts)")
+            let total = buffers.reduce(0.0) { $0 + (($1["duration"] as? Double) ?? 0) }
+            #expect(abs(total - Double(count) / 44100) < 0.00002 * Double(buffers.count))
+            // Non-interleaved: each buffer's planes are the same frames, deinterleaved.
+            let (planar, planarBuffers) = try read(daemon, file, args + ["--non-interleaved"])
+            #expect(planarBuffers.map { $0["frames"] as? Int } == buffers.map { $0["frames"] as? Int })
+            var expected = Data(capacity: want.count)
+            var at = want.startIndex
+            for b in buffers {
+                let frames = try #require(b["frames"] as? Int)
+                for channel in 0..<2 {
+                    for f in 0..<frames {
+                        let s = at + (f * 2 + channel) * 2
+                        expected.append(full[s..<s + 2])
+                    }
+                }
+                at += frames * 4
+            }
+            #expect(planar == expected, "\(name) \(start)+\(duration): non-interleaved")
+        }
+    }
+
+    /// The same trimming after random-access resets (the path is shared).
+    @Test func resetRangesAreSampleExact() throws {
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        let full = [UInt8](try ffmpegRaw(AudioMedia.flac, "s16le"))
+        let asset = try Asset(path: AudioMedia.flac, socketPath: daemon.socketPath)
+        let track = try #require(asset.tracks(withMediaType: .audio).first)
+        let output = try AssetReaderTrackOutput(track: track, outputSettings: [
+            SettingsKey.formatID: .int(0x6C70_636D), SettingsKey.bitDepth: .int(16), SettingsKey.isFloat: .bool(false)])
+        try output.setSupportsRandomAccess(true)
+        let reader = AssetReader(asset: asset)
+        try reader.add(output)
+        func range(_ s: Double, _ d: Double) -> MediaTimeRange {
+            MediaTimeRange(start: MediaTime(seconds: s), duration: MediaTime(seconds: d))
+        }
+        func slice(_ s: Double, _ d: Double) -> [UInt8] {
+            let first = Int((s * 44100).rounded()), count = Int((d * 44100).rounded())
+            return Array(full[first * 4 ..< (first + count) * 4])
+        }
+        func drain() throws -> [UInt8] {
+            var bytes: [UInt8] = []
+            while let s = try output.copyNextSampleBuffer() { bytes += s.packedBytes() }
+            return bytes
+        }
+        try reader.setTimeRange(range(0.30001, 0.0123))
+        #expect(try reader.startReading())
+        #expect(try drain() == slice(0.30001, 0.0123))
+        try output.reset(forReadingTimeRanges: [range(0.10001, 0.0501), range(1.23456, 0.1)])
+        #expect(try drain() == slice(0.10001, 0.0501) + slice(1.23456, 0.1))
+        try output.reset(forReadingTimeRanges: [range(0.0, 0.0333)])  // backwards, ending mid-buffer
+        #expect(try drain() == slice(0.0, 0.0333))
+        output.markConfigurationAsFinal()
+        #expect(reader.status == .completed)
+    }
+
     @Test func twentyFourBitWAVIsBitExactAsPacked24() throws {
         let daemon = try Daemon()
         defer { daemon.stop() }

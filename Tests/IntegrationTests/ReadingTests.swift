@@ -98,6 +98,53 @@ struct ReadingTests {
         #expect(zip(got, got.dropFirst()).contains { $0.pts > $1.pts })
     }
 
+    /// Passthrough with a range starting between keyframes starts at the sync sample at or before the range start
+    /// (what a decoder needs to show the range), and its samples cover the range to its end: for the reader's
+    /// timeRange and after a random-access reset.
+    @Test func passthroughRangesStartAtThePrecedingSyncSample() throws {
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        let asset = try Asset(path: Media.clip, socketPath: daemon.socketPath)
+        let track = try #require(asset.tracks(withMediaType: .video).first)
+        let output = try AssetReaderTrackOutput(track: track, outputSettings: nil)
+        try output.setSupportsRandomAccess(true)
+        let reader = AssetReader(asset: asset)
+        try reader.add(output)
+        // GOP 15 at 30 fps: keyframes at 0, 0.5, 1.0, 1.5 s; 1.21 lies between 1.0 and 1.5.
+        try reader.setTimeRange(MediaTimeRange(start: MediaTime(seconds: 1.21), duration: MediaTime(seconds: 0.24)))
+        #expect(try reader.startReading())
+        let packets = try Oracle.packets(Media.clip)
+        func check(start: Double, end: Double, sourceLocation: SourceLocation = #_sourceLocation) throws {
+            var got: [(pts: Double, sync: Bool, size: Int)] = []
+            while let s = try output.copyNextSampleBuffer() {
+                got.append((s.presentationTimeStamp.seconds, s.isSync, s.dataLength))
+            }
+            let first = try #require(got.first, sourceLocation: sourceLocation)
+            #expect(first.sync && first.pts <= start + 0.0001, "first sample \(first)", sourceLocation: sourceLocation)
+            #expect(abs(first.pts - 1.0) < 0.0005, "the keyframe at 1.0 s, not \(first.pts)", sourceLocation: sourceLocation)
+            // Every frame shown in [start, end) is there, with the stored sizes.
+            let shown = packets.filter { $0.pts + 1.0 / 30 > start + 0.0001 && $0.pts < end - 0.0001 }
+            for p in shown {
+                let match = got.first { abs($0.pts - p.pts) < 0.0005 }
+                #expect(match?.size == p.size, "frame at \(p.pts)", sourceLocation: sourceLocation)
+            }
+            // In decode order, from the keyframe through the last packet shown before the end, nothing skipped: the
+            // B-frames at 1.4333 need the P-frame at 1.4667 (stored before them), which a PTS stop would drop.
+            let k = try #require(packets.firstIndex { abs($0.pts - first.pts) < 0.0005 }, sourceLocation: sourceLocation)
+            let last = try #require(packets.lastIndex { $0.pts < end - 0.0001 }, sourceLocation: sourceLocation)
+            #expect(got.count >= last - k + 1 && got.count <= last - k + 3, "\(got.map(\.pts))", sourceLocation: sourceLocation)
+            for (g, p) in zip(got, packets[k...last]) {
+                #expect(abs(g.pts - p.pts) < 0.0005 && g.size == p.size, "\(g) vs \(p)", sourceLocation: sourceLocation)
+            }
+            #expect(got.allSatisfy { $0.pts < end + 0.1 }, "\(got.map(\.pts))", sourceLocation: sourceLocation)
+        }
+        try check(start: 1.21, end: 1.45)
+        try output.reset(forReadingTimeRanges: [MediaTimeRange(start: MediaTime(seconds: 1.21), duration: MediaTime(seconds: 0.24))])
+        try check(start: 1.21, end: 1.45)
+        output.markConfigurationAsFinal()
+        #expect(reader.status == .completed)
+    }
+
     @Test func moovAtStartAndEndBothPlay() throws {
         let daemon = try Daemon()
         defer { daemon.stop() }
