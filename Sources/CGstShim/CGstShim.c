@@ -366,3 +366,44 @@ gsize swift_gst_copy_as_nv12(GstBuffer *buffer, const SwiftGstVideoLayout *layou
     gst_buffer_unmap(buffer, &map);
     return needed;
 }
+
+// ── the worker sandbox: preload plugins ──────────────────────────────────────────────────────────────────────
+
+static gboolean klass_is_autopluggable(const gchar *klass) {
+    if (klass == NULL) return FALSE;
+    return strstr(klass, "Demuxer") != NULL || strstr(klass, "Parser") != NULL || strstr(klass, "Decoder") != NULL ||
+           strstr(klass, "Depayloader") != NULL || strstr(klass, "Converter") != NULL;
+}
+
+guint swift_gst_preload_plugins(void) {
+    static const char *const by_name[] = {
+        "appsink", "capsfilter", "queue", "decodebin", "parsebin", "videoconvert", "videoscale",
+        "audioconvert", "audioresample", "pngenc", "identity", NULL,
+    };
+    GstRegistry *registry = gst_registry_get();
+    guint loaded = 0;
+    GList *elements = gst_registry_get_feature_list(registry, GST_TYPE_ELEMENT_FACTORY);
+    for (GList *l = elements; l != NULL; l = l->next) {
+        GstPluginFeature *feature = GST_PLUGIN_FEATURE(l->data);
+        GstElementFactory *factory = GST_ELEMENT_FACTORY(feature);
+        if (gst_plugin_feature_get_rank(feature) < GST_RANK_MARGINAL) continue;
+        if (!klass_is_autopluggable(gst_element_factory_get_metadata(factory, GST_ELEMENT_METADATA_KLASS))) continue;
+        GstPluginFeature *done = gst_plugin_feature_load(feature);
+        if (done != NULL) { loaded++; gst_object_unref(done); }
+    }
+    gst_plugin_feature_list_free(elements);
+    GList *typefinders = gst_registry_get_feature_list(registry, GST_TYPE_TYPE_FIND_FACTORY);
+    for (GList *l = typefinders; l != NULL; l = l->next) {
+        GstPluginFeature *done = gst_plugin_feature_load(GST_PLUGIN_FEATURE(l->data));
+        if (done != NULL) { loaded++; gst_object_unref(done); }
+    }
+    gst_plugin_feature_list_free(typefinders);
+    for (int i = 0; by_name[i] != NULL; i++) {
+        GstPluginFeature *feature = gst_registry_lookup_feature(registry, by_name[i]);
+        if (feature == NULL) continue;
+        GstPluginFeature *done = gst_plugin_feature_load(feature);
+        if (done != NULL) { loaded++; gst_object_unref(done); }
+        gst_object_unref(feature);
+    }
+    return loaded;
+}

@@ -29,6 +29,14 @@ public enum Gst {
         _ = try initResult.get()
     }
 
+    /// Loads every plugin decoding may need (demuxers, parsers, decoders, converters, typefinders, the elements
+    /// trackd makes by name) now, while files can still be opened: the worker's seccomp filter refuses openat()
+    /// afterwards. Returns how many features were loaded.
+    @discardableResult
+    public static func preloadPlugins() -> Int {
+        Int(swift_gst_preload_plugins())
+    }
+
     /// "GStreamer 1.22.0" (gst_version_string), or the initialization failure.
     public static var versionString: String {
         switch initResult {

@@ -17,6 +17,14 @@
 /// success; idempotent. Needs C: a GObject subclass (G_DEFINE_TYPE, class_init filling GstBaseSrcClass vmethods).
 gboolean swift_gst_register_fdsrc(void);
 
+// ── the worker sandbox: load before the seccomp filter what GStreamer would otherwise dlopen() lazily ────────
+
+/// Loads (dlopen) every plugin that parsebin/decodebin can autoplug — element factories of rank >= marginal whose
+/// klass names a Demuxer, Parser, Decoder, Depayloader or Converter — every typefinder's plugin, and the elements
+/// trackd creates by name. After the worker's seccomp filter, openat() fails with EPERM, so a plugin first needed
+/// after it could not be loaded. Returns the number of features loaded. Needs C: GList walking, GST_* macros.
+guint swift_gst_preload_plugins(void);
+
 // ── g_object_set is variadic: one typed setter per GValue type we use ───────────────────────────────────────
 
 /// g_object_set(object, name, (gint)value, NULL). Nothing returned. Needs C: varargs.
