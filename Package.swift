@@ -23,9 +23,13 @@ let package = Package(
         .systemLibrary(
             name: "CMD5", path: "Sources/CMD5", pkgConfig: "libmd",
             providers: [.apt(["libmd-dev"])]),
+        .systemLibrary(
+            name: "CSeccomp", path: "Sources/CSeccomp", pkgConfig: "libseccomp",
+            providers: [.apt(["libseccomp-dev"])]),
         // ── C: shims for what Swift cannot import (macros, varargs, cmsg) ──────────────────────
         .target(name: "CTrackSys", path: "Sources/CTrackSys"),
         .target(name: "CGstShim", dependencies: ["CGStreamer"], path: "Sources/CGstShim"),
+        .target(name: "CSandbox", dependencies: ["CSeccomp"], path: "Sources/CSandbox"),
         // ── Swift: the wire, shared by both ends (no GStreamer) ───────────────────────────────
         .target(name: "Protocol", dependencies: ["CTrackSys"], swiftSettings: strict),
         // ── Swift: the only module that touches GStreamer (worker side) ───────────────────────
@@ -34,7 +38,7 @@ let package = Package(
         .target(name: "TrackClient", dependencies: ["Protocol", "CTrackSys"], swiftSettings: strict),
         // ── Processes ─────────────────────────────────────────────────────────────────────────
         .executableTarget(
-            name: "trackd", dependencies: ["Protocol", "GstBridge", "CTrackSys", "CSystemd"],
+            name: "trackd", dependencies: ["Protocol", "GstBridge", "CTrackSys", "CSystemd", "CSandbox"],
             swiftSettings: strict),
         .executableTarget(name: "trackctl", dependencies: ["TrackClient", "Protocol", "CMD5"], swiftSettings: strict),
         // ── Tests ─────────────────────────────────────────────────────────────────────────────

@@ -14,19 +14,42 @@ import Glibc
 /// worker's crash is logged and counted; nothing else is affected.
 enum SupervisorMain {
     static let usage = """
-        usage: trackd [--socket PATH]
+        usage: trackd [--socket PATH] [--worker-memory BYTES] [--worker-cpu SECONDS] [--worker-user NAME]
           Serves AVAssetReader-style sample reading to local clients.
-          --socket PATH   listen here (default: $TRACKD_SOCKET, $XDG_RUNTIME_DIR/trackd.sock, /run/trackd/trackd.sock);
-                          ignored under systemd socket activation (LISTEN_FDS).
+          --socket PATH           listen here (default: $TRACKD_SOCKET, $XDG_RUNTIME_DIR/trackd.sock,
+                                  /run/trackd/trackd.sock); ignored under systemd socket activation (LISTEN_FDS).
+          --worker-memory BYTES   each worker's address-space limit, RLIMIT_AS (default 4294967296 = 4 GiB)
+          --worker-cpu SECONDS    each worker's CPU-time limit, RLIMIT_CPU (default 600)
+          --worker-user NAME      when trackd runs as root, workers drop to this user's uid/gid (default nobody)
+          See docs/SECURITY.md for the worker sandbox.
         """
 
     static func run(arguments: [String]) -> Int32 {
         var socketPath: String?
+        var sandbox = WorkerSandbox()
+        var workerUser = "nobody"
         var i = 0
         while i < arguments.count {
             switch arguments[i] {
             case "--socket" where i + 1 < arguments.count:
                 socketPath = arguments[i + 1]
+                i += 1
+            case "--worker-memory" where i + 1 < arguments.count:
+                guard let bytes = UInt64(arguments[i + 1]), bytes >= 256 << 20 else {
+                    Log.error("--worker-memory needs a number of bytes, at least 268435456 (256 MiB)")
+                    return 2
+                }
+                sandbox.memoryBytes = bytes
+                i += 1
+            case "--worker-cpu" where i + 1 < arguments.count:
+                guard let seconds = UInt64(arguments[i + 1]), seconds >= 1 else {
+                    Log.error("--worker-cpu needs a number of seconds, at least 1")
+                    return 2
+                }
+                sandbox.cpuSeconds = seconds
+                i += 1
+            case "--worker-user" where i + 1 < arguments.count:
+                workerUser = arguments[i + 1]
                 i += 1
             case "-h", "--help":
                 print(usage)
@@ -38,6 +61,19 @@ enum SupervisorMain {
             i += 1
         }
         signal(SIGPIPE, SIG_IGN)
+        if geteuid() == 0 {
+            guard let entry = getpwnam(workerUser) else {
+                Log.error("--worker-user \(workerUser): no such user; workers must not run as root")
+                return 1
+            }
+            guard entry.pointee.pw_uid != 0 else {
+                Log.error("--worker-user \(workerUser) is root; workers must not run as root")
+                return 1
+            }
+            sandbox.uid = entry.pointee.pw_uid
+            sandbox.gid = entry.pointee.pw_gid
+            Log.notice("workers drop to \(workerUser) (uid \(entry.pointee.pw_uid), gid \(entry.pointee.pw_gid))")
+        }
 
         let listener: Listener
         do {
@@ -63,7 +99,7 @@ enum SupervisorMain {
             Log.error("cannot create the shared statistics: \(error)")
             return 1
         }
-        let supervisor = Supervisor(listener: listener, executable: exe, statistics: statistics)
+        let supervisor = Supervisor(listener: listener, executable: exe, statistics: statistics, sandbox: sandbox)
         supervisor.start()
         _ = sd_notify(0, "READY=1\nSTATUS=accepting connections")
         dispatchMain()
@@ -92,11 +128,13 @@ final class Supervisor: Sendable {
     let listener: Listener
     let executable: String
     let statistics: SharedStatistics
+    let sandbox: WorkerSandbox
     private let counters = Mutex(Counters())
     private let signalQueue = DispatchQueue(label: "trackd.signals")
     nonisolated(unsafe) private var sources: [DispatchSourceSignal] = []
 
-    init(listener: Listener, executable: String, statistics: SharedStatistics) {
+    init(listener: Listener, executable: String, statistics: SharedStatistics, sandbox: WorkerSandbox) {
+        self.sandbox = sandbox
         self.listener = listener
         self.executable = executable
         self.statistics = statistics
@@ -149,7 +187,7 @@ final class Supervisor: Sendable {
             Log.warning("SO_PEERCRED failed: \(String(cString: strerror(errno))); dropping connection")
             return
         }
-        let args = [executable, "worker", "--client-pid", "\(pid)", "--client-uid", "\(uid)"]
+        let args = [executable, "worker", "--client-pid", "\(pid)", "--client-uid", "\(uid)"] + sandbox.arguments
         // The counters lock is held across spawn and registration so reap() cannot miss a fast-dying worker.
         counters.withLock { c in
             c.accepted += 1

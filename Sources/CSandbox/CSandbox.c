@@ -1,0 +1,144 @@
+#define _GNU_SOURCE
+#include "CSandbox.h"
+
+#include <errno.h>
+#include <grp.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <seccomp.h>
+
+static int fail(char *error, size_t size, const char *format, ...) {
+    int saved = errno;
+    va_list ap;
+    va_start(ap, format);
+    int n = vsnprintf(error, size, format, ap);
+    va_end(ap);
+    if (n >= 0 && (size_t)n < size && saved != 0) snprintf(error + n, size - (size_t)n, ": %s", strerror(saved));
+    errno = saved;
+    return -1;
+}
+
+static int set_limit(int resource, uint64_t soft, uint64_t hard) {
+    struct rlimit r = { .rlim_cur = (rlim_t)soft, .rlim_max = (rlim_t)hard };
+    struct rlimit old;
+    // Never raise a hard limit someone else lowered (that would fail without CAP_SYS_RESOURCE anyway).
+    if (getrlimit(resource, &old) == 0 && old.rlim_max != RLIM_INFINITY) {
+        if (r.rlim_max > old.rlim_max) r.rlim_max = old.rlim_max;
+        if (r.rlim_cur > r.rlim_max) r.rlim_cur = r.rlim_max;
+    }
+    return setrlimit(resource, &r);
+}
+
+// The allowlist. Each group names the reason the worker needs it (docs/SECURITY.md repeats this list).
+static const int allowed[] = {
+    // I/O on descriptors the worker already holds: the connection (recvmsg/sendmsg), the client's media fd
+    // (pread64), the memfd pools, stderr (write), GLib's wakeup pipes/eventfds.
+    SCMP_SYS(read), SCMP_SYS(write), SCMP_SYS(readv), SCMP_SYS(writev), SCMP_SYS(pread64),
+    SCMP_SYS(recvmsg), SCMP_SYS(sendmsg), SCMP_SYS(recvfrom), SCMP_SYS(sendto), SCMP_SYS(shutdown),
+    SCMP_SYS(getsockopt), SCMP_SYS(close), SCMP_SYS(lseek), SCMP_SYS(fcntl), SCMP_SYS(dup), SCMP_SYS(dup3),
+    SCMP_SYS(fstat), SCMP_SYS(newfstatat), SCMP_SYS(statx),
+    // Pools: sealed memfds (memfd_create + ftruncate + fcntl(F_ADD_SEALS)) mapped into memory.
+    SCMP_SYS(memfd_create), SCMP_SYS(ftruncate),
+    // Memory: malloc, thread stacks, GStreamer buffers, ORC's runtime-compiled code (anonymous RWX mappings).
+    SCMP_SYS(mmap), SCMP_SYS(munmap), SCMP_SYS(mprotect), SCMP_SYS(mremap), SCMP_SYS(madvise), SCMP_SYS(brk),
+    SCMP_SYS(membarrier),
+    // Threads (streaming threads, libav's frame threads, the output pullers): glibc's pthread_create uses clone3,
+    // whose flags seccomp cannot inspect, so clone3 answers ENOSYS (below) and glibc falls back to clone, which
+    // is allowed only with CLONE_THREAD (below).
+    SCMP_SYS(futex), SCMP_SYS(set_robust_list), SCMP_SYS(get_robust_list), SCMP_SYS(rseq), SCMP_SYS(set_tid_address),
+    SCMP_SYS(exit), SCMP_SYS(exit_group), SCMP_SYS(gettid), SCMP_SYS(getpid), SCMP_SYS(getppid), SCMP_SYS(tgkill),
+    SCMP_SYS(sched_yield), SCMP_SYS(sched_getaffinity), SCMP_SYS(sched_getparam), SCMP_SYS(sched_getscheduler),
+    SCMP_SYS(sched_get_priority_min), SCMP_SYS(sched_get_priority_max), SCMP_SYS(getpriority),
+    // Signals (SIGPIPE ignored, Swift/glibc crash handling, thread cancellation).
+    SCMP_SYS(rt_sigaction), SCMP_SYS(rt_sigprocmask), SCMP_SYS(rt_sigreturn), SCMP_SYS(sigaltstack),
+    SCMP_SYS(restart_syscall),
+    // Time and waiting: GLib/GStreamer clocks and timeouts, GLib's main-context polling, semaphores.
+    SCMP_SYS(clock_gettime), SCMP_SYS(clock_getres), SCMP_SYS(gettimeofday), SCMP_SYS(clock_nanosleep),
+    SCMP_SYS(nanosleep), SCMP_SYS(poll), SCMP_SYS(ppoll), SCMP_SYS(epoll_create1), SCMP_SYS(epoll_ctl),
+    SCMP_SYS(epoll_wait), SCMP_SYS(epoll_pwait), SCMP_SYS(eventfd2), SCMP_SYS(pipe2),
+    // Harmless information: own ids, resource usage, randomness (GLib hash seeds, Swift hashing), kernel version.
+    SCMP_SYS(getuid), SCMP_SYS(geteuid), SCMP_SYS(getgid), SCMP_SYS(getegid), SCMP_SYS(getresuid),
+    SCMP_SYS(getresgid), SCMP_SYS(getrusage), SCMP_SYS(getrlimit), SCMP_SYS(prlimit64), SCMP_SYS(uname),
+    SCMP_SYS(sysinfo), SCMP_SYS(getrandom),
+};
+
+// Calls that only an exploit would make: the process is killed, not just refused.
+static const int killed[] = {
+    SCMP_SYS(execve), SCMP_SYS(execveat), SCMP_SYS(fork), SCMP_SYS(vfork), SCMP_SYS(ptrace),
+    SCMP_SYS(process_vm_readv), SCMP_SYS(process_vm_writev), SCMP_SYS(mount), SCMP_SYS(umount2),
+    SCMP_SYS(pivot_root), SCMP_SYS(chroot), SCMP_SYS(unshare), SCMP_SYS(setns), SCMP_SYS(init_module),
+    SCMP_SYS(finit_module), SCMP_SYS(delete_module), SCMP_SYS(kexec_load), SCMP_SYS(kexec_file_load),
+    SCMP_SYS(bpf), SCMP_SYS(perf_event_open), SCMP_SYS(userfaultfd), SCMP_SYS(keyctl), SCMP_SYS(add_key),
+    SCMP_SYS(request_key), SCMP_SYS(reboot), SCMP_SYS(swapon), SCMP_SYS(swapoff), SCMP_SYS(setuid),
+    SCMP_SYS(setgid), SCMP_SYS(setreuid), SCMP_SYS(setregid), SCMP_SYS(setresuid), SCMP_SYS(setresgid),
+    SCMP_SYS(setgroups), SCMP_SYS(setfsuid), SCMP_SYS(setfsgid), SCMP_SYS(capset),
+};
+
+static int install_filter(char *error, size_t size) {
+    // Everything not listed fails with EPERM: GStreamer's and GLib's optional calls (openat of a lazily loaded
+    // file, socket, ioctl on a device) fail cleanly instead of killing a worker mid-decode.
+    scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ERRNO(EPERM));
+    if (ctx == NULL) return fail(error, size, "seccomp_init failed");
+    int rc = 0;
+    // Apply to every thread GStreamer has already started, not only the calling one.
+    if (rc == 0) rc = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_TSYNC, 1);
+    for (size_t i = 0; rc == 0 && i < sizeof allowed / sizeof allowed[0]; i++)
+        rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, allowed[i], 0);
+    for (size_t i = 0; rc == 0 && i < sizeof killed / sizeof killed[0]; i++)
+        rc = seccomp_rule_add(ctx, SCMP_ACT_KILL_PROCESS, killed[i], 0);
+    // Threads yes, processes no.
+    if (rc == 0)
+        rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(clone), 1,
+                              SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_THREAD, CLONE_THREAD));
+    if (rc == 0)
+        rc = seccomp_rule_add(ctx, SCMP_ACT_KILL_PROCESS, SCMP_SYS(clone), 1,
+                              SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_THREAD, 0));
+    if (rc == 0) rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
+    // GstPoll (every GstBus, the system clock) makes its wakeup pair with socketpair(AF_UNIX) in GStreamer 1.22:
+    // an unnamed, unconnected-to-anything pair, so it is allowed for AF_UNIX only (socket() stays refused).
+    if (rc == 0) rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socketpair), 1, SCMP_A0(SCMP_CMP_EQ, AF_UNIX));
+    // prctl: only naming threads (GLib/GStreamer name their threads).
+    if (rc == 0) rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(prctl), 1, SCMP_A0(SCMP_CMP_EQ, PR_SET_NAME));
+    if (rc == 0) rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(prctl), 1, SCMP_A0(SCMP_CMP_EQ, PR_GET_NAME));
+    if (rc == 0) rc = seccomp_load(ctx);
+    seccomp_release(ctx);
+    if (rc != 0) {
+        errno = -rc;
+        return fail(error, size, "installing the seccomp filter failed");
+    }
+    return 0;
+}
+
+int trackd_sandbox_enter(const trackd_sandbox_config *c, char *error, size_t size) {
+    errno = 0;
+    if (c->address_space_bytes != 0 && set_limit(RLIMIT_AS, c->address_space_bytes, c->address_space_bytes) != 0)
+        return fail(error, size, "setrlimit(RLIMIT_AS, %llu)", (unsigned long long)c->address_space_bytes);
+    // SIGXCPU at the soft limit (default action: terminate), SIGKILL at the hard limit 5 s later.
+    if (c->cpu_seconds != 0 && set_limit(RLIMIT_CPU, c->cpu_seconds, c->cpu_seconds + 5) != 0)
+        return fail(error, size, "setrlimit(RLIMIT_CPU, %llu)", (unsigned long long)c->cpu_seconds);
+    if (c->open_files != 0 && set_limit(RLIMIT_NOFILE, c->open_files, c->open_files) != 0)
+        return fail(error, size, "setrlimit(RLIMIT_NOFILE, %llu)", (unsigned long long)c->open_files);
+    if (set_limit(RLIMIT_CORE, 0, 0) != 0) return fail(error, size, "setrlimit(RLIMIT_CORE, 0)");
+    if (c->drop_privileges) {
+        if (setgroups(0, NULL) != 0) return fail(error, size, "setgroups([])");
+        if (setresgid(c->gid, c->gid, c->gid) != 0) return fail(error, size, "setresgid(%u)", c->gid);
+        if (setresuid(c->uid, c->uid, c->uid) != 0) return fail(error, size, "setresuid(%u)", c->uid);
+        if (c->uid != 0 && (setuid(0) == 0 || seteuid(0) == 0 || getuid() == 0 || geteuid() == 0)) {
+            errno = 0;
+            return fail(error, size, "privileges could be regained after dropping to uid %u", c->uid);
+        }
+        if (c->gid != 0 && (setgid(0) == 0 || getegid() == 0)) {
+            errno = 0;
+            return fail(error, size, "group privileges could be regained after dropping to gid %u", c->gid);
+        }
+    }
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return fail(error, size, "prctl(PR_SET_NO_NEW_PRIVS)");
+    return install_filter(error, size);
+}
