@@ -111,35 +111,22 @@ public final class TrackPipeline: @unchecked Sendable {
             targetRange = nil
             audioRequest = request
             requiredType = .audio
-            let (queue, decodebin, convert, resample, filter) = (elements[1], elements[2], elements[3], elements[4], elements[5])
+            let convert = elements[3]
             // Deterministic conversion: no random dither, no noise shaping (both enums' value 0 is "none").
             swift_gst_object_set_int(convert, "dithering", 0)
             swift_gst_object_set_int(convert, "noise-shaping", 0)
-            let caps = Self.audioCaps(request)
-            defer { gst_caps_unref(caps) }
-            swift_gst_object_set_caps(filter, "caps", caps)
-            try pipeline.addChain([queue, decodebin])
-            try pipeline.addChain([convert, resample, filter, appsink])
-            let convertSink = gst_element_get_static_pad(convert, "sink")!  // transfer full, owned by the linker
-            DecodeLinker(target: convertSink, pipeline: pipeline.element, rawName: "audio/x-raw").attach(to: decodebin)
-            target = queue
+            target = try Self.addDecodeChain(pipeline, elements, caps: Self.audioCaps(request), rawName: "audio/x-raw")
         case .decode(let request):
             passthrough = false
             audioRequest = nil
-            let (queue, decodebin, convert, scale, filter) = (elements[1], elements[2], elements[3], elements[4], elements[5])
+            let convert = elements[3]
             swift_gst_object_set_uint(convert, "n-threads", 2)
             // GST_VIDEO_DITHER_NONE: the default (bayer) dithers whenever the output has fewer bits than
             // videoconvert's 16-bit intermediate — even 10-bit to 10-bit (I420_10LE → P010_10LE), which must be a
             // lossless repack. Without it, outputs of the same depth as the decoder's are exact.
             swift_gst_object_set_int(convert, "dither", 0)
-            let caps = Self.outputCaps(request)
-            defer { gst_caps_unref(caps) }
-            swift_gst_object_set_caps(filter, "caps", caps)
-            try pipeline.addChain([queue, decodebin])
-            try pipeline.addChain([convert, scale, filter, appsink])
-            let convertSink = gst_element_get_static_pad(convert, "sink")!  // transfer full, owned by the linker
+            let queue = try Self.addDecodeChain(pipeline, elements, caps: Self.outputCaps(request), rawName: "video/x-raw")
             targetRange = Self.copiesAsNV12(request.pixelFormat) ? request.pixelFormat.range : nil
-            DecodeLinker(target: convertSink, pipeline: pipeline.element).attach(to: decodebin)
             let clip = ClipRestorer()
             let queueSrc = gst_element_get_static_pad(queue, "src")!
             clip.attach(to: queueSrc)
@@ -220,6 +207,23 @@ public final class TrackPipeline: @unchecked Sendable {
         if let rate = request.sampleRate { set { swift_gst_caps_with_int($0, "rate", gint(rate)) } }
         if let channels = request.channels { set { swift_gst_caps_with_int($0, "channels", gint(channels)) } }
         return caps
+    }
+
+    /// Links `elements` = [appsink, queue, decodebin, converter, resampler/scaler, capsfilter] as
+    /// queue ! decodebin ⇢ converter ! resampler/scaler ! capsfilter(caps) ! appsink, where decodebin's `rawName`
+    /// pad is linked to the converter when it appears. Takes ownership of `caps`; returns the queue (the track's
+    /// pad goes there).
+    private static func addDecodeChain(_ pipeline: Pipeline, _ elements: [ElementPtr], caps: CapsPtr,
+                                       rawName: String) throws(TrackError) -> ElementPtr {
+        let (appsink, queue, decodebin, convert, second, filter) =
+            (elements[0], elements[1], elements[2], elements[3], elements[4], elements[5])
+        swift_gst_object_set_caps(filter, "caps", caps)
+        gst_caps_unref(caps)
+        try pipeline.addChain([queue, decodebin])
+        try pipeline.addChain([convert, second, filter, appsink])
+        let convertSink = gst_element_get_static_pad(convert, "sink")!  // transfer full, owned by the linker
+        DecodeLinker(target: convertSink, pipeline: pipeline.element, rawName: rawName).attach(to: decodebin)
+        return queue
     }
 
     /// The seek for a time range: nil when it is everything from 0 (no seek needed). Positions in nanoseconds.
