@@ -282,10 +282,7 @@ struct AudioTests {
         let daemon = try Daemon()
         defer { daemon.stop() }
         let raw = try RawClient(socketPath: daemon.socketPath)
-        let fd = open(Media.clip, O_RDONLY | O_CLOEXEC)
-        let opened = try raw.request(.openAsset(name: "clip.mp4"), fds: [fd])
-        close(fd)
-        guard case .assetOpened(let asset) = opened else { Issue.record("expected AssetOpened, got \(opened)"); return }
+        let asset = try raw.openAsset(Media.clip)
         func reply(_ track: UInt32, _ settings: [String: SettingValue]) throws -> Message {
             try raw.request(.createOutput(CreateOutput(assetID: asset.assetID, trackID: track, timeRange: .everything,
                                                        settings: settings)))

@@ -73,10 +73,7 @@ struct FailureTests {
         let daemon = try Daemon()
         defer { daemon.stop() }
         let raw = try RawClient(socketPath: daemon.socketPath)
-        let fd = open(Media.clip, O_RDONLY | O_CLOEXEC)
-        let opened = try raw.request(.openAsset(name: "clip.mp4"), fds: [fd])
-        close(fd)
-        guard case .assetOpened(let asset) = opened else { Issue.record("expected AssetOpened, got \(opened)"); return }
+        let asset = try raw.openAsset(Media.clip)
         let badKey = try raw.request(.createOutput(CreateOutput(assetID: asset.assetID, trackID: 1, timeRange: .everything,
                                                                 settings: ["Frobnicate": .bool(true)])))
         #expect(badKey == .error(TrackError(.unsupportedOutputSettings, "Output settings dictionary contains one or more invalid keys: Frobnicate")))
@@ -161,6 +158,15 @@ final class RawClient {
         guard case .helloReply = try request(.hello(Hello(clientName: "raw-test"))) else {
             throw TrackError(.protocolViolation, "no HelloReply")
         }
+    }
+
+    /// Opens `path` here and sends its descriptor; the worker's AssetOpened.
+    func openAsset(_ path: String) throws -> AssetOpened {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        defer { close(fd) }
+        let opened = try request(.openAsset(name: String(path.split(separator: "/").last ?? "")), fds: [fd])
+        guard case .assetOpened(let asset) = opened else { throw TrackError(.unknown, "expected AssetOpened, got \(opened)") }
+        return asset
     }
 
     func request(_ m: Message, fds: [Int32] = []) throws -> Message {
