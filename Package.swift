@@ -28,7 +28,7 @@ let package = Package(
             providers: [.apt(["libseccomp-dev"])]),
         // ── C: shims for what Swift cannot import (macros, varargs, cmsg) ──────────────────────
         .target(name: "CTrackSys", path: "Sources/CTrackSys"),
-        .target(name: "CGstShim", dependencies: ["CGStreamer"], path: "Sources/CGstShim"),
+        .target(name: "CGstShim", dependencies: ["CGStreamer", "CTrackSys"], path: "Sources/CGstShim"),
         .target(name: "CSandbox", dependencies: ["CSeccomp"], path: "Sources/CSandbox"),
         // ── Swift: the wire, shared by both ends (no GStreamer) ───────────────────────────────
         .target(name: "Protocol", dependencies: ["CTrackSys"], swiftSettings: strict),

@@ -66,6 +66,12 @@ public final class TrackPipeline: @unchecked Sendable {
     /// B-frames reference). `passthroughEnded`: that sample was seen; pull reports .endOfStream until the next seek.
     private var passthroughEnd: Int64?
     private var passthroughEnded = false
+    /// Decoded video: the allocator of the memfd memories appsink offers upstream, so the converter (or the decoder,
+    /// when the converter passes through) writes frames straight into memory the client maps (zero-copy outputs,
+    /// docs/design/zero-copy.md). nil for audio and passthrough.
+    private let allocator: SharedAllocator?
+    /// Live memfd memories per output at most: back-pressure (the client's slots, appsink's queue) keeps far fewer.
+    static let maxSharedMemories: guint = 32
 
     static let prerollTimeoutNs: UInt64 = 10_000_000_000
 
@@ -102,6 +108,7 @@ public final class TrackPipeline: @unchecked Sendable {
             restorer = nil
             targetRange = nil
             audioRequest = nil
+            allocator = nil
             requiredType = nil
             try pipeline.addChain([appsink])
             target = appsink
@@ -110,6 +117,7 @@ public final class TrackPipeline: @unchecked Sendable {
             restorer = nil
             targetRange = nil
             audioRequest = request
+            allocator = nil
             requiredType = .audio
             let convert = elements[3]
             // Deterministic conversion: no random dither, no noise shaping (both enums' value 0 is "none").
@@ -119,6 +127,10 @@ public final class TrackPipeline: @unchecked Sendable {
         case .decode(let request):
             passthrough = false
             audioRequest = nil
+            let shared = SharedAllocator(maxLive: Self.maxSharedMemories)
+            swift_gst_appsink_offer_memfd_pool(appsink, shared.pointer, 2)
+            swift_gst_bin_disable_direct_rendering(elements[2])  // decodebin
+            allocator = shared
             let convert = elements[3]
             swift_gst_object_set_uint(convert, "n-threads", 2)
             // GST_VIDEO_DITHER_NONE: the default (bayer) dithers whenever the output has fewer bits than
@@ -161,6 +173,15 @@ public final class TrackPipeline: @unchecked Sendable {
     deinit {
         stop()
         if let cached = layoutCache { gst_caps_unref(cached.caps) }
+    }
+
+    /// Zero-copy outputs: the ids of memfd memories (PulledSample.shared) freed since the last call — their pools
+    /// are gone. Thread-safe.
+    public func takeFreedSharedMemories() -> [UInt32] {
+        guard let allocator else { return [] }
+        var ids = [UInt32](repeating: 0, count: Int(Self.maxSharedMemories))
+        let n = swift_gst_memfd_allocator_take_freed(allocator.pointer, &ids, guint(ids.count))
+        return Array(ids.prefix(Int(n)))
     }
 
     /// video/x-raw,format=<gst format>[,width][,height][,pixel-aspect-ratio=1/1 when a size is requested].
@@ -391,9 +412,14 @@ public final class TrackPipeline: @unchecked Sendable {
                                 end: Int(plane.rowBytes), rows: Int(plane.height))
             }
         }
+        var shared: SharedMemory?
+        var slot = SwiftGstMemfdSlot()
+        if padding == nil, let allocator, swift_gst_memfd_describe(allocator.pointer, buffer, &slot) != 0 {
+            shared = SharedMemory(id: slot.id, fd: slot.fd, mapSize: Int(slot.map_size))
+        }
         return PulledSample(sample: sample, buffer: buffer, format: outputFormat.format, width: layout.width,
                             height: layout.height, colorimetry: colorimetry, planes: planes, restorer: restorer,
-                            padding: padding)
+                            padding: padding, shared: shared)
     }
 
     /// Linear PCM: one plane (interleaved) or one per channel (GstAudioMeta's offsets), and the frame count,
@@ -490,6 +516,24 @@ func tuple<T, E>(_ t: T, _ i: Int) -> E {
     withUnsafeBytes(of: t) { $0.load(fromByteOffset: i * MemoryLayout<E>.stride, as: E.self) }
 }
 
+/// Owns one ref on a memfd allocator (swift_gst_memfd_allocator_new).
+final class SharedAllocator: @unchecked Sendable {
+    // @unchecked: the allocator's state is behind its own mutex.
+    let pointer: UnsafeMutablePointer<GstAllocator>
+
+    init(maxLive: guint) { pointer = swift_gst_memfd_allocator_new(maxLive)! }
+    deinit { gst_object_unref(pointer) }
+}
+
+/// A decoded frame that already lives in shared memory: a memfd of `mapSize` bytes, the frame at its offset 0.
+public struct SharedMemory: Sendable {
+    /// Names the memory for its whole life (TrackPipeline.takeFreedSharedMemories reports it when freed).
+    public var id: UInt32
+    /// The memfd, the first time this memory is seen (the caller sends it in PoolAdded and must close it); -1 after.
+    public var fd: Int32
+    public var mapSize: Int
+}
+
 /// One sample pulled from appsink; holds a ref on the GstSample until deinit. Times are stream time (the asset's
 /// timeline), in nanoseconds.
 public final class PulledSample: @unchecked Sendable {
@@ -526,13 +570,17 @@ public final class PulledSample: @unchecked Sendable {
     public let frameCount: UInt32
     /// Trimmed audio: the byte ranges of the buffer copyBytes copies, and where to (nil: the buffer from 0).
     private let pieces: [(from: Int, to: Int, length: Int)]?
+    /// Zero-copy: the frame is already in a memfd memory (`size` bytes from its offset 0); keeping this object
+    /// keeps the memory out of the buffer pool, so nothing writes it while the client reads.
+    public let shared: SharedMemory?
 
     init(sample: OpaquePointer, buffer: UnsafeMutablePointer<GstBuffer>, format: FourCC, width: UInt32,
          height: UInt32, colorimetry: Colorimetry, planes: [PlaneLayout], restorer: ClipRestorer?,
          nv12Copy: (layout: SwiftGstVideoLayout, range: SwiftGstRangeConversion)? = nil, size: Int? = nil,
          padding: RowPadding? = nil, frameCount: UInt32 = 0, timing: (pts: MediaTime, duration: MediaTime)? = nil,
-         pieces: [(from: Int, to: Int, length: Int)]? = nil) {
+         pieces: [(from: Int, to: Int, length: Int)]? = nil, shared: SharedMemory? = nil) {
         self.frameCount = frameCount
+        self.shared = shared
         self.pieces = pieces
         self.sample = sample
         self.padding = padding

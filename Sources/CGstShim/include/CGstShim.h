@@ -10,6 +10,7 @@
 #include <gst/gst.h>
 #include <gst/app/gstappsink.h>
 #include <gst/video/video.h>
+#include <gst/video/gstvideopool.h>
 
 // ── trackdfdsrc: a GstBaseSrc that reads an already-open fd with pread() ──────────────────────────────────
 
@@ -159,5 +160,39 @@ GstStructure *swift_gst_structure_new_with_string(const char *name, const char *
 /// The GstBuffer held in a buffer-typed field of `structure` (transfer none: the structure owns it), or NULL.
 /// Needs C: gst_value_get_buffer and GST_VALUE_HOLDS_BUFFER are macros.
 GstBuffer *swift_gst_structure_get_buffer(const GstStructure *structure, const char *field);
+
+// ── zero-copy outputs: memfd memories offered by appsink (MemfdPool.c, docs/design/zero-copy.md) ──────────────
+
+/// A buffer whose bytes start at offset 0 of a memfd memory: `fd` is the memfd (transfer full: the caller sends it
+/// in PoolAdded and closes it) the first time a memory is described, -1 afterwards; `id` names the memory for its
+/// whole life; `map_size` is the memfd's size, `size` the buffer's bytes.
+typedef struct {
+    uint32_t id;
+    int32_t fd;
+    uint64_t map_size;
+    uint64_t size;
+} SwiftGstMemfdSlot;
+
+/// A new allocator (transfer full: gst_object_unref) whose memories are sealed memfds (F_SEAL_SHRINK|GROW|SEAL), one
+/// per memory, mapped read-write in this process. Beyond `max_live` live memories (0: 32) alloc() returns system
+/// memory instead (the worker then copies that frame; see MemfdPool.c). Needs C: a GstAllocator subclass
+/// (G_DEFINE_TYPE, alloc/free/map/share vmethods).
+GstAllocator *swift_gst_memfd_allocator_new(guint max_live);
+/// Moves up to `capacity` ids of described memories freed since the last call into `ids`; returns how many. The
+/// allocator cannot call into Swift from the streaming thread that frees a memory, so the puller asks. Needs C:
+/// the allocator's private state.
+guint swift_gst_memfd_allocator_take_freed(GstAllocator *allocator, uint32_t *ids, guint capacity);
+/// TRUE when `buffer` (transfer none) is one memory of `allocator` (transfer none) from its offset 0; fills `out`. Needs C: the
+/// memory's private fields.
+gboolean swift_gst_memfd_describe(GstAllocator *allocator, GstBuffer *buffer, SwiftGstMemfdSlot *out);
+/// Makes `appsink` (transfer none) answer the ALLOCATION query for raw video with a GstVideoBufferPool (video meta,
+/// at least `min_buffers`, growing without a maximum: avviddec refuses pools capped below 32) over `allocator` (the
+/// probe keeps a ref). Needs C: a pad probe returning GST_PAD_PROBE_HANDLED after filling a query.
+void swift_gst_appsink_offer_memfd_pool(GstElement *appsink, GstAllocator *allocator, guint min_buffers);
+/// Sets direct-rendering=FALSE on every element added anywhere inside `bin` (transfer none) that has the property
+/// (the libav decoders): with direct rendering, libav keeps reference frames mapped in the buffers it decoded into
+/// and GstVideoDecoder deep-copies each of them into system memory; without it, libav copies each picture once into
+/// a buffer of the downstream pool (ours). Needs C: a signal handler with the deep-element-added signature.
+void swift_gst_bin_disable_direct_rendering(GstElement *bin);
 
 #endif

@@ -25,7 +25,8 @@ final class OutputStreamer: Sendable {
     static let page = 4096
 
     struct Pool {
-        let mapping: SharedMapping
+        /// nil: a zero-copy pool — one GStreamer memory (PulledSample.shared), one slot, mapped by GStreamer.
+        let mapping: SharedMapping?
         let slotSize: Int
         var free: [UInt32]
         var held: Set<UInt32> = []
@@ -44,6 +45,11 @@ final class OutputStreamer: Sendable {
         var pendingRanges: [MediaTimeRange] = []
         /// Random access: FinishOutput arrived; the end of the current ranges completes the output.
         var final = false
+        /// Zero-copy: GStreamer memory id → pool id, for every memory announced with PoolAdded and not yet freed.
+        var sharedPools: [UInt32: UInt32] = [:]
+        /// Zero-copy: the samples whose memory the client holds, by pool id (their slot is 0). Dropping one returns
+        /// its buffer to GStreamer's pool.
+        var sharedHeld: [UInt32: PulledSample] = [:]
     }
 
     enum ReleaseError: Error { case notHeld(SlotRef) }
@@ -111,10 +117,17 @@ final class OutputStreamer: Sendable {
     /// The client gives slots back. A slot it does not hold is a protocol violation.
     func release(_ slots: [SlotRef]) throws(ReleaseError) {
         var removals: [UInt32] = []
+        var returned: [PulledSample] = []  // dropped after the lock: that hands the buffers back to GStreamer
         let drained = try state.withLock { (s: inout State) throws(ReleaseError) -> Bool in
             for ref in slots {
                 guard var pool = s.pools[ref.poolID], pool.held.remove(ref.slot) != nil else {
                     throw .notHeld(ref)
+                }
+                if pool.mapping == nil {
+                    // Zero-copy: the pool lives as long as GStreamer's memory (PoolRemoved when it is freed).
+                    if let sample = s.sharedHeld.removeValue(forKey: ref.poolID) { returned.append(sample) }
+                    if s.finished { s.pools[ref.poolID] = nil } else { s.pools[ref.poolID] = pool }
+                    continue
                 }
                 pool.free.append(ref.slot)
                 if (pool.retired || s.finished) && pool.held.isEmpty {
@@ -126,6 +139,7 @@ final class OutputStreamer: Sendable {
             }
             return s.finished && s.pools.values.allSatisfy { $0.held.isEmpty }
         }
+        returned.removeAll()
         for poolID in removals { send(.poolRemoved(outputID: id, poolID: poolID)) }
         wake.signal()
         if drained { onDrained(id) }
@@ -162,9 +176,17 @@ final class OutputStreamer: Sendable {
                 if state.withLock({ $0.cancelled }) { return finish(.cancelled) }
                 return finish(.failed, error)
             case .sample(let sample):
-                guard let (poolID, slot, slotSize, mapping) = acquireSlot(bytes: sample.size) else { continue }
-                sample.copyBytes(to: mapping.base + Int(slot) * slotSize)
-                stats.bytesCopied.add(UInt64(sample.size), ordering: .relaxed)
+                removeFreedPools()
+                let poolID: UInt32, slot: UInt32
+                if let shared = sample.shared {
+                    guard let p = acquireShared(sample, shared) else { continue }
+                    (poolID, slot) = (p, 0)
+                } else {
+                    guard let (p, s, slotSize, mapping) = acquireSlot(bytes: sample.size) else { continue }
+                    (poolID, slot) = (p, s)
+                    sample.copyBytes(to: mapping.base + Int(slot) * slotSize)
+                    stats.bytesCopied.add(UInt64(sample.size), ordering: .relaxed)
+                }
                 var flags: UInt32 = sample.isSync ? Protocol.Sample.flagSync : 0
                 if sample.decodeTime.isValid { flags |= Protocol.Sample.flagHasDecodeTime }
                 if sample.isDiscontinuity { flags |= Protocol.Sample.flagDiscontinuity }
@@ -213,13 +235,68 @@ final class OutputStreamer: Sendable {
         }
     }
 
+    /// Zero-copy: waits until the client holds fewer than `maxHeld` of this output's shared frames, announces the
+    /// memory with PoolAdded the first time it is seen, and keeps the sample until the client releases its slot.
+    /// Returns the pool id; nil when cancelled (or failed). Closes the memory's fd in every case.
+    private func acquireShared(_ sample: PulledSample, _ shared: SharedMemory) -> UInt32? {
+        defer { if shared.fd >= 0 { close(shared.fd) } }
+        let maxHeld = min(Self.maxSlots, max(Self.minSlots, Self.poolBudget / max(shared.mapSize, 1)))
+        while true {
+            let (cancelled, full) = state.withLock { ($0.cancelled, $0.sharedHeld.count >= maxHeld) }
+            if cancelled { return nil }
+            if !full { break }
+            _ = wake.wait(timeout: .now() + .milliseconds(100))
+        }
+        enum Step { case held(UInt32), announce(UInt32), unknown }
+        let step = state.withLock { s -> Step in
+            if let poolID = s.sharedPools[shared.id], var pool = s.pools[poolID] {
+                pool.held.insert(0)
+                s.pools[poolID] = pool
+                s.sharedHeld[poolID] = sample
+                return .held(poolID)
+            }
+            guard shared.fd >= 0 else { return .unknown }
+            let poolID = s.nextPoolID
+            s.nextPoolID += 1
+            s.sharedPools[shared.id] = poolID
+            s.pools[poolID] = Pool(mapping: nil, slotSize: shared.mapSize, free: [], held: [0])
+            s.sharedHeld[poolID] = sample
+            return .announce(poolID)
+        }
+        switch step {
+        case .held(let poolID):
+            return poolID
+        case .announce(let poolID):
+            send(.poolAdded(PoolAdded(outputID: id, poolID: poolID, slotCount: 1, slotSize: UInt64(shared.mapSize))),
+                 fds: [shared.fd])
+            return poolID
+        case .unknown:
+            finish(.failed, TrackError(.unknown, "internal error: shared memory \(shared.id) was handed over but never announced"))
+            state.withLock { $0.cancelled = true }
+            return nil
+        }
+    }
+
+    /// Zero-copy: PoolRemoved for the memories GStreamer freed (a renegotiation, the pipeline's end). The client
+    /// holds none of them: a held slot keeps its sample, and so its memory, alive.
+    private func removeFreedPools() {
+        let freed = pipeline.takeFreedSharedMemories()
+        guard !freed.isEmpty else { return }
+        let removed = state.withLock { s -> [UInt32] in
+            let ids = freed.compactMap { s.sharedPools.removeValue(forKey: $0) }
+            for poolID in ids { s.pools[poolID] = nil }
+            return s.finished ? [] : ids
+        }
+        for poolID in removed { send(.poolRemoved(outputID: id, poolID: poolID)) }
+    }
+
     /// Waits for a free slot that fits `bytes`, creating or replacing the pool as needed. Nil when cancelled.
     private func acquireSlot(bytes: Int) -> (UInt32, UInt32, Int, SharedMapping)? {
         while true {
             enum Step { case got(UInt32, UInt32, Int, SharedMapping), needPool(retire: UInt32?, removeNow: Bool), wait, cancelled }
             let step = state.withLock { s -> Step in
                 if s.cancelled { return .cancelled }
-                if let current = s.currentPool, var pool = s.pools[current] {
+                if let current = s.currentPool, var pool = s.pools[current], let mapping = pool.mapping {
                     if pool.slotSize < bytes {
                         pool.retired = true
                         let empty = pool.held.isEmpty
@@ -230,7 +307,7 @@ final class OutputStreamer: Sendable {
                     if let slot = pool.free.popLast() {
                         pool.held.insert(slot)
                         s.pools[current] = pool
-                        return .got(current, slot, pool.slotSize, pool.mapping)
+                        return .got(current, slot, pool.slotSize, mapping)
                     }
                     return .wait
                 }

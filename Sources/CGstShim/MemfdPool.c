@@ -1,0 +1,240 @@
+// Zero-copy outputs: a GstAllocator whose memories are sealed memfds, offered to the pipeline by appsink, so the
+// element that fills a video buffer (videoconvert, or the decoder when videoconvert passes through) writes the
+// frame straight into memory the client maps. docs/design/zero-copy.md has the measurements behind each choice.
+#define _GNU_SOURCE
+#include "CGstShim.h"
+#include "CTrackSys.h"
+
+#include <errno.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#define TRACKD_MEMFD_MEMORY_TYPE "TrackdMemfd"
+
+typedef struct {
+    GstMemory mem;
+    guint8 *base;    // the whole mapping (shared by sub-memories)
+    gsize map_size;
+    int fd;          // root only: the memfd until it is handed over (swift_gst_memfd_describe), then -1
+    guint32 id;
+} TrackdMemfdMemory;
+
+typedef struct {
+    GstAllocator parent;
+    GMutex lock;
+    guint live;       // root memories alive
+    guint max_live;   // beyond this, alloc() hands out system memory: back-pressure keeps far fewer alive
+    guint32 next_id;
+    GArray *freed;    // guint32 ids of handed-over memories freed since the last take
+} TrackdMemfdAllocator;
+
+typedef struct {
+    GstAllocatorClass parent_class;
+} TrackdMemfdAllocatorClass;
+
+GType trackd_memfd_allocator_get_type(void);
+G_DEFINE_TYPE(TrackdMemfdAllocator, trackd_memfd_allocator, GST_TYPE_ALLOCATOR)
+
+static GstMemory *memfd_alloc(GstAllocator *allocator, gsize size, GstAllocationParams *params) {
+    TrackdMemfdAllocator *self = (TrackdMemfdAllocator *)allocator;
+    gsize align = params ? params->align : 0;  // a mask: 2^n - 1
+    gsize prefix = params ? params->prefix : 0;
+    gsize padding = params ? params->padding : 0;
+    gsize offset = (prefix + align) & ~align;  // the mapping is page-aligned, so any align <= 4095 holds
+    gsize page = 4096;
+    gsize map_size = (offset + size + padding + page - 1) / page * page;
+
+    g_mutex_lock(&self->lock);
+    gboolean allowed = self->live < self->max_live;
+    if (allowed) self->live++;
+    guint32 id = ++self->next_id;
+    g_mutex_unlock(&self->lock);
+    if (!allowed) {
+        // Beyond the cap (or when a memfd cannot be made) the frame goes to system memory and the worker copies
+        // it, as before zero-copy: returning NULL instead makes libav's decoders crash on the failed allocation.
+        GST_INFO_OBJECT(self, "%u memories are alive; this one is system memory", self->max_live);
+        return gst_allocator_alloc(NULL, size, params);
+    }
+    int fd = trackd_memfd_sealed("trackd-frame", map_size);
+    guint8 *base = fd < 0 ? MAP_FAILED : mmap(NULL, map_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (base == MAP_FAILED) {
+        if (fd >= 0) close(fd);
+        g_mutex_lock(&self->lock);
+        self->live--;
+        g_mutex_unlock(&self->lock);
+        return gst_allocator_alloc(NULL, size, params);
+    }
+    TrackdMemfdMemory *mem = g_new0(TrackdMemfdMemory, 1);
+    gst_memory_init(GST_MEMORY_CAST(mem), params ? params->flags : 0, allocator, NULL, map_size, align, offset, size);
+    mem->base = base;
+    mem->map_size = map_size;
+    mem->fd = fd;
+    mem->id = id;
+    return GST_MEMORY_CAST(mem);
+}
+
+static void memfd_free(GstAllocator *allocator, GstMemory *memory) {
+    TrackdMemfdAllocator *self = (TrackdMemfdAllocator *)allocator;
+    TrackdMemfdMemory *mem = (TrackdMemfdMemory *)memory;
+    if (memory->parent == NULL) {  // sub-memories borrow the root's mapping
+        munmap(mem->base, mem->map_size);
+        g_mutex_lock(&self->lock);
+        self->live--;
+        if (mem->fd >= 0) {
+            close(mem->fd);
+        } else {
+            g_array_append_val(self->freed, mem->id);  // handed over: the client must hear it is gone
+        }
+        g_mutex_unlock(&self->lock);
+    }
+    g_free(mem);
+}
+
+static gpointer memfd_map(GstMemory *memory, gsize maxsize, GstMapFlags flags) {
+    (void)maxsize;
+    (void)flags;
+    return ((TrackdMemfdMemory *)memory)->base;  // gst_memory_map adds mem->offset
+}
+
+static void memfd_unmap(GstMemory *memory) { (void)memory; }
+
+// A sub-memory (gst_buffer_copy_region, gst_memory_share): same mapping, narrower window, read-only like every
+// shared memory. Without it GStreamer falls back to copying.
+static GstMemory *memfd_share(GstMemory *memory, gssize offset, gssize size) {
+    TrackdMemfdMemory *mem = (TrackdMemfdMemory *)memory;
+    GstMemory *parent = memory->parent ? memory->parent : memory;
+    if (size == -1) size = (gssize)memory->size - offset;
+    TrackdMemfdMemory *sub = g_new0(TrackdMemfdMemory, 1);
+    gst_memory_init(GST_MEMORY_CAST(sub), GST_MINI_OBJECT_FLAGS(parent) | GST_MINI_OBJECT_FLAG_LOCK_READONLY,
+                    memory->allocator, parent, memory->maxsize, memory->align, memory->offset + (gsize)offset,
+                    (gsize)size);
+    sub->base = mem->base;
+    sub->map_size = mem->map_size;
+    sub->fd = -1;
+    sub->id = mem->id;
+    return GST_MEMORY_CAST(sub);
+}
+
+static void trackd_memfd_allocator_finalize(GObject *object) {
+    TrackdMemfdAllocator *self = (TrackdMemfdAllocator *)object;
+    g_array_unref(self->freed);
+    g_mutex_clear(&self->lock);
+    G_OBJECT_CLASS(trackd_memfd_allocator_parent_class)->finalize(object);
+}
+
+static void trackd_memfd_allocator_class_init(TrackdMemfdAllocatorClass *klass) {
+    GST_ALLOCATOR_CLASS(klass)->alloc = memfd_alloc;
+    GST_ALLOCATOR_CLASS(klass)->free = memfd_free;
+    G_OBJECT_CLASS(klass)->finalize = trackd_memfd_allocator_finalize;
+}
+
+static void trackd_memfd_allocator_init(TrackdMemfdAllocator *self) {
+    GstAllocator *allocator = GST_ALLOCATOR(self);
+    allocator->mem_type = TRACKD_MEMFD_MEMORY_TYPE;
+    allocator->mem_map = memfd_map;
+    allocator->mem_unmap = memfd_unmap;
+    allocator->mem_share = memfd_share;
+    GST_OBJECT_FLAG_SET(self, GST_ALLOCATOR_FLAG_CUSTOM_ALLOC);
+    g_mutex_init(&self->lock);
+    self->freed = g_array_new(FALSE, FALSE, sizeof(guint32));
+    self->max_live = 32;
+}
+
+GstAllocator *swift_gst_memfd_allocator_new(guint max_live) {
+    TrackdMemfdAllocator *self = g_object_new(trackd_memfd_allocator_get_type(), NULL);
+    gst_object_ref_sink(self);
+    self->max_live = max_live > 0 ? max_live : 32;
+    return GST_ALLOCATOR(self);
+}
+
+guint swift_gst_memfd_allocator_take_freed(GstAllocator *allocator, guint32 *ids, guint capacity) {
+    TrackdMemfdAllocator *self = (TrackdMemfdAllocator *)allocator;
+    g_mutex_lock(&self->lock);
+    guint n = MIN(capacity, self->freed->len);
+    for (guint i = 0; i < n; i++) ids[i] = g_array_index(self->freed, guint32, i);
+    g_array_remove_range(self->freed, 0, n);
+    g_mutex_unlock(&self->lock);
+    return n;
+}
+
+gboolean swift_gst_memfd_describe(GstAllocator *allocator, GstBuffer *buffer, SwiftGstMemfdSlot *out) {
+    if (gst_buffer_n_memory(buffer) != 1) return FALSE;
+    GstMemory *memory = gst_buffer_peek_memory(buffer, 0);
+    // Only a buffer that starts where the memfd starts: Sample offsets count from the start of the slot.
+    if (memory->allocator != allocator || memory->offset != 0) return FALSE;
+    TrackdMemfdMemory *mem = (TrackdMemfdMemory *)memory;
+    TrackdMemfdMemory *root = (TrackdMemfdMemory *)(memory->parent ? memory->parent : memory);
+    TrackdMemfdAllocator *self = (TrackdMemfdAllocator *)allocator;
+    out->id = mem->id;
+    out->map_size = mem->map_size;
+    out->size = memory->size;
+    g_mutex_lock(&self->lock);  // the fd changes hands once, whichever thread asks first
+    out->fd = root->fd;
+    root->fd = -1;
+    g_mutex_unlock(&self->lock);
+    return TRUE;
+}
+
+// ── appsink answers the ALLOCATION query ────────────────────────────────────────────────────────────────────
+
+typedef struct {
+    GstAllocator *allocator;
+    guint min_buffers;
+} OfferPool;
+
+static void offer_pool_free(gpointer data) {
+    OfferPool *offer = data;
+    gst_object_unref(offer->allocator);
+    g_free(offer);
+}
+
+static GstPadProbeReturn offer_pool(GstPad *pad, GstPadProbeInfo *info, gpointer data) {
+    (void)pad;
+    OfferPool *offer = data;
+    GstQuery *query = GST_PAD_PROBE_INFO_QUERY(info);
+    if (GST_QUERY_TYPE(query) != GST_QUERY_ALLOCATION) return GST_PAD_PROBE_OK;
+    GstCaps *caps = NULL;
+    gboolean need_pool = FALSE;
+    gst_query_parse_allocation(query, &caps, &need_pool);
+    GstVideoInfo vinfo;
+    if (caps == NULL || !gst_video_info_from_caps(&vinfo, caps)) return GST_PAD_PROBE_OK;
+    GstBufferPool *pool = gst_video_buffer_pool_new();
+    GstStructure *config = gst_buffer_pool_get_config(pool);
+    // max 0: avviddec drops a pool that cannot grow to 32 buffers (and its allocator with it).
+    gst_buffer_pool_config_set_params(config, caps, (guint)vinfo.size, offer->min_buffers, 0);
+    gst_buffer_pool_config_set_allocator(config, offer->allocator, NULL);
+    gst_buffer_pool_config_add_option(config, GST_BUFFER_POOL_OPTION_VIDEO_META);
+    if (!gst_buffer_pool_set_config(pool, config)) {
+        gst_object_unref(pool);
+        return GST_PAD_PROBE_OK;
+    }
+    gst_query_add_allocation_pool(query, pool, (guint)vinfo.size, offer->min_buffers, 0);
+    gst_query_add_allocation_param(query, offer->allocator, NULL);
+    gst_query_add_allocation_meta(query, GST_VIDEO_META_API_TYPE, NULL);
+    gst_object_unref(pool);
+    return GST_PAD_PROBE_HANDLED;  // the query succeeds with what the probe put in it
+}
+
+void swift_gst_appsink_offer_memfd_pool(GstElement *appsink, GstAllocator *allocator, guint min_buffers) {
+    GstPad *pad = gst_element_get_static_pad(appsink, "sink");
+    OfferPool *offer = g_new0(OfferPool, 1);
+    offer->allocator = gst_object_ref(allocator);
+    offer->min_buffers = min_buffers;
+    gst_pad_add_probe(pad, GST_PAD_PROBE_TYPE_QUERY_DOWNSTREAM, offer_pool, offer, offer_pool_free);
+    gst_object_unref(pad);
+}
+
+// ── libav decoders: decode into their own frames, then into ours ────────────────────────────────────────────
+
+static void disable_direct_rendering(GstBin *bin, GstBin *sub_bin, GstElement *element, gpointer data) {
+    (void)bin;
+    (void)sub_bin;
+    (void)data;
+    if (g_object_class_find_property(G_OBJECT_GET_CLASS(element), "direct-rendering") != NULL) {
+        g_object_set(element, "direct-rendering", FALSE, NULL);
+    }
+}
+
+void swift_gst_bin_disable_direct_rendering(GstElement *bin) {
+    g_signal_connect(bin, "deep-element-added", G_CALLBACK(disable_direct_rendering), NULL);
+}
