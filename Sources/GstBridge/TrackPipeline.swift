@@ -3,6 +3,10 @@ import CGstShim
 import Protocol
 import Synchronization
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// What an output delivers: the pixel format (decode) or codec (passthrough), the size, and for passthrough the
 /// codec configuration record (avcC, hvcC, esds… bytes from the caps' codec_data).
 public struct OutputFormat: Sendable, Hashable {
@@ -415,11 +419,11 @@ public final class TrackPipeline: @unchecked Sendable {
         var shared: SharedMemory?
         var slot = SwiftGstMemfdSlot()
         if padding == nil, let allocator, swift_gst_memfd_describe(allocator.pointer, buffer, &slot) != 0 {
-            shared = SharedMemory(id: slot.id, fd: slot.fd, mapSize: Int(slot.map_size))
+            shared = SharedMemory(id: slot.id, mapSize: Int(slot.map_size))
         }
         return PulledSample(sample: sample, buffer: buffer, format: outputFormat.format, width: layout.width,
                             height: layout.height, colorimetry: colorimetry, planes: planes, restorer: restorer,
-                            padding: padding, shared: shared)
+                            padding: padding, shared: shared, sharedFD: slot.fd)
     }
 
     /// Linear PCM: one plane (interleaved) or one per channel (GstAudioMeta's offsets), and the frame count,
@@ -526,11 +530,10 @@ final class SharedAllocator: @unchecked Sendable {
 }
 
 /// A decoded frame that already lives in shared memory: a memfd of `mapSize` bytes, the frame at its offset 0.
+/// The memfd itself is handed out once, with the first sample in that memory (PulledSample.takeSharedFD).
 public struct SharedMemory: Sendable {
     /// Names the memory for its whole life (TrackPipeline.takeFreedSharedMemories reports it when freed).
     public var id: UInt32
-    /// The memfd, the first time this memory is seen (the caller sends it in PoolAdded and must close it); -1 after.
-    public var fd: Int32
     public var mapSize: Int
 }
 
@@ -573,14 +576,17 @@ public final class PulledSample: @unchecked Sendable {
     /// Zero-copy: the frame is already in a memfd memory (`size` bytes from its offset 0); keeping this object
     /// keeps the memory out of the buffer pool, so nothing writes it while the client reads.
     public let shared: SharedMemory?
+    /// The memory's fd when this is the first sample in it, until taken; closed in deinit otherwise.
+    private let sharedFD: Mutex<Int32>
 
     init(sample: OpaquePointer, buffer: UnsafeMutablePointer<GstBuffer>, format: FourCC, width: UInt32,
          height: UInt32, colorimetry: Colorimetry, planes: [PlaneLayout], restorer: ClipRestorer?,
          nv12Copy: (layout: SwiftGstVideoLayout, range: SwiftGstRangeConversion)? = nil, size: Int? = nil,
          padding: RowPadding? = nil, frameCount: UInt32 = 0, timing: (pts: MediaTime, duration: MediaTime)? = nil,
-         pieces: [(from: Int, to: Int, length: Int)]? = nil, shared: SharedMemory? = nil) {
+         pieces: [(from: Int, to: Int, length: Int)]? = nil, shared: SharedMemory? = nil, sharedFD: Int32 = -1) {
         self.frameCount = frameCount
         self.shared = shared
+        self.sharedFD = Mutex(shared == nil ? -1 : sharedFD)
         self.pieces = pieces
         self.sample = sample
         self.padding = padding
@@ -607,7 +613,25 @@ public final class PulledSample: @unchecked Sendable {
         self.size = size ?? Int(gst_buffer_get_size(buffer))
     }
 
-    deinit { gst_sample_unref(sample) }
+    deinit {
+        discardSharedFD()
+        gst_sample_unref(sample)
+    }
+
+    /// The memfd of `shared`, once: to send in PoolAdded (the caller closes it). nil when this sample is not the
+    /// first in its memory, or the fd was already taken or discarded.
+    public func takeSharedFD() -> Int32? {
+        let fd = sharedFD.withLock { fd in
+            defer { fd = -1 }
+            return fd
+        }
+        return fd >= 0 ? fd : nil
+    }
+
+    /// Closes the memfd if nobody took it (the frame is copied instead).
+    public func discardSharedFD() {
+        if let fd = takeSharedFD() { close(fd) }
+    }
 
     /// Copies the whole sample (`size` bytes) to `destination`.
     public func copyBytes(to destination: UnsafeMutableRawPointer) {

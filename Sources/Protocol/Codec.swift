@@ -44,6 +44,29 @@ public enum Codec {
             } else {
                 w.u8(0)
             }
+        case .readFrames(let r):
+            w.u32(r.assetID)
+            w.u32(r.trackID)
+            w.u16(UInt16(min(r.frames.count, Wire.maxFrameRequests)))
+            for frame in r.frames.prefix(Wire.maxFrameRequests) {
+                switch frame {
+                case .time(let t):
+                    w.u8(0)
+                    w.time(t)
+                case .index(let i):
+                    w.u8(1)
+                    w.u64(i)
+                    w.u64(0)
+                }
+            }
+            encodeDictionary(r.settings, into: &w)
+        case .framesResolved(let outputID, let frames):
+            w.u32(outputID)
+            w.u16(UInt16(min(frames.count, Wire.maxFrameRequests)))
+            for f in frames.prefix(Wire.maxFrameRequests) {
+                w.u64(f.index)
+                w.time(f.presentationTime)
+            }
         case .releaseSlots(let outputID, let slots):
             w.u32(outputID)
             w.u16(UInt16(min(slots.count, Wire.maxSlotsPerRelease)))
@@ -182,6 +205,37 @@ public enum Codec {
             message = .resetOutput(outputID: outputID, ranges: ranges)
         case .finishOutput:
             message = .finishOutput(outputID: try r.u32("finishOutput.outputID"))
+        case .readFrames:
+            let assetID = try r.u32("readFrames.assetID")
+            let trackID = try r.u32("readFrames.trackID")
+            let n = try r.count("readFrames.count", max: Wire.maxFrameRequests)
+            guard n > 0 else { throw TrackError(.protocolViolation, "readFrames.count: 0; at least one frame is required") }
+            var frames: [FrameRequest] = []
+            frames.reserveCapacity(n)
+            for _ in 0..<n {
+                switch try r.u8("readFrames.kind") {
+                case 0:
+                    frames.append(.time(try r.time("readFrames.time")))
+                case 1:
+                    frames.append(.index(try r.u64("readFrames.index")))
+                    guard try r.u64("readFrames.reserved") == 0 else {
+                        throw TrackError(.protocolViolation, "readFrames.reserved: must be 0")
+                    }
+                case let kind:
+                    throw TrackError(.protocolViolation, "readFrames.kind: \(kind) is neither 0 (time) nor 1 (index)")
+                }
+            }
+            message = .readFrames(ReadFrames(assetID: assetID, trackID: trackID, frames: frames,
+                                             settings: try decodeDictionary(&r, depth: 1)))
+        case .framesResolved:
+            let outputID = try r.u32("framesResolved.outputID")
+            let n = try r.count("framesResolved.count", max: Wire.maxFrameRequests)
+            var frames: [ResolvedFrame] = []
+            for _ in 0..<n {
+                frames.append(ResolvedFrame(index: try r.u64("framesResolved.index"),
+                                            presentationTime: try r.time("framesResolved.pts")))
+            }
+            message = .framesResolved(outputID: outputID, frames: frames)
         case .rangeEnded:
             message = .rangeEnded(outputID: try r.u32("rangeEnded.outputID"))
         case .releaseSlots:

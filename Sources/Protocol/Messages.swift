@@ -11,6 +11,7 @@ public enum MessageType: UInt16, Sendable, CaseIterable {
     case getStatus = 0x0008
     case resetOutput = 0x0009
     case finishOutput = 0x000A
+    case readFrames = 0x000B
     // worker → client
     case helloReply = 0x8001
     case assetOpened = 0x8002
@@ -23,6 +24,7 @@ public enum MessageType: UInt16, Sendable, CaseIterable {
     case image = 0x8009
     case status = 0x800A
     case rangeEnded = 0x800B
+    case framesResolved = 0x800C
     case error = 0x80FF
 
     /// The exact number of descriptors a message of this type carries. Any other count is a protocol error.
@@ -100,6 +102,41 @@ public struct CreateOutput: Sendable, Equatable {
         self.timeRange = timeRange
         self.settings = settings
         self.supportsRandomAccess = supportsRandomAccess
+    }
+}
+
+/// One frame asked for by ReadFrames: the frame shown at a time, or the frame with an index (0-based, in
+/// presentation order, counting every frame of the track).
+public enum FrameRequest: Sendable, Equatable, Hashable {
+    case time(MediaTime)
+    case index(UInt64)
+}
+
+/// Exact random access: an output that delivers exactly the requested frames, decoded, in request order (each GOP
+/// decoded once), then finishes.
+public struct ReadFrames: Sendable, Equatable {
+    public var assetID: UInt32
+    public var trackID: UInt32
+    public var frames: [FrameRequest]
+    /// The output settings, as for CreateOutput; nil is not allowed (frames are decoded).
+    public var settings: [String: SettingValue]
+
+    public init(assetID: UInt32, trackID: UInt32, frames: [FrameRequest], settings: [String: SettingValue]) {
+        self.assetID = assetID
+        self.trackID = trackID
+        self.frames = frames
+        self.settings = settings
+    }
+}
+
+/// What each ReadFrames request turned out to be: the frame's index and presentation time, in request order.
+public struct ResolvedFrame: Sendable, Equatable {
+    public var index: UInt64
+    public var presentationTime: MediaTime
+
+    public init(index: UInt64, presentationTime: MediaTime) {
+        self.index = index
+        self.presentationTime = presentationTime
     }
 }
 
@@ -287,6 +324,7 @@ public enum Message: Sendable, Equatable {
     case resetOutput(outputID: UInt32, ranges: [MediaTimeRange])
     /// markConfigurationAsFinal: the output completes at the end of its current ranges.
     case finishOutput(outputID: UInt32)
+    case readFrames(ReadFrames)
     case helloReply(HelloReply)
     case assetOpened(AssetOpened)
     case ack
@@ -299,6 +337,8 @@ public enum Message: Sendable, Equatable {
     case status(StatusReport)
     /// A random-access output delivered every sample of its ranges and waits for ResetOutput or FinishOutput.
     case rangeEnded(outputID: UInt32)
+    /// A ReadFrames output's first event: the frame each request resolved to, in request order.
+    case framesResolved(outputID: UInt32, frames: [ResolvedFrame])
     case error(TrackError)
 
     public var type: MessageType {
@@ -313,6 +353,7 @@ public enum Message: Sendable, Equatable {
         case .getStatus: .getStatus
         case .resetOutput: .resetOutput
         case .finishOutput: .finishOutput
+        case .readFrames: .readFrames
         case .helloReply: .helloReply
         case .assetOpened: .assetOpened
         case .ack: .ack
@@ -324,6 +365,7 @@ public enum Message: Sendable, Equatable {
         case .image: .image
         case .status: .status
         case .rangeEnded: .rangeEnded
+        case .framesResolved: .framesResolved
         case .error: .error
         }
     }

@@ -143,6 +143,8 @@ public enum Wire {
     public static let maxPlanes = 4
     public static let maxSlotsPerRelease = 1024
     public static let maxResetRanges = 256
+    /// Frames one ReadFrames may ask for (each is answered by one Sample).
+    public static let maxFrameRequests = 1024
     public static let maxSettingsDepth = 8
     public static let maxSettingsItems = 256
     public static let maxCodecConfig = 64 * 1024

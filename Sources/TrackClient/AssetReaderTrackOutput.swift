@@ -202,6 +202,8 @@ public final class AssetReaderTrackOutput: Sendable {
             state.withLock { $0.drained = true }
             reader.outputCompleted()  // completes the reader if this output was marked final meanwhile
             return nil
+        case .resolved:
+            return try copyNextSampleBuffer()  // only ReadFrames outputs send it
         }
     }
 }

@@ -16,6 +16,8 @@ final class OutputChannel: Sendable {
         case failed(TrackError)
         /// Random access: every sample of the current ranges was delivered; the output waits for a reset.
         case rangeEnded
+        /// ReadFrames: the frame each request resolved to, in request order (before the first sample).
+        case resolved([ResolvedFrame])
     }
 
     struct State: ~Copyable {
@@ -72,6 +74,8 @@ final class OutputChannel: Sendable {
             push(.finished(finished))
         case .rangeEnded:
             push(.rangeEnded)
+        case .framesResolved(_, let frames):
+            push(.resolved(frames))
         default:
             frame.fds.forEach { close($0) }
         }
@@ -94,7 +98,7 @@ final class OutputChannel: Sendable {
             if s.ended { return .dropped }
             switch event {
             case .finished, .failed: s.ended = true
-            case .sample, .rangeEnded: break
+            case .sample, .rangeEnded, .resolved: break
             }
             s.queue.append(event)
             return .queued

@@ -103,10 +103,10 @@ import Testing
         let numbers: [MessageType: UInt16] = [
             .hello: 0x0001, .openAsset: 0x0002, .closeAsset: 0x0003, .createOutput: 0x0004, .releaseSlots: 0x0005,
             .cancelOutput: 0x0006, .generateImage: 0x0007, .getStatus: 0x0008, .resetOutput: 0x0009,
-            .finishOutput: 0x000A, .helloReply: 0x8001,
+            .finishOutput: 0x000A, .readFrames: 0x000B, .helloReply: 0x8001,
             .assetOpened: 0x8002, .ack: 0x8003, .outputCreated: 0x8004, .poolAdded: 0x8005, .poolRemoved: 0x8006,
             .sample: 0x8007, .outputFinished: 0x8008, .image: 0x8009, .status: 0x800A, .rangeEnded: 0x800B,
-            .error: 0x80FF,
+            .framesResolved: 0x800C, .error: 0x80FF,
         ]
         #expect(numbers.count == MessageType.allCases.count)
         for (type, number) in numbers { #expect(type.rawValue == number) }

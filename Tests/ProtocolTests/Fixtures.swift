@@ -77,6 +77,12 @@ enum Fixtures {
             MediaTimeRange(start: MediaTime(value: $0, timescale: 1), duration: MediaTime(value: 1, timescale: 1))
         }),
         .finishOutput(outputID: 7),
+        .readFrames(ReadFrames(assetID: 1, trackID: 1, frames: [.index(0)], settings: [:])),
+        .readFrames(ReadFrames(assetID: 2, trackID: 3,
+                               frames: [.time(MediaTime(value: 1001, timescale: 30000)), .index(.max), .time(.invalid), .index(7)],
+                               settings: ["PixelFormatType": .int(0x7934_3230)])),
+        .readFrames(ReadFrames(assetID: 1, trackID: 1, frames: (0..<UInt64(Wire.maxFrameRequests)).map { .index($0 * 3) },
+                               settings: allSettingValues)),
         .generateImage(GenerateImage(assetID: 1, trackID: 1, time: MediaTime(value: 12, timescale: 1))),
         .generateImage(GenerateImage(assetID: 1, trackID: 1, time: .zero, imageFormat: FourCC(rawValue: 0))),
         .getStatus,
@@ -117,6 +123,9 @@ enum Fixtures {
                              bytesCopied: 10, gstreamerVersion: "GStreamer 1.22.0")),
         .rangeEnded(outputID: 1),
         .rangeEnded(outputID: 0xFFFF_FFFF),
+        .framesResolved(outputID: 1, frames: []),
+        .framesResolved(outputID: 2, frames: [ResolvedFrame(index: 59, presentationTime: .nanoseconds(1_966_666_667)),
+                                              ResolvedFrame(index: .max, presentationTime: .invalid)]),
         .error(TrackError(.protocolViolation, "bad")),
         .error(TrackError(rawCode: 12345, message: maxLengthString)),
     ]

@@ -4,6 +4,24 @@ import GstBridge
 import Protocol
 import Synchronization
 
+/// What a ReadFrames output delivers: frame indices in request order, and the time ranges (ascending, each one
+/// accurate seek) that decode each of them with every GOP decoded once. The pipeline starts at `ranges[0]`.
+struct FramePlan: Sendable {
+    let index: FrameIndex
+    let order: [Int]
+    let ranges: [MediaTimeRange]
+
+    init(index: FrameIndex, order: [Int]) {
+        self.index = index
+        self.order = order
+        ranges = index.plan(Set(order))
+    }
+
+    var resolved: [ResolvedFrame] {
+        order.map { ResolvedFrame(index: UInt64($0), presentationTime: .nanoseconds(index.frames[$0].presentationTime)) }
+    }
+}
+
 /// Counters a worker reports in Status.
 final class WorkerStats: Sendable {
     let samplesSent = Atomic<UInt64>(0)
@@ -59,6 +77,8 @@ final class OutputStreamer: Sendable {
     let requestID: UInt32
     let passthrough: Bool
     let supportsRandomAccess: Bool
+    /// ReadFrames: the frames to deliver, in request order, and the ranges to decode them from.
+    let frames: FramePlan?
     private let pipeline: TrackPipeline
     private let socket: MessageSocket
     private let stats: WorkerStats
@@ -68,8 +88,10 @@ final class OutputStreamer: Sendable {
     private let onDrained: @Sendable (UInt32) -> Void
 
     init(id: UInt32, requestID: UInt32, pipeline: TrackPipeline, passthrough: Bool, supportsRandomAccess: Bool,
-         socket: MessageSocket, stats: WorkerStats, onDrained: @escaping @Sendable (UInt32) -> Void) {
+         frames: FramePlan? = nil, socket: MessageSocket, stats: WorkerStats,
+         onDrained: @escaping @Sendable (UInt32) -> Void) {
         self.id = id
+        self.frames = frames
         self.supportsRandomAccess = supportsRandomAccess
         self.requestID = requestID
         self.pipeline = pipeline
@@ -155,6 +177,7 @@ final class OutputStreamer: Sendable {
     }
 
     private func run() {
+        if let frames { return runFrames(frames) }
         defer { pipeline.stop() }
         while true {
             if state.withLock({ $0.cancelled }) { return finish(.cancelled) }
@@ -176,27 +199,88 @@ final class OutputStreamer: Sendable {
                 if state.withLock({ $0.cancelled }) { return finish(.cancelled) }
                 return finish(.failed, error)
             case .sample(let sample):
-                removeFreedPools()
-                let poolID: UInt32, slot: UInt32
-                if let shared = sample.shared {
-                    guard let p = acquireShared(sample, shared) else { continue }
-                    (poolID, slot) = (p, 0)
-                } else {
-                    guard let (p, s, slotSize, mapping) = acquireSlot(bytes: sample.size) else { continue }
-                    (poolID, slot) = (p, s)
-                    sample.copyBytes(to: mapping.base + Int(slot) * slotSize)
-                    stats.bytesCopied.add(UInt64(sample.size), ordering: .relaxed)
+                deliver(sample, zeroCopy: true)
+            }
+        }
+    }
+
+    /// Sends `sample` in a slot: its own frame pool when it is already in shared memory and `zeroCopy` allows it,
+    /// else copied into a slot of the copy pool. Waits while the client holds every slot. False when cancelled.
+    @discardableResult
+    private func deliver(_ sample: PulledSample, zeroCopy: Bool) -> Bool {
+        removeFreedPools()
+        var placed: (poolID: UInt32, slot: UInt32)?
+        if zeroCopy, sample.shared != nil {
+            switch acquireShared(sample) {
+            case .pool(let poolID): placed = (poolID, 0)
+            case .cancelled: return false
+            case .unusable: break
+            }
+        }
+        if placed == nil {
+            sample.discardSharedFD()
+            guard let (p, slot, slotSize, mapping) = acquireSlot(bytes: sample.size) else { return false }
+            placed = (p, slot)
+            sample.copyBytes(to: mapping.base + Int(slot) * slotSize)
+            stats.bytesCopied.add(UInt64(sample.size), ordering: .relaxed)
+        }
+        guard let (poolID, slot) = placed else { return false }
+        var flags: UInt32 = sample.isSync ? Protocol.Sample.flagSync : 0
+        if sample.decodeTime.isValid { flags |= Protocol.Sample.flagHasDecodeTime }
+        if sample.isDiscontinuity { flags |= Protocol.Sample.flagDiscontinuity }
+        if sample.isDroppable { flags |= Protocol.Sample.flagDroppable }
+        send(.sample(Protocol.Sample(
+            outputID: id, slot: SlotRef(poolID: poolID, slot: slot), length: UInt64(sample.size),
+            presentationTime: sample.presentationTime, decodeTime: sample.decodeTime, duration: sample.duration,
+            flags: flags, format: sample.format, width: sample.width, height: sample.height,
+            colorimetry: sample.colorimetry, planes: sample.planes, frameCount: sample.frameCount)))
+        stats.samplesSent.add(1, ordering: .relaxed)
+        return true
+    }
+
+    /// ReadFrames: decodes the plan's ranges one after the other (each an accurate seek), keeps the wanted frames
+    /// as they come, and sends them in request order as soon as the next one in that order is at hand. A frame
+    /// asked for more than once is copied for each request (one GStreamer buffer cannot fill two held slots).
+    private func runFrames(_ plan: FramePlan) {
+        defer { pipeline.stop() }
+        send(.framesResolved(outputID: id, frames: plan.resolved))
+        var uses: [Int: Int] = [:]
+        for frame in plan.order { uses[frame, default: 0] += 1 }
+        let single = uses.filter { $0.value == 1 }.keys
+        var kept: [Int: PulledSample] = [:]
+        var next = 0
+        var range = 0
+        while true {
+            if state.withLock({ $0.cancelled }) { return finish(.cancelled) }
+            switch pipeline.pull(timeoutNs: 100_000_000) {
+            case .timeout:
+                continue
+            case .failed(let error):
+                if state.withLock({ $0.cancelled }) { return finish(.cancelled) }
+                return finish(.failed, error)
+            case .endOfStream:
+                if state.withLock({ $0.cancelled }) { return finish(.cancelled) }
+                range += 1
+                if range < plan.ranges.count {
+                    if let error = seek(plan.ranges[range]) { return finish(.failed, error) }
+                    continue
                 }
-                var flags: UInt32 = sample.isSync ? Protocol.Sample.flagSync : 0
-                if sample.decodeTime.isValid { flags |= Protocol.Sample.flagHasDecodeTime }
-                if sample.isDiscontinuity { flags |= Protocol.Sample.flagDiscontinuity }
-                if sample.isDroppable { flags |= Protocol.Sample.flagDroppable }
-                send(.sample(Protocol.Sample(
-                    outputID: id, slot: SlotRef(poolID: poolID, slot: slot), length: UInt64(sample.size),
-                    presentationTime: sample.presentationTime, decodeTime: sample.decodeTime, duration: sample.duration,
-                    flags: flags, format: sample.format, width: sample.width, height: sample.height,
-                    colorimetry: sample.colorimetry, planes: sample.planes, frameCount: sample.frameCount)))
-                stats.samplesSent.add(1, ordering: .relaxed)
+                if next == plan.order.count { return finish(.completed) }
+                let missing = plan.order[next]
+                return finish(.failed, TrackError(.decodeFailed,
+                    "frame \(missing) (at \(Double(plan.index.frames[missing].presentationTime) / 1e9) s) was not produced by the decoder"))
+            case .sample(let sample):
+                guard let ns = sample.presentationTime.nanoseconds else { continue }
+                let frame = plan.index.nearest(ns)
+                guard (uses[frame] ?? 0) > 0, kept[frame] == nil else { continue }
+                kept[frame] = sample
+                while next < plan.order.count, let ready = kept[plan.order[next]] {
+                    let frame = plan.order[next]
+                    guard deliver(ready, zeroCopy: single.contains(frame)) else { return finish(.cancelled) }
+                    next += 1
+                    uses[frame]! -= 1
+                    if uses[frame] == 0 { kept[frame] = nil }
+                }
             }
         }
     }
@@ -235,46 +319,41 @@ final class OutputStreamer: Sendable {
         }
     }
 
+    enum SharedPlacement { case pool(UInt32), cancelled, unusable }
+
     /// Zero-copy: waits until the client holds fewer than `maxHeld` of this output's shared frames, announces the
     /// memory with PoolAdded the first time it is seen, and keeps the sample until the client releases its slot.
-    /// Returns the pool id; nil when cancelled (or failed). Closes the memory's fd in every case.
-    private func acquireShared(_ sample: PulledSample, _ shared: SharedMemory) -> UInt32? {
-        defer { if shared.fd >= 0 { close(shared.fd) } }
+    /// .unusable: a memory whose fd was given up earlier (the frame was copied then) — copy this one too.
+    private func acquireShared(_ sample: PulledSample) -> SharedPlacement {
+        guard let shared = sample.shared else { return .unusable }
         let maxHeld = min(Self.maxSlots, max(Self.minSlots, Self.poolBudget / max(shared.mapSize, 1)))
         while true {
             let (cancelled, full) = state.withLock { ($0.cancelled, $0.sharedHeld.count >= maxHeld) }
-            if cancelled { return nil }
+            if cancelled { return .cancelled }
             if !full { break }
             _ = wake.wait(timeout: .now() + .milliseconds(100))
         }
-        enum Step { case held(UInt32), announce(UInt32), unknown }
-        let step = state.withLock { s -> Step in
-            if let poolID = s.sharedPools[shared.id], var pool = s.pools[poolID] {
-                pool.held.insert(0)
-                s.pools[poolID] = pool
-                s.sharedHeld[poolID] = sample
-                return .held(poolID)
-            }
-            guard shared.fd >= 0 else { return .unknown }
+        if let poolID = state.withLock({ s -> UInt32? in
+            guard let poolID = s.sharedPools[shared.id], var pool = s.pools[poolID] else { return nil }
+            pool.held.insert(0)
+            s.pools[poolID] = pool
+            s.sharedHeld[poolID] = sample
+            return poolID
+        }) {
+            return .pool(poolID)
+        }
+        guard let fd = sample.takeSharedFD() else { return .unusable }
+        defer { close(fd) }
+        let poolID = state.withLock { s in
             let poolID = s.nextPoolID
             s.nextPoolID += 1
             s.sharedPools[shared.id] = poolID
             s.pools[poolID] = Pool(mapping: nil, slotSize: shared.mapSize, free: [], held: [0])
             s.sharedHeld[poolID] = sample
-            return .announce(poolID)
-        }
-        switch step {
-        case .held(let poolID):
             return poolID
-        case .announce(let poolID):
-            send(.poolAdded(PoolAdded(outputID: id, poolID: poolID, slotCount: 1, slotSize: UInt64(shared.mapSize))),
-                 fds: [shared.fd])
-            return poolID
-        case .unknown:
-            finish(.failed, TrackError(.unknown, "internal error: shared memory \(shared.id) was handed over but never announced"))
-            state.withLock { $0.cancelled = true }
-            return nil
         }
+        send(.poolAdded(PoolAdded(outputID: id, poolID: poolID, slotCount: 1, slotSize: UInt64(shared.mapSize))), fds: [fd])
+        return .pool(poolID)
     }
 
     /// Zero-copy: PoolRemoved for the memories GStreamer freed (a renegotiation, the pipeline's end). The client

@@ -13,6 +13,23 @@ final class Session: Sendable {
     struct Asset {
         let source: MediaSource
         let tracks: [TrackDescription]
+        let indexes = FrameIndexes()
+    }
+
+    /// Frame indexes of one asset's tracks, built on the first ReadFrames of each track and kept while it is open.
+    final class FrameIndexes: Sendable {
+        private let built = Mutex<[UInt32: FrameIndex]>([:])
+        private let building = Mutex(())  // one build at a time: a second request for the track waits for the first
+
+        func index(source: MediaSource, trackID: UInt32) throws(TrackError) -> FrameIndex {
+            if let index = built.withLock({ $0[trackID] }) { return index }
+            return try building.withLock { (_: inout ()) throws(TrackError) -> FrameIndex in
+                if let index = built.withLock({ $0[trackID] }) { return index }
+                let index = try FrameIndex.build(source: source, trackID: trackID)
+                built.withLock { $0[trackID] = index }
+                return index
+            }
+        }
     }
 
     struct State: ~Copyable {
@@ -137,6 +154,16 @@ final class Session: Sendable {
                 }
                 streamer?.start()
             }
+        case .readFrames(let request):
+            background("read-frames") { [self] in
+                var streamer: OutputStreamer?
+                reply { () throws(TrackError) -> Message in
+                    let (created, s) = try readFrames(request, requestID: rid)
+                    streamer = s
+                    return created
+                }
+                streamer?.start()
+            }
         case .releaseSlots(let outputID, let slots):
             guard let streamer = state.withLock({ $0.outputs[outputID]?.streamer }) else {
                 throw TrackError(.protocolViolation, "ReleaseSlots names output \(outputID), which holds no slots")
@@ -184,7 +211,7 @@ final class Session: Sendable {
         case .hello:
             throw TrackError(.protocolViolation, "Hello was already exchanged")
         case .helloReply, .assetOpened, .ack, .outputCreated, .poolAdded, .poolRemoved, .sample, .outputFinished,
-             .image, .status, .rangeEnded, .error:
+             .image, .status, .rangeEnded, .framesResolved, .error:
             throw TrackError(.protocolViolation, "\(frame.message.type) is sent by the worker, not the client")
         }
     }
@@ -213,14 +240,43 @@ final class Session: Sendable {
         return .assetOpened(AssetOpened(assetID: assetID, duration: duration, tracks: tracks))
     }
 
-    private func createOutput(_ request: CreateOutput, requestID: UInt32) throws(TrackError) -> (Message, OutputStreamer) {
-        guard let asset = state.withLock({ $0.assets[request.assetID] }) else {
-            throw TrackError(.invalidArgument, "no open asset with id \(request.assetID)")
+    /// The open asset and one of its tracks, or the error that names what does not exist.
+    private func assetTrack(_ assetID: UInt32, _ trackID: UInt32) throws(TrackError) -> (Asset, TrackDescription) {
+        guard let asset = state.withLock({ $0.assets[assetID] }) else {
+            throw TrackError(.invalidArgument, "no open asset with id \(assetID)")
         }
-        guard let track = asset.tracks.first(where: { $0.id == request.trackID }) else {
+        guard let track = asset.tracks.first(where: { $0.id == trackID }) else {
             let ids = asset.tracks.map { String($0.id) }.joined(separator: ", ")
-            throw TrackError(.invalidArgument, "the asset has no track with id \(request.trackID) (its tracks: \(ids))")
+            throw TrackError(.invalidArgument, "the asset has no track with id \(trackID) (its tracks: \(ids))")
         }
+        return (asset, track)
+    }
+
+    /// Registers a new output over `pipeline` and answers OutputCreated; the caller starts the streamer after the
+    /// reply is sent.
+    private func addOutput(assetID: UInt32, requestID: UInt32, pipeline: TrackPipeline, mediaType: MediaType,
+                           passthrough: Bool, supportsRandomAccess: Bool, frames: FramePlan? = nil)
+        throws(TrackError) -> (Message, OutputStreamer) {
+        let format = pipeline.outputFormat
+        let outputID = try state.withLock { (s: inout State) throws(TrackError) -> UInt32 in
+            guard s.outputs.count < Self.maxOutputs else {
+                throw TrackError(.limitExceeded, "a session may run at most \(Self.maxOutputs) outputs at once")
+            }
+            defer { s.nextOutputID += 1 }
+            return s.nextOutputID
+        }
+        let streamer = OutputStreamer(
+            id: outputID, requestID: requestID, pipeline: pipeline, passthrough: passthrough,
+            supportsRandomAccess: supportsRandomAccess, frames: frames, socket: socket, stats: stats,
+            onDrained: { [weak self] id in self?.state.withLock { _ = $0.outputs.removeValue(forKey: id) } })
+        state.withLock { $0.outputs[outputID] = (assetID, streamer) }
+        return (.outputCreated(OutputCreated(outputID: outputID, mediaType: mediaType, format: format.format,
+                                             width: format.width, height: format.height, codecConfig: format.codecConfig)),
+                streamer)
+    }
+
+    private func createOutput(_ request: CreateOutput, requestID: UInt32) throws(TrackError) -> (Message, OutputStreamer) {
+        let (asset, track) = try assetTrack(request.assetID, request.trackID)
         let range = request.timeRange
         guard range.isValidReadingRange else {
             throw TrackError(.invalidArgument, "time range \(range.start) + \(range.duration) is not a valid range")
@@ -246,22 +302,33 @@ final class Session: Sendable {
             mode = .passthrough
         }
         let pipeline = try TrackPipeline(source: asset.source, trackID: track.id, mode: mode, timeRange: range)
-        let format = pipeline.outputFormat
-        let outputID = try state.withLock { (s: inout State) throws(TrackError) -> UInt32 in
-            guard s.outputs.count < Self.maxOutputs else {
-                throw TrackError(.limitExceeded, "a session may run at most \(Self.maxOutputs) outputs at once")
-            }
-            defer { s.nextOutputID += 1 }
-            return s.nextOutputID
+        return try addOutput(assetID: request.assetID, requestID: requestID, pipeline: pipeline, mediaType: track.mediaType,
+                             passthrough: request.settings == nil, supportsRandomAccess: request.supportsRandomAccess)
+    }
+
+    /// ReadFrames: resolves each request against the track's frame index (built on first use), plans the ranges
+    /// that decode every GOP once, and starts the output at the first range.
+    private func readFrames(_ request: ReadFrames, requestID: UInt32) throws(TrackError) -> (Message, OutputStreamer) {
+        let (asset, track) = try assetTrack(request.assetID, request.trackID)
+        guard track.mediaType == .video else {
+            throw TrackError(.operationNotSupportedForAsset,
+                             "ReadFrames reads video frames; track \(track.id) is \(track.mediaType) (read it with CreateOutput and a time range)")
         }
-        let streamer = OutputStreamer(
-            id: outputID, requestID: requestID, pipeline: pipeline, passthrough: request.settings == nil,
-            supportsRandomAccess: request.supportsRandomAccess, socket: socket, stats: stats,
-            onDrained: { [weak self] id in self?.state.withLock { _ = $0.outputs.removeValue(forKey: id) } })
-        state.withLock { $0.outputs[outputID] = (request.assetID, streamer) }
-        return (.outputCreated(OutputCreated(outputID: outputID, mediaType: track.mediaType, format: format.format,
-                                             width: format.width, height: format.height, codecConfig: format.codecConfig)),
-                streamer)
+        let video = try OutputSettings.validateVideo(request.settings)
+        let index = try asset.indexes.index(source: asset.source, trackID: track.id)
+        var order: [Int] = []
+        for (i, frame) in request.frames.enumerated() {
+            do {
+                order.append(try index.resolve(frame))
+            } catch {
+                throw TrackError(rawCode: error.code, message: "ReadFrames request \(i): \(error.message)")
+            }
+        }
+        let plan = FramePlan(index: index, order: order)
+        let pipeline = try TrackPipeline(source: asset.source, trackID: track.id, mode: .decode(video), timeRange: plan.ranges[0])
+        Log.info("ReadFrames on track \(track.id): \(order.count) frames, \(plan.ranges.count) decode ranges")
+        return try addOutput(assetID: request.assetID, requestID: requestID, pipeline: pipeline, mediaType: .video,
+                             passthrough: false, supportsRandomAccess: false, frames: plan)
     }
 
     /// Decodes the frame shown at the requested time, encodes it as PNG (GStreamer's pngenc) and puts the bytes

@@ -1,0 +1,132 @@
+import Protocol
+
+/// Every frame of a video track: presentation time, duration, whether it is a sync sample, and where it is in
+/// decode order. Built once per track by a parse-only pass (the track's stored samples through the passthrough
+/// pipeline: demuxing, no decoding); GStreamer 1.22's demuxers do not expose their sample tables.
+public struct FrameIndex: Sendable {
+    public struct Frame: Sendable, Equatable {
+        /// Stream time (the asset's timeline), nanoseconds — the same clock decoded samples report.
+        public var presentationTime: Int64
+        public var duration: Int64
+        public var isSync: Bool
+        /// Position in decode (storage) order.
+        public var decodePosition: Int
+    }
+
+    /// Presentation order: frame index i is `frames[i]`.
+    public let frames: [Frame]
+    /// decode position → the decode position of the last sync sample at or before it (where decoding must start).
+    private let syncBefore: [Int]
+
+    public init(frames: [Frame]) {
+        self.frames = frames
+        var decodeOrder = [Frame?](repeating: nil, count: frames.count)
+        for f in frames where f.decodePosition >= 0 && f.decodePosition < frames.count { decodeOrder[f.decodePosition] = f }
+        var last = 0
+        syncBefore = decodeOrder.enumerated().map { position, frame in
+            if frame?.isSync == true { last = position }
+            return last
+        }
+    }
+
+    /// Reads every stored sample of `trackID` (passthrough, no decoding).
+    public static func build(source: MediaSource, trackID: UInt32) throws(TrackError) -> FrameIndex {
+        let pipeline = try TrackPipeline(source: source, trackID: trackID, mode: .passthrough, timeRange: .everything)
+        defer { pipeline.stop() }
+        var stored: [(pts: Int64, duration: Int64?, sync: Bool)] = []
+        var timeouts = 0
+        pulling: while true {
+            switch pipeline.pull(timeoutNs: 1_000_000_000) {
+            case .sample(let s):
+                timeouts = 0
+                guard let pts = s.presentationTime.nanoseconds else {
+                    throw TrackError(.fileFailedToParse, "sample \(stored.count) of track \(trackID) has no presentation time; frames cannot be indexed")
+                }
+                stored.append((pts, s.duration.nanoseconds, s.isSync))
+            case .endOfStream:
+                break pulling
+            case .timeout:
+                timeouts += 1
+                if timeouts >= 30 { throw TrackError(.failedToLoadMediaData, "indexing track \(trackID): no sample for 30 s") }
+            case .failed(let error):
+                throw error
+            }
+        }
+        guard !stored.isEmpty else { throw TrackError(.operationNotSupportedForAsset, "track \(trackID) has no frames") }
+        let order = stored.indices.sorted { (stored[$0].pts, $0) < (stored[$1].pts, $1) }
+        var frames = order.map { Frame(presentationTime: stored[$0].pts, duration: stored[$0].duration ?? 0,
+                                       isSync: stored[$0].sync, decodePosition: $0) }
+        // A frame without a duration lasts until the next one (the last one: as long as the one before it).
+        for i in frames.indices where frames[i].duration <= 0 {
+            if i + 1 < frames.count {
+                frames[i].duration = frames[i + 1].presentationTime - frames[i].presentationTime
+            } else if i > 0 {
+                frames[i].duration = frames[i - 1].duration
+            }
+        }
+        return FrameIndex(frames: frames)
+    }
+
+    /// The frame index a request names: for a time, the frame displayed then ([pts, pts + duration); a time before
+    /// the first frame is the first frame); for an index, itself.
+    public func resolve(_ request: FrameRequest) throws(TrackError) -> Int {
+        switch request {
+        case .index(let i):
+            guard i < UInt64(frames.count) else {
+                throw TrackError(.invalidArgument, "frame index \(i) is out of range: the track has \(frames.count) frames (0–\(frames.count - 1))")
+            }
+            return Int(i)
+        case .time(let t):
+            guard t.isNumeric, let ns = t.nanoseconds ?? (t.seconds.isFinite ? Int64(t.seconds * 1e9) : nil) else {
+                throw TrackError(.invalidArgument, "frame time \(t) is not a numeric time")
+            }
+            let last = frames[frames.count - 1]
+            guard ns < last.presentationTime + max(last.duration, 1) else {
+                throw TrackError(.invalidArgument, "frame time \(t.seconds) s is after the last frame, which ends at \(Double(last.presentationTime + last.duration) / 1e9) s")
+            }
+            // The last frame whose presentation time is at or before ns.
+            var low = 0, high = frames.count - 1
+            while low < high {
+                let mid = (low + high + 1) / 2
+                if frames[mid].presentationTime <= ns { low = mid } else { high = mid - 1 }
+            }
+            return low
+        }
+    }
+
+    /// The frame index whose presentation time is nearest `ns` (how a decoded sample is matched to its frame).
+    public func nearest(_ ns: Int64) -> Int {
+        var low = 0, high = frames.count - 1
+        while low < high {
+            let mid = (low + high) / 2
+            if frames[mid].presentationTime < ns { low = mid + 1 } else { high = mid }
+        }
+        if low > 0 && abs(frames[low - 1].presentationTime - ns) <= abs(frames[low].presentationTime - ns) { return low - 1 }
+        return low
+    }
+
+    /// Plans the decoding of `wanted` frame indices: time ranges, ascending, each decoded with one accurate seek,
+    /// such that every GOP is decoded once — a new range starts only where the next wanted frame's GOP begins
+    /// after the last sample the current range needs.
+    public func plan(_ wanted: Set<Int>) -> [MediaTimeRange] {
+        var ranges: [MediaTimeRange] = []
+        var current: (first: Int, last: Int, needed: Int)?  // frame indices; decode position needed so far
+        func close(_ run: (first: Int, last: Int, needed: Int)) {
+            let start = frames[run.first].presentationTime
+            let end = frames[run.last].presentationTime + max(frames[run.last].duration, 1)
+            ranges.append(MediaTimeRange(start: .nanoseconds(start), duration: .nanoseconds(end - start)))
+        }
+        for i in wanted.sorted() {
+            let position = frames[i].decodePosition
+            let gopStart = syncBefore[position]
+            if let run = current, gopStart <= run.needed {
+                current = (run.first, i, max(run.needed, position))
+            } else {
+                if let run = current { close(run) }
+                current = (i, i, position)
+            }
+        }
+        if let run = current { close(run) }
+        return ranges
+    }
+}
