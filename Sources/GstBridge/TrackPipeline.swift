@@ -52,8 +52,8 @@ public final class TrackPipeline: @unchecked Sendable {
     private var failure: TrackError?
     private var layoutCache: (caps: CapsPtr, layout: SwiftGstVideoLayout)?
     private let restorer: ClipRestorer?
-    /// 420v/420f: the range the output must have (converted while copying when the decoder's differs). nil for every
-    /// other format, x420/xf20 included: their samples carry the decoder's range (see PixelFormat.layout).
+    /// 420v/420f/x420/xf20: the range the output must have (converted while copying when the decoder's differs). nil
+    /// for every other format: their samples carry the decoder's range.
     private let targetRange: PixelFormat.Range?
     /// Audio output: what was asked for (bytes per sample, layout).
     private let audioRequest: AudioOutputRequest?
@@ -126,7 +126,7 @@ public final class TrackPipeline: @unchecked Sendable {
             // lossless repack. Without it, outputs of the same depth as the decoder's are exact.
             swift_gst_object_set_int(convert, "dither", 0)
             let queue = try Self.addDecodeChain(pipeline, elements, caps: Self.outputCaps(request), rawName: "video/x-raw")
-            targetRange = Self.copiesAsNV12(request.pixelFormat) ? request.pixelFormat.range : nil
+            targetRange = request.pixelFormat.range
             let clip = ClipRestorer()
             let queueSrc = gst_element_get_static_pad(queue, "src")!
             clip.attach(to: queueSrc)
@@ -380,6 +380,16 @@ public final class TrackPipeline: @unchecked Sendable {
                                 colorimetry: colorimetry, planes: nv12, restorer: restorer,
                                 nv12Copy: (layout, conversion), size: Int(swift_gst_nv12_size(w, h)))
         }
+        var p010Range: (layout: SwiftGstVideoLayout, range: SwiftGstRangeConversion)?
+        if let target = targetRange, layout.format == GST_VIDEO_FORMAT_P010_10LE {
+            // x420/xf20: copyBytes converts the range in the slot after copying (swift_gst_p010_convert_range), for
+            // the reason above.
+            let source = layout.range == 0 ? PixelFormat.Range.video.rawValue : layout.range
+            if source != target.rawValue {
+                p010Range = (layout, target == .full ? SWIFT_GST_RANGE_TO_FULL : SWIFT_GST_RANGE_TO_VIDEO)
+            }
+            colorimetry.range = target.rawValue
+        }
         var padding: PulledSample.RowPadding?
         if layout.format == GST_VIDEO_FORMAT_v210, let plane = planes.first {
             // v210 rows are 128 bytes per 48 pixels, but videoconvert writes only the ⌈width/6⌉ 16-byte groups that
@@ -393,7 +403,7 @@ public final class TrackPipeline: @unchecked Sendable {
         }
         return PulledSample(sample: sample, buffer: buffer, format: outputFormat.format, width: layout.width,
                             height: layout.height, colorimetry: colorimetry, planes: planes, restorer: restorer,
-                            padding: padding)
+                            p010Range: p010Range, padding: padding)
     }
 
     /// Linear PCM: one plane (interleaved) or one per channel (GstAudioMeta's offsets), and the frame count,
@@ -498,6 +508,8 @@ public final class PulledSample: @unchecked Sendable {
     private let buffer: UnsafeMutablePointer<GstBuffer>  // transfer none from the sample
     /// 420v/420f: the frame is written as tight NV12 from the decoder's I420/NV12 (see swift_gst_copy_as_nv12).
     private let nv12Copy: (layout: SwiftGstVideoLayout, range: SwiftGstRangeConversion)?
+    /// x420/xf20 from a source of the other range: the copied P010 frame's range is converted in place.
+    private let p010Range: (layout: SwiftGstVideoLayout, range: SwiftGstRangeConversion)?
     /// Nanosecond timescale; .invalid when GStreamer has no timestamp.
     public let presentationTime: MediaTime
     public let decodeTime: MediaTime
@@ -529,7 +541,8 @@ public final class PulledSample: @unchecked Sendable {
 
     init(sample: OpaquePointer, buffer: UnsafeMutablePointer<GstBuffer>, format: FourCC, width: UInt32,
          height: UInt32, colorimetry: Colorimetry, planes: [PlaneLayout], restorer: ClipRestorer?,
-         nv12Copy: (layout: SwiftGstVideoLayout, range: SwiftGstRangeConversion)? = nil, size: Int? = nil,
+         nv12Copy: (layout: SwiftGstVideoLayout, range: SwiftGstRangeConversion)? = nil,
+         p010Range: (layout: SwiftGstVideoLayout, range: SwiftGstRangeConversion)? = nil, size: Int? = nil,
          padding: RowPadding? = nil, frameCount: UInt32 = 0, timing: (pts: MediaTime, duration: MediaTime)? = nil,
          pieces: [(from: Int, to: Int, length: Int)]? = nil) {
         self.frameCount = frameCount
@@ -537,6 +550,7 @@ public final class PulledSample: @unchecked Sendable {
         self.sample = sample
         self.padding = padding
         self.nv12Copy = nv12Copy
+        self.p010Range = p010Range
         self.buffer = buffer
         // Buffer timestamps are in the demuxer's media time; the sample's segment maps them to the asset timeline
         // (edit lists: an H.264 track with B-frames starts at PTS 0 there, not at the composition offset).
@@ -572,6 +586,9 @@ public final class PulledSample: @unchecked Sendable {
             }
         } else {
             _ = gst_buffer_extract(buffer, 0, destination, gsize(size))
+            if var p010 = p010Range {
+                _ = swift_gst_p010_convert_range(destination, gsize(size), &p010.layout, p010.range)
+            }
             if let p = padding {
                 for row in 0..<p.rows {
                     let start = p.offset + row * p.stride + p.start

@@ -167,6 +167,12 @@ enum Media {
         "-c:v", "libx265", "-x265-params", "log-level=error", "-pix_fmt", "yuv420p10le",
     ])
 
+    /// The same picture flagged full range (the same code values, the VUI says full).
+    static let hevc10Full: String = make("hevc10-full.mp4", [
+        "-f", "lavfi", "-i", "testsrc2=size=160x90:rate=10:duration=1",
+        "-c:v", "libx265", "-x265-params", "log-level=error:range=full", "-pix_fmt", "yuv420p10le", "-color_range", "pc",
+    ])
+
     /// ProRes 422 (standard), 4:2:2 10-bit.
     static let prores422: String = make("prores422.mov", [
         "-f", "lavfi", "-i", "testsrc2=size=160x90:rate=10:duration=1",
