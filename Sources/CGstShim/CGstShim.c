@@ -367,6 +367,25 @@ gsize swift_gst_copy_as_nv12(GstBuffer *buffer, const SwiftGstVideoLayout *layou
     return needed;
 }
 
+// ═══ audio channel positions ═════════════════════════════════════════════════════════════════════════════════
+
+gint swift_gst_audio_caps_positions(const GstCaps *caps, GstAudioChannelPosition *positions, gint max,
+                                    GstAudioFormat *format) {
+    GstAudioInfo info;
+    if (caps == NULL || !gst_audio_info_from_caps(&info, caps)) return 0;
+    const gint channels = GST_AUDIO_INFO_CHANNELS(&info);
+    if (channels <= 0 || channels > max) return 0;
+    for (gint i = 0; i < channels; i++) positions[i] = GST_AUDIO_INFO_POSITION(&info, i);
+    if (format != NULL) *format = GST_AUDIO_INFO_FORMAT(&info);
+    return channels;
+}
+
+GstCaps *swift_gst_caps_with_channel_mask(const GstCaps *caps, guint64 mask) {
+    GstCaps *copy = gst_caps_copy(caps);
+    gst_caps_set_simple(copy, "channel-mask", GST_TYPE_BITMASK, mask, NULL);
+    return copy;
+}
+
 // ═══ P010 range conversion in place ══════════════════════════════════════════════════════════════════════════
 
 static uint16_t swift_gst_clamp_u10(double v) { return v <= 0 ? 0 : v >= 1023 ? 1023 : (uint16_t)(v + 0.5); }

@@ -141,11 +141,14 @@ final class DecodeLinker: @unchecked Sendable {
     private let linked = Mutex(false)
     /// The caps name of decoded output: video/x-raw or audio/x-raw.
     private let rawName: String
+    /// Audio with AVChannelLayoutKey: told the decoder's caps before the link, to pick the output positions.
+    private let channelOrder: ChannelOrder?
 
-    init(target: PadPtr, pipeline: ElementPtr, rawName: String = "video/x-raw") {
+    init(target: PadPtr, pipeline: ElementPtr, rawName: String = "video/x-raw", channelOrder: ChannelOrder? = nil) {
         self.target = target
         self.pipeline = pipeline
         self.rawName = rawName
+        self.channelOrder = channelOrder
     }
 
     deinit { gst_object_unref(target) }
@@ -173,6 +176,7 @@ final class DecodeLinker: @unchecked Sendable {
             return !l
         }
         guard first else { dropBuffers(pad); return }
+        channelOrder?.decoderCapsKnown(caps)
         let result = gst_pad_link(pad, target)
         if result != GST_PAD_LINK_OK {
             AppMessage.post(pipeline, AppMessage.notDecodable, text: "could not link the decoder (link result \(result.rawValue))")

@@ -57,6 +57,8 @@ public final class TrackPipeline: @unchecked Sendable {
     private let targetRange: PixelFormat.Range?
     /// Audio output: what was asked for (bytes per sample, layout).
     private let audioRequest: AudioOutputRequest?
+    /// Audio output with a channel layout of more than one channel: the order samples are reordered to.
+    private let channelOrder: ChannelOrder?
     /// Audio output: the current range (reader timeRange, then each reset's), in nanoseconds; the delivered frames
     /// are trimmed to it sample-exactly (see audioWindow). Touched only by init, seek(to:) and pull().
     private var audioRange: (start: Int64, duration: Int64?)
@@ -102,6 +104,7 @@ public final class TrackPipeline: @unchecked Sendable {
             restorer = nil
             targetRange = nil
             audioRequest = nil
+            channelOrder = nil
             requiredType = nil
             try pipeline.addChain([appsink])
             target = appsink
@@ -115,10 +118,18 @@ public final class TrackPipeline: @unchecked Sendable {
             // Deterministic conversion: no random dither, no noise shaping (both enums' value 0 is "none").
             swift_gst_object_set_int(convert, "dithering", 0)
             swift_gst_object_set_int(convert, "noise-shaping", 0)
-            target = try Self.addDecodeChain(pipeline, elements, caps: Self.audioCaps(request), rawName: "audio/x-raw")
+            let caps = Self.audioCaps(request)
+            if let layout = request.channelLayout, layout.speakers.count > 1 {
+                channelOrder = ChannelOrder(layout: layout, baseCaps: caps, filter: elements[5])
+            } else {
+                channelOrder = nil
+            }
+            target = try Self.addDecodeChain(pipeline, elements, caps: caps, rawName: "audio/x-raw",
+                                             channelOrder: channelOrder)
         case .decode(let request):
             passthrough = false
             audioRequest = nil
+            channelOrder = nil
             let convert = elements[3]
             swift_gst_object_set_uint(convert, "n-threads", 2)
             // GST_VIDEO_DITHER_NONE: the default (bayer) dithers whenever the output has fewer bits than
@@ -214,7 +225,7 @@ public final class TrackPipeline: @unchecked Sendable {
     /// pad is linked to the converter when it appears. Takes ownership of `caps`; returns the queue (the track's
     /// pad goes there).
     private static func addDecodeChain(_ pipeline: Pipeline, _ elements: [ElementPtr], caps: CapsPtr,
-                                       rawName: String) throws(TrackError) -> ElementPtr {
+                                       rawName: String, channelOrder: ChannelOrder? = nil) throws(TrackError) -> ElementPtr {
         let (appsink, queue, decodebin, convert, second, filter) =
             (elements[0], elements[1], elements[2], elements[3], elements[4], elements[5])
         swift_gst_object_set_caps(filter, "caps", caps)
@@ -222,7 +233,8 @@ public final class TrackPipeline: @unchecked Sendable {
         try pipeline.addChain([queue, decodebin])
         try pipeline.addChain([convert, second, filter, appsink])
         let convertSink = gst_element_get_static_pad(convert, "sink")!  // transfer full, owned by the linker
-        DecodeLinker(target: convertSink, pipeline: pipeline.element, rawName: rawName).attach(to: decodebin)
+        DecodeLinker(target: convertSink, pipeline: pipeline.element, rawName: rawName, channelOrder: channelOrder)
+            .attach(to: decodebin)
         return queue
     }
 
@@ -430,6 +442,11 @@ public final class TrackPipeline: @unchecked Sendable {
                 }
             }
         }
+        // AVChannelLayoutKey: the layout's order (GStreamer's is canonical).
+        let reorder = channelOrder?.reordering(for: gst_sample_get_caps(sample))
+        if let reorder, let planeOffsets = offsets, planeOffsets.count == reorder.order.count {
+            offsets = reorder.order.map { planeOffsets[$0] }  // non-interleaved: permute the planes
+        }
         // Trimming: the buffer's first frame is its stream time × rate (rounded: frames are 1/rate apart, far more
         // than a nanosecond).
         var skip = 0
@@ -480,7 +497,8 @@ public final class TrackPipeline: @unchecked Sendable {
         if skip > 0 { pieces = [(skip * frameBytes, 0, frames * frameBytes)] }
         return PulledSample(sample: sample, buffer: buffer, format: outputFormat.format, width: 0, height: 0,
                             colorimetry: Colorimetry(), planes: planes, restorer: nil, size: frames * frameBytes,
-                            frameCount: UInt32(clamping: frames), timing: timing, pieces: pieces)
+                            frameCount: UInt32(clamping: frames), timing: timing, pieces: pieces,
+                            reorder: reorder.map { ($0.format, $0.from, $0.to) })
     }
 
     /// The layout for `caps`, parsed once per caps object (the cache holds a ref, so the pointer stays unique).
@@ -508,6 +526,8 @@ public final class PulledSample: @unchecked Sendable {
     private let buffer: UnsafeMutablePointer<GstBuffer>  // transfer none from the sample
     /// 420v/420f: the frame is written as tight NV12 from the decoder's I420/NV12 (see swift_gst_copy_as_nv12).
     private let nv12Copy: (layout: SwiftGstVideoLayout, range: SwiftGstRangeConversion)?
+    /// Interleaved audio with AVChannelLayoutKey: the copied frames are reordered in place (gst_audio_reorder_channels).
+    private let reorder: (format: GstAudioFormat, from: [GstAudioChannelPosition], to: [GstAudioChannelPosition])?
     /// x420/xf20 from a source of the other range: the copied P010 frame's range is converted in place.
     private let p010Range: (layout: SwiftGstVideoLayout, range: SwiftGstRangeConversion)?
     /// Nanosecond timescale; .invalid when GStreamer has no timestamp.
@@ -544,8 +564,10 @@ public final class PulledSample: @unchecked Sendable {
          nv12Copy: (layout: SwiftGstVideoLayout, range: SwiftGstRangeConversion)? = nil,
          p010Range: (layout: SwiftGstVideoLayout, range: SwiftGstRangeConversion)? = nil, size: Int? = nil,
          padding: RowPadding? = nil, frameCount: UInt32 = 0, timing: (pts: MediaTime, duration: MediaTime)? = nil,
-         pieces: [(from: Int, to: Int, length: Int)]? = nil) {
+         pieces: [(from: Int, to: Int, length: Int)]? = nil,
+         reorder: (format: GstAudioFormat, from: [GstAudioChannelPosition], to: [GstAudioChannelPosition])? = nil) {
         self.frameCount = frameCount
+        self.reorder = reorder
         self.pieces = pieces
         self.sample = sample
         self.padding = padding
@@ -596,6 +618,10 @@ public final class PulledSample: @unchecked Sendable {
                     if start < end { (destination + start).initializeMemory(as: UInt8.self, repeating: 0, count: end - start) }
                 }
             }
+        }
+        if let reorder {
+            _ = gst_audio_reorder_channels(destination, gsize(size), reorder.format, gint(reorder.from.count),
+                                           reorder.from, reorder.to)
         }
     }
 }

@@ -10,6 +10,7 @@
 #include <gst/gst.h>
 #include <gst/app/gstappsink.h>
 #include <gst/video/video.h>
+#include <gst/audio/audio.h>
 
 // ── trackdfdsrc: a GstBaseSrc that reads an already-open fd with pread() ──────────────────────────────────
 
@@ -143,6 +144,16 @@ gsize swift_gst_nv12_size(uint32_t width, uint32_t height);
 /// formats of the same matrix, video-converter.c chain_convert converts nothing, whatever the ranges).
 gsize swift_gst_copy_as_nv12(GstBuffer *buffer, const SwiftGstVideoLayout *layout, void *dest,
                              SwiftGstRangeConversion range);
+
+/// The channel positions (in caps order) and sample format of raw audio caps (transfer none), from
+/// gst_audio_info_from_caps. Returns the channel count, 0 when the caps are not fixed raw audio or have more than
+/// `max` channels. Needs C: GST_AUDIO_INFO_POSITION is a macro over a 64-element array.
+gint swift_gst_audio_caps_positions(const GstCaps *caps, GstAudioChannelPosition *positions, gint max,
+                                    GstAudioFormat *format);
+
+/// A copy of `caps` (transfer none) with `channel-mask` set to `mask` (a GST_TYPE_BITMASK). Returns transfer full.
+/// Needs C: gst_caps_set_simple is varargs.
+GstCaps *swift_gst_caps_with_channel_mask(const GstCaps *caps, guint64 mask);
 
 /// Converts the range of a P010_10LE frame in place: `data` holds `size` bytes laid out as `layout` (offsets and
 /// strides, GstVideoMeta applied) — the frame already copied out of its buffer. A 1024-entry table per component on
