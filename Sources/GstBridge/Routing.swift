@@ -222,6 +222,22 @@ final class ClipRestorer: @unchecked Sendable {
         }
     }
 
+    /// Audio: GstAudioDecoder clips the first buffer after an ACCURATE seek with gst_audio_buffer_clip, which rounds
+    /// the frames to drop down from nanosecond timestamps that were themselves truncated (a 1024-frame AAC packet at
+    /// 490666666 ns instead of 490666666.67): it can keep one frame before the range start while restating the PTS as
+    /// the start. The end of the kept frames is still the input packet's end, so the true first frame is that end
+    /// minus the frames. Returns the end (buffer time) of the input packet an output buffer starting exactly at the
+    /// segment start was cut from — the packet whose end is within `tolerance` ns of the buffer's end — or nil.
+    func clippedEnd(pts: GstClockTime, duration: GstClockTime, segment: UnsafePointer<GstSegment>?,
+                    tolerance: GstClockTime) -> GstClockTime? {
+        guard let segment, segment.pointee.format == GST_FORMAT_TIME, pts != clockTimeNone,
+              duration != clockTimeNone, pts == GstClockTime(segment.pointee.start) else { return nil }
+        let end = pts + duration
+        return frames.withLock { f in
+            f.last { $0.pts < pts && $0.end > pts && ($0.end > end ? $0.end - end : end - $0.end) <= tolerance }?.end
+        }
+    }
+
     /// The unclipped (pts, duration) of an output buffer; unchanged unless it starts exactly at the segment start.
     func restore(pts: GstClockTime, duration: GstClockTime, segment: UnsafePointer<GstSegment>?) -> (GstClockTime, GstClockTime) {
         guard let segment, segment.pointee.format == GST_FORMAT_TIME, pts != clockTimeNone,

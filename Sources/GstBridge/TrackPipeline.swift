@@ -59,6 +59,11 @@ public final class TrackPipeline: @unchecked Sendable {
     private let audioRequest: AudioOutputRequest?
     /// Audio output with a channel layout of more than one channel: the order samples are reordered to.
     private let channelOrder: ChannelOrder?
+    /// Audio output: how far the track's buffer timestamps run ahead of its timeline (ns; the edit list's media
+    /// start, e.g. AAC priming). qtdemux 1.22 ends a stream when a sample's *buffer* timestamp reaches the seek stop,
+    /// which is on the timeline: the last packets before the stop (the whole last AAC packet of a file) would never
+    /// be pushed. Every audio seek's stop is moved this much later; the sample-exact trimming cuts at the real end.
+    private var audioStopLead: Int64 = 0
     /// Audio output: the current range (reader timeRange, then each reset's), in nanoseconds; the delivered frames
     /// are trimmed to it sample-exactly (see audioWindow). Touched only by init, seek(to:) and pull().
     private var audioRange: (start: Int64, duration: Int64?)
@@ -110,7 +115,6 @@ public final class TrackPipeline: @unchecked Sendable {
             target = appsink
         case .audio(let request):
             passthrough = false
-            restorer = nil
             targetRange = nil
             audioRequest = request
             requiredType = .audio
@@ -126,6 +130,11 @@ public final class TrackPipeline: @unchecked Sendable {
             }
             target = try Self.addDecodeChain(pipeline, elements, caps: caps, rawName: "audio/x-raw",
                                              channelOrder: channelOrder)
+            let clip = ClipRestorer()  // see ClipRestorer.clippedEnd
+            let queueSrc = gst_element_get_static_pad(target, "src")!
+            clip.attach(to: queueSrc)
+            gst_object_unref(queueSrc)
+            restorer = clip
         case .decode(let request):
             passthrough = false
             audioRequest = nil
@@ -153,12 +162,17 @@ public final class TrackPipeline: @unchecked Sendable {
         try pipeline.setState(GST_STATE_PAUSED, context: context)
         try pipeline.waitAsyncDone(timeoutNs: Self.prerollTimeoutNs, context: context)
 
-        if var seek = Self.seekRange(timeRange) {
+        let lead = audioRequest != nil ? Self.timestampLead(sink: appsink) : 0
+        audioStopLead = lead
+        // With a lead, even reading everything needs a seek: the demuxer's initial stop is the asset's duration.
+        if var seek = lead > 0 ? Self.seekBounds(timeRange) : Self.seekRange(timeRange) {
             if passthrough { (passthroughEnd, seek.stop) = (seek.stop, nil) }
+            let stopType = seek.stop == nil && lead == 0 ? GST_SEEK_TYPE_NONE : GST_SEEK_TYPE_SET
+            seek.stop = seek.stop.map { $0 + lead }
             let flags = Self.seekFlags(passthrough: passthrough)
             let ok = gst_element_seek(pipeline.element, 1.0, GST_FORMAT_TIME, GstSeekFlags(rawValue: flags),
                                       GST_SEEK_TYPE_SET, gint64(seek.start),
-                                      seek.stop == nil ? GST_SEEK_TYPE_NONE : GST_SEEK_TYPE_SET, gint64(seek.stop ?? -1))
+                                      stopType, gint64(seek.stop ?? -1))  // SET -1: no stop
             guard ok != 0 else {
                 throw pipeline.popError(context: context)
                     ?? TrackError(.operationNotSupportedForAsset, "\(context): the demuxer refused to seek to \(timeRange.start)")
@@ -262,7 +276,7 @@ public final class TrackPipeline: @unchecked Sendable {
         if let failure { throw failure }
         let bounds = Self.seekBounds(range)
         let flags = Self.seekFlags(passthrough: passthrough)
-        let stop = passthrough ? nil : bounds.stop
+        let stop = passthrough ? nil : bounds.stop.map { $0 + audioStopLead }
         let ok = gst_element_seek(pipeline.element, 1.0, GST_FORMAT_TIME, GstSeekFlags(rawValue: flags),
                                   GST_SEEK_TYPE_SET, gint64(bounds.start),
                                   GST_SEEK_TYPE_SET, gint64(stop ?? -1))  // -1: to the end (NONE would keep the last stop)
@@ -272,6 +286,17 @@ public final class TrackPipeline: @unchecked Sendable {
         }
         audioRange = Self.trimRange(range)
         if passthrough { (passthroughEnd, passthroughEnded) = (bounds.stop, false) }
+    }
+
+    /// How far buffer timestamps run ahead of stream time at the appsink (its sticky segment's start − time), in ns;
+    /// 0 when they do not.
+    static func timestampLead(sink: ElementPtr) -> Int64 {
+        guard let pad = gst_element_get_static_pad(sink, "sink") else { return 0 }
+        defer { gst_object_unref(pad) }
+        guard let segment = stickySegment(pad), segment.format == GST_FORMAT_TIME,
+              segment.start != clockTimeNone, segment.time != clockTimeNone, segment.start > segment.time,
+              segment.start - segment.time < UInt64(Int64.max / 2) else { return 0 }
+        return Int64(segment.start - segment.time)
     }
 
     /// Decoded outputs seek ACCURATE: the first sample is the one shown at the range start. Passthrough seeks
@@ -455,7 +480,14 @@ public final class TrackPipeline: @unchecked Sendable {
         if rate > 0, pts != GstClockTime.max {  // GST_CLOCK_TIME_NONE
             let time = streamTime(pts, segment: gst_sample_get_segment(sample))
             if let ns = time.nanoseconds {
-                let first = Int64((Double(ns) * Double(rate) / 1e9).rounded())
+                var first = Int64((Double(ns) * Double(rate) / 1e9).rounded())
+                let frameNs = GstClockTime(1_000_000_000 / rate + 1)
+                if let end = restorer?.clippedEnd(pts: pts, duration: swift_gst_buffer_duration(buffer),
+                                                  segment: gst_sample_get_segment(sample), tolerance: frameNs),
+                   let endNs = streamTime(end, segment: gst_sample_get_segment(sample)).nanoseconds {
+                    // Clipped by the decoder: its frames end where the input packet ends.
+                    first = Int64((Double(endNs) * Double(rate) / 1e9).rounded()) - Int64(frames)
+                }
                 let window = Self.audioWindow(audioRange, rate: rate)
                 skip = Int(clamping: max(0, window.first - first))
                 var keep = frames - skip
