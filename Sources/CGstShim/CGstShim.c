@@ -367,6 +367,69 @@ gsize swift_gst_copy_as_nv12(GstBuffer *buffer, const SwiftGstVideoLayout *layou
     return needed;
 }
 
+// ═══ audio channel positions ═════════════════════════════════════════════════════════════════════════════════
+
+gint swift_gst_audio_caps_positions(const GstCaps *caps, GstAudioChannelPosition *positions, gint max,
+                                    GstAudioFormat *format) {
+    GstAudioInfo info;
+    if (caps == NULL || !gst_audio_info_from_caps(&info, caps)) return 0;
+    const gint channels = GST_AUDIO_INFO_CHANNELS(&info);
+    if (channels <= 0 || channels > max) return 0;
+    for (gint i = 0; i < channels; i++) positions[i] = GST_AUDIO_INFO_POSITION(&info, i);
+    if (format != NULL) *format = GST_AUDIO_INFO_FORMAT(&info);
+    return channels;
+}
+
+GstCaps *swift_gst_caps_with_channel_mask(const GstCaps *caps, guint64 mask) {
+    GstCaps *copy = gst_caps_copy(caps);
+    gst_caps_set_simple(copy, "channel-mask", GST_TYPE_BITMASK, mask, NULL);
+    return copy;
+}
+
+// ═══ P010 range conversion in place ══════════════════════════════════════════════════════════════════════════
+
+static uint16_t swift_gst_clamp_u10(double v) { return v <= 0 ? 0 : v >= 1023 ? 1023 : (uint16_t)(v + 0.5); }
+
+gboolean swift_gst_p010_convert_range(void *data, gsize size, const SwiftGstVideoLayout *layout,
+                                      SwiftGstRangeConversion range) {
+    if (layout->format != GST_VIDEO_FORMAT_P010_10LE || layout->n_planes < 2) return FALSE;
+    if (range == SWIFT_GST_RANGE_KEEP) return TRUE;
+    // 10-bit code values (ITU-T H.273): video range Y 64–940, CbCr 64–960 around 512; full range 0–1023.
+    // Entries are the output words: the value in the high 10 bits, the low 6 bits zero (P010).
+    uint16_t luma[1024], chroma[1024];
+    for (int v = 0; v < 1024; v++) {
+        uint16_t y, c;
+        if (range == SWIFT_GST_RANGE_TO_FULL) {
+            y = swift_gst_clamp_u10((v - 64) * 1023.0 / 876.0);
+            c = swift_gst_clamp_u10((v - 512) * 1023.0 / 896.0 + 512.0);
+        } else {
+            y = swift_gst_clamp_u10(64.0 + v * 876.0 / 1023.0);
+            c = swift_gst_clamp_u10(512.0 + (v - 512) * 896.0 / 1023.0);
+        }
+        luma[v] = (uint16_t)(y << 6);
+        chroma[v] = (uint16_t)(c << 6);
+    }
+    const uint32_t w = layout->width, h = layout->height;
+    for (guint p = 0; p < 2; p++) {
+        const uint32_t rows = p == 0 ? h : (h + 1) / 2, samples = p == 0 ? w : 2 * ((w + 1) / 2);
+        const gsize stride = (gsize)ABS(layout->stride[p]);
+        if (rows == 0 || samples == 0) continue;
+        if (layout->offset[p] + (guint64)(rows - 1) * stride + 2 * (guint64)samples > size) return FALSE;
+        const uint16_t *lut = p == 0 ? luma : chroma;
+        for (uint32_t y = 0; y < rows; y++) {
+            uint8_t *row = (uint8_t *)data + layout->offset[p] + (gsize)y * stride;
+            for (uint32_t x = 0; x < samples; x++) {
+                // Little-endian words, read and written bytewise (rows need not be 2-byte aligned in theory).
+                const uint16_t word = (uint16_t)(row[2 * x] | row[2 * x + 1] << 8);
+                const uint16_t out = lut[word >> 6];
+                row[2 * x] = (uint8_t)(out & 0xff);
+                row[2 * x + 1] = (uint8_t)(out >> 8);
+            }
+        }
+    }
+    return TRUE;
+}
+
 // ── the worker sandbox: preload plugins ──────────────────────────────────────────────────────────────────────
 
 static gboolean klass_is_autopluggable(const gchar *klass) {

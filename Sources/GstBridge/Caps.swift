@@ -19,6 +19,13 @@ struct CapsView {
         return gst_structure_get_int(structure, field, &v) != 0 ? v : nil
     }
 
+    /// An unsigned field (h264parse's `bit-depth-luma` is a guint); also accepts a non-negative gint.
+    func uint(_ field: String) -> UInt32? {
+        var v: guint = 0
+        if gst_structure_get_uint(structure, field, &v) != 0 { return v }
+        return int(field).flatMap { $0 >= 0 ? UInt32($0) : nil }
+    }
+
     func string(_ field: String) -> String? {
         gst_structure_get_string(structure, field).map { String(cString: $0) }
     }
@@ -96,6 +103,26 @@ struct CapsView {
         }
     }
 
+    /// Bits per luma sample and chroma subsampling as coded. The parsers (h264parse, h265parse, vp9parse, av1parse)
+    /// put them in their caps as `bit-depth-luma` (guint) and `chroma-format` ("4:2:0" …); qtdemux's ProRes caps
+    /// carry only the variant, whose format is fixed by Apple's ProRes spec: 422 variants 10-bit 4:2:2, 4444
+    /// variants 12-bit 4:4:4. (0, .unknown) when nothing says.
+    func sampling(codec: FourCC) -> (bits: UInt8, chroma: ChromaSubsampling) {
+        var bits = uint("bit-depth-luma").map { UInt8(clamping: $0) } ?? 0
+        var chroma = string("chroma-format").flatMap(ChromaSubsampling.init(text:)) ?? .unknown
+        switch codec {
+        case "apco", "apcs", "apcn", "apch":
+            if bits == 0 { bits = 10 }
+            if chroma == .unknown { chroma = .yuv422 }
+        case "ap4h", "ap4x":
+            if bits == 0 { bits = 12 }
+            if chroma == .unknown { chroma = .yuv444 }
+        default:
+            break
+        }
+        return (bits, chroma)
+    }
+
     /// The sample-entry fourcc when qtdemux did not know the codec: it names the caps
     /// "video/x-gst-fourcc-abcd" (or audio/…); otherwise a four-character `format` string field.
     private var formatFourCC: FourCC? {
@@ -122,6 +149,7 @@ func describeTrack(pad: PadPtr, id: UInt32, firstPTS: GstClockTime?) -> TrackDes
         let depth = view.int("depth") ?? 24
         track.depth = depth == 32 ? 32 : 24
         track.hasAlpha = depth == 32
+        (track.bitsPerComponent, track.chromaSubsampling) = view.sampling(codec: track.codec)
     case .audio:
         track.sampleRate = UInt32(max(0, view.int("rate") ?? 0))
         track.channels = UInt32(max(0, view.int("channels") ?? 0))

@@ -141,11 +141,14 @@ final class DecodeLinker: @unchecked Sendable {
     private let linked = Mutex(false)
     /// The caps name of decoded output: video/x-raw or audio/x-raw.
     private let rawName: String
+    /// Audio with AVChannelLayoutKey: told the decoder's caps before the link, to pick the output positions.
+    private let channelOrder: ChannelOrder?
 
-    init(target: PadPtr, pipeline: ElementPtr, rawName: String = "video/x-raw") {
+    init(target: PadPtr, pipeline: ElementPtr, rawName: String = "video/x-raw", channelOrder: ChannelOrder? = nil) {
         self.target = target
         self.pipeline = pipeline
         self.rawName = rawName
+        self.channelOrder = channelOrder
     }
 
     deinit { gst_object_unref(target) }
@@ -173,6 +176,7 @@ final class DecodeLinker: @unchecked Sendable {
             return !l
         }
         guard first else { dropBuffers(pad); return }
+        channelOrder?.decoderCapsKnown(caps)
         let result = gst_pad_link(pad, target)
         if result != GST_PAD_LINK_OK {
             AppMessage.post(pipeline, AppMessage.notDecodable, text: "could not link the decoder (link result \(result.rawValue))")
@@ -215,6 +219,22 @@ final class ClipRestorer: @unchecked Sendable {
         frames.withLock { f in
             if f.count >= Self.capacity { f.removeFirst(f.count - Self.capacity + 1) }
             f.append(Frame(pts: pts, end: pts + duration))
+        }
+    }
+
+    /// Audio: GstAudioDecoder clips the first buffer after an ACCURATE seek with gst_audio_buffer_clip, which rounds
+    /// the frames to drop down from nanosecond timestamps that were themselves truncated (a 1024-frame AAC packet at
+    /// 490666666 ns instead of 490666666.67): it can keep one frame before the range start while restating the PTS as
+    /// the start. The end of the kept frames is still the input packet's end, so the true first frame is that end
+    /// minus the frames. Returns the end (buffer time) of the input packet an output buffer starting exactly at the
+    /// segment start was cut from — the packet whose end is within `tolerance` ns of the buffer's end — or nil.
+    func clippedEnd(pts: GstClockTime, duration: GstClockTime, segment: UnsafePointer<GstSegment>?,
+                    tolerance: GstClockTime) -> GstClockTime? {
+        guard let segment, segment.pointee.format == GST_FORMAT_TIME, pts != clockTimeNone,
+              duration != clockTimeNone, pts == GstClockTime(segment.pointee.start) else { return nil }
+        let end = pts + duration
+        return frames.withLock { f in
+            f.last { $0.pts < pts && $0.end > pts && ($0.end > end ? $0.end - end : end - $0.end) <= tolerance }?.end
         }
     }
 

@@ -56,11 +56,18 @@ public final class TrackPipeline: @unchecked Sendable {
     private var failure: TrackError?
     private var layoutCache: (caps: CapsPtr, layout: SwiftGstVideoLayout)?
     private let restorer: ClipRestorer?
-    /// 420v/420f: the range the output must have (converted while copying when the decoder's differs). nil for every
-    /// other format, x420/xf20 included: their samples carry the decoder's range (see PixelFormat.layout).
+    /// 420v/420f/x420/xf20: the range the output must have (converted while copying when the decoder's differs). nil
+    /// for every other format: their samples carry the decoder's range.
     private let targetRange: PixelFormat.Range?
     /// Audio output: what was asked for (bytes per sample, layout).
     private let audioRequest: AudioOutputRequest?
+    /// Audio output with a channel layout of more than one channel: the order samples are reordered to.
+    private let channelOrder: ChannelOrder?
+    /// Audio output: how far the track's buffer timestamps run ahead of its timeline (ns; the edit list's media
+    /// start, e.g. AAC priming). qtdemux 1.22 ends a stream when a sample's *buffer* timestamp reaches the seek stop,
+    /// which is on the timeline: the last packets before the stop (the whole last AAC packet of a file) would never
+    /// be pushed. Every audio seek's stop is moved this much later; the sample-exact trimming cuts at the real end.
+    private var audioStopLead: Int64 = 0
     /// Audio output: the current range (reader timeRange, then each reset's), in nanoseconds; the delivered frames
     /// are trimmed to it sample-exactly (see audioWindow). Touched only by init, seek(to:) and pull().
     private var audioRange: (start: Int64, duration: Int64?)
@@ -113,12 +120,12 @@ public final class TrackPipeline: @unchecked Sendable {
             targetRange = nil
             audioRequest = nil
             allocator = nil
+            channelOrder = nil
             requiredType = nil
             try pipeline.addChain([appsink])
             target = appsink
         case .audio(let request):
             passthrough = false
-            restorer = nil
             targetRange = nil
             audioRequest = request
             allocator = nil
@@ -127,10 +134,23 @@ public final class TrackPipeline: @unchecked Sendable {
             // Deterministic conversion: no random dither, no noise shaping (both enums' value 0 is "none").
             swift_gst_object_set_int(convert, "dithering", 0)
             swift_gst_object_set_int(convert, "noise-shaping", 0)
-            target = try Self.addDecodeChain(pipeline, elements, caps: Self.audioCaps(request), rawName: "audio/x-raw")
+            let caps = Self.audioCaps(request)
+            if let layout = request.channelLayout, layout.speakers.count > 1 {
+                channelOrder = ChannelOrder(layout: layout, baseCaps: caps, filter: elements[5])
+            } else {
+                channelOrder = nil
+            }
+            target = try Self.addDecodeChain(pipeline, elements, caps: caps, rawName: "audio/x-raw",
+                                             channelOrder: channelOrder)
+            let clip = ClipRestorer()  // see ClipRestorer.clippedEnd
+            let queueSrc = gst_element_get_static_pad(target, "src")!
+            clip.attach(to: queueSrc)
+            gst_object_unref(queueSrc)
+            restorer = clip
         case .decode(let request):
             passthrough = false
             audioRequest = nil
+            channelOrder = nil
             let shared = SharedAllocator(maxLive: Self.maxSharedMemories)
             swift_gst_appsink_offer_memfd_pool(appsink, shared.pointer, 2)
             swift_gst_bin_disable_direct_rendering(elements[2])  // decodebin
@@ -142,7 +162,7 @@ public final class TrackPipeline: @unchecked Sendable {
             // lossless repack. Without it, outputs of the same depth as the decoder's are exact.
             swift_gst_object_set_int(convert, "dither", 0)
             let queue = try Self.addDecodeChain(pipeline, elements, caps: Self.outputCaps(request), rawName: "video/x-raw")
-            targetRange = Self.copiesAsNV12(request.pixelFormat) ? request.pixelFormat.range : nil
+            targetRange = request.pixelFormat.range
             let clip = ClipRestorer()
             let queueSrc = gst_element_get_static_pad(queue, "src")!
             clip.attach(to: queueSrc)
@@ -158,12 +178,17 @@ public final class TrackPipeline: @unchecked Sendable {
         try pipeline.setState(GST_STATE_PAUSED, context: context)
         try pipeline.waitAsyncDone(timeoutNs: Self.prerollTimeoutNs, context: context)
 
-        if var seek = Self.seekRange(timeRange) {
+        let lead = audioRequest != nil ? Self.timestampLead(sink: appsink) : 0
+        audioStopLead = lead
+        // With a lead, even reading everything needs a seek: the demuxer's initial stop is the asset's duration.
+        if var seek = lead > 0 ? Self.seekBounds(timeRange) : Self.seekRange(timeRange) {
             if passthrough { (passthroughEnd, seek.stop) = (seek.stop, nil) }
+            let stopType = seek.stop == nil && lead == 0 ? GST_SEEK_TYPE_NONE : GST_SEEK_TYPE_SET
+            seek.stop = seek.stop.map { $0 + lead }
             let flags = Self.seekFlags(passthrough: passthrough)
             let ok = gst_element_seek(pipeline.element, 1.0, GST_FORMAT_TIME, GstSeekFlags(rawValue: flags),
                                       GST_SEEK_TYPE_SET, gint64(seek.start),
-                                      seek.stop == nil ? GST_SEEK_TYPE_NONE : GST_SEEK_TYPE_SET, gint64(seek.stop ?? -1))
+                                      stopType, gint64(seek.stop ?? -1))  // SET -1: no stop
             guard ok != 0 else {
                 throw pipeline.popError(context: context)
                     ?? TrackError(.operationNotSupportedForAsset, "\(context): the demuxer refused to seek to \(timeRange.start)")
@@ -239,7 +264,7 @@ public final class TrackPipeline: @unchecked Sendable {
     /// pad is linked to the converter when it appears. Takes ownership of `caps`; returns the queue (the track's
     /// pad goes there).
     private static func addDecodeChain(_ pipeline: Pipeline, _ elements: [ElementPtr], caps: CapsPtr,
-                                       rawName: String) throws(TrackError) -> ElementPtr {
+                                       rawName: String, channelOrder: ChannelOrder? = nil) throws(TrackError) -> ElementPtr {
         let (appsink, queue, decodebin, convert, second, filter) =
             (elements[0], elements[1], elements[2], elements[3], elements[4], elements[5])
         swift_gst_object_set_caps(filter, "caps", caps)
@@ -247,7 +272,8 @@ public final class TrackPipeline: @unchecked Sendable {
         try pipeline.addChain([queue, decodebin])
         try pipeline.addChain([convert, second, filter, appsink])
         let convertSink = gst_element_get_static_pad(convert, "sink")!  // transfer full, owned by the linker
-        DecodeLinker(target: convertSink, pipeline: pipeline.element, rawName: rawName).attach(to: decodebin)
+        DecodeLinker(target: convertSink, pipeline: pipeline.element, rawName: rawName, channelOrder: channelOrder)
+            .attach(to: decodebin)
         return queue
     }
 
@@ -275,7 +301,7 @@ public final class TrackPipeline: @unchecked Sendable {
         if let failure { throw failure }
         let bounds = Self.seekBounds(range)
         let flags = Self.seekFlags(passthrough: passthrough)
-        let stop = passthrough ? nil : bounds.stop
+        let stop = passthrough ? nil : bounds.stop.map { $0 + audioStopLead }
         let ok = gst_element_seek(pipeline.element, 1.0, GST_FORMAT_TIME, GstSeekFlags(rawValue: flags),
                                   GST_SEEK_TYPE_SET, gint64(bounds.start),
                                   GST_SEEK_TYPE_SET, gint64(stop ?? -1))  // -1: to the end (NONE would keep the last stop)
@@ -285,6 +311,17 @@ public final class TrackPipeline: @unchecked Sendable {
         }
         audioRange = Self.trimRange(range)
         if passthrough { (passthroughEnd, passthroughEnded) = (bounds.stop, false) }
+    }
+
+    /// How far buffer timestamps run ahead of stream time at the appsink (its sticky segment's start − time), in ns;
+    /// 0 when they do not.
+    static func timestampLead(sink: ElementPtr) -> Int64 {
+        guard let pad = gst_element_get_static_pad(sink, "sink") else { return 0 }
+        defer { gst_object_unref(pad) }
+        guard let segment = stickySegment(pad), segment.format == GST_FORMAT_TIME,
+              segment.start != clockTimeNone, segment.time != clockTimeNone, segment.start > segment.time,
+              segment.start - segment.time < UInt64(Int64.max / 2) else { return 0 }
+        return Int64(segment.start - segment.time)
     }
 
     /// Decoded outputs seek ACCURATE: the first sample is the one shown at the range start. Passthrough seeks
@@ -405,6 +442,16 @@ public final class TrackPipeline: @unchecked Sendable {
                                 colorimetry: colorimetry, planes: nv12, restorer: restorer,
                                 nv12Copy: (layout, conversion), size: Int(swift_gst_nv12_size(w, h)))
         }
+        var p010Range: (layout: SwiftGstVideoLayout, range: SwiftGstRangeConversion)?
+        if let target = targetRange, layout.format == GST_VIDEO_FORMAT_P010_10LE {
+            // x420/xf20: copyBytes converts the range in the slot after copying (swift_gst_p010_convert_range), for
+            // the reason above.
+            let source = layout.range == 0 ? PixelFormat.Range.video.rawValue : layout.range
+            if source != target.rawValue {
+                p010Range = (layout, target == .full ? SWIFT_GST_RANGE_TO_FULL : SWIFT_GST_RANGE_TO_VIDEO)
+            }
+            colorimetry.range = target.rawValue
+        }
         var padding: PulledSample.RowPadding?
         if layout.format == GST_VIDEO_FORMAT_v210, let plane = planes.first {
             // v210 rows are 128 bytes per 48 pixels, but videoconvert writes only the ⌈width/6⌉ 16-byte groups that
@@ -418,12 +465,13 @@ public final class TrackPipeline: @unchecked Sendable {
         }
         var shared: SharedMemory?
         var slot = SwiftGstMemfdSlot()
-        if padding == nil, let allocator, swift_gst_memfd_describe(allocator.pointer, buffer, &slot) != 0 {
+        // Frames the worker must rewrite (v210 padding, a P010 range conversion) are copied into a copy pool.
+        if padding == nil, p010Range == nil, let allocator, swift_gst_memfd_describe(allocator.pointer, buffer, &slot) != 0 {
             shared = SharedMemory(id: slot.id, mapSize: Int(slot.map_size))
         }
         return PulledSample(sample: sample, buffer: buffer, format: outputFormat.format, width: layout.width,
                             height: layout.height, colorimetry: colorimetry, planes: planes, restorer: restorer,
-                            padding: padding, shared: shared, sharedFD: slot.fd)
+                            p010Range: p010Range, padding: padding, shared: shared, sharedFD: slot.fd)
     }
 
     /// Linear PCM: one plane (interleaved) or one per channel (GstAudioMeta's offsets), and the frame count,
@@ -450,6 +498,11 @@ public final class TrackPipeline: @unchecked Sendable {
                 }
             }
         }
+        // AVChannelLayoutKey: the layout's order (GStreamer's is canonical).
+        let reorder = channelOrder?.reordering(for: gst_sample_get_caps(sample))
+        if let reorder, let planeOffsets = offsets, planeOffsets.count == reorder.order.count {
+            offsets = reorder.order.map { planeOffsets[$0] }  // non-interleaved: permute the planes
+        }
         // Trimming: the buffer's first frame is its stream time × rate (rounded: frames are 1/rate apart, far more
         // than a nanosecond).
         var skip = 0
@@ -458,7 +511,14 @@ public final class TrackPipeline: @unchecked Sendable {
         if rate > 0, pts != GstClockTime.max {  // GST_CLOCK_TIME_NONE
             let time = streamTime(pts, segment: gst_sample_get_segment(sample))
             if let ns = time.nanoseconds {
-                let first = Int64((Double(ns) * Double(rate) / 1e9).rounded())
+                var first = Int64((Double(ns) * Double(rate) / 1e9).rounded())
+                let frameNs = GstClockTime(1_000_000_000 / rate + 1)
+                if let end = restorer?.clippedEnd(pts: pts, duration: swift_gst_buffer_duration(buffer),
+                                                  segment: gst_sample_get_segment(sample), tolerance: frameNs),
+                   let endNs = streamTime(end, segment: gst_sample_get_segment(sample)).nanoseconds {
+                    // Clipped by the decoder: its frames end where the input packet ends.
+                    first = Int64((Double(endNs) * Double(rate) / 1e9).rounded()) - Int64(frames)
+                }
                 let window = Self.audioWindow(audioRange, rate: rate)
                 skip = Int(clamping: max(0, window.first - first))
                 var keep = frames - skip
@@ -500,7 +560,8 @@ public final class TrackPipeline: @unchecked Sendable {
         if skip > 0 { pieces = [(skip * frameBytes, 0, frames * frameBytes)] }
         return PulledSample(sample: sample, buffer: buffer, format: outputFormat.format, width: 0, height: 0,
                             colorimetry: Colorimetry(), planes: planes, restorer: nil, size: frames * frameBytes,
-                            frameCount: UInt32(clamping: frames), timing: timing, pieces: pieces)
+                            frameCount: UInt32(clamping: frames), timing: timing, pieces: pieces,
+                            reorder: reorder.map { ($0.format, $0.from, $0.to) })
     }
 
     /// The layout for `caps`, parsed once per caps object (the cache holds a ref, so the pointer stays unique).
@@ -545,6 +606,10 @@ public final class PulledSample: @unchecked Sendable {
     private let buffer: UnsafeMutablePointer<GstBuffer>  // transfer none from the sample
     /// 420v/420f: the frame is written as tight NV12 from the decoder's I420/NV12 (see swift_gst_copy_as_nv12).
     private let nv12Copy: (layout: SwiftGstVideoLayout, range: SwiftGstRangeConversion)?
+    /// Interleaved audio with AVChannelLayoutKey: the copied frames are reordered in place (gst_audio_reorder_channels).
+    private let reorder: (format: GstAudioFormat, from: [GstAudioChannelPosition], to: [GstAudioChannelPosition])?
+    /// x420/xf20 from a source of the other range: the copied P010 frame's range is converted in place.
+    private let p010Range: (layout: SwiftGstVideoLayout, range: SwiftGstRangeConversion)?
     /// Nanosecond timescale; .invalid when GStreamer has no timestamp.
     public let presentationTime: MediaTime
     public let decodeTime: MediaTime
@@ -581,16 +646,21 @@ public final class PulledSample: @unchecked Sendable {
 
     init(sample: OpaquePointer, buffer: UnsafeMutablePointer<GstBuffer>, format: FourCC, width: UInt32,
          height: UInt32, colorimetry: Colorimetry, planes: [PlaneLayout], restorer: ClipRestorer?,
-         nv12Copy: (layout: SwiftGstVideoLayout, range: SwiftGstRangeConversion)? = nil, size: Int? = nil,
+         nv12Copy: (layout: SwiftGstVideoLayout, range: SwiftGstRangeConversion)? = nil,
+         p010Range: (layout: SwiftGstVideoLayout, range: SwiftGstRangeConversion)? = nil, size: Int? = nil,
          padding: RowPadding? = nil, frameCount: UInt32 = 0, timing: (pts: MediaTime, duration: MediaTime)? = nil,
-         pieces: [(from: Int, to: Int, length: Int)]? = nil, shared: SharedMemory? = nil, sharedFD: Int32 = -1) {
+         pieces: [(from: Int, to: Int, length: Int)]? = nil,
+         reorder: (format: GstAudioFormat, from: [GstAudioChannelPosition], to: [GstAudioChannelPosition])? = nil,
+         shared: SharedMemory? = nil, sharedFD: Int32 = -1) {
         self.frameCount = frameCount
+        self.reorder = reorder
         self.shared = shared
         self.sharedFD = Mutex(shared == nil ? -1 : sharedFD)
         self.pieces = pieces
         self.sample = sample
         self.padding = padding
         self.nv12Copy = nv12Copy
+        self.p010Range = p010Range
         self.buffer = buffer
         // Buffer timestamps are in the demuxer's media time; the sample's segment maps them to the asset timeline
         // (edit lists: an H.264 track with B-frames starts at PTS 0 there, not at the composition offset).
@@ -644,6 +714,9 @@ public final class PulledSample: @unchecked Sendable {
             }
         } else {
             _ = gst_buffer_extract(buffer, 0, destination, gsize(size))
+            if var p010 = p010Range {
+                _ = swift_gst_p010_convert_range(destination, gsize(size), &p010.layout, p010.range)
+            }
             if let p = padding {
                 for row in 0..<p.rows {
                     let start = p.offset + row * p.stride + p.start
@@ -651,6 +724,10 @@ public final class PulledSample: @unchecked Sendable {
                     if start < end { (destination + start).initializeMemory(as: UInt8.self, repeating: 0, count: end - start) }
                 }
             }
+        }
+        if let reorder {
+            _ = gst_audio_reorder_channels(destination, gsize(size), reorder.format, gint(reorder.from.count),
+                                           reorder.from, reorder.to)
         }
     }
 }

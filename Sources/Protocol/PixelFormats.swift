@@ -49,11 +49,11 @@ public struct PixelFormat: Sendable, Hashable {
                     range: nil, layout: "one component (luma), 16-bit little-endian", planeCount: 1),
         PixelFormat(code: "x420", constantName: "kCVPixelFormatType_420YpCbCr10BiPlanarVideoRange",
                     gstFormat: "P010_10LE", range: .video,
-                    layout: "Y plane, interleaved CbCr plane, 4:2:0 10-bit in the high bits of 16-bit LE words, video range (not converted: the sample's colorimetry says the source's)",
+                    layout: "Y plane, interleaved CbCr plane, 4:2:0 10-bit in the high bits of 16-bit LE words, video range",
                     planeCount: 2),
         PixelFormat(code: "xf20", constantName: "kCVPixelFormatType_420YpCbCr10BiPlanarFullRange",
                     gstFormat: "P010_10LE", range: .full,
-                    layout: "Y plane, interleaved CbCr plane, 4:2:0 10-bit in the high bits of 16-bit LE words, full range (not converted: the sample's colorimetry says the source's)",
+                    layout: "Y plane, interleaved CbCr plane, 4:2:0 10-bit in the high bits of 16-bit LE words, full range",
                     planeCount: 2),
         PixelFormat(code: "v210", constantName: "kCVPixelFormatType_422YpCbCr10", gstFormat: "v210",
                     range: nil, layout: "Cb Y Cr Y 10-bit packed in 32-bit LE words, 4:2:2, 128 bytes per 48 pixels",
@@ -116,28 +116,62 @@ public struct UnsupportedPixelFormat: Sendable, Hashable {
     }
 }
 
-/// The pixel format `trackctl tracks` recommends for a video track: the CoreVideo format whose layout is what the
-/// track's GStreamer decoder produces natively, so videoconvert only repacks (or passes through) and never
-/// converts — cheaper than the `420v` default, and lossless. Derived from the codec code and the
-/// format-description depth only: the track record carries no bit depth or chroma subsampling, so the 4:2:0
-/// codecs are assumed 8-bit (a 10-bit H.264/HEVC/VP9/AV1 source decodes natively to `x420`; 4:2:2/4:4:4 H.264
-/// decodes to planar layouts CoreVideo has no 8-bit code for).
+/// The pixel format `trackctl tracks` recommends for a video track: the CoreVideo format whose layout holds what
+/// the track's GStreamer decoder produces natively (same depth, same subsampling, alpha kept), so videoconvert only
+/// repacks (or passes through) and never converts — cheaper than the `420v` default, and lossless. Derived from
+/// the track record: codec, bits per component, chroma subsampling and depth (32: alpha).
+///
+/// | bits \ chroma | 4:2:0 | 4:2:2 | 4:4:4 | 4:0:0 |
+/// |---|---|---|---|---|
+/// | 8 | y420 | 422v | 444v | L008 |
+/// | 9–10 | x420 | v210 | y416 | L016 |
+/// | 11–16 | y416 | v216 | y416 | L016 |
+///
+/// With alpha: y408 (8-bit), y416 (deeper). Unknown bits or chroma: the codec's usual ones (ProRes 422: 10-bit 4:2:2,
+/// ProRes 4444: 12-bit 4:4:4, the other codecs of `assumed420`: 8-bit 4:2:0); nil for any other codec. CoreVideo has
+/// no 4:2:0 format deeper than 10 bits: 12-bit 4:2:0 is advised y416, which keeps every bit (chroma upsampled).
 public enum RecommendedPixelFormat {
-    /// (codecs, recommendation). ProRes 422 decodes to 10-bit 4:2:2 (avdec_prores: I422_10LE), which `v210` holds
-    /// losslessly; ProRes 4444 to 10/12-bit 4:4:4 with optional alpha, which `y416` holds (alpha included).
-    static let table: [(codecs: [FourCC], format: FourCC)] = [
-        (["avc1", "avc3", "hvc1", "hev1", "vp09", "vp08", "av01", "mp4v", "mp2v", "mp1v"], "y420"),
-        (["apco", "apcs", "apcn", "apch"], "v210"),
-        (["ap4h", "ap4x"], "y416"),
-    ]
-    /// Recommendations that keep an alpha channel.
-    static let keepsAlpha: Set<FourCC> = ["y416"]
+    /// Codecs whose streams are 8-bit 4:2:0 unless the parser says otherwise.
+    static let assumed420: Set<FourCC> = ["avc1", "avc3", "hvc1", "hev1", "vp09", "vp08", "av01", "mp4v", "mp2v", "mp1v"]
+    static let prores422: Set<FourCC> = ["apco", "apcs", "apcn", "apch"]
+    static let prores4444: Set<FourCC> = ["ap4h", "ap4x"]
 
-    /// The recommended format for a video track with this codec and depth (32: the track has alpha), or nil when
-    /// the codec is not in the table or the recommendation would drop the track's alpha.
-    public static func forTrack(codec: FourCC, depth: UInt32) -> PixelFormat? {
-        guard let entry = table.first(where: { $0.codecs.contains(codec) }) else { return nil }
-        if depth == 32 && !keepsAlpha.contains(entry.format) { return nil }
-        return PixelFormat.named(entry.format)
+    /// The bits and chroma of a codec when the track record does not carry them (nil: no assumption).
+    static func assumed(_ codec: FourCC) -> (bits: UInt8, chroma: ChromaSubsampling)? {
+        if prores422.contains(codec) { return (10, .yuv422) }
+        if prores4444.contains(codec) { return (12, .yuv444) }
+        if assumed420.contains(codec) { return (8, .yuv420) }
+        return nil
+    }
+
+    /// The recommended format for a video track, or nil when neither the record nor the codec says enough.
+    public static func forTrack(codec: FourCC, depth: UInt32, bitsPerComponent: UInt8 = 0,
+                                chromaSubsampling: ChromaSubsampling = .unknown) -> PixelFormat? {
+        let fallback = assumed(codec)
+        guard let bits = bitsPerComponent > 0 ? bitsPerComponent : fallback?.bits,
+              let chroma = chromaSubsampling != .unknown ? chromaSubsampling : fallback?.chroma else { return nil }
+        let code: FourCC
+        if depth == 32 && chroma != .yuv400 {
+            code = bits <= 8 ? "y408" : "y416"
+        } else {
+            switch (chroma, bits) {
+            case (.yuv420, ...8): code = "y420"
+            case (.yuv420, ...10): code = "x420"
+            case (.yuv422, ...8): code = "422v"
+            case (.yuv422, ...10): code = "v210"
+            case (.yuv422, _): code = "v216"
+            case (.yuv444, ...8): code = "444v"
+            case (.yuv400, ...8): code = "L008"
+            case (.yuv400, _): code = "L016"
+            default: code = "y416"  // 4:4:4 deeper than 8 bits, 4:2:0 deeper than 10
+            }
+        }
+        return PixelFormat.named(code)
+    }
+
+    public static func forTrack(_ track: TrackDescription) -> PixelFormat? {
+        guard track.mediaType == .video else { return nil }
+        return forTrack(codec: track.codec, depth: track.depth, bitsPerComponent: track.bitsPerComponent,
+                        chromaSubsampling: track.chromaSubsampling)
     }
 }

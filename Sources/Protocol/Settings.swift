@@ -189,9 +189,12 @@ public struct AudioOutputRequest: Sendable, Hashable {
     public var isFloat: Bool
     public var isBigEndian: Bool
     public var isNonInterleaved: Bool
+    /// AVChannelLayoutKey: the speaker of each output channel, in order (nil: GStreamer's default order).
+    public var channelLayout: ChannelLayout?
 
     public init(sampleRate: Int? = nil, channels: Int? = nil, bitDepth: Int = 16, isFloat: Bool = false,
-                isBigEndian: Bool = false, isNonInterleaved: Bool = false) {
+                isBigEndian: Bool = false, isNonInterleaved: Bool = false, channelLayout: ChannelLayout? = nil) {
+        self.channelLayout = channelLayout
         self.sampleRate = sampleRate
         self.channels = channels
         self.bitDepth = bitDepth
@@ -278,6 +281,7 @@ extension OutputSettings {
             guard count == channels else {
                 throw fail("The number of channels in AVChannelLayoutKey (\(count)) does not match AVNumberOfChannelsKey (\(channels))")
             }
+            request.channelLayout = try ChannelLayout.parse(layout)
         }
         let isFloat = try flag(SettingsKey.isFloat)
         let depthValue = settings[SettingsKey.bitDepth]

@@ -22,6 +22,36 @@ public enum MediaType: UInt8, Sendable, CustomStringConvertible {
     }
 }
 
+/// How a video track's chroma is subsampled relative to luma, as the stream's parser reports it.
+public enum ChromaSubsampling: UInt8, Sendable, CustomStringConvertible, CaseIterable {
+    case unknown = 0
+    /// 4:2:0: chroma at half the luma width and height.
+    case yuv420 = 1
+    /// 4:2:2: chroma at half the luma width, full height.
+    case yuv422 = 2
+    /// 4:4:4: chroma at full resolution.
+    case yuv444 = 3
+    /// 4:0:0: luma only (monochrome).
+    case yuv400 = 4
+
+    /// "4:2:0", "4:2:2", "4:4:4", "4:0:0", or "unknown".
+    public var description: String {
+        switch self {
+        case .unknown: "unknown"
+        case .yuv420: "4:2:0"
+        case .yuv422: "4:2:2"
+        case .yuv444: "4:4:4"
+        case .yuv400: "4:0:0"
+        }
+    }
+
+    /// Parses the spelling of `description` (GStreamer's `chroma-format` caps field uses the same one).
+    public init?(text: String) {
+        guard let match = Self.allCases.first(where: { $0 != .unknown && $0.description == text }) else { return nil }
+        self = match
+    }
+}
+
 /// One track of an asset as the worker discovered it. Zero means unknown for every numeric field.
 public struct TrackDescription: Sendable, Hashable {
     public var id: UInt32
@@ -38,6 +68,10 @@ public struct TrackDescription: Sendable, Hashable {
     /// Format-description depth: 24 for ordinary video, 32 when the track carries alpha (ProRes 4444).
     public var depth: UInt32
     public var hasAlpha: Bool
+    /// Video: bits per luma sample as coded (8, 10, 12 …; CMFormatDescription's BitsPerComponent), 0 unknown.
+    public var bitsPerComponent: UInt8
+    /// Video: the chroma subsampling as coded.
+    public var chromaSubsampling: ChromaSubsampling
     /// Clockwise rotation in degrees from the track's transform (0, 90, 180, 270).
     public var rotation: Int32
     /// ISO 639 language code, or "" when unknown.
@@ -46,6 +80,7 @@ public struct TrackDescription: Sendable, Hashable {
     public init(id: UInt32, mediaType: MediaType, codec: FourCC, width: UInt32 = 0, height: UInt32 = 0,
                 nominalFrameRate: Double = 0, duration: MediaTime = .invalid, timeRangeStart: MediaTime = .invalid,
                 sampleRate: UInt32 = 0, channels: UInt32 = 0, depth: UInt32 = 0, hasAlpha: Bool = false,
+                bitsPerComponent: UInt8 = 0, chromaSubsampling: ChromaSubsampling = .unknown,
                 rotation: Int32 = 0, language: String = "") {
         self.id = id
         self.mediaType = mediaType
@@ -59,6 +94,8 @@ public struct TrackDescription: Sendable, Hashable {
         self.channels = channels
         self.depth = depth
         self.hasAlpha = hasAlpha
+        self.bitsPerComponent = bitsPerComponent
+        self.chromaSubsampling = chromaSubsampling
         self.rotation = rotation
         self.language = language
     }
@@ -76,6 +113,8 @@ public struct TrackDescription: Sendable, Hashable {
         w.u32(channels)
         w.u32(depth)
         w.bool(hasAlpha)
+        w.u8(bitsPerComponent)
+        w.u8(chromaSubsampling.rawValue)
         w.i32(rotation)
         w.string(language)
     }
@@ -87,6 +126,8 @@ public struct TrackDescription: Sendable, Hashable {
             nominalFrameRate: try r.f64("track.nominalFrameRate"), duration: try r.time("track.duration"),
             timeRangeStart: try r.time("track.timeRangeStart"), sampleRate: try r.u32("track.sampleRate"),
             channels: try r.u32("track.channels"), depth: try r.u32("track.depth"), hasAlpha: try r.bool("track.hasAlpha"),
+            bitsPerComponent: try r.u8("track.bitsPerComponent"),
+            chromaSubsampling: ChromaSubsampling(rawValue: try r.u8("track.chromaSubsampling")) ?? .unknown,
             rotation: try r.i32("track.rotation"), language: try r.string("track.language"))
     }
 }

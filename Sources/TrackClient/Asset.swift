@@ -78,6 +78,13 @@ public struct AssetTrack: Sendable, Hashable {
     /// Format-description depth: 32 when the video carries alpha.
     public let depth: UInt32
     public let hasAlpha: Bool
+    /// Video: bits per luma sample as coded (kCMFormatDescriptionExtension_BitsPerComponent); 0 when unknown.
+    public let bitsPerComponent: UInt8
+    /// Video: the chroma subsampling as coded (4:2:0, 4:2:2, 4:4:4, 4:0:0), or .unknown.
+    public let chromaSubsampling: ChromaSubsampling
+    /// Video: the pixel format whose layout is the decoder's native output (RecommendedPixelFormat): asking for it
+    /// makes decoding a lossless repack with no conversion. nil when not video or unknown.
+    public let recommendedPixelFormat: PixelFormat?
     /// Clockwise rotation in degrees from the track's transform.
     public let rotation: Int32
     public let languageCode: String?
@@ -94,6 +101,9 @@ public struct AssetTrack: Sendable, Hashable {
         channelCount = d.channels
         depth = d.depth
         hasAlpha = d.hasAlpha
+        bitsPerComponent = d.bitsPerComponent
+        chromaSubsampling = d.chromaSubsampling
+        recommendedPixelFormat = RecommendedPixelFormat.forTrack(d)
         rotation = d.rotation
         languageCode = d.language.isEmpty ? nil : d.language
     }

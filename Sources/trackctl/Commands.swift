@@ -38,6 +38,9 @@ enum Commands {
                     ("channels", number(t.channelCount)),
                     ("depth", number(t.depth)),
                     ("hasAlpha", video ? .bool(t.hasAlpha) : .null),
+                    ("bitsPerComponent", number(UInt32(t.bitsPerComponent))),
+                    ("chromaSubsampling", video && t.chromaSubsampling != .unknown ? .string(t.chromaSubsampling.description) : .null),
+                    ("recommendedPixelFormat", t.recommendedPixelFormat.map { .string($0.code.description) } ?? .null),
                     ("rotation", video ? .int(Int64(t.rotation)) : .null),
                     ("language", t.languageCode.map { .string($0) } ?? .null),
                 ])
@@ -46,8 +49,8 @@ enum Commands {
             return
         }
         print("\(asset.path): duration \(fixed(asset.duration.seconds, 3)) s, \(asset.tracks.count) track(s)")
-        let header = ["ID", "TYPE", "CODEC", "SIZE", "FPS", "DURATION", "START", "RATE", "CH", "DEPTH", "ALPHA", "ROT", "LANG",
-                      "PIXFMT"]
+        let header = ["ID", "TYPE", "CODEC", "SIZE", "FPS", "DURATION", "START", "RATE", "CH", "DEPTH", "ALPHA", "BITS", "CHROMA",
+                      "ROT", "LANG", "PIXFMT"]
         var rows = [header]
         for t in asset.tracks {
             let video = t.mediaType == .video
@@ -61,9 +64,11 @@ enum Commands {
                 t.channelCount > 0 ? "\(t.channelCount)" : "-",
                 t.depth > 0 ? "\(t.depth)" : "-",
                 video ? (t.hasAlpha ? "yes" : "no") : "-",
+                video && t.bitsPerComponent > 0 ? "\(t.bitsPerComponent)" : "-",
+                video && t.chromaSubsampling != .unknown ? t.chromaSubsampling.description : "-",
                 video ? "\(t.rotation)" : "-",
                 t.languageCode ?? "-",
-                video ? RecommendedPixelFormat.forTrack(codec: t.codec, depth: t.depth)?.code.description ?? "-" : "-",
+                t.recommendedPixelFormat?.code.description ?? "-",
             ])
         }
         let widths = header.indices.map { c in rows.map { $0[c].count }.max() ?? 0 }
@@ -72,8 +77,8 @@ enum Commands {
                 .joined(separator: "  "))
         }
         if asset.tracks.contains(where: { $0.mediaType == .video }) {
-            print("PIXFMT: the recommended --pixel-format, the decoder's native layout (a lossless repack, no conversion); "
-                  + "H.264/HEVC/VP9/AV1 are assumed 8-bit 4:2:0 (10-bit 4:2:0 decodes to x420)")
+            print("PIXFMT: the recommended --pixel-format, the decoder's native layout for the track's BITS and CHROMA "
+                  + "(a lossless repack, no conversion; docs/SETTINGS.md)")
         }
     }
 

@@ -19,6 +19,8 @@ import Testing
         #expect(video.width == 320 && video.height == 240)
         #expect(abs(video.nominalFrameRate - 30) < 0.01)
         #expect(video.depth == 24 && !video.hasAlpha)
+        #expect(video.bitsPerComponent == 8 && video.chromaSubsampling == .yuv420)  // h264parse's caps
+        #expect(audio.bitsPerComponent == 0 && audio.chromaSubsampling == .unknown)
         #expect(abs(video.duration.seconds - 2.0) < 0.1)
         #expect(audio.sampleRate == 48000)
         #expect(audio.channels == 1)
@@ -33,6 +35,9 @@ import Testing
         #expect(video.codec == FourCC(code)!)
         #expect(video.depth == (profile >= 4 ? 32 : 24))
         #expect(video.hasAlpha == (profile >= 4))
+        // From the variant (qtdemux's caps carry no depth): 422 is 10-bit 4:2:2, 4444 12-bit 4:4:4.
+        #expect(video.bitsPerComponent == (profile >= 4 ? 12 : 10))
+        #expect(video.chromaSubsampling == (profile >= 4 ? .yuv444 : .yuv422))
         #expect(video.width == 64 && abs(video.nominalFrameRate - 25) < 0.01)
     }
 

@@ -60,11 +60,81 @@ struct FormatTests {
         let first = try #require(samples.first)
         #expect(first.planes == [Self.plane(0, 320, 320, 90), Self.plane(320 * 90, 320, 320, 45)])
         #expect(first.colorimetry.range == 1)
-        // xf20: the same bytes — videoconvert 1.22 does not convert the range between YCbCr formats of one matrix —
-        // and the colorimetry says so (the source's video range), rather than claiming full range.
+    }
+
+    /// The 10-bit values of P010 frames (the high 10 bits of each 16-bit LE word), one array per frame, checking
+    /// that the low 6 bits are zero.
+    static func p010Values(_ samples: [SampleBuffer]) -> [[UInt16]] {
+        samples.map { sample in
+            let words = le16(sample.packedBytes())
+            #expect(words.allSatisfy { $0 & 0x3F == 0 }, "P010: the low 6 bits are zero")
+            return words.map { $0 >> 6 }
+        }
+    }
+
+    /// ITU-T H.273's 10-bit range conversion, the one trackd applies: video range (Y 64–940, CbCr 64–960) ↔ full.
+    static func rangeConverted(_ v: UInt16, chroma: Bool, toFull: Bool) -> UInt16 {
+        let x = Double(v)
+        let y = switch (chroma, toFull) {
+        case (false, true): (x - 64) * 1023 / 876
+        case (true, true): (x - 512) * 1023 / 896 + 512
+        case (false, false): 64 + x * 876 / 1023
+        case (true, false): 512 + (x - 512) * 896 / 1023
+        }
+        return UInt16(min(1023, max(0, (y + 0.5).rounded(.down))))
+    }
+
+    /// xf20 is really full range (GStreamer 1.22's videoconvert leaves the range alone between YCbCr formats of one
+    /// matrix; trackd converts the 10-bit values like the 8-bit 420f case), x420 really video range.
+    /// Oracles: ffmpeg's p010le decode (x420 of a video-range source, byte for byte) with H.273's formula applied
+    /// exactly; and ffmpeg's own range conversion (`scale=out_range=full|tv`) within ±3 code values — swscale scales
+    /// 10-bit values by the 8-bit factors (255/219, 255/224), so full-range white is 1020 there, 1023 here: the
+    /// difference grows linearly with the value and reaches 3 at the ends of the scale.
+    @Test func xf20AndX420ConvertTheRange() throws {
+        let lumaCount = Self.w * Self.h
+        func expectConverted(_ ours: [[UInt16]], from source: [[UInt16]], toFull: Bool, _ what: String) {
+            #expect(ours.count == source.count)
+            for (i, (o, s)) in zip(ours, source).enumerated() {
+                let expected = s.enumerated().map { j, v in Self.rangeConverted(v, chroma: j >= lumaCount, toFull: toFull) }
+                #expect(o == expected, "\(what) frame \(i): H.273's 10-bit range conversion")
+            }
+        }
+        func expectClose(_ ours: [[UInt16]], _ ffmpeg: [[UInt8]], _ what: String) {
+            #expect(ours.count == ffmpeg.count)
+            for (i, (o, f)) in zip(ours, ffmpeg).enumerated() {
+                let theirs = Self.le16(f).map { $0 >> 6 }
+                let worst = zip(o, theirs).map { abs(Int($0) - Int($1)) }.max() ?? .max
+                #expect(o.count == theirs.count && worst <= 3, "\(what) frame \(i): off by \(worst) from ffmpeg's")
+            }
+        }
+        let frameSize = Self.w * Self.h * 3
+
+        // A video-range source.
+        let video = try decode(Media.hevc10, "x420")
         let full = try decode(Media.hevc10, "xf20")
-        #expect(full.map { md5Hex($0.packedBytes()) } == samples.map { md5Hex($0.packedBytes()) })
-        #expect(full.allSatisfy { $0.colorimetry.range == 1 })
+        #expect(full.allSatisfy { $0.colorimetry.range == 2 } && video.allSatisfy { $0.colorimetry.range == 1 })
+        #expect(full.map { md5Hex($0.packedBytes()) } != video.map { md5Hex($0.packedBytes()) }, "xf20 is not x420")
+        expectConverted(Self.p010Values(full), from: Self.p010Values(video), toFull: true, "xf20")
+        expectClose(Self.p010Values(full),
+                    try Oracle.rawFrames(Media.hevc10, ["-vf", "scale=out_range=full", "-pix_fmt", "p010le"], frameSize: frameSize),
+                    "xf20")
+        let values = Self.p010Values(full).joined()
+        #expect(values.min() == 0 && values.max()! > 940, "full range uses the whole scale")
+
+        // A full-range source: xf20 untouched (ffmpeg's p010le with the range kept), x420 narrowed.
+        let fullSource = try decode(Media.hevc10Full, "xf20")
+        #expect(fullSource.allSatisfy { $0.colorimetry.range == 2 })
+        let kept = try Oracle.rawFrames(Media.hevc10Full, ["-vf", "scale=out_range=full", "-pix_fmt", "p010le"],
+                                        frameSize: frameSize)
+        #expect(fullSource.map { $0.packedBytes() } == kept, "a full-range source read as xf20 is not converted")
+        let narrowed = try decode(Media.hevc10Full, "x420")
+        #expect(narrowed.allSatisfy { $0.colorimetry.range == 1 })
+        expectConverted(Self.p010Values(narrowed), from: Self.p010Values(fullSource), toFull: false, "x420")
+        expectClose(Self.p010Values(narrowed),
+                    try Oracle.rawFrames(Media.hevc10Full, ["-vf", "scale=out_range=tv", "-pix_fmt", "p010le"], frameSize: frameSize),
+                    "x420")
+        let narrowedValues = Self.p010Values(narrowed).joined()
+        #expect(narrowedValues.min()! >= 64 && narrowedValues.max()! <= 960)
     }
 
     @Test func v210MatchesFFmpegsV210Encoder() throws {

@@ -167,6 +167,12 @@ enum Media {
         "-c:v", "libx265", "-x265-params", "log-level=error", "-pix_fmt", "yuv420p10le",
     ])
 
+    /// The same picture flagged full range (the same code values, the VUI says full).
+    static let hevc10Full: String = make("hevc10-full.mp4", [
+        "-f", "lavfi", "-i", "testsrc2=size=160x90:rate=10:duration=1",
+        "-c:v", "libx265", "-x265-params", "log-level=error:range=full", "-pix_fmt", "yuv420p10le", "-color_range", "pc",
+    ])
+
     /// ProRes 422 (standard), 4:2:2 10-bit.
     static let prores422: String = make("prores422.mov", [
         "-f", "lavfi", "-i", "testsrc2=size=160x90:rate=10:duration=1",
@@ -178,6 +184,18 @@ enum Media {
         "-f", "lavfi", "-i", "testsrc2=size=160x90:rate=10:duration=1",
         "-vf", "format=yuva444p10le,geq=lum='lum(X,Y)':cb='cb(X,Y)':cr='cr(X,Y)':a='3*X+2*Y+20*N'",
         "-c:v", "prores_ks", "-profile:v", "4", "-pix_fmt", "yuva444p10le",
+    ])
+
+    /// VP9 profile 2 (10-bit 4:2:0), 3 frames.
+    static let vp9p2: String = make("vp9p2.mp4", [
+        "-f", "lavfi", "-i", "testsrc2=size=64x48:rate=10:duration=0.3",
+        "-c:v", "libvpx-vp9", "-pix_fmt", "yuv420p10le", "-b:v", "0", "-crf", "40",
+    ])
+
+    /// ProRes 422 HQ (apch), 3 frames.
+    static let proresHQ: String = make("prores-hq.mov", [
+        "-f", "lavfi", "-i", "testsrc2=size=64x48:rate=10:duration=0.3",
+        "-c:v", "prores_ks", "-profile:v", "3", "-pix_fmt", "yuv422p10le",
     ])
 
     /// H.264 High 4:2:2 and High 4:4:4, 8-bit.
@@ -249,6 +267,20 @@ enum Oracle {
         return stride(from: 0, to: bytes.count - bytes.count % frameSize, by: frameSize).map {
             Array(bytes[$0..<$0 + frameSize])
         }
+    }
+
+    /// The first video stream's pix_fmt as ffprobe reports it ("yuv420p10le" …) read as (bits per component,
+    /// chroma subsampling "4:2:0" …, alpha).
+    static func pixelFormat(_ file: String) throws -> (name: String, bits: Int, chroma: String, alpha: Bool) {
+        let r = try run("ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries", "stream=pix_fmt",
+                                    "-of", "csv=p=0", file])
+        #expect(r.status == 0, "ffprobe: \(r.stderr)")
+        let name = r.text.trimmingCharacters(in: .whitespacesAndNewlines)
+        let chroma = name.contains("420") ? "4:2:0" : name.contains("422") ? "4:2:2" : name.contains("444") ? "4:4:4" : "?"
+        // "yuv420p" → 8; "yuv420p10le" → 10: the digits after the last "p".
+        let tail = name.split(separator: "p").last.map(String.init) ?? ""
+        let bits = Int(tail.prefix { $0.isNumber }) ?? 8
+        return (name, bits, chroma, name.hasPrefix("yuva"))
     }
 
     /// Presentation times of the decoded video frames, from ffprobe.

@@ -1,5 +1,6 @@
 import Foundation
 import Protocol
+import TrackClient
 import Testing
 
 #if canImport(Glibc)
@@ -76,7 +77,8 @@ struct TrackctlTests {
         let array = try #require(try JSONSerialization.jsonObject(with: r.stdout) as? [[String: Any]])
         #expect(array.count == 2)
         let keys: Set<String> = ["id", "mediaType", "codec", "width", "height", "nominalFrameRate", "duration",
-                                 "timeRangeStart", "sampleRate", "channels", "depth", "hasAlpha", "rotation", "language"]
+                                 "timeRangeStart", "sampleRate", "channels", "depth", "hasAlpha", "bitsPerComponent", "chromaSubsampling",
+                                 "recommendedPixelFormat", "rotation", "language"]
         for t in array { #expect(Set(t.keys) == keys) }
         #expect(array[0]["mediaType"] as? String == "video" && array[0]["codec"] as? String == "avc1")
         #expect(array[0]["sampleRate"] is NSNull)
@@ -85,25 +87,69 @@ struct TrackctlTests {
         #expect(table.status == 0 && table.text.contains("avc1") && table.text.contains("320x240"))
     }
 
-    /// The PIXFMT column: the decoder's native layout, from the codec and depth; never in --json.
-    @Test func tracksRecommendsThePixelFormat() throws {
+    /// BITS, CHROMA and PIXFMT: the coded bit depth and chroma subsampling (ffprobe's pix_fmt is the oracle) and
+    /// the decoder's native layout for them, in the table, in --json and on TrackClient's AssetTrack.
+    @Test func tracksReportDepthChromaAndRecommendThePixelFormat() throws {
         let daemon = try Daemon()
         defer { daemon.stop() }
-        func recommended(_ file: String) throws -> String? {
-            let r = try daemon.trackctl(["tracks", file])
+        let cases: [(file: String, codec: String, recommended: String)] = [
+            (Media.clip, "avc1", "y420"), (Media.hevc10, "hev1", "x420"), (Media.vp9p2, "vp09", "x420"),
+            (Media.h264_422, "avc1", "422v"), (Media.h264_444, "avc1", "444v"), (Media.prores422, "apcn", "v210"),
+            (Media.proresHQ, "apch", "v210"), (Media.prores4444, "ap4h", "y416"),
+        ]
+        for c in cases {
+            let oracle = try Oracle.pixelFormat(c.file)
+            let r = try daemon.trackctl(["tracks", c.file, "--json"])
             #expect(r.status == 0, "\(r.stderr)")
-            let lines = r.text.split(separator: "\n").map { $0.split(separator: " ").map(String.init) }
-            #expect(lines.dropFirst().first?.last == "PIXFMT", "the last column")
-            #expect(r.text.contains("PIXFMT: the recommended --pixel-format"))
-            return lines.first { $0.count > 1 && $0[1] == "video" }?.last
+            let array = try #require(try JSONSerialization.jsonObject(with: r.stdout) as? [[String: Any]])
+            let video = try #require(array.first { $0["mediaType"] as? String == "video" })
+            #expect(video["codec"] as? String == c.codec, "\(c.file)")
+            #expect(video["bitsPerComponent"] as? Int == oracle.bits, "\(c.file): ffprobe says \(oracle.name)")
+            #expect(video["chromaSubsampling"] as? String == oracle.chroma, "\(c.file): ffprobe says \(oracle.name)")
+            #expect(video["hasAlpha"] as? Bool == oracle.alpha, "\(c.file): ffprobe says \(oracle.name)")
+            #expect(video["recommendedPixelFormat"] as? String == c.recommended, "\(c.file)")
+
+            let table = try daemon.trackctl(["tracks", c.file])
+            #expect(table.status == 0, "\(table.stderr)")
+            let lines = table.text.split(separator: "\n").map { $0.split(separator: " ").map(String.init) }
+            let header = try #require(lines.dropFirst().first)
+            #expect(header.last == "PIXFMT", "the last column")
+            let row = try #require(lines.first { $0.count > 1 && $0[1] == "video" })
+            // Counted from the end: DURATION ("0.300 s") is two words.
+            let bits = try #require(header.firstIndex(of: "BITS")) - header.count
+            let chroma = try #require(header.firstIndex(of: "CHROMA")) - header.count
+            #expect(row[row.count + bits] == "\(oracle.bits)" && row[row.count + chroma] == oracle.chroma, "\(row)")
+            #expect(row.last == c.recommended)
+            #expect(table.text.contains("PIXFMT: the recommended --pixel-format"))
+
+            let asset = try Asset(path: c.file, socketPath: daemon.socketPath)
+            let track = try #require(asset.tracks(withMediaType: .video).first)
+            #expect(Int(track.bitsPerComponent) == oracle.bits && track.chromaSubsampling.description == oracle.chroma)
+            #expect(track.recommendedPixelFormat?.code == FourCC(c.recommended))
         }
-        #expect(try recommended(Media.clip) == "y420")
-        #expect(try recommended(Media.prores422) == "v210")
-        #expect(try recommended(Media.prores4444) == "y416")
-        #expect(RecommendedPixelFormat.forTrack(codec: "avc1", depth: 24)?.code == "y420")
-        #expect(RecommendedPixelFormat.forTrack(codec: "ap4h", depth: 32)?.code == "y416")
-        #expect(RecommendedPixelFormat.forTrack(codec: "avc1", depth: 32) == nil)
-        #expect(RecommendedPixelFormat.forTrack(codec: "????", depth: 24) == nil)
+    }
+
+    /// The table of RecommendedPixelFormat, including the cases no generated file reaches.
+    @Test func recommendationTable() {
+        func code(_ codec: FourCC, _ depth: UInt32 = 24, _ bits: UInt8 = 0, _ chroma: ChromaSubsampling = .unknown) -> String? {
+            RecommendedPixelFormat.forTrack(codec: codec, depth: depth, bitsPerComponent: bits, chromaSubsampling: chroma)?
+                .code.description
+        }
+        #expect(code("avc1") == "y420")  // nothing known: the codec's usual 8-bit 4:2:0
+        #expect(code("hvc1", 24, 10, .yuv420) == "x420")
+        #expect(code("hvc1", 24, 12, .yuv420) == "y416")
+        #expect(code("avc1", 24, 10, .yuv422) == "v210")
+        #expect(code("avc1", 24, 12, .yuv422) == "v216")
+        #expect(code("hvc1", 24, 10, .yuv444) == "y416")
+        #expect(code("avc1", 24, 8, .yuv400) == "L008")
+        #expect(code("hvc1", 24, 10, .yuv400) == "L016")
+        #expect(code("vp09", 32, 8, .yuv420) == "y408")  // alpha is kept
+        #expect(code("apch") == "v210")
+        #expect(code("ap4h", 32) == "y416")
+        #expect(code("ap4x", 24) == "y416")
+        #expect(code("????") == nil)
+        #expect(code("jpeg") == nil)
+        #expect(code("jpeg", 24, 8, .yuv422) == "422v")  // known from the record: any codec
     }
 
     @Test func settingSendsAnyEntry() throws {

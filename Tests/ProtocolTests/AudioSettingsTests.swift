@@ -105,12 +105,44 @@ import Testing
         let bitmap = SettingValue.dictionary(["mChannelLayoutTag": .int(0x10000), "mChannelBitmap": .int(0b111)])
         #expect(Self.rejected(Self.with([SettingsKey.numberOfChannels: .int(2), SettingsKey.channelLayout: bitmap]))
                 == "The number of channels in AVChannelLayoutKey (3) does not match AVNumberOfChannelsKey (2)")
-        let descriptions = SettingValue.dictionary(["mChannelLayoutTag": .int(0), "mChannelDescriptions": .array([.dictionary([:])])])
+        let descriptions = SettingValue.dictionary(["mChannelLayoutTag": .int(0),
+                                                    "mChannelDescriptions": .array([.dictionary(["mChannelLabel": .int(3)])])])
         #expect(try OutputSettings.validateAudio(Self.with([SettingsKey.numberOfChannels: .int(1), SettingsKey.channelLayout: descriptions]))
                 .channels == 1)
         #expect(Self.rejected(Self.with([SettingsKey.channelLayout: bitmap])) == "AVChannelLayoutKey requires AVNumberOfChannelsKey")
         #expect(Self.rejected(Self.with([SettingsKey.numberOfChannels: .int(2), SettingsKey.channelLayout: .string("stereo")]))
                 == "AVChannelLayoutKey must be an AudioChannelLayout (data as an array of bytes, or a dictionary), not \"stereo\"")
+    }
+
+    /// The speakers of a layout, in order, from each of its encodings; what cannot be applied is rejected by name.
+    @Test func channelLayoutOrder() throws {
+        func speakers(_ layout: SettingValue, _ channels: Int) throws -> [ChannelLayout.Speaker]? {
+            try OutputSettings.validateAudio(Self.with([SettingsKey.numberOfChannels: .int(Int64(channels)),
+                                                        SettingsKey.channelLayout: layout])).channelLayout?.speakers
+        }
+        func tag(_ id: UInt32, _ n: UInt32) -> SettingValue { .dictionary(["mChannelLayoutTag": .int(Int64(id << 16 | n))]) }
+        #expect(try speakers(tag(123, 6), 6) == [.left, .center, .right, .leftSurround, .rightSurround, .lfe])  // MPEG_5_1_C
+        #expect(try speakers(tag(121, 6), 6) == [.left, .right, .center, .lfe, .leftSurround, .rightSurround])  // MPEG_5_1_A
+        #expect(try speakers(tag(100, 1), 1) == [.mono])
+        #expect(try speakers(tag(147, 3), 3) == nil, "DiscreteInOrder: no order imposed")
+        // Bytes: UseChannelBitmap with L, C, LFE set — bit order.
+        let bitmap: [UInt8] = [0, 0, 1, 0, 0b1101, 0, 0, 0, 0, 0, 0, 0]
+        #expect(try speakers(.array(bitmap.map { .int(Int64($0)) }), 3) == [.left, .center, .lfe])
+        // Bytes: two descriptions, labels 2 and 1 (20 bytes each: label, flags, 3 coordinates).
+        var data: [UInt8] = [0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0]
+        for label: UInt8 in [2, 1] { data += [label, 0, 0, 0] + [UInt8](repeating: 0, count: 16) }
+        #expect(try speakers(.array(data.map { .int(Int64($0)) }), 2) == [.right, .left])
+        func message(_ layout: SettingValue, _ channels: Int) -> String? {
+            Self.rejected(Self.with([SettingsKey.numberOfChannels: .int(Int64(channels)), SettingsKey.channelLayout: layout]))
+        }
+        #expect(message(tag(104, 2), 2)
+                == "AVChannelLayoutKey: kAudioChannelLayoutTag_MidSide (0x00680002) is not supported: mid/side needs matrixing, not a channel order")
+        #expect(message(tag(200, 2), 2) == "AVChannelLayoutKey: layout tag 0x00C80002 is not supported")
+        #expect(message(tag(123, 5), 5) == "AVChannelLayoutKey: kAudioChannelLayoutTag_MPEG_5_1_C (0x007B0005) has 6 channels, not 5")
+        #expect(message(.dictionary(["mChannelLayoutTag": .int(0x10000), "mChannelBitmap": .int(1 << 20 | 1)]), 2)
+                == "AVChannelLayoutKey: channel bitmap 0x100001 has bits trackd does not know (it applies bits 0–17)")
+        let twice = SettingValue.dictionary(["mChannelLayoutTag": .int(0), "mChannelDescriptions": .array([.int(42), .int(1)])])
+        #expect(message(twice, 2) == "AVChannelLayoutKey: the mono label (42) only makes sense for a single channel")
     }
 
     @Test func bitDepthAndFloat() {

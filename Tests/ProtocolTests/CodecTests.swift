@@ -209,6 +209,19 @@ import Testing
         guard case .outputCreated(let o) = decoded.first?.message else { Issue.record("not decoded"); return }
         #expect(o.mediaType == .other)
     }
+
+    /// The track record's bitsPerComponent and chromaSubsampling sit at offsets 70 and 71 (PROTOCOL.md §7.2);
+    /// unknown chroma values decode as `unknown`.
+    @Test func trackRecordDepthAndChroma() throws {
+        var p = payload(of: .assetOpened(AssetOpened(assetID: 1, duration: .zero, tracks: [Fixtures.track(1)])))
+        #expect(p.count == 22 + 78 + 3)  // the record is 78 + n bytes, language "und"
+        #expect(p[22 + 70] == 10 && p[22 + 71] == 1)
+        p[22 + 71] = 200
+        let decoded = try decodeAll(rawFrame(type: MessageType.assetOpened.rawValue, payload: p))
+        guard case .assetOpened(let o) = decoded.first?.message else { Issue.record("not decoded"); return }
+        #expect(o.tracks.first?.chromaSubsampling == .unknown && o.tracks.first?.bitsPerComponent == 10)
+        #expect(o.tracks.first?.rotation == -90)
+    }
 }
 
 @Suite struct StreamingTests {

@@ -28,7 +28,8 @@ enum Fixtures {
     static func track(_ id: UInt32) -> TrackDescription {
         TrackDescription(id: id, mediaType: .video, codec: "avc1", width: 1920, height: 1080, nominalFrameRate: 29.97,
                          duration: MediaTime(value: 3003, timescale: 30000), timeRangeStart: .zero, sampleRate: 0,
-                         channels: 0, depth: 24, hasAlpha: false, rotation: -90, language: "und")
+                         channels: 0, depth: 24, hasAlpha: false, bitsPerComponent: 10,
+                         chromaSubsampling: .yuv420, rotation: -90, language: "und")
     }
 
     static let sample = Sample(
@@ -94,7 +95,8 @@ enum Fixtures {
                      TrackDescription(id: 2, mediaType: .audio, codec: "mp4a", sampleRate: 48000, channels: 2, language: "eng"),
                      TrackDescription(id: 3, mediaType: .subtitle, codec: "tx3g", language: unicode),
                      TrackDescription(id: 4, mediaType: .other, codec: FourCC(rawValue: 0), nominalFrameRate: .infinity,
-                                      depth: 32, hasAlpha: true, rotation: .min)])),
+                                      depth: 32, hasAlpha: true, bitsPerComponent: .max, chromaSubsampling: .yuv400,
+                                      rotation: .min)])),
         .assetOpened(AssetOpened(assetID: 3, duration: .zero, tracks: (1...UInt32(Wire.maxTracks)).map(track))),
         .ack,
         .outputCreated(OutputCreated(outputID: 1, mediaType: .video, format: "420v", width: 1920, height: 1080, codecConfig: [])),

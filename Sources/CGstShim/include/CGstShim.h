@@ -11,6 +11,7 @@
 #include <gst/app/gstappsink.h>
 #include <gst/video/video.h>
 #include <gst/video/gstvideopool.h>
+#include <gst/audio/audio.h>
 
 // ── trackdfdsrc: a GstBaseSrc that reads an already-open fd with pread() ──────────────────────────────────
 
@@ -123,7 +124,7 @@ gboolean swift_gst_video_layout_from_caps(const GstCaps *caps, SwiftGstVideoLayo
 /// is a macro over gst_buffer_get_meta with GST_VIDEO_META_API_TYPE.
 gboolean swift_gst_video_layout_apply_meta(GstBuffer *buffer, SwiftGstVideoLayout *layout);
 
-/// Range conversion for swift_gst_copy_as_nv12.
+/// Range conversion for swift_gst_copy_as_nv12 and swift_gst_p010_convert_range.
 typedef enum {
     SWIFT_GST_RANGE_KEEP = 0,
     /// video range (Y 16–235, CbCr 16–240) to full range (0–255)
@@ -144,6 +145,24 @@ gsize swift_gst_nv12_size(uint32_t width, uint32_t height);
 /// formats of the same matrix, video-converter.c chain_convert converts nothing, whatever the ranges).
 gsize swift_gst_copy_as_nv12(GstBuffer *buffer, const SwiftGstVideoLayout *layout, void *dest,
                              SwiftGstRangeConversion range);
+
+/// The channel positions (in caps order) and sample format of raw audio caps (transfer none), from
+/// gst_audio_info_from_caps. Returns the channel count, 0 when the caps are not fixed raw audio or have more than
+/// `max` channels. Needs C: GST_AUDIO_INFO_POSITION is a macro over a 64-element array.
+gint swift_gst_audio_caps_positions(const GstCaps *caps, GstAudioChannelPosition *positions, gint max,
+                                    GstAudioFormat *format);
+
+/// A copy of `caps` (transfer none) with `channel-mask` set to `mask` (a GST_TYPE_BITMASK). Returns transfer full.
+/// Needs C: gst_caps_set_simple is varargs.
+GstCaps *swift_gst_caps_with_channel_mask(const GstCaps *caps, guint64 mask);
+
+/// Converts the range of a P010_10LE frame in place: `data` holds `size` bytes laid out as `layout` (offsets and
+/// strides, GstVideoMeta applied) — the frame already copied out of its buffer. A 1024-entry table per component on
+/// the 10-bit values in the high bits of each 16-bit LE word (the x420/xf20 counterpart of swift_gst_copy_as_nv12's
+/// range conversion, for the same reason: videoconvert 1.22 does not convert the range between YCbCr formats of one
+/// matrix). Returns FALSE (nothing changed) when the layout is not P010_10LE or a row lies outside `size`.
+gboolean swift_gst_p010_convert_range(void *data, gsize size, const SwiftGstVideoLayout *layout,
+                                      SwiftGstRangeConversion range);
 
 // ── caps: gst_caps_set_simple is variadic, gst_value_get_buffer a macro ──────────────────────────────────────
 
