@@ -154,29 +154,11 @@ enum Commands {
         if audio && videoFlags {
             Exit.usageError("the audio options (--audio-format, --sample-rate, --channels, --bit-depth, --float, --big-endian, --non-interleaved) cannot be combined with --pixel-format/--width/--height")
         }
-        let width = options.int("--width"), height = options.int("--height")
-        if (width == nil) != (height == nil) { Exit.usageError("--width and --height go together") }
         var settings: [String: SettingValue]?
         if audio {
             settings = audioSettings(options)
         } else if !passthrough {
-            let name = formatName ?? "420v"
-            let format = PixelFormat.parse(name)
-            guard format != nil || UnsupportedPixelFormat.parse(name) != nil else {
-                Exit.usageError("unknown pixel format \(name); `trackctl read --pixel-format list` shows the supported ones")
-            }
-            // A format known to be unsupported goes by name, so validation rejects it with its reason (-11861).
-            settings = [SettingsKey.pixelFormatType: format.map { .int(Int64($0.code.rawValue)) } ?? .string(name)]
-            if let width, let height {
-                settings![SettingsKey.width] = .int(Int64(width))
-                settings![SettingsKey.height] = .int(Int64(height))
-            }
-            settings = Setting.merged(settings!, overrides)
-            do {
-                _ = try OutputSettings.validateVideo(settings!)
-            } catch {
-                Exit.failed(error)
-            }
+            settings = videoSettings(options, overrides: overrides)
         }
         let asset = openAsset(options, socketPath: socketPath)
         let track = pickTrack(asset, options, audio: audio, fallbackToAudio: !videoFlags && !passthrough)
@@ -201,16 +183,8 @@ enum Commands {
         }
         guard started else { Exit.failed(reader.error ?? TrackError(.unknown, "startReading failed")) }
 
-        let md5 = options.flags.contains("--md5"), json = options.flags.contains("--json")
-        var sink: UnsafeMutablePointer<FILE>?
-        if let path = options.values["--output"] {
-            sink = path == "-" ? IO.out : fopen(path, "wb")
-            guard sink != nil else {
-                Exit.failed(TrackError(.unknown, "cannot write \(path): \(String(cString: strerror(errno)))"))
-            }
-        }
-        let dataOnStdout = options.values["--output"] == "-"
-        let progress = !md5 && !json && isatty(2) != 0
+        let writer = SampleWriter(options, decodedAudio: decodedAudio)
+        let progress = !writer.md5 && !writer.json && isatty(2) != 0
         let total = asset.duration.seconds
         let start = monotonicSeconds()
         var index = 0, bytes = 0, frames = 0
@@ -218,31 +192,8 @@ enum Commands {
         while true {
             while let sample = misuse({ () throws(AssetReaderUsageError) in try output.copyNextSampleBuffer() }) {
                 if decodedAudio { frames += sample.numberOfSamples }
-                var digest = md5 || json ? MD5Digest() : nil
-                var size = 0
-                sample.forEachPackedRow { row in
-                    size += row.count
-                    digest?.update(row)
-                    if let sink, let base = row.baseAddress, fwrite(base, 1, row.count, sink) != row.count {
-                        Exit.failed(TrackError(.unknown, "writing the output failed: \(String(cString: strerror(errno)))"))
-                    }
-                }
-                let pts = fixed(sample.presentationTimeStamp.seconds, 6)
-                let duration = sample.duration.isNumeric ? fixed(sample.duration.seconds, 6) : "0.000000"
-                if json {
-                    var fields: [(String, JSON.Value)] = [
-                        ("index", .int(Int64(index))), ("pts", .number(sample.presentationTimeStamp.seconds, decimals: 6)),
-                        ("duration", sample.duration.isNumeric ? .number(sample.duration.seconds, decimals: 6) : .null),
-                        ("size", .int(Int64(size))), ("sync", .bool(sample.isSync)),
-                    ]
-                    if decodedAudio { fields.append(("frames", .int(Int64(sample.numberOfSamples)))) }
-                    if md5 { fields.append(("md5", .string(digest!.finalizeHex()))) }
-                    emit(JSON.encode(.object(fields)), toStderr: dataOnStdout)
-                } else if md5 {
-                    emit("\(index) \(pts) \(duration) \(size) \(digest!.finalizeHex())", toStderr: dataOnStdout)
-                }
+                bytes += writer.write(sample, index: index)
                 index += 1
-                bytes += size
                 if progress && index % 10 == 0 { drawProgress(sample.presentationTimeStamp.seconds, total) }
             }
             // --ranges: the next range once this one has returned nil; markConfigurationAsFinal after the last.
@@ -253,19 +204,141 @@ enum Commands {
             }
             misuse { () throws(AssetReaderUsageError) in try output.reset(forReadingTimeRanges: [next]) }
         }
-        if let sink, sink != IO.out { fclose(sink) } else { fflush(IO.out) }
+        writer.close()
         if progress { fputs("\r\u{1B}[K", IO.err) }
         guard reader.status == .completed else {
             Exit.failed(reader.error ?? TrackError(.unknown, "reading stopped with status \(reader.status)"))
         }
-        if !md5 && !json {
-            let elapsed = max(monotonicSeconds() - start, 1e-9)
-            let line = "\(index) samples" + (decodedAudio ? " (\(frames) audio frames)" : "") + " in \(fixed(elapsed, 3)) s (\(fixed(Double(index) / elapsed, 1)) samples/s, "
-                + "\(fixed(Double(bytes) / 1_048_576 / elapsed, 1)) MiB/s)"
-            emit(line, toStderr: dataOnStdout)
+        writer.summary(samples: index, audioFrames: decodedAudio ? frames : nil, bytes: bytes, since: start)
+    }
+
+    /// The decoded-video settings of read/frames: --pixel-format (default 420v), --width/--height, then --setting
+    /// entries; validated here so a mistake is reported before trackd is contacted.
+    static func videoSettings(_ options: Options, overrides: [String: SettingValue]) -> [String: SettingValue] {
+        let name = options.values["--pixel-format"] ?? "420v"
+        let format = PixelFormat.parse(name)
+        guard format != nil || UnsupportedPixelFormat.parse(name) != nil else {
+            Exit.usageError("unknown pixel format \(name); `trackctl read --pixel-format list` shows the supported ones")
+        }
+        let width = options.int("--width"), height = options.int("--height")
+        if (width == nil) != (height == nil) { Exit.usageError("--width and --height go together") }
+        // A format known to be unsupported goes by name, so validation rejects it with its reason (-11861).
+        var settings: [String: SettingValue] = [SettingsKey.pixelFormatType: format.map { .int(Int64($0.code.rawValue)) } ?? .string(name)]
+        if let width, let height {
+            settings[SettingsKey.width] = .int(Int64(width))
+            settings[SettingsKey.height] = .int(Int64(height))
+        }
+        settings = Setting.merged(settings, overrides)
+        do {
+            _ = try OutputSettings.validateVideo(settings)
+        } catch {
+            Exit.failed(error)
+        }
+        return settings
+    }
+
+    // MARK: frames
+
+    static func frames(_ options: Options, socketPath: String?) {
+        let at = options.values["--at"], indexList = options.values["--index"]
+        guard (at == nil) != (indexList == nil) else { Exit.usageError("frames needs exactly one of --at T1,T2,… and --index I1,I2,…") }
+        let settings = videoSettings(options, overrides: Setting.parseAll(options.repeated["--setting"] ?? []))
+        let asset = openAsset(options, socketPath: socketPath)
+        let track = pickTrack(asset, options)
+        let writer = SampleWriter(options, decodedAudio: false)
+        let start = monotonicSeconds()
+        let frames: [IndexedFrame]
+        do {
+            if let at {
+                // Times are read to the microsecond, as read/frames print them, and taken half a microsecond late: a
+                // printed PTS (rounded, maybe down) then names its own frame, not the one before.
+                let times = at.split(separator: ",", omittingEmptySubsequences: false).map { text -> MediaTime in
+                    .nanoseconds(Int64((secondsValue(text, of: "--at") * 1e6).rounded()) * 1000 + 500)
+                }
+                frames = try asset.frames(at: times, track: track, outputSettings: settings)
+            } else {
+                let indices = indexList!.split(separator: ",", omittingEmptySubsequences: false).map { text -> UInt64 in
+                    guard let i = UInt64(text) else { Exit.usageError("--index takes frame numbers (0, 1, …), not \(text)") }
+                    return i
+                }
+                frames = try asset.frames(atIndices: indices, track: track, outputSettings: settings)
+            }
+        } catch {
+            Exit.failed(error)
+        }
+        var bytes = 0
+        for frame in frames { bytes += writer.write(frame.sample, index: Int(frame.index)) }
+        writer.close()
+        writer.summary(samples: frames.count, audioFrames: nil, bytes: bytes, since: start)
+    }
+
+}
+
+/// Where read and frames put each sample: the packed bytes to --output (a file or - for stdout), one
+/// "INDEX PTS DURATION SIZE MD5" line (--md5) or JSON object (--json) per sample, and a summary line otherwise.
+final class SampleWriter {
+    let md5: Bool, json: Bool
+    let decodedAudio: Bool
+    private var sink: UnsafeMutablePointer<FILE>?
+    private let dataOnStdout: Bool
+
+    init(_ options: Options, decodedAudio: Bool) {
+        md5 = options.flags.contains("--md5")
+        json = options.flags.contains("--json")
+        self.decodedAudio = decodedAudio
+        dataOnStdout = options.values["--output"] == "-"
+        if let path = options.values["--output"] {
+            sink = path == "-" ? IO.out : fopen(path, "wb")
+            guard sink != nil else {
+                Exit.failed(TrackError(.unknown, "cannot write \(path): \(String(cString: strerror(errno)))"))
+            }
         }
     }
 
+    /// Writes one sample; returns its packed size in bytes.
+    func write(_ sample: SampleBuffer, index: Int) -> Int {
+        var digest = md5 || json ? MD5Digest() : nil
+        var size = 0
+        sample.forEachPackedRow { row in
+            size += row.count
+            digest?.update(row)
+            if let sink, let base = row.baseAddress, fwrite(base, 1, row.count, sink) != row.count {
+                Exit.failed(TrackError(.unknown, "writing the output failed: \(String(cString: strerror(errno)))"))
+            }
+        }
+        let pts = fixed(sample.presentationTimeStamp.seconds, 6)
+        let duration = sample.duration.isNumeric ? fixed(sample.duration.seconds, 6) : "0.000000"
+        if json {
+            var fields: [(String, JSON.Value)] = [
+                ("index", .int(Int64(index))), ("pts", .number(sample.presentationTimeStamp.seconds, decimals: 6)),
+                ("duration", sample.duration.isNumeric ? .number(sample.duration.seconds, decimals: 6) : .null),
+                ("size", .int(Int64(size))), ("sync", .bool(sample.isSync)),
+            ]
+            if decodedAudio { fields.append(("frames", .int(Int64(sample.numberOfSamples)))) }
+            if md5 { fields.append(("md5", .string(digest!.finalizeHex()))) }
+            Commands.emit(JSON.encode(.object(fields)), toStderr: dataOnStdout)
+        } else if md5 {
+            Commands.emit("\(index) \(pts) \(duration) \(size) \(digest!.finalizeHex())", toStderr: dataOnStdout)
+        }
+        return size
+    }
+
+    func close() {
+        if let sink, sink != IO.out { fclose(sink) } else { fflush(IO.out) }
+        sink = nil
+    }
+
+    /// "N samples in S s (… samples/s, … MiB/s)" unless --md5 or --json.
+    func summary(samples: Int, audioFrames: Int?, bytes: Int, since start: Double) {
+        guard !md5 && !json else { return }
+        let elapsed = max(Commands.monotonicSeconds() - start, 1e-9)
+        let line = "\(samples) samples" + (audioFrames.map { " (\($0) audio frames)" } ?? "") + " in \(fixed(elapsed, 3)) s ("
+            + "\(fixed(Double(samples) / elapsed, 1)) samples/s, \(fixed(Double(bytes) / 1_048_576 / elapsed, 1)) MiB/s)"
+        Commands.emit(line, toStderr: dataOnStdout)
+    }
+}
+
+extension Commands {
     static func emit(_ line: String, toStderr: Bool) {
         if toStderr { fputs(line + "\n", IO.err) } else { print(line) }
     }

@@ -16,6 +16,8 @@ let usage = """
                                [--output PATH|-] [--md5] [--json]
       trackctl [--socket PATH] read FILE [--track ID] [decoding options above] [--setting KEY=VALUE]...
                                [--output PATH|-] [--md5] [--json]
+      trackctl [--socket PATH] frames FILE (--at T1,T2,… | --index I1,I2,…) [--track ID] [--pixel-format CODE]
+                               [--width N --height N] [--setting KEY=VALUE]... [--output PATH|-] [--md5] [--json]
       trackctl [--socket PATH] frame FILE --time SECONDS [--track ID] --output OUT.png
       trackctl [--socket PATH] status [--json]
       trackctl read --pixel-format list
@@ -43,6 +45,10 @@ let usage = """
                 --start/--duration (seconds) set the reader's timeRange. --ranges reads those ranges in the order
                 given with one output (supportsRandomAccess: the first is the reader's timeRange, then one
                 reset(forReadingTimeRanges:) per range, markConfigurationAsFinal at the end); "S-" reads to the end.
+      frames    exact random access: the frames shown at the --at times (seconds, to the microsecond: a PTS
+                printed by read names its own frame), or with the --index numbers (0-based, presentation order),
+                decoded like read, in the order given, each GOP decoded once;
+                --md5/--json/--output as for read, with INDEX the frame's number in the track
       frame     write the exact frame shown at --time as a PNG
       status    show the daemon's state
 
@@ -54,6 +60,7 @@ let usage = """
       trackctl read clip.mp4 --sample-rate 22050 --channels 1 --float --output mono.f32le
       trackctl read clip.mp4 --setting 'PixelFormatType=["v308","BGRA"]' --setting Width=640 --setting Height=360 --md5
       trackctl frame clip.mp4 --time 2.5 --output frame.png
+      trackctl frames clip.mp4 --at 0.5,12.25,3 --pixel-format BGRA --md5
       trackctl read clip.mp4 --pixel-format y420 --md5 --ranges 1.2-1.5,0-0.5
 
     exit status: 0 success, 1 the reader or open failed, 2 usage error, 3 trackd unreachable
@@ -82,7 +89,8 @@ struct Options {
     var repeated: [String: [String]] = [:]
 
     static let valued: Set<String> = ["--socket", "--track", "--pixel-format", "--width", "--height", "--output", "--time",
-                                      "--audio-format", "--sample-rate", "--channels", "--bit-depth", "--start", "--duration", "--ranges"]
+                                      "--audio-format", "--sample-rate", "--channels", "--bit-depth", "--start", "--duration", "--ranges",
+                                      "--at", "--index"]
     static let repeatable: Set<String> = ["--setting"]
     static let boolean: Set<String> = ["--passthrough", "--md5", "--json", "--help", "-h", "--float", "--big-endian",
                                        "--non-interleaved"]
@@ -139,6 +147,7 @@ switch command {
 case "tracks": Commands.tracks(options, socketPath: socketPath)
 case "read": Commands.read(options, socketPath: socketPath)
 case "frame": Commands.frame(options, socketPath: socketPath)
+case "frames": Commands.frames(options, socketPath: socketPath)
 case "status": Commands.status(options, socketPath: socketPath)
 default: Exit.usageError("unknown command \(command)")
 }

@@ -75,4 +75,28 @@ import TrackClient
         let frames = try asset.frames(atIndices: [1], track: video, outputSettings: Self.y420)
         try expectExact(frames, indices: [1], file: Media.clip)
     }
+
+    /// `trackctl frames`: read's md5 line format with INDEX the frame's number; NV12 (420v) against ffmpeg's nv12.
+    @Test func trackctlFrames() throws {
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        let nv12 = try Oracle.frameMD5(Media.clip, pixFmt: "nv12")
+        let pts = try Oracle.framePTS(Media.clip)
+        let r = try daemon.trackctl(["frames", Media.clip, "--index", "45,3,44", "--pixel-format", "420v", "--md5"])
+        #expect(r.status == 0, "\(r.stderr)")
+        let lines = r.text.split(separator: "\n").map { $0.split(separator: " ").map(String.init) }
+        #expect(lines.map { $0[0] } == ["45", "3", "44"])
+        for line in lines where line.count == 5 {
+            let i = Int(line[0])!
+            #expect(line[4] == nv12[i].md5, "frame \(i)")
+            #expect(abs(Double(line[1])! - pts[i]) < 0.000_001, "frame \(i) pts")
+        }
+        let byTime = try daemon.trackctl(["frames", Media.clip, "--at", "\(pts[10]),0", "--pixel-format", "420v", "--md5"])
+        #expect(byTime.text.split(separator: "\n").map { $0.split(separator: " ")[0] } == ["10", "0"])
+        let bad = try daemon.trackctl(["frames", Media.clip, "--index", "60"])
+        #expect(bad.status == 1)
+        #expect(bad.stderr.contains("frame index 60 is out of range: the track has 60 frames (0–59)"))
+        let usage = try daemon.trackctl(["frames", Media.clip, "--index", "1", "--at", "0"])
+        #expect(usage.status == 2 && usage.stderr.contains("exactly one of --at"))
+    }
 }
