@@ -34,7 +34,7 @@ struct SplitMix64: RandomNumberGenerator {
 /// the decoder is Swift and validates everything, so a worker killed by a malformed frame is a bug (its inputs
 /// are saved under .build/fuzz/).
 ///
-/// Environment: FUZZ_SECONDS (default 6), FUZZ_SEED (default: random, printed), FUZZ_CASES (optional cap),
+/// Environment: FUZZ_SECONDS (default 5), FUZZ_SEED (default: random, printed), FUZZ_CASES (optional cap),
 /// FUZZ_VERBOSE (print every case).
 @Suite(.serialized)
 struct ProtocolFuzzTests {
@@ -69,7 +69,7 @@ struct ProtocolFuzzTests {
         var maxCases: Int
         init() {
             let env = ProcessInfo.processInfo.environment
-            seconds = env["FUZZ_SECONDS"].flatMap(Double.init) ?? 6
+            seconds = env["FUZZ_SECONDS"].flatMap(Double.init) ?? 5
             seed = env["FUZZ_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 1...UInt64(UInt32.max))
             maxCases = env["FUZZ_CASES"].flatMap(Int.init) ?? .max
         }
@@ -158,6 +158,7 @@ struct ProtocolFuzzTests {
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
         let socket = MessageSocket(fd: fd)
         var errors: [Int32] = []
+        var brokenReason: String?  // why this client's decoder gave up on the worker's stream, if it did
         var nextID: UInt32 = 1
 
         /// Reads until the probe's Status, the end of the connection, or the timeout; records Error codes.
@@ -166,10 +167,16 @@ struct ProtocolFuzzTests {
                 do throws(MessageSocket.ReceiveError) {
                     let frame = try socket.receive()
                     frame.fds.forEach { close($0) }
-                    if case .error(let e) = frame.message { errors.append(e.code) }
+                    if case .error(let e) = frame.message {
+                        errors.append(e.code)
+                        log.append("  ← Error \(e.code) (request \(frame.requestID)): \(e.message)")
+                    }
                     if case .status = frame.message, frame.requestID == id { return .status }
                 } catch {
-                    if case .broken(let e) = error, e.message.contains("Resource temporarily unavailable") { return .timeout }
+                    if case .broken(let e) = error {
+                        if e.message.contains("Resource temporarily unavailable") { return .timeout }
+                        brokenReason = e.message
+                    }
                     return .closed
                 }
             }
@@ -180,7 +187,10 @@ struct ProtocolFuzzTests {
             } == 0
         }
         func outcome(_ base: String) -> String {
-            errors.isEmpty ? base : "error \(errors.last!) + \(base)"
+            let end = brokenReason.map { "\(base) (\($0))" } ?? base
+            // A violation's −11900 names the outcome even when a reply to an earlier request came after it.
+            let code = errors.contains(AVErrorCode.protocolViolation.rawValue) ? AVErrorCode.protocolViolation.rawValue : errors.last
+            return code.map { "error \($0) + \(end)" } ?? end
         }
 
         // A valid prefix, so that fuzzed frames reach every state: before Hello, after Hello, with an asset
