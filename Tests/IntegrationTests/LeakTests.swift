@@ -8,7 +8,8 @@ import Glibc
 #endif
 
 /// Clients that die at random points (SIGKILL) leave nothing behind in the supervisor: its descriptors, memfds,
-/// worker children and resident memory return to the baseline, and the next client is served.
+/// worker children and resident memory return to the baseline, and the next client is served. Seeded: the seed is
+/// printed and LEAK_SEED=n repeats the same kinds of clients and kill delays.
 @Suite(.serialized)
 struct LeakTests {
     /// What the supervisor holds, from /proc/<pid>.
@@ -92,7 +93,7 @@ struct LeakTests {
     }
 
     @Test func clientsKilledMidReadLeaveNothingBehind() throws {
-        let seed = ProcessInfo.processInfo.environment["FUZZ_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 1...UInt64(UInt32.max))
+        let seed = ProcessInfo.processInfo.environment["LEAK_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 1...UInt64(UInt32.max))
         print("LeakTests: seed \(seed)")
         var rng = SplitMix64(seed: seed)
         let daemon = try Daemon()
