@@ -21,13 +21,14 @@ DEPS         := $(BUILD_DEPS) $(RUNTIME_DEPS) $(TEST_DEPS)
 RELEASE_DIR := $(CURDIR)/.build/release
 DEBUG_DIR   := $(CURDIR)/.build/debug
 
-.PHONY: help deps build build-debug test verify-units run serve bench clean
+.PHONY: help deps build build-debug test verify-units fuzz-protocol run serve bench clean
 
 help:
 	@echo "make deps          install missing Debian packages (apt-get; prints the sudo command when not root)"
 	@echo "make build         release build: .build/release/{trackd,trackctl}"
 	@echo "make build-debug   debug build: .build/debug/{trackd,trackctl}"
 	@echo "make test          deps, unit-file check, debug build with tests, swift test"
+	@echo "make fuzz-protocol protocol mutation fuzzer against a real trackd (FUZZ_SECONDS=300, FUZZ_SEED=n)"
 	@echo "make run           deps, release build, demo against a private trackd (FILE=clip.mp4 optional)"
 	@echo "make serve         release build, trackd in the foreground (SOCKET=path optional)"
 	@echo "make bench         release build, benchmark against gst-launch/ffmpeg -> docs/BENCHMARKS.md"
@@ -61,6 +62,14 @@ verify-units:
 test: deps verify-units
 	$(SWIFT) build --build-tests
 	TRACKD_BUILD_DIR=$(DEBUG_DIR) $(SWIFT) test --skip-build
+
+# The fuzzer is an integration test; `make test` runs it for a few seconds, this for FUZZ_SECONDS (default 300).
+# It prints its seed (FUZZ_SEED=n reproduces a run) and the outcomes; worker-crash inputs go to .build/fuzz/.
+FUZZ_SECONDS ?= 300
+fuzz-protocol: deps
+	$(SWIFT) build --build-tests
+	FUZZ_SECONDS=$(FUZZ_SECONDS) $(if $(FUZZ_SEED),FUZZ_SEED=$(FUZZ_SEED)) TRACKD_BUILD_DIR=$(DEBUG_DIR) \
+	  $(SWIFT) test --skip-build --filter ProtocolFuzzTests
 
 run: build
 	@BUILD_DIR=$(RELEASE_DIR) FILE="$(FILE)" scripts/run-demo.sh

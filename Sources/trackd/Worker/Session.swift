@@ -77,9 +77,14 @@ final class Session: Sendable {
 
     private func handshake() -> Bool {
         let frame: ReceivedFrame
-        do {
+        do throws(MessageSocket.ReceiveError) {
             frame = try socket.receive()
         } catch {
+            // A broken first frame gets the same best-effort Error as a broken later one.
+            if case .broken(let error) = error {
+                Log.warning("closing the connection of client pid \(context.clientPID): \(error.message)")
+                try? socket.send(.error(error), requestID: 0)
+            }
             return false
         }
         guard case .hello(let hello) = frame.message else {
