@@ -275,7 +275,12 @@ struct ProtocolFuzzTests {
             ["Width": .int(-1)], ["Width": .int(Int64.max)], ["AVFormatIDKey": .string("lpcm"), "AVSampleRateKey": .int(8000)],
             ["Nested": .dictionary(["a": .dictionary(["b": .bool(true)])])],
         ]
-        switch Int.random(in: 0..<17, using: &rng) {
+        func frameRequests() -> [FrameRequest] {
+            (0..<Int.random(in: 0...4, using: &rng)).map { _ in
+                Bool.random(using: &rng) ? .time(time()) : .index([0, 1, 59, 60, UInt64.max].randomElement(using: &rng)!)
+            }
+        }
+        switch Int.random(in: 0..<19, using: &rng) {
         case 0: return .hello(Hello(minVersion: UInt16.random(in: 0...2, using: &rng), maxVersion: UInt16.random(in: 0...3, using: &rng),
                                     maxMessageSize: [0, Wire.minMessageSize - 1, Wire.minMessageSize, UInt32.max].randomElement(using: &rng)!,
                                     maxFds: UInt16.random(in: 0...8, using: &rng), clientName: "fuzz"))
@@ -296,6 +301,9 @@ struct ProtocolFuzzTests {
         case 13: return .error(TrackError(.unknown, "from the client"))
         case 14: return .poolAdded(PoolAdded(outputID: u32(), poolID: u32(), slotCount: u32(), slotSize: UInt64(u32())))
         case 15: return .helloReply(HelloReply(version: 1, maxMessageSize: u32(), maxFds: 4, workerPID: u32(), serverVersion: "x"))
+        case 16: return .readFrames(ReadFrames(assetID: u32(), trackID: u32(), frames: frameRequests(),
+                                               settings: settings.randomElement(using: &rng)! ?? [:]))
+        case 17: return .framesResolved(outputID: u32(), frames: [ResolvedFrame(index: UInt64(u32()), presentationTime: time())])
         default: return .outputFinished(OutputFinished(outputID: u32(), status: .completed))
         }
     }
