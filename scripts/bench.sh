@@ -37,17 +37,48 @@ F=$(q "$clip")
 TC="$(q "$bin/trackctl") --socket $(q "$sock")"
 DEC="gst-launch-1.0 -q filesrc location=$F ! qtdemux ! h264parse ! avdec_h264"
 
-names=() cmds=()
-add() { names+=("$1"); cmds+=("$2"); }
+# Ten frames picked at random (seeded) for the random-access rows, and what decoding just their GOPs costs:
+# each needed GOP decoded once from its key frame to the last wanted frame in it (frames counted from ffprobe's
+# packet list when ffprobe is there; else the row is left out).
+frames=600
+picks=$(python3 -c 'import random; r = random.Random(5); print(",".join(str(i) for i in sorted(r.sample(range(600), 10), key=lambda _: r.random())))')
+gop_frames=
+if command -v ffprobe >/dev/null; then
+  gop_frames=$(ffprobe -v error -select_streams v:0 -show_entries packet=pts_time,flags -of csv=p=0 "$clip" | python3 -c '
+import sys
+rows = [l.strip().split(",") for l in sys.stdin if l.strip()]
+pts = [float(r[0]) for r in rows]
+key = [r[1].startswith("K") for r in rows]
+display = sorted(range(len(pts)), key=lambda i: pts[i])        # display index -> decode position
+needed = {}
+for d in map(int, sys.argv[1].split(",")):
+    pos = display[d]
+    k = max(i for i in range(pos + 1) if key[i])                 # the GOP'"'"'s key frame (decode order)
+    needed[k] = max(needed.get(k, k), pos)
+print(sum(last - k + 1 for k, last in needed.items()))' "$picks")
+fi
+
+names=() cmds=() refs=()
+# add NAME CMD [REF]: REF is the index of the row this one is compared with (default: the floor, row 0).
+add() { names+=("$1"); cmds+=("$2"); refs+=("${3:-0}"); }
 add "gst: decode only (floor)"             "$DEC ! fakesink"
 add "gst: decode + videoconvert -> NV12"   "$DEC ! videoconvert ! video/x-raw,format=NV12 ! fakesink"
+bgra_ref=${#cmds[@]}
 add "gst: decode + videoconvert -> BGRA"   "$DEC ! videoconvert ! video/x-raw,format=BGRA ! fakesink"
 if command -v ffmpeg >/dev/null; then
   add "ffmpeg: decode -> rawvideo nv12"      "ffmpeg -nostdin -v error -i $F -f rawvideo -pix_fmt nv12 -y /dev/null"
 fi
 add "trackctl read --pixel-format 420v"    "$TC read $F --pixel-format 420v"
 add "trackctl read --pixel-format y420"    "$TC read $F --pixel-format y420"
-add "trackctl read --pixel-format BGRA"    "$TC read $F --pixel-format BGRA"
+add "trackctl read --pixel-format BGRA"    "$TC read $F --pixel-format BGRA" "$bgra_ref"
+add "trackctl read: connect to first frame" "$TC read $F --pixel-format y420 --duration 0.03"
+frames_row=${#cmds[@]}
+add "trackctl frames: 10 random exact frames (y420)" "$TC frames $F --index $picks --pixel-format y420 --md5"
+for n in 4 8; do
+  ref=${#cmds[@]}
+  add "$n × gst decode only, at once"        "for i in \$(seq $n); do $DEC ! fakesink & done; wait"
+  add "$n × trackctl read y420, at once"     "for i in \$(seq $n); do $TC read $F --pixel-format y420 >/dev/null & done; wait" "$ref"
+done
 
 # median_of CMD: runs CMD once to warm up, then $runs times; prints the median wall time in seconds.
 # A failing run stops the benchmark, with the command's error output.
@@ -82,12 +113,19 @@ done
 stop_trackd
 
 floor=${medians[0]}
+ratio() { python3 -c 'import sys; print("%.2f" % (float(sys.argv[1]) / float(sys.argv[2])))' "$1" "$2"; }
 table=$(
-  echo "| what | median (s) | × floor |"
-  echo "| --- | ---: | ---: |"
+  echo "| what | median (s) | × floor | × its reference |"
+  echo "| --- | ---: | ---: | --- |"
   for i in "${!cmds[@]}"; do
-    printf '| %s | %s | %s |\n' "${names[i]}" "${medians[i]}" \
-      "$(python3 -c 'import sys; print("%.2f" % (float(sys.argv[1]) / float(sys.argv[2])))' "${medians[i]}" "$floor")"
+    r=${refs[i]} against=
+    if (( r != 0 )); then against="$(ratio "${medians[i]}" "${medians[r]}") × ${names[r]}"; fi
+    if (( i == frames_row )) && [[ -n $gop_frames ]]; then
+      # Decoding only the GOPs the ten frames need, at the floor's speed per frame.
+      gop_cost=$(python3 -c 'import sys; print("%.3f" % (float(sys.argv[1]) * int(sys.argv[2]) / int(sys.argv[3])))' "$floor" "$gop_frames" "$frames")
+      against="$(ratio "${medians[i]}" "$gop_cost") × decoding their GOPs ($gop_frames frames: $gop_cost s at the floor's rate)"
+    fi
+    printf '| %s | %s | %s | %s |\n' "${names[i]}" "${medians[i]}" "$(ratio "${medians[i]}" "$floor")" "$against"
   done
 )
 echo
@@ -107,7 +145,12 @@ Clip: 1920x1080, 30 fps, 600 frames (20 s), H.264 High with B-frames (x264enc bf
 30 frames), no audio, made by scripts/make-sample.sh. Each row is the median wall time of $runs runs after
 one warm-up run ($timer), for the whole command: process start, demux, decode, conversion. "× floor" is
 the ratio to GStreamer decoding to a fakesink in one process. trackctl rows go through a private trackd
-(supervisor + one worker process per connection); trackctl's output is discarded.
+(supervisor + one worker process per connection); trackctl's output is discarded. "× its reference" compares a
+row with the one doing the same work in one process: BGRA with decode + videoconvert to BGRA; N clients at once
+with N decoders at once (the machine's aggregate throughput); the ten random frames (indices $picks, seeded)
+with decoding just the GOPs they need, each once, from the key frame to the last wanted frame, at the floor's
+per-frame speed. "connect to first frame" is a whole trackctl run that reads one frame: process start,
+connection, worker start, GStreamer start, open, preroll, first frame.
 
 $table
 

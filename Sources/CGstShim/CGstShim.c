@@ -169,6 +169,7 @@ gboolean swift_gst_register_fdsrc(void) {
 
 void swift_gst_object_set_int(gpointer object, const char *name, gint value) { g_object_set(object, name, value, NULL); }
 void swift_gst_object_set_uint(gpointer object, const char *name, guint value) { g_object_set(object, name, value, NULL); }
+void swift_gst_object_set_uint64(gpointer object, const char *name, guint64 value) { g_object_set(object, name, value, NULL); }
 void swift_gst_object_set_bool(gpointer object, const char *name, gboolean value) { g_object_set(object, name, value, NULL); }
 void swift_gst_object_set_caps(gpointer object, const char *name, const GstCaps *caps) { g_object_set(object, name, caps, NULL); }
 

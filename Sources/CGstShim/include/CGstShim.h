@@ -33,6 +33,8 @@ guint swift_gst_preload_plugins(void);
 void swift_gst_object_set_int(gpointer object, const char *name, gint value);
 /// g_object_set(object, name, (guint)value, NULL). Nothing returned. Needs C: varargs.
 void swift_gst_object_set_uint(gpointer object, const char *name, guint value);
+/// g_object_set(object, name, (guint64)value, NULL). Nothing returned. Needs C: varargs.
+void swift_gst_object_set_uint64(gpointer object, const char *name, guint64 value);
 /// g_object_set(object, name, (gboolean)value, NULL). Nothing returned. Needs C: varargs.
 void swift_gst_object_set_bool(gpointer object, const char *name, gboolean value);
 /// g_object_set(object, name, caps, NULL) for a GstCaps property (caps: transfer none, GObject takes its own ref).
