@@ -9,7 +9,10 @@ import Glibc
 let arguments = Array(CommandLine.arguments.dropFirst())
 if arguments.first == "worker" {
     Log.role = "trackd-worker"
-    exit(WorkerMain.run(arguments: Array(arguments.dropFirst())))
+    // _exit, not exit: a worker that has served its connection is done, and exit() would run atexit handlers and
+    // library destructors (libav, ORC, glibc's stdio cleanup) while GStreamer threads may still hold their locks.
+    // Its log lines are already written (Log writes to fd 2 unbuffered).
+    _exit(WorkerMain.run(arguments: Array(arguments.dropFirst())))
 } else {
     exit(SupervisorMain.run(arguments: arguments))
 }

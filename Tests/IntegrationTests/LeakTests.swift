@@ -19,7 +19,24 @@ struct LeakTests {
         var rssKiB: Int
 
         var memfds: [String] { fds.filter { $0.hasPrefix("/memfd:") } }
-        var description: String { "\(fds.count) fds (\(memfds.count) memfds), children \(children), VmRSS \(rssKiB) KiB" }
+        var description: String {
+            "\(fds.count) fds (\(memfds.count) memfds), children \(children)\(children.map(Self.describe).joined()), VmRSS \(rssKiB) KiB"
+        }
+
+        /// A lingering child, for the failure message: its command line, and each thread's state and wait channel.
+        static func describe(_ pid: Int32) -> String {
+            let cmdline = (try? String(contentsOfFile: "/proc/\(pid)/cmdline", encoding: .utf8))?
+                .split(separator: "\0").prefix(2).joined(separator: " ") ?? "?"
+            let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+            let threads = tasks.map { tid -> String in
+                let stat = (try? String(contentsOfFile: "/proc/\(pid)/task/\(tid)/stat", encoding: .utf8)) ?? ""
+                let name = stat.split(separator: "(").dropFirst().first?.split(separator: ")").first ?? "?"
+                let state = stat.split(separator: ")").last?.split(separator: " ").first ?? "?"
+                let wchan = (try? String(contentsOfFile: "/proc/\(pid)/task/\(tid)/wchan", encoding: .utf8)) ?? "?"
+                return "\(name):\(state):\(wchan)"
+            }
+            return " [\(pid) \(cmdline): \(threads.joined(separator: ", "))]"
+        }
 
         init(pid: Int32) throws {
             let dir = "/proc/\(pid)/fd"
