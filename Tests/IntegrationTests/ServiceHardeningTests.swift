@@ -164,6 +164,12 @@ struct ServiceHardeningTests {
         #expect(r.stderr.contains("-11819"), "\(r.stderr)")
         let status = try hardened.trackctl(["status"])
         #expect(status.status == 0, "the supervisor stopped serving: \(status.stderr)\n\(hardened.log)")
+        // The supervisor logs the crash when it reaps the worker, which may take a moment after the client's error.
+        var polls = 0
+        while !hardened.log.contains("killed by signal") && polls < 100 {
+            polls += 1
+            usleep(100_000)
+        }
         #expect(hardened.log.contains("killed by signal"), "\(hardened.log)")
     }
 }

@@ -132,6 +132,7 @@ final class Supervisor: Sendable {
     private let counters = Mutex(Counters())
     private let signalQueue = DispatchQueue(label: "trackd.signals")
     nonisolated(unsafe) private var sources: [DispatchSourceSignal] = []
+    nonisolated(unsafe) private var timers: [DispatchSourceTimer] = []
 
     init(listener: Listener, executable: String, statistics: SharedStatistics, sandbox: WorkerSandbox) {
         self.sandbox = sandbox
@@ -158,6 +159,13 @@ final class Supervisor: Sendable {
         }
         // SIG_IGN on SIGCHLD would make the kernel auto-reap children; restore the default so waitpid sees them.
         signal(SIGCHLD, SIG_DFL)
+        // A SIGCHLD can be lost to the signal source (libdispatch on Linux; seen under load as workers left zombies
+        // until the next one exited), so the supervisor also reaps once a second.
+        let sweep = DispatchSource.makeTimerSource(queue: signalQueue)
+        sweep.schedule(deadline: .now() + .seconds(1), repeating: .seconds(1))
+        sweep.setEventHandler { [self] in reap() }
+        sweep.resume()
+        timers.append(sweep)
         let thread = Thread { [self] in acceptLoop() }
         thread.name = "accept"
         thread.start()
@@ -206,11 +214,27 @@ final class Supervisor: Sendable {
     private func spawn(_ args: [String], fd: Int32) -> pid_t {
         var cArgs: [UnsafeMutablePointer<CChar>?] = args.map { strdup($0) } + [nil]
         defer { cArgs.forEach { free($0) } }
+        var cEnv: [UnsafeMutablePointer<CChar>?] = Self.workerEnvironment.map { strdup($0) } + [nil]
+        defer { cEnv.forEach { free($0) } }
         let fds = [fd, statistics.readOnlyFD]
         return executable.withCString { path in
-            trackd_spawn_with_fds(path, &cArgs, environ, fds, Int32(fds.count))
+            trackd_spawn_with_fds(path, &cArgs, &cEnv, fds, Int32(fds.count))
         }
     }
+
+    /// The supervisor's environment, with Swift's crash backtracer off: in the sandbox it could not start
+    /// swift-backtrace anyway (exec is forbidden, and the filter would kill the worker with SIGSYS, hiding the
+    /// real signal), and a crashing worker should die at once, with the signal the supervisor then logs.
+    static let workerEnvironment: [String] = {
+        var env: [String] = []
+        var p = environ
+        while let entry = p.pointee {
+            let text = String(cString: entry)
+            if !text.hasPrefix("SWIFT_BACKTRACE=") { env.append(text) }
+            p += 1
+        }
+        return env + ["SWIFT_BACKTRACE=enable=no"]
+    }()
 
     private func reap() {
         while true {
