@@ -142,6 +142,14 @@ class VideoTests(unittest.TestCase):
                 got.append(summary(f, md5(np.ascontiguousarray(f.array).tobytes())))
         self.assertEqual(got, trackctl_md5('read', clip, '--pixel-format', 'L008', '--width', '160', '--height', '120'))
 
+    def test_passthrough_equals_trackctl(self):
+        with open_clip() as asset:
+            output = asset.read(passthrough=True)
+            self.assertEqual((output.format, output.codec_config[:1]), ('avc1', b'\x01'))  # an avcC record
+            got = [summary(f, md5(f.array.tobytes())) for f in output]
+            self.assertEqual(sum(f.sync for f in asset.read(passthrough=True)), 4)  # GOP 15: frames 0, 15, 30, 45
+        self.assertEqual(got, trackctl_md5('read', clip, '--passthrough'))
+
     def test_time_range(self):
         with open_clip() as asset:
             frames = [(f.pts, md5(f.tobytes())) for f in asset.read(pixel_format='y420', start=0.5, duration=0.5)]
