@@ -180,10 +180,8 @@ class Frame:
     def _array(self, offset, shape, strides, typestr):
         if _np is None:
             raise RuntimeError('numpy is not installed: use frame.data, frame.planes (memoryviews) or tobytes()')
-        if self._copy is not None:
-            arr = _np.frombuffer(self._copy, dtype=_np.uint8)
-            return _np.lib.stride_tricks.as_strided(arr[offset:].view(typestr), shape, strides, writeable=True) \
-                if len(self._copy) > offset else _np.zeros(shape, dtype=typestr)
+        if self._copy is not None:  # an ordinary writable array over the frame's own bytes
+            return _np.ndarray(shape, dtype=typestr, buffer=self._copy, offset=offset, strides=strides)
         interface = dict(version=3, shape=tuple(shape), typestr=typestr, strides=tuple(strides),
                          data=(self._pool.address + self._base + offset, True))
         return _np.asarray(_ArrayView(self, interface))
