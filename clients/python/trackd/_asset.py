@@ -7,7 +7,7 @@ import stat
 
 from . import _wire as w
 from ._conn import Connection
-from .errors import INVALID_ARGUMENT, TrackdError
+from .errors import INVALID_ARGUMENT, ProtocolViolation, TrackdError
 
 try:
     import numpy as _np
@@ -44,11 +44,11 @@ class Pool:
             st = os.fstat(fd)
             size = slot_count * slot_size  # Python integers do not overflow
             if seals & _SEALS != _SEALS:
-                raise TrackdError(-11900, 'pool %d is not sealed against shrinking and growing (seals 0x%x)'
-                                  % (pool_id, seals))
+                raise ProtocolViolation('pool %d is not sealed against shrinking and growing (seals 0x%x)'
+                                        % (pool_id, seals))
             if not stat.S_ISREG(st.st_mode) or st.st_size < size or size == 0:
-                raise TrackdError(-11900, 'pool %d: %d bytes, not a file of %d × %d bytes'
-                                  % (pool_id, st.st_size, slot_count, slot_size))
+                raise ProtocolViolation('pool %d: %d bytes, not a file of %d × %d bytes'
+                                        % (pool_id, st.st_size, slot_count, slot_size))
             self.mmap = mmap.mmap(fd, size, mmap.MAP_SHARED, mmap.PROT_READ)
         finally:
             os.close(fd)
@@ -91,7 +91,7 @@ class Frame:
         self._output = output
         self._pool = pool
         self._slot = sample['slot']
-        self._released = False
+        self._released = True  # until the checks below pass: a refused sample is not given back
         self.presentation_time = sample['pts']
         self.decode_time = sample['dts'] if sample['flags'] & w.SAMPLE_DTS_VALID else None
         self.duration_time = sample['duration']
@@ -110,11 +110,12 @@ class Frame:
         self.index = index
         self._base = self._slot * pool.slot_size
         if self._base + self.length > pool.size:
-            raise TrackdError(-11900, 'sample of %d bytes in slot %d runs past pool %d'
-                              % (self.length, self._slot, pool.id))
+            raise ProtocolViolation('sample of %d bytes in slot %d runs past pool %d'
+                                    % (self.length, self._slot, pool.id))
         for p in self.plane_layouts:
             if p.height and p.offset + p.bytes_per_row * (p.height - 1) + p.row_bytes > self.length:
-                raise TrackdError(-11900, 'a plane runs past the sample (%r, length %d)' % (p, self.length))
+                raise ProtocolViolation('a plane runs past the sample (%r, length %d)' % (p, self.length))
+        self._released = False
         self._copy = None
         if copy:
             self._copy = bytearray(pool.mmap[self._base:self._base + self.length])
@@ -296,8 +297,16 @@ class Output:
                 if self._resolved is not None and self._sample_number < len(self._resolved):
                     index = self._resolved[self._sample_number][0]
                 self._sample_number += 1
-                return Frame(self, pool, s, index, self._copy)
-            self._event(m)
+                try:
+                    return Frame(self, pool, s, index, self._copy)
+                except ProtocolViolation as e:  # the worker's failure: the session cannot go on (§12.2)
+                    self._conn.close(e)
+                    raise
+            try:
+                self._event(m)
+            except ProtocolViolation as e:
+                self._conn.close(e)
+                raise
         if self.status == w.FAILED:
             raise TrackdError(self.failure[0], self.failure[1])
         raise StopIteration
