@@ -305,6 +305,27 @@ class FramesAtTests(unittest.TestCase):
         self.assertEqual(got, [(i, reference[i]) for i in indices])
 
 
+class ImageTests(unittest.TestCase):
+    def test_png_of_the_frame_shown(self):
+        with open_clip() as asset:
+            image = asset.image(1.01)
+        self.assertEqual((image.width, image.height), (320, 240))
+        self.assertEqual(round(image.time * 30), 30)  # the frame shown at 1.01 s starts at 1.0 s
+        self.assertEqual(image.png[:8], b'\x89PNG\r\n\x1a\n')
+        path = os.path.join(tmp, 'frame.png')
+        with open(path, 'wb') as f:
+            f.write(image.png)
+        probe = subprocess.run(['ffprobe', '-v', 'error', '-show_entries', 'stream=codec_name,width,height',
+                                '-of', 'csv=p=0', path], check=True, capture_output=True, text=True).stdout
+        self.assertEqual(probe.strip(), 'png,320,240')
+
+    def test_negative_time_is_refused(self):
+        with open_clip() as asset:
+            with self.assertRaises(trackd.TrackdError) as cm:
+                asset.image(-1)
+            self.assertEqual(cm.exception.code, INVALID_ARGUMENT)
+
+
 class ErrorTests(unittest.TestCase):
     def test_not_media(self):
         path = os.path.join(tmp, 'text.mp4')

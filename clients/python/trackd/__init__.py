@@ -11,11 +11,11 @@ memoryviews (frame.data, frame.planes) and bytes (frame.tobytes()).
 """
 
 from . import errors
-from ._asset import Asset, Frame, Output, open
+from ._asset import Asset, Frame, Image, Output, open
 from ._conn import default_socket_path
 from ._wire import Colorimetry, Plane, Time, Track
 from .errors import ProtocolViolation, TrackdError
 
-__all__ = ['open', 'Asset', 'Output', 'Frame', 'Track', 'Time', 'Plane', 'Colorimetry', 'TrackdError',
+__all__ = ['open', 'Asset', 'Output', 'Frame', 'Image', 'Track', 'Time', 'Plane', 'Colorimetry', 'TrackdError',
            'ProtocolViolation', 'errors', 'default_socket_path']
 __version__ = '0.1.0'

@@ -4,6 +4,8 @@ import fcntl
 import mmap
 import os
 import stat
+import struct
+from collections import namedtuple
 
 from . import _wire as w
 from ._conn import Connection
@@ -35,20 +37,29 @@ def open(path, socket=None, client_name='trackd-python', timeout=None):  # noqa:
     return Asset(path, socket=socket, client_name=client_name, timeout=timeout)
 
 
+Image = namedtuple('Image', 'png time width height')
+Image.__doc__ = 'A frame as a PNG file (Asset.image): png bytes, the actual time in seconds, width, height.'
+
+
+def _check_memfd(fd, size, what):
+    """§12.2: sealed against shrinking and growing, a regular file of at least size bytes."""
+    seals = fcntl.fcntl(fd, fcntl.F_GET_SEALS)
+    st = os.fstat(fd)
+    if seals & _SEALS != _SEALS:
+        raise ProtocolViolation('%s is not sealed against shrinking and growing (seals 0x%x)' % (what, seals))
+    if not stat.S_ISREG(st.st_mode) or st.st_size < size:
+        raise ProtocolViolation('%s: %d bytes, not a file of at least %d bytes' % (what, st.st_size, size))
+
+
 class Pool:
     """A sealed memfd mapped read-only (§12.2)."""
 
     def __init__(self, pool_id, slot_count, slot_size, fd):
         try:
-            seals = fcntl.fcntl(fd, fcntl.F_GET_SEALS)
-            st = os.fstat(fd)
             size = slot_count * slot_size  # Python integers do not overflow
-            if seals & _SEALS != _SEALS:
-                raise ProtocolViolation('pool %d is not sealed against shrinking and growing (seals 0x%x)'
-                                        % (pool_id, seals))
-            if not stat.S_ISREG(st.st_mode) or st.st_size < size or size == 0:
-                raise ProtocolViolation('pool %d: %d bytes, not a file of %d × %d bytes'
-                                        % (pool_id, st.st_size, slot_count, slot_size))
+            if size == 0:
+                raise ProtocolViolation('pool %d has %d slots of %d bytes' % (pool_id, slot_count, slot_size))
+            _check_memfd(fd, size, 'pool %d' % pool_id)
             self.mmap = mmap.mmap(fd, size, mmap.MAP_SHARED, mmap.PROT_READ)
         finally:
             os.close(fd)
@@ -435,6 +446,31 @@ class Asset:
     def status(self):
         """GetStatus: the worker's and supervisor's counters (a dict)."""
         return self._conn.request(w.GET_STATUS, b'', w.STATUS)
+
+    def image(self, time, track=None):
+        """GenerateImage: the frame shown at `time` (seconds) as a PNG file; returns an Image."""
+        t = self.track(track, None if track is not None else 'video')
+        payload = struct.pack('<II', self.id, t.id) + struct.pack('<qiI', *_time(time, 'time')) \
+            + struct.pack('<I', w.str_to_fourcc('png '))
+        rid = self._conn.send(w.GENERATE_IMAGE, payload)
+        m = self._conn.next_message(rid)
+        if m.type == w.ERROR:
+            raise TrackdError(*m.value)
+        if m.type != w.IMAGE:
+            for fd in m.fds:
+                os.close(fd)
+            self._conn._violation('expected an Image for request %d, got type 0x%04x' % (rid, m.type))
+        actual, width, height, length = m.value
+        fd = m.fds[0]
+        try:
+            _check_memfd(fd, length, 'image')
+            png = os.pread(fd, length, 0)
+        except ProtocolViolation as e:
+            self._conn.close(e)
+            raise
+        finally:
+            os.close(fd)
+        return Image(png, actual.seconds, width, height)
 
     def read(self, track=None, *, pixel_format=None, width=None, height=None, start=None, duration=None,
              copy=False, passthrough=False, settings=None, sample_rate=None, channels=None, bit_depth=None,
