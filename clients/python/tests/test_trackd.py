@@ -157,6 +157,15 @@ class VideoTests(unittest.TestCase):
         self.assertEqual([m for _, m in frames], ffmpeg_md5('yuv420p')[15:30])
 
 
+    def test_ranges_in_any_order_equal_trackctl(self):
+        with open_clip() as asset:
+            got = [summary(f, md5(f.tobytes())) for f in asset.read(pixel_format='y420',
+                                                                    ranges=[(1.2, 0.3), (0, 0.5), (1.8, None)])]
+            self.assertEqual(asset.status()['active_outputs'], 0)  # finished (FinishOutput) and all released
+        self.assertEqual(got, trackctl_md5('read', clip, '--pixel-format', 'y420', '--ranges', '1.2-1.5,0-0.5,1.8-'))
+        self.assertEqual(len(got), 9 + 15 + 6)
+
+
 class ZeroCopyTests(unittest.TestCase):
     def check_views(self, pixel_format):
         with open_clip() as asset:
@@ -278,6 +287,12 @@ class AudioTests(unittest.TestCase):
                 got.append(summary(f, md5(a.tobytes())))
         self.assertEqual(got, trackctl_md5('read', clip, '--channels', '2'))
         self.assertGreater(sum(s for _, s, _ in got), 2 * 48000 * 4 * 0.9)
+
+    def test_time_range_equals_trackctl(self):
+        with open_clip() as asset:
+            got = [summary(f, md5(f.array.tobytes())) for f in asset.read(channels=1, start=0.5, duration=0.25)]
+            self.assertEqual(sum(f.frame_count for f in asset.read(channels=1, start=0.5, duration=0.25)), 12000)
+        self.assertEqual(got, trackctl_md5('read', clip, '--channels', '1', '--start', '0.5', '--duration', '0.25'))
 
     def test_float_non_interleaved_equals_trackctl(self):
         with open_clip() as asset:

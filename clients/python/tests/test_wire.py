@@ -44,6 +44,19 @@ class EncodingTests(unittest.TestCase):
         with self.assertRaises(ValueError):
             w.release_slots(1, [])
 
+    def test_reset_and_finish_output(self):
+        expected = hexbytes('''
+0000  46 00 00 00 09 00 00 00 00 00 00 00 00 00 00 00   x
+0010  01 00 00 00 02 00 01 00 00 00 00 00 00 00 02 00   x
+0020  00 00 01 00 00 00 01 00 00 00 00 00 00 00 04 00   x
+0030  00 00 01 00 00 00 01 00 00 00 00 00 00 00 01 00   x
+0040  00 00 01 00 00 00 00 00 00 00 00 00 00 00 00 00   x
+0050  00 00 05 00 00 00                                 x''')
+        ranges = [(w.Time(1, 2, 1), w.Time(1, 4, 1)), (w.Time(1, 1, 1), w.TIME_POSITIVE_INFINITY)]
+        self.assertEqual(w.frame(w.RESET_OUTPUT, w.reset_output(1, ranges)), expected)
+        self.assertEqual(w.frame(w.FINISH_OUTPUT, w.finish_output(1)).hex(' '),
+                         '04 00 00 00 0a 00 00 00 00 00 00 00 00 00 00 00 01 00 00 00')
+
     def test_settings_value_tags(self):
         body = w.settings_body({'b': True, 'd': 0.5, 'a': [1, 'x'], 'e': {}})
         # keys sorted: a (array of integer 1, string "x"), b (boolean), d (double), e (empty dictionary)

@@ -268,7 +268,7 @@ class Output:
     """An iterator over the samples of one CreateOutput or ReadFrames. Close it (or leave the `with` block) to
     stop early: the output is cancelled and its remaining samples are given back as they arrive."""
 
-    def __init__(self, asset, request_id, created, copy, audio=None):
+    def __init__(self, asset, request_id, created, copy, audio=None, ranges=()):
         self._asset = asset
         self._conn = asset._conn
         self._rid = request_id
@@ -278,6 +278,7 @@ class Output:
         self.width, self.height = created['width'], created['height']
         self.codec_config = created['codec_config']
         self._copy = copy
+        self._ranges = list(ranges)  # random access: the ranges still to read, one ResetOutput each
         self._pools = {}
         self._resolved = None
         self._sample_number = 0
@@ -334,8 +335,11 @@ class Output:
             _, self.status, code, message = m.value
             self.failure = (code, message)
             self._finish()
-        elif m.type == w.RANGE_ENDED:
-            pass  # this client creates no random-access outputs
+        elif m.type == w.RANGE_ENDED:  # random access (read(ranges=...)): next range, or the end
+            if self._ranges:
+                self._conn.send(w.RESET_OUTPUT, w.reset_output(self.id, [self._ranges.pop(0)]), request_id=0)
+            else:
+                self._conn.send(w.FINISH_OUTPUT, w.finish_output(self.id), request_id=0)
         else:
             for fd in m.fds:
                 os.close(fd)
@@ -473,7 +477,7 @@ class Asset:
         return Image(png, actual.seconds, width, height)
 
     def read(self, track=None, *, pixel_format=None, width=None, height=None, start=None, duration=None,
-             copy=False, passthrough=False, settings=None, sample_rate=None, channels=None, bit_depth=None,
+             ranges=None, copy=False, passthrough=False, settings=None, sample_rate=None, channels=None, bit_depth=None,
              is_float=None, big_endian=None, non_interleaved=None):
         """Reads one track (CreateOutput): an iterator of Frames, in presentation order.
 
@@ -482,6 +486,8 @@ class Asset:
         linear PCM, sample_rate, channels, bit_depth (8/16/24/32, default 16), is_float, big_endian,
         non_interleaved. settings: extra output-settings entries (docs/SETTINGS.md), replacing the options'.
         passthrough: the stored samples, not decoded. start/duration: seconds (the reader's time range).
+        ranges: instead of start/duration, (start, duration) pairs in seconds (duration None: to the end), read
+        in the order given by one random-access output (supportsRandomAccess, one ResetOutput per range).
         copy: frames own a copy of their bytes and their slots go back at once (for keeping frames)."""
         audio_options = dict(sample_rate=sample_rate, channels=channels, bit_depth=bit_depth, is_float=is_float,
                              big_endian=big_endian, non_interleaved=non_interleaved)
@@ -506,12 +512,21 @@ class Asset:
             body = dict(body or {}, **settings)
             if audio is not None:
                 audio = self._audio_from_settings(body, t)
-        start = _time(start, 'start') or w.TIME_ZERO
-        duration = _time(duration, 'duration') or w.TIME_POSITIVE_INFINITY
-        payload = w.create_output(self.id, t.id, start, duration, body)
+        if ranges is not None:
+            if start is not None or duration is not None:
+                raise TypeError('read takes start/duration or ranges, not both')
+            ranges = [(_time(s, 'a range start'), _time(d, 'a range duration') or w.TIME_POSITIVE_INFINITY)
+                      for s, d in ranges]
+            if not ranges:
+                raise ValueError('ranges is empty')
+            (start, duration), ranges = ranges[0], ranges[1:]
+        else:
+            start = _time(start, 'start') or w.TIME_ZERO
+            duration = _time(duration, 'duration') or w.TIME_POSITIVE_INFINITY
+        payload = w.create_output(self.id, t.id, start, duration, body, random_access=ranges is not None)
         rid = self._conn.send(w.CREATE_OUTPUT, payload)
         created = self._conn.reply(rid, w.OUTPUT_CREATED)
-        return Output(self, rid, created, copy, audio)
+        return Output(self, rid, created, copy, audio, ranges or ())
 
     @staticmethod
     def _audio_settings(track, o):

@@ -158,6 +158,17 @@ def release_slots(output_id, refs):
     return struct.pack('<IH', output_id, len(refs)) + b''.join(struct.pack('<II', p, s) for p, s in refs)
 
 
+def reset_output(output_id, ranges):
+    """ranges: (start Time, duration Time) pairs, 1 ... 256, each starting at or after the end of the one before."""
+    if not 0 < len(ranges) <= 256:
+        raise ValueError('ResetOutput takes 1 ... 256 ranges, not %d' % len(ranges))
+    return struct.pack('<IH', output_id, len(ranges)) + b''.join(_time(s) + _time(d) for s, d in ranges)
+
+
+def finish_output(output_id):
+    return struct.pack('<I', output_id)
+
+
 def cancel_output(output_id):
     return struct.pack('<I', output_id)
 
