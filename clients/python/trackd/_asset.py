@@ -120,16 +120,16 @@ class Frame:
         self.length = sample['length']
         self.index = index
         self._base = self._slot * pool.slot_size
-        if self._base + self.length > pool.size:
-            raise ProtocolViolation('sample of %d bytes in slot %d runs past pool %d'
-                                    % (self.length, self._slot, pool.id))
+        if self.length > pool.slot_size:
+            raise ProtocolViolation('sample of %d bytes in pool %d, whose slots are %d bytes'
+                                    % (self.length, pool.id, pool.slot_size))
         for p in self.plane_layouts:
             if p.height and p.offset + p.bytes_per_row * (p.height - 1) + p.row_bytes > self.length:
                 raise ProtocolViolation('a plane runs past the sample (%r, length %d)' % (p, self.length))
         self._released = False
         self._copy = None
         if copy:
-            self._copy = bytearray(pool.mmap[self._base:self._base + self.length])
+            self._copy = bytearray(memoryview(pool.mmap)[self._base:self._base + self.length])
             self._base = 0
             self.release()
 
