@@ -1,5 +1,8 @@
 """The encoder and decoder against the byte layouts of docs/PROTOCOL.md §14.2 and §10.1."""
 
+import os
+import re
+import struct
 import unittest
 
 from trackd import _wire as w
@@ -117,6 +120,15 @@ class DecodingTests(unittest.TestCase):
         self.assertEqual(w.decode(w.OUTPUT_FINISHED, done), (1, 2, 0, ''))
         with self.assertRaises(ProtocolViolation):
             w.decode(w.OUTPUT_FINISHED, bytes.fromhex('01000000' '05' '00000000' '0000'))
+
+
+class SpecTests(unittest.TestCase):
+    def test_python_formats_in_protocol_md_have_their_stated_sizes(self):
+        spec = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'docs', 'PROTOCOL.md')
+        formats = re.findall(r"Python: `'(<[^']*)'` \((\d+) bytes", open(spec, encoding='utf-8').read())
+        self.assertGreaterEqual(len(formats), 9)
+        for fmt, size in formats:
+            self.assertEqual(struct.calcsize(fmt), int(size), fmt)
 
 
 if __name__ == '__main__':

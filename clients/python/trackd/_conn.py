@@ -162,7 +162,7 @@ class Connection:
             self._flush_posted()
             try:
                 data, ancdata, flags, _ = self._sock.recvmsg(1 << 18, _CMSG_SPACE, socket.MSG_CMSG_CLOEXEC)
-            except TimeoutError:
+            except socket.timeout:  # TimeoutError from Python 3.10 on
                 err = TrackdError(OPERATION_INTERRUPTED, 'no message from trackd within %g s (a client holding every '
                                   'slot of an output stalls it: release frames or read with copy=True)'
                                   % self.timeout)
