@@ -11,23 +11,27 @@ SWIFT ?= swift
 
 # Debian 12 packages. build: headers for the C modules; runtime: the GStreamer elements the worker
 # uses; test: oracles and tools the tests and scripts call (ffprobe/ffmpeg, systemd-analyze,
-# systemd-socket-activate, python3).
+# systemd-socket-activate, python3; python3-numpy, pip, setuptools and wheel for the Python client's tests).
 BUILD_DEPS   := libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev libsystemd-dev libseccomp-dev libmd-dev pkg-config
 RUNTIME_DEPS := gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad \
                 gstreamer1.0-plugins-ugly gstreamer1.0-libav gstreamer1.0-tools
-TEST_DEPS    := ffmpeg systemd python3
+TEST_DEPS    := ffmpeg systemd python3 python3-numpy python3-pip python3-setuptools python3-wheel
 DEPS         := $(BUILD_DEPS) $(RUNTIME_DEPS) $(TEST_DEPS)
+
+# Debian's Python (the one python3-numpy is installed for), not whichever python3 is first on PATH.
+PYTHON ?= /usr/bin/python3
 
 RELEASE_DIR := $(CURDIR)/.build/release
 DEBUG_DIR   := $(CURDIR)/.build/debug
 
-.PHONY: help deps build build-debug test verify-units fuzz-protocol run serve bench clean
+.PHONY: help deps build build-debug test test-python verify-units fuzz-protocol run serve bench clean
 
 help:
 	@echo "make deps          install missing Debian packages (apt-get; prints the sudo command when not root)"
 	@echo "make build         release build: .build/release/{trackd,trackctl}"
 	@echo "make build-debug   debug build: .build/debug/{trackd,trackctl}"
-	@echo "make test          deps, unit-file check, debug build with tests, swift test"
+	@echo "make test          deps, unit-file check, debug build with tests, swift test, then test-python"
+	@echo "make test-python   the Python client (clients/python): pip install into a temp dir, unittest"
 	@echo "make fuzz-protocol protocol mutation fuzzer against a real trackd (FUZZ_SECONDS=300, FUZZ_SEED=n)"
 	@echo "make run           deps, release build, demo against a private trackd (FILE=clip.mp4 optional)"
 	@echo "make serve         release build, trackd in the foreground (SOCKET=path optional)"
@@ -62,6 +66,19 @@ verify-units:
 test: deps verify-units
 	$(SWIFT) build --build-tests
 	TRACKD_BUILD_DIR=$(DEBUG_DIR) $(SWIFT) test --skip-build
+	@$(MAKE) --no-print-directory test-python
+
+# The Python client: installed offline with pip into a temp dir from a copy of clients/python (what
+# `pip install clients/python` does, without touching the tree), then its unittest tests against a trackd
+# from .build/debug (built by `make test` or `make build-debug`).
+test-python:
+	@tmp=$$(mktemp -d "$${TMPDIR:-/tmp}/trackd-python.XXXXXX"); trap 'rm -rf "$$tmp"' EXIT; \
+	cp -r clients/python "$$tmp/src"; \
+	$(PYTHON) -m pip install --quiet --root-user-action=ignore --no-build-isolation --no-deps --no-index \
+	  --target "$$tmp/site" "$$tmp/src"; \
+	cd clients/python/tests; \
+	PYTHONPATH="$$tmp/site" PYTHONDONTWRITEBYTECODE=1 TRACKD_BUILD_DIR=$(DEBUG_DIR) \
+	  $(PYTHON) -m unittest discover -s . -t . -v
 
 # The fuzzer is an integration test; `make test` runs it for a few seconds, this for FUZZ_SECONDS (default 300).
 # It prints its seed (FUZZ_SEED=n reproduces a run) and the outcomes; worker-crash inputs go to .build/fuzz/.

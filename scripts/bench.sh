@@ -80,6 +80,22 @@ for n in 4 8; do
   add "$n × trackctl read y420, at once"     "for i in \$(seq $n); do $TC read $F --pixel-format y420 >/dev/null & done; wait" "$ref"
 done
 
+# --- Python rows (clients/python): every frame as numpy arrays, next to PyAV decoding the same file. ---
+py=${PYTHON:-/usr/bin/python3}
+if "$py" -c 'import numpy' 2>/dev/null; then
+  PYREAD="PYTHONPATH=$(q "$REPO/clients/python") $(q "$py") -c 'import sys, trackd; a = trackd.open(sys.argv[1], socket=sys.argv[2]); print(sum(len(f.planes) for f in a.read(pixel_format=sys.argv[3])))' $F $(q "$sock")"
+  add "python trackd: read y420 (numpy views)"  "$PYREAD y420"
+  add "python trackd: read 420v (numpy views)"  "$PYREAD 420v"
+  if "$py" -c 'import av' 2>/dev/null; then
+    add "PyAV: decode + to_ndarray nv12"      "$(q "$py") -c 'import sys, av; c = av.open(sys.argv[1]); print(sum(f.to_ndarray(format=\"nv12\").size > 0 for f in c.decode(video=0)))' $F"
+  else
+    echo "note: PyAV (python3-av) not installed: no PyAV row"
+  fi
+else
+  echo "note: numpy not importable by $py: no Python rows (make deps installs python3-numpy)"
+fi
+# --- end of Python rows ---
+
 # median_of CMD: runs CMD once to warm up, then $runs times; prints the median wall time in seconds.
 # A failing run stops the benchmark, with the command's error output.
 median_of() {

@@ -1,0 +1,390 @@
+"""The Python client against a real trackd (started here from $TRACKD_BUILD_DIR, default .build/debug) on media
+made at test time by ffmpeg; decoded bytes are checked against trackctl --md5 and ffmpeg's framemd5."""
+
+import gc
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+import unittest
+
+import numpy as np
+
+import trackd
+from trackd import _asset
+from trackd.errors import (FILE_FAILED_TO_PARSE, FILE_FORMAT_NOT_RECOGNIZED, INVALID_ARGUMENT,
+                           UNSUPPORTED_OUTPUT_SETTINGS, DAEMON_UNREACHABLE)
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..'))
+BUILD = os.environ.get('TRACKD_BUILD_DIR') or os.path.join(REPO, '.build', 'debug')
+TIMEOUT = 60  # a stalled read fails the test instead of hanging it (not a timed assertion)
+
+tmp = sock = daemon = clip = None
+
+
+def setUpModule():
+    global tmp, sock, daemon, clip
+    tmp = tempfile.mkdtemp(prefix='trackd-python-')
+    clip = os.path.join(tmp, 'clip.mp4')
+    # As the Swift tests' Media.clip: 320x240, 30 fps, 2 s, B-frames, GOP 15, AAC stereo 48 kHz.
+    subprocess.run(['ffmpeg', '-hide_banner', '-loglevel', 'error', '-y',
+                    '-f', 'lavfi', '-i', 'testsrc2=size=320x240:rate=30:duration=2',
+                    '-f', 'lavfi', '-i', 'sine=frequency=440:sample_rate=48000:duration=2',
+                    '-c:v', 'libx264', '-preset', 'veryfast', '-bf', '2', '-g', '15', '-pix_fmt', 'yuv420p',
+                    '-c:a', 'aac', '-ac', '2', clip], check=True)
+    sock = os.path.join(tmp, 'trackd.sock')
+    with open(os.path.join(tmp, 'trackd.log'), 'wb') as log:
+        daemon = subprocess.Popen([os.path.join(BUILD, 'trackd'), '--socket', sock], stderr=log)
+    for _ in range(200):
+        if os.path.exists(sock):
+            break
+        if daemon.poll() is not None:
+            raise RuntimeError('trackd exited: ' + open(os.path.join(tmp, 'trackd.log')).read())
+        time.sleep(0.05)
+    else:
+        raise RuntimeError('trackd did not create its socket')
+
+
+def tearDownModule():
+    daemon.terminate()
+    daemon.wait()
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+def open_clip(path=None):
+    return trackd.open(path or clip, socket=sock, timeout=TIMEOUT)
+
+
+_cache = {}
+
+
+def trackctl_md5(*args):
+    """trackctl read --md5: one (pts, size, md5) per sample."""
+    if args not in _cache:
+        out = subprocess.run([os.path.join(BUILD, 'trackctl'), '--socket', sock] + list(args) + ['--md5'],
+                             check=True, capture_output=True, text=True).stdout
+        _cache[args] = [(line.split()[1], int(line.split()[3]), line.split()[4]) for line in out.splitlines()]
+    return _cache[args]
+
+
+def ffmpeg_md5(pix_fmt):
+    """ffmpeg -f framemd5 of the video decoded to pix_fmt: one md5 per frame."""
+    key = ('ffmpeg', pix_fmt)
+    if key not in _cache:
+        out = subprocess.run(['ffmpeg', '-hide_banner', '-loglevel', 'error', '-i', clip, '-map', '0:v:0',
+                              '-pix_fmt', pix_fmt, '-f', 'framemd5', '-'], check=True, capture_output=True,
+                             text=True).stdout
+        _cache[key] = [line.split(',')[5].strip() for line in out.splitlines() if not line.startswith('#')]
+    return _cache[key]
+
+
+def md5(data):
+    return hashlib.md5(data).hexdigest()
+
+
+def summary(frame, digest):
+    return ('%.6f' % frame.pts, len(frame.tobytes()), digest)
+
+
+class TracksTests(unittest.TestCase):
+    def test_tracks(self):
+        with open_clip() as asset:
+            video, audio = asset.tracks
+            self.assertEqual((video.media_type, video.codec, video.width, video.height), ('video', 'avc1', 320, 240))
+            self.assertEqual((video.bits_per_component, video.chroma_subsampling), (8, 1))
+            self.assertAlmostEqual(video.nominal_frame_rate, 30.0)
+            self.assertEqual((audio.media_type, audio.codec, audio.sample_rate, audio.channels),
+                             ('audio', 'mp4a', 48000, 2))
+            self.assertAlmostEqual(asset.duration, 2.0, places=1)
+            self.assertGreater(asset.worker_pid, 0)
+            self.assertTrue(asset.server_version.startswith('trackd'))
+
+
+class VideoTests(unittest.TestCase):
+    def test_y420_equals_trackctl_and_ffmpeg(self):
+        with open_clip() as asset:
+            got = []
+            for frame in asset.read(pixel_format='y420'):
+                self.assertEqual([p.shape for p in frame.planes], [(240, 320), (120, 160), (120, 160)])
+                got.append(summary(frame, md5(b''.join(np.ascontiguousarray(p).tobytes() for p in frame.planes))))
+        self.assertEqual(len(got), 60)
+        self.assertEqual(got, trackctl_md5('read', clip, '--pixel-format', 'y420'))
+        self.assertEqual([g[2] for g in got], ffmpeg_md5('yuv420p'))
+
+    def test_bgra_array_equals_trackctl(self):
+        with open_clip() as asset:
+            got = []
+            for frame in asset.read(pixel_format='BGRA'):
+                a = frame.array
+                self.assertEqual((a.shape, a.dtype), ((240, 320, 4), np.uint8))
+                got.append(summary(frame, md5(np.ascontiguousarray(a).tobytes())))
+        self.assertEqual(got, trackctl_md5('read', clip, '--pixel-format', 'BGRA'))
+
+    def test_420v_planes_equal_ffmpeg_nv12(self):
+        with open_clip() as asset:
+            got = []
+            for frame in asset.read():  # default 420v
+                self.assertEqual(frame.format, '420v')
+                y, cbcr = frame.planes
+                self.assertEqual((y.shape, cbcr.shape), ((240, 320), (120, 320)))
+                got.append(md5(y.tobytes() + cbcr.tobytes()))
+                self.assertEqual(got[-1], md5(frame.tobytes()))
+        self.assertEqual(got, ffmpeg_md5('nv12'))
+        self.assertEqual(got, [m for _, _, m in trackctl_md5('read', clip, '--pixel-format', '420v')])
+
+    def test_scaled_gray(self):
+        with open_clip() as asset:
+            got = []
+            for f in asset.read(pixel_format='L008', width=160, height=120):
+                self.assertEqual(f.array.shape, (120, 160))
+                got.append(summary(f, md5(np.ascontiguousarray(f.array).tobytes())))
+        self.assertEqual(got, trackctl_md5('read', clip, '--pixel-format', 'L008', '--width', '160', '--height', '120'))
+
+    def test_passthrough_equals_trackctl(self):
+        with open_clip() as asset:
+            output = asset.read(passthrough=True)
+            self.assertEqual((output.format, output.codec_config[:1]), ('avc1', b'\x01'))  # an avcC record
+            got = [summary(f, md5(f.array.tobytes())) for f in output]
+            self.assertEqual(sum(f.sync for f in asset.read(passthrough=True)), 4)  # GOP 15: frames 0, 15, 30, 45
+        self.assertEqual(got, trackctl_md5('read', clip, '--passthrough'))
+
+    def test_time_range(self):
+        with open_clip() as asset:
+            frames = [(f.pts, md5(f.tobytes())) for f in asset.read(pixel_format='y420', start=0.5, duration=0.5)]
+        self.assertEqual([round(p * 30) for p, _ in frames], list(range(15, 30)))
+        self.assertEqual([m for _, m in frames], ffmpeg_md5('yuv420p')[15:30])
+
+
+    def test_ranges_in_any_order_equal_trackctl(self):
+        with open_clip() as asset:
+            got = [summary(f, md5(f.tobytes())) for f in asset.read(pixel_format='y420',
+                                                                    ranges=[(1.2, 0.3), (0, 0.5), (1.8, None)])]
+            self.assertEqual(asset.status()['active_outputs'], 0)  # finished (FinishOutput) and all released
+        self.assertEqual(got, trackctl_md5('read', clip, '--pixel-format', 'y420', '--ranges', '1.2-1.5,0-0.5,1.8-'))
+        self.assertEqual(len(got), 9 + 15 + 6)
+
+
+class ZeroCopyTests(unittest.TestCase):
+    def check_views(self, pixel_format):
+        with open_clip() as asset:
+            for frame in asset.read(pixel_format=pixel_format):
+                pool = frame._pool
+                whole = np.frombuffer(pool.mmap, dtype=np.uint8)  # the pool's mapping, not a copy
+                arrays = [frame.array] + frame.planes
+                for a in arrays:
+                    start = a.__array_interface__['data'][0]
+                    self.assertGreaterEqual(start, pool.address)
+                    self.assertLess(start, pool.address + pool.size)
+                    self.assertEqual(whole.__array_interface__['data'][0], pool.address)
+                    self.assertTrue(np.shares_memory(a, whole))
+                    self.assertFalse(a.flags.owndata)
+                    self.assertFalse(a.flags.writeable)  # mapped PROT_READ
+                    self.assertIs(a.base.frame, frame)  # the array keeps its frame (and slot) alive
+                # The array reads the pool's bytes in place.
+                p = frame.plane_layouts[0]
+                base = frame._slot * pool.slot_size + p.offset
+                self.assertEqual(frame.planes[0][0].tobytes(), pool.mmap[base:base + p.row_bytes])
+                del whole, arrays, a
+                return pool.slot_count
+
+    def test_bgra_frame_pool_views(self):
+        self.assertEqual(self.check_views('BGRA'), 1)  # a frame pool: the converter wrote into the memfd
+
+    def test_420v_copy_pool_views(self):
+        self.assertGreater(self.check_views('420v'), 1)
+
+    def test_audio_views(self):
+        with open_clip() as asset:
+            frame = next(iter(asset.read(channels=2)))
+            a = frame.array
+            self.assertTrue(np.shares_memory(a, np.frombuffer(frame._pool.mmap, dtype=np.uint8)))
+            self.assertFalse(a.flags.owndata)
+
+
+class ReleaseTests(unittest.TestCase):
+    def test_dropping_frames_releases_slots(self):
+        # More frames than the worker sends unreleased (8): only works if each dropped frame is released.
+        with open_clip() as asset:
+            n = sum(1 for _ in asset.read(pixel_format='BGRA'))
+            self.assertEqual(n, 60)
+            self.assertEqual(asset.status()['active_outputs'], 0)  # every slot given back exactly once
+
+    def test_release_and_context_manager(self):
+        with open_clip() as asset:
+            kept = []
+            for frame in asset.read(pixel_format='y420'):
+                kept.append(frame)  # kept, so only release() can give the slot back
+                if len(kept) % 2:
+                    frame.release()
+                else:
+                    with frame:
+                        frame.planes[0].sum()
+                self.assertTrue(frame.released)
+            self.assertEqual(len(kept), 60)
+            self.assertEqual(asset.status()['active_outputs'], 0)
+
+    def test_array_keeps_slot_until_gone(self):
+        with open_clip() as asset:
+            arrays = []
+            for frame in asset.read(pixel_format='BGRA'):
+                if not arrays:
+                    arrays.append(frame.array)
+            del frame
+            gc.collect()
+            self.assertEqual(asset.status()['active_outputs'], 1)  # the output waits for the held slot
+            self.assertEqual(arrays[0].shape, (240, 320, 4))
+            arrays.clear()
+            self.assertEqual(asset.status()['active_outputs'], 0)
+
+    def test_breaking_out_cancels_and_the_session_goes_on(self):
+        with open_clip() as asset:
+            for i, frame in enumerate(asset.read(pixel_format='y420')):
+                if i == 3:
+                    break
+            first = frame.tobytes()
+            del frame
+            self.assertEqual(md5(first), ffmpeg_md5('yuv420p')[3])
+            count = sum(1 for _ in asset.read(pixel_format='y420', start=1.5))
+            self.assertEqual(count, 15)
+            self.assertEqual(asset.status()['active_outputs'], 0)
+
+    def test_copy_frames_can_be_kept(self):
+        with open_clip() as asset:
+            frames = list(asset.read(pixel_format='y420', copy=True))  # 60 > 8: would stall without copies
+            self.assertEqual(asset.status()['active_outputs'], 0)
+        self.assertEqual(len(frames), 60)
+        for f in frames:
+            self.assertTrue(f.is_copy and f.released)
+            self.assertFalse(np.shares_memory(f.planes[0], np.frombuffer(f._pool.mmap, dtype=np.uint8)))
+        self.assertEqual([md5(f.tobytes()) for f in frames], ffmpeg_md5('yuv420p'))
+        self.assertEqual(md5(b''.join(p.tobytes() for p in frames[7].planes)), ffmpeg_md5('yuv420p')[7])
+
+    def test_without_numpy(self):
+        saved, _asset._np = _asset._np, None
+        try:
+            with open_clip() as asset:
+                got = []
+                for f in asset.read(pixel_format='y420'):
+                    self.assertIsInstance(f.planes[0], memoryview)
+                    self.assertEqual(len(f.data), f.length)
+                    got.append(md5(f.tobytes()))
+                    with self.assertRaises(RuntimeError):
+                        f.array
+        finally:
+            _asset._np = saved
+        self.assertEqual(got, ffmpeg_md5('yuv420p'))
+
+
+class AudioTests(unittest.TestCase):
+    def test_interleaved_s16_equals_trackctl(self):
+        with open_clip() as asset:
+            got = []
+            for f in asset.read(channels=2):
+                a = f.array
+                self.assertEqual((a.dtype, a.shape), (np.dtype('<i2'), (f.frame_count, 2)))
+                got.append(summary(f, md5(a.tobytes())))
+        self.assertEqual(got, trackctl_md5('read', clip, '--channels', '2'))
+        self.assertGreater(sum(s for _, s, _ in got), 2 * 48000 * 4 * 0.9)
+
+    def test_time_range_equals_trackctl(self):
+        with open_clip() as asset:
+            got = [summary(f, md5(f.array.tobytes())) for f in asset.read(channels=1, start=0.5, duration=0.25)]
+            self.assertEqual(sum(f.frame_count for f in asset.read(channels=1, start=0.5, duration=0.25)), 12000)
+        self.assertEqual(got, trackctl_md5('read', clip, '--channels', '1', '--start', '0.5', '--duration', '0.25'))
+
+    def test_float_non_interleaved_equals_trackctl(self):
+        with open_clip() as asset:
+            got = []
+            for f in asset.read(is_float=True, non_interleaved=True, sample_rate=22050):
+                a = f.array
+                self.assertEqual((a.dtype, a.shape), (np.dtype('<f4'), (2, f.frame_count)))
+                self.assertEqual(a[1].tobytes(), f.planes[1].tobytes())
+                got.append(summary(f, md5(a[0].tobytes() + a[1].tobytes())))
+        self.assertEqual(got, trackctl_md5('read', clip, '--float', '--non-interleaved', '--sample-rate', '22050'))
+
+
+class FramesAtTests(unittest.TestCase):
+    def test_times(self):
+        reference = ffmpeg_md5('nv12')
+        with open_clip() as asset:
+            got = [(f.index, round(f.pts * 30), md5(f.tobytes())) for f in asset.frames_at([0.5, 0.0, 1.99, 1.0])]
+        self.assertEqual(got, [(i, i, reference[i]) for i in (15, 0, 59, 30)])
+
+    def test_indices_with_repeats_beyond_eight(self):
+        indices = [59, 0, 30, 30, 1, 2, 3, 44, 45, 14, 15, 16]
+        reference = ffmpeg_md5('yuv420p')
+        with open_clip() as asset:
+            got = [(f.index, md5(f.tobytes())) for f in asset.frames_at(indices=indices, pixel_format='y420')]
+        self.assertEqual(got, [(i, reference[i]) for i in indices])
+
+
+class ImageTests(unittest.TestCase):
+    def test_png_of_the_frame_shown(self):
+        with open_clip() as asset:
+            image = asset.image(1.01)
+        self.assertEqual((image.width, image.height), (320, 240))
+        self.assertEqual(round(image.time * 30), 30)  # the frame shown at 1.01 s starts at 1.0 s
+        self.assertEqual(image.png[:8], b'\x89PNG\r\n\x1a\n')
+        path = os.path.join(tmp, 'frame.png')
+        with open(path, 'wb') as f:
+            f.write(image.png)
+        probe = subprocess.run(['ffprobe', '-v', 'error', '-show_entries', 'stream=codec_name,width,height',
+                                '-of', 'csv=p=0', path], check=True, capture_output=True, text=True).stdout
+        self.assertEqual(probe.strip(), 'png,320,240')
+
+    def test_negative_time_is_refused(self):
+        with open_clip() as asset:
+            with self.assertRaises(trackd.TrackdError) as cm:
+                asset.image(-1)
+            self.assertEqual(cm.exception.code, INVALID_ARGUMENT)
+
+
+class ErrorTests(unittest.TestCase):
+    def test_not_media(self):
+        path = os.path.join(tmp, 'text.mp4')
+        with open(path, 'w') as f:
+            f.write('not a movie\n' * 100)
+        with self.assertRaises(trackd.TrackdError) as cm:
+            open_clip(path)
+        self.assertIn(cm.exception.code, (FILE_FORMAT_NOT_RECOGNIZED, FILE_FAILED_TO_PARSE))
+        self.assertTrue(cm.exception.message)
+
+    def test_missing_file_is_an_os_error(self):
+        with self.assertRaises(FileNotFoundError):
+            open_clip(os.path.join(tmp, 'missing.mp4'))
+
+    def test_unreachable(self):
+        with self.assertRaises(trackd.TrackdError) as cm:
+            trackd.open(clip, socket=os.path.join(tmp, 'nobody.sock'))
+        self.assertEqual(cm.exception.code, DAEMON_UNREACHABLE)
+
+    def test_bad_pixel_format_then_the_session_goes_on(self):
+        with open_clip() as asset:
+            with self.assertRaises(trackd.TrackdError) as cm:
+                asset.read(pixel_format='zzzz')
+            self.assertEqual(cm.exception.code, UNSUPPORTED_OUTPUT_SETTINGS)
+            self.assertIn('Unsupported pixel format zzzz', cm.exception.message)
+            with self.assertRaises(trackd.TrackdError) as cm:
+                asset.read(pixel_format='v308')
+            self.assertIn('v308 (kCVPixelFormatType_444YpCbCr8) is not supported', cm.exception.message)
+            self.assertEqual(sum(1 for _ in asset.read(start=1.8)), 6)
+
+    def test_frame_out_of_range(self):
+        with open_clip() as asset:
+            with self.assertRaises(trackd.TrackdError) as cm:
+                asset.frames_at(indices=[0, 60])
+            self.assertEqual(cm.exception.code, INVALID_ARGUMENT)
+            self.assertTrue(cm.exception.message.startswith('ReadFrames request 1:'), cm.exception.message)
+            self.assertIn('-11901', str(cm.exception))
+
+    def test_unknown_track(self):
+        with open_clip() as asset:
+            with self.assertRaises(trackd.TrackdError) as cm:
+                asset.read(track=99)
+            self.assertEqual(cm.exception.code, INVALID_ARGUMENT)
+
+
+if __name__ == '__main__':
+    unittest.main()

@@ -1,0 +1,171 @@
+"""The client against a fake worker that breaks the protocol (PROTOCOL.md §3, §12.2, §13): every violation
+is an exception and closes the connection; nothing hangs."""
+
+import array
+import os
+import shutil
+import socket
+import struct
+import tempfile
+import threading
+import unittest
+
+import trackd
+from trackd import _wire as w
+from trackd.errors import MEDIA_SERVICES_WERE_RESET, PROTOCOL_VIOLATION
+
+TIMEOUT = 30
+
+
+def track_record():
+    return (struct.pack('<IBIIIdqiIqiIIIIBBBi', 1, 1, w.str_to_fourcc('avc1'), 64, 48, 30.0, 1, 1, 1, 0, 1, 1,
+                        0, 0, 24, 0, 8, 1, 0) + b'\x00\x00')
+
+
+ASSET_OPENED = struct.pack('<IqiIH', 1, 1, 1, 1, 1) + track_record()
+OUTPUT_CREATED = struct.pack('<IBIIII', 1, 1, w.str_to_fourcc('L008'), 64, 48, 0)
+
+
+class FakeWorker:
+    """Listens on a socket path, answers Hello, then runs script(conn, read_request) in a thread."""
+
+    def __init__(self, script):
+        self.dir = tempfile.mkdtemp(prefix='trackd-fake-')
+        self.path = os.path.join(self.dir, 'sock')
+        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.listener.bind(self.path)
+        self.listener.listen(1)
+        self.listener.settimeout(TIMEOUT)
+        self.script = script
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def read_request(self, conn):
+        head = b''
+        while len(head) < 16:
+            data, anc, _, _ = conn.recvmsg(16 - len(head), socket.CMSG_SPACE(16))
+            for _, _, cdata in anc:
+                for fd in array.array('i', cdata[:len(cdata) - len(cdata) % 4]):
+                    os.close(fd)
+            if not data:
+                return None, None, None
+            head += data
+        length, type_, _, rid, _ = w.HEADER.unpack(head)
+        payload = b''
+        while len(payload) < length:
+            payload += conn.recv(length - len(payload))
+        return type_, rid, payload
+
+    def run(self):
+        conn, _ = self.listener.accept()
+        conn.settimeout(TIMEOUT)
+        with conn:
+            _, rid, _ = self.read_request(conn)
+            reply = struct.pack('<IHIHI', w.MAGIC, 1, w.DEFAULT_MAX_MESSAGE, 4, os.getpid()) + b'\x04\x00fake'
+            conn.sendall(w.frame(w.HELLO_REPLY, reply, rid))
+            self.script(conn, lambda: self.read_request(conn))
+
+    def close(self):  # idempotent
+        self.thread.join(TIMEOUT)
+        self.listener.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class ViolationTests(unittest.TestCase):
+    def setUp(self):
+        self.media = tempfile.NamedTemporaryFile(suffix='.mp4')
+        self.media.write(b'\x00' * 64)
+        self.media.flush()
+        self.fds_before = set(os.listdir('/proc/self/fd'))
+
+    def tearDown(self):
+        self.media.close()
+
+    def run_fake(self, script):
+        fake = self.fake = FakeWorker(script)
+        self.addCleanup(fake.close)
+        return trackd.open(self.media.name, socket=fake.path, timeout=TIMEOUT)
+
+    def assert_no_fd_leak(self):
+        self.fake.close()  # the fake worker's own sockets live in this process too
+        self.assertLessEqual(set(os.listdir('/proc/self/fd')) - self.fds_before, set())
+
+    def test_too_many_descriptors_is_ctrunc(self):
+        def script(conn, read):
+            _, rid, _ = read()
+            fds = [os.memfd_create('x') for _ in range(6)]  # more than the client's control buffer holds
+            conn.sendmsg([w.frame(w.ASSET_OPENED, ASSET_OPENED, rid)],
+                         [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array('i', fds))])
+            for fd in fds:
+                os.close(fd)
+        with self.assertRaises(trackd.ProtocolViolation) as cm:
+            self.run_fake(script)
+        self.assertEqual(cm.exception.code, PROTOCOL_VIOLATION)
+        self.assertIn('MSG_CTRUNC', cm.exception.message)
+        self.assert_no_fd_leak()
+
+    def test_reserved_header_field(self):
+        def script(conn, read):
+            _, rid, _ = read()
+            conn.sendall(w.HEADER.pack(len(ASSET_OPENED), w.ASSET_OPENED, 0, rid, 1) + ASSET_OPENED)
+        with self.assertRaises(trackd.ProtocolViolation) as cm:
+            self.run_fake(script)
+        self.assertIn('reserved', cm.exception.message)
+
+    def test_trailing_bytes(self):
+        def script(conn, read):
+            _, rid, _ = read()
+            conn.sendall(w.frame(w.ASSET_OPENED, ASSET_OPENED + b'\x00', rid))
+        with self.assertRaises(trackd.ProtocolViolation) as cm:
+            self.run_fake(script)
+        self.assertIn('trailing', cm.exception.message)
+
+    def test_end_of_file_mid_frame(self):
+        def script(conn, read):
+            _, rid, _ = read()
+            conn.sendall(w.frame(w.ASSET_OPENED, ASSET_OPENED, rid)[:20])
+        with self.assertRaises(trackd.TrackdError) as cm:
+            self.run_fake(script)
+        self.assertEqual(cm.exception.code, MEDIA_SERVICES_WERE_RESET)
+        self.assertIn('middle of a message', cm.exception.message)
+
+    def test_unsealed_pool_is_refused(self):
+        def script(conn, read):
+            _, rid, _ = read()
+            conn.sendall(w.frame(w.ASSET_OPENED, ASSET_OPENED, rid))
+            type_, rid, _ = read()
+            assert type_ == w.CREATE_OUTPUT
+            conn.sendall(w.frame(w.OUTPUT_CREATED, OUTPUT_CREATED, rid))
+            fd = os.memfd_create('pool', os.MFD_ALLOW_SEALING)
+            os.ftruncate(fd, 4096)  # the right size, but not sealed against shrinking
+            conn.sendmsg([w.frame(w.POOL_ADDED, struct.pack('<IIIQ', 1, 1, 1, 4096), rid, 1)],
+                         [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array('i', [fd]))])
+            os.close(fd)
+            read()  # until the client closes
+        asset = self.run_fake(script)
+        output = asset.read(pixel_format='L008')
+        with self.assertRaises(trackd.TrackdError) as cm:
+            next(output)
+        self.assertEqual(cm.exception.code, PROTOCOL_VIOLATION)
+        self.assertIn('not sealed', cm.exception.message)
+        asset.close()
+        self.assert_no_fd_leak()
+
+    def test_connection_error_then_requests_fail(self):
+        def script(conn, read):
+            _, rid, _ = read()
+            conn.sendall(w.frame(w.ASSET_OPENED, ASSET_OPENED, rid))
+            read()
+            error = struct.pack('<i', -11900) + struct.pack('<H', 4) + b'bye!'
+            conn.sendall(w.frame(w.ERROR, error, 0))
+        asset = self.run_fake(script)
+        with self.assertRaises(trackd.TrackdError) as cm:
+            asset.read()
+        self.assertEqual((cm.exception.code, cm.exception.message), (-11900, 'bye!'))
+        with self.assertRaises(trackd.TrackdError) as cm:
+            asset.status()
+        self.assertEqual(cm.exception.code, MEDIA_SERVICES_WERE_RESET)
+
+
+if __name__ == '__main__':
+    unittest.main()

@@ -1,0 +1,135 @@
+"""The encoder and decoder against the byte layouts of docs/PROTOCOL.md §14.2 and §10.1."""
+
+import os
+import re
+import struct
+import unittest
+
+from trackd import _wire as w
+from trackd.errors import ProtocolViolation
+
+
+def hexbytes(text):
+    return bytes.fromhex(' '.join(line.split('   ')[0][6:] for line in text.strip().splitlines()))
+
+
+class EncodingTests(unittest.TestCase):
+    def test_hello(self):
+        expected = hexbytes('''
+0000  17 00 00 00 01 00 00 00 01 00 00 00 00 00 00 00   header
+0010  54 52 4b 44 01 00 01 00 00 00 04 00 04 00 07 00   x
+0020  65 78 61 6d 70 6c 65                              x''')
+        self.assertEqual(w.frame(w.HELLO, w.hello('example'), 1), expected)
+
+    def test_open_asset_declares_one_descriptor(self):
+        expected = hexbytes('''
+0000  0a 00 00 00 02 00 01 00 02 00 00 00 00 00 00 00   x
+0010  08 00 63 6c 69 70 2e 6d 6f 76                     x''')
+        self.assertEqual(w.frame(w.OPEN_ASSET, w.open_asset('clip.mov'), 2, fd_count=1), expected)
+
+    def test_create_output_with_pixel_format(self):
+        expected = hexbytes('''
+0000  46 00 00 00 04 00 00 00 03 00 00 00 00 00 00 00   x
+0010  01 00 00 00 01 00 00 00 00 00 00 00 00 00 00 00   x
+0020  01 00 00 00 01 00 00 00 00 00 00 00 00 00 00 00   x
+0030  00 00 00 00 05 00 00 00 00 01 01 00 0f 00 50 69   x
+0040  78 65 6c 46 6f 72 6d 61 74 54 79 70 65 01 76 30   x
+0050  32 34 00 00 00 00                                 x''')
+        payload = w.create_output(1, 1, w.TIME_ZERO, w.TIME_POSITIVE_INFINITY,
+                                  {'PixelFormatType': w.str_to_fourcc('420v')})
+        self.assertEqual(w.frame(w.CREATE_OUTPUT, payload, 3), expected)
+
+    def test_release_slots(self):
+        expected = hexbytes('''
+0000  0e 00 00 00 05 00 00 00 00 00 00 00 00 00 00 00   x
+0010  01 00 00 00 01 00 01 00 00 00 00 00 00 00         x''')
+        self.assertEqual(w.frame(w.RELEASE_SLOTS, w.release_slots(1, [(1, 0)])), expected)
+        with self.assertRaises(ValueError):
+            w.release_slots(1, [])
+
+    def test_reset_and_finish_output(self):
+        expected = hexbytes('''
+0000  46 00 00 00 09 00 00 00 00 00 00 00 00 00 00 00   x
+0010  01 00 00 00 02 00 01 00 00 00 00 00 00 00 02 00   x
+0020  00 00 01 00 00 00 01 00 00 00 00 00 00 00 04 00   x
+0030  00 00 01 00 00 00 01 00 00 00 00 00 00 00 01 00   x
+0040  00 00 01 00 00 00 00 00 00 00 00 00 00 00 00 00   x
+0050  00 00 05 00 00 00                                 x''')
+        ranges = [(w.Time(1, 2, 1), w.Time(1, 4, 1)), (w.Time(1, 1, 1), w.TIME_POSITIVE_INFINITY)]
+        self.assertEqual(w.frame(w.RESET_OUTPUT, w.reset_output(1, ranges)), expected)
+        self.assertEqual(w.frame(w.FINISH_OUTPUT, w.finish_output(1)).hex(' '),
+                         '04 00 00 00 0a 00 00 00 00 00 00 00 00 00 00 00 01 00 00 00')
+
+    def test_settings_value_tags(self):
+        body = w.settings_body({'b': True, 'd': 0.5, 'a': [1, 'x'], 'e': {}})
+        # keys sorted: a (array of integer 1, string "x"), b (boolean), d (double), e (empty dictionary)
+        self.assertEqual(body.hex(), '0400' + '010061' + '050200' + '01' + '0100000000000000' + '04' + '010078'
+                         + '010062' + '0301' + '010064' + '02' + '000000000000e03f' + '010065' + '06' + '0000')
+        with self.assertRaises(ValueError):  # canonically equivalent keys (§10.1)
+            w.settings_body({'\u00e9': 1, 'e\u0301': 2})
+        with self.assertRaises(ValueError):  # depth 9
+            w.settings_body({'k': [[[[[[[[1]]]]]]]]})
+
+    def test_read_frames_requests(self):
+        payload = w.read_frames(1, 2, [('index', 59), ('time', w.Time(1, 2, 1))], {})
+        self.assertEqual(payload.hex(), '01000000' + '02000000' + '0200'
+                         + '01' + '3b00000000000000' + '0000000000000000'
+                         + '00' + '0100000000000000' + '02000000' + '01000000' + '0000')
+
+    def test_fourcc(self):
+        self.assertEqual(w.str_to_fourcc('420v'), 0x34323076)
+        self.assertEqual(w.fourcc_to_str(0x34323076), '420v')
+        self.assertEqual(w.fourcc_to_str(0x20), '0x00000020')
+
+
+class DecodingTests(unittest.TestCase):
+    def test_sample(self):
+        data = hexbytes('''
+0000  85 00 00 00 07 80 00 00 03 00 00 00 00 00 00 00   x
+0010  01 00 00 00 01 00 00 00 00 00 00 00 00 76 2f 00   x
+0020  00 00 00 00 00 00 00 00 00 00 00 00 01 00 00 00   x
+0030  01 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00   x
+0040  00 00 00 00 e9 03 00 00 00 00 00 00 30 75 00 00   x
+0050  01 00 00 00 01 00 00 00 76 30 32 34 80 07 00 00   x
+0060  38 04 00 00 01 01 01 01 02 00 00 00 00 00 00 00   x
+0070  00 80 07 00 00 80 07 00 00 38 04 00 00 00 a4 1f   x
+0080  00 00 00 00 00 80 07 00 00 80 07 00 00 1c 02 00   x
+0090  00 00 00 00 00                                    x''')
+        length, type_, fds, rid, reserved = w.HEADER.unpack_from(data)
+        self.assertEqual((length, type_, fds, rid, reserved), (133, w.SAMPLE, 0, 3, 0))
+        s = w.decode(type_, data[16:])
+        self.assertEqual((s['output_id'], s['pool_id'], s['slot'], s['length']), (1, 1, 0, 3110400))
+        self.assertEqual(s['pts'].seconds, 0.0)
+        self.assertFalse(s['dts'].is_numeric)
+        self.assertAlmostEqual(s['duration'].seconds, 1001 / 30000)
+        self.assertEqual((w.fourcc_to_str(s['format']), s['width'], s['height']), ('420v', 1920, 1080))
+        self.assertEqual(s['planes'], [w.Plane(0, 1920, 1920, 1080), w.Plane(2073600, 1920, 1920, 540)])
+        self.assertEqual(tuple(s['colorimetry']), (1, 1, 1, 1))
+        with self.assertRaises(ProtocolViolation):  # trailing byte
+            w.decode(type_, data[16:] + b'\x00')
+        with self.assertRaises(ProtocolViolation):  # truncated
+            w.decode(type_, data[16:-1])
+
+    def test_error_and_output_finished(self):
+        err = hexbytes('''
+0000  1d 00 00 00 ff 80 00 00 04 00 00 00 00 00 00 00   x
+0010  83 d1 ff ff 17 00 6e 6f 20 6f 70 65 6e 20 61 73   x
+0020  73 65 74 20 77 69 74 68 20 69 64 20 37            x''')
+        self.assertEqual(w.decode(w.ERROR, err[16:]), (-11901, 'no open asset with id 7'))
+        done = bytes.fromhex('01000000' '02' '00000000' '0000')
+        self.assertEqual(w.decode(w.OUTPUT_FINISHED, done), (1, 2, 0, ''))
+        with self.assertRaises(ProtocolViolation):
+            w.decode(w.OUTPUT_FINISHED, bytes.fromhex('01000000' '05' '00000000' '0000'))
+
+
+class SpecTests(unittest.TestCase):
+    def test_python_formats_in_protocol_md_have_their_stated_sizes(self):
+        spec = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'docs', 'PROTOCOL.md')
+        formats = re.findall(r"Python: `'(<[^']*)'` \((\d+) bytes", open(spec, encoding='utf-8').read())
+        self.assertGreaterEqual(len(formats), 9)
+        for fmt, size in formats:
+            self.assertEqual(struct.calcsize(fmt), int(size), fmt)
+
+
+if __name__ == '__main__':
+    unittest.main()

@@ -1,0 +1,21 @@
+"""trackd — a pure-Python client for trackd (AVAssetReader for Linux), written from docs/PROTOCOL.md.
+
+    import trackd
+    with trackd.open("clip.mp4") as asset:
+        for frame in asset.read(pixel_format="BGRA"):
+            image = frame.array          # numpy (height, width, 4), a view into trackd's shared memory
+
+Frames are views into sealed shared-memory pools (no copy); a frame's slot goes back to trackd when the frame
+(and every array made from it) is gone, or at frame.release(). numpy is optional: without it, frames offer
+memoryviews (frame.data, frame.planes) and bytes (frame.tobytes()).
+"""
+
+from . import errors
+from ._asset import Asset, Frame, Image, Output, open
+from ._conn import default_socket_path
+from ._wire import Colorimetry, Plane, Time, Track
+from .errors import ProtocolViolation, TrackdError
+
+__all__ = ['open', 'Asset', 'Output', 'Frame', 'Image', 'Track', 'Time', 'Plane', 'Colorimetry', 'TrackdError',
+           'ProtocolViolation', 'errors', 'default_socket_path']
+__version__ = '0.1.0'

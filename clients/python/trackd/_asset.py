@@ -1,0 +1,582 @@
+"""Assets, outputs, pools and frames on top of a Connection."""
+
+import fcntl
+import mmap
+import os
+import stat
+import struct
+from collections import namedtuple
+
+from . import _wire as w
+from ._conn import Connection
+from .errors import INVALID_ARGUMENT, ProtocolViolation, TrackdError
+
+try:
+    import numpy as _np
+except ImportError:  # the package works without numpy: planes are memoryviews then
+    _np = None
+
+_SEALS = 1 | 2 | 4  # F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW (§12.2)
+
+# Video formats: numpy element type of the planes and, for one-plane formats, components per pixel.
+_VIDEO_DTYPE = {
+    'L016': '<u2', 'x420': '<u2', 'xf20': '<u2', 'v216': '<u2', 'y416': '<u2', 'l64r': '<u2', 'b64a': '>u2',
+}
+_COMPONENTS = {
+    'BGRA': 4, '0x00000020': 4, 'RGBA': 4, 'y408': 4, 'y416': 4, 'l64r': 4, 'b64a': 4, 'L008': 1, 'L016': 1,
+    '2vuy': 2, 'yuvs': 2, 'v216': 2,
+}
+_AUDIO_KEYS = {'sample_rate': 'AVSampleRateKey', 'channels': 'AVNumberOfChannelsKey'}
+
+
+def open(path, socket=None, client_name='trackd-python', timeout=None):  # noqa: A001 (like builtins.open)
+    """Opens a media file through trackd: the file is opened here and its descriptor passed to the worker.
+    Returns an Asset (a context manager). socket: trackd's socket path (default: $TRACKD_SOCKET, else
+    $XDG_RUNTIME_DIR/trackd.sock, else /run/trackd/trackd.sock). timeout: seconds to wait for any one message
+    from trackd (default: no limit); when it passes, TrackdError -11847 and the session is closed."""
+    return Asset(path, socket=socket, client_name=client_name, timeout=timeout)
+
+
+Image = namedtuple('Image', 'png time width height')
+Image.__doc__ = 'A frame as a PNG file (Asset.image): png bytes, the actual time in seconds, width, height.'
+
+
+def _check_memfd(fd, size, what):
+    """§12.2: sealed against shrinking and growing, a regular file of at least size bytes."""
+    seals = fcntl.fcntl(fd, fcntl.F_GET_SEALS)
+    st = os.fstat(fd)
+    if seals & _SEALS != _SEALS:
+        raise ProtocolViolation('%s is not sealed against shrinking and growing (seals 0x%x)' % (what, seals))
+    if not stat.S_ISREG(st.st_mode) or st.st_size < size:
+        raise ProtocolViolation('%s: %d bytes, not a file of at least %d bytes' % (what, st.st_size, size))
+
+
+class Pool:
+    """A sealed memfd mapped read-only (§12.2)."""
+
+    def __init__(self, pool_id, slot_count, slot_size, fd):
+        try:
+            size = slot_count * slot_size  # Python integers do not overflow
+            if size == 0:
+                raise ProtocolViolation('pool %d has %d slots of %d bytes' % (pool_id, slot_count, slot_size))
+            _check_memfd(fd, size, 'pool %d' % pool_id)
+            self.mmap = mmap.mmap(fd, size, mmap.MAP_SHARED, mmap.PROT_READ)
+        finally:
+            os.close(fd)
+        self.id, self.slot_count, self.slot_size, self.size = pool_id, slot_count, slot_size, size
+        self._address = None
+
+    @property
+    def address(self):
+        """Where the mapping starts in this process (needs numpy)."""
+        if self._address is None:
+            view = _np.frombuffer(self.mmap, dtype=_np.uint8)
+            self._address = view.__array_interface__['data'][0]
+            del view  # drop the buffer export; the mapping lives as long as this object
+        return self._address
+
+
+class _ArrayView:
+    """Hands numpy a view into a pool through __array_interface__, so that the array's base is this object,
+    which keeps the Frame (and so its slot and mapping) alive as long as the array exists."""
+
+    def __init__(self, frame, interface):
+        self.frame = frame
+        self.__array_interface__ = interface
+
+
+class Frame:
+    """One decoded sample (a video frame or a buffer of audio), or a passthrough sample.
+
+    Zero-copy frames view the shared pool: the slot is given back to trackd when the frame and every array
+    made from it are gone, or at release() / the end of a `with frame:` block (after which the arrays must
+    not be read: trackd writes the next frames there). Copied frames (read(..., copy=True)) own their bytes.
+
+    pts, duration: seconds (float; duration None when unknown); presentation_time, decode_time,
+    duration_time: the exact Times; sync, discontinuity, droppable: the sample flags; format: the pixel format
+    or codec ('420v', 'lpcm', 'avc1', ...); width, height; colorimetry; plane_layouts; frame_count (audio);
+    index: the frame's number in the track (frames_at only), else None.
+    """
+
+    def __init__(self, output, pool, sample, index, copy):
+        self._output = output
+        self._pool = pool
+        self._slot = sample['slot']
+        self._released = True  # until the checks below pass: a refused sample is not given back
+        self.presentation_time = sample['pts']
+        self.decode_time = sample['dts'] if sample['flags'] & w.SAMPLE_DTS_VALID else None
+        self.duration_time = sample['duration']
+        self.pts = sample['pts'].seconds
+        self.duration = sample['duration'].seconds
+        self.flags = sample['flags']
+        self.sync = bool(sample['flags'] & w.SAMPLE_SYNC)
+        self.discontinuity = bool(sample['flags'] & w.SAMPLE_DISCONT)
+        self.droppable = bool(sample['flags'] & w.SAMPLE_DROPPABLE)
+        self.format = w.fourcc_to_str(sample['format'])
+        self.width, self.height = sample['width'], sample['height']
+        self.colorimetry = sample['colorimetry']
+        self.plane_layouts = sample['planes']
+        self.frame_count = sample['frame_count']
+        self.length = sample['length']
+        self.index = index
+        self._base = self._slot * pool.slot_size
+        if self.length > pool.slot_size:
+            raise ProtocolViolation('sample of %d bytes in pool %d, whose slots are %d bytes'
+                                    % (self.length, pool.id, pool.slot_size))
+        for p in self.plane_layouts:
+            if p.height and p.offset + p.bytes_per_row * (p.height - 1) + p.row_bytes > self.length:
+                raise ProtocolViolation('a plane runs past the sample (%r, length %d)' % (p, self.length))
+        self._released = False
+        self._copy = None
+        if copy:
+            self._copy = bytearray(memoryview(pool.mmap)[self._base:self._base + self.length])
+            self._base = 0
+            self.release()
+
+    # -- lifetime
+
+    @property
+    def released(self):
+        return self._released
+
+    def release(self):
+        """Gives the slot back to trackd now (idempotent). Zero-copy arrays must not be read afterwards."""
+        if not self._released:
+            self._released = True
+            self._output._release(self._pool.id, self._slot)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.release()
+
+    def __del__(self):
+        try:
+            self.release()
+        except Exception:  # noqa: BLE001 (nothing to report to from a finalizer)
+            pass
+
+    @property
+    def is_copy(self):
+        return self._copy is not None
+
+    # -- bytes
+
+    def _buffer(self):
+        return self._copy if self._copy is not None else self._pool.mmap
+
+    @property
+    def data(self):
+        """The sample's bytes as a read-only memoryview (zero-copy frames: into the pool)."""
+        return memoryview(self._buffer()).toreadonly()[self._base:self._base + self.length]
+
+    def tobytes(self):
+        """The planes' visible bytes, rows tightly packed, plane after plane (what `trackctl read --md5`
+        hashes)."""
+        mv = memoryview(self._buffer())
+        out = bytearray()
+        for p in self.plane_layouts:
+            start = self._base + p.offset
+            for row in range(p.height):
+                out += mv[start + row * p.bytes_per_row:start + row * p.bytes_per_row + p.row_bytes]
+        return bytes(out)
+
+    # -- numpy views
+
+    def _dtype(self):
+        if self.format == 'lpcm':
+            return self._output.audio_dtype
+        return _VIDEO_DTYPE.get(self.format, '|u1')
+
+    def _array(self, offset, shape, strides, typestr):
+        if _np is None:
+            raise RuntimeError('numpy is not installed: use frame.data, frame.planes (memoryviews) or tobytes()')
+        if self._copy is not None:  # an ordinary writable array over the frame's own bytes
+            return _np.ndarray(shape, dtype=typestr, buffer=self._copy, offset=offset, strides=strides)
+        interface = dict(version=3, shape=tuple(shape), typestr=typestr, strides=tuple(strides),
+                         data=(self._pool.address + self._base + offset, True))
+        return _np.asarray(_ArrayView(self, interface))
+
+    @property
+    def planes(self):
+        """One array per plane: numpy arrays of (rows, row elements) for video, (elements,) for audio, views
+        into the pool for zero-copy frames. Without numpy: memoryviews of each plane's bytes."""
+        if _np is None:
+            mv = memoryview(self._buffer()).toreadonly()
+            return [mv[self._base + p.offset:self._base + p.offset + (p.bytes_per_row * (p.height - 1) + p.row_bytes
+                                                                        if p.height else 0)]
+                    for p in self.plane_layouts]
+        typestr = self._dtype()
+        item = int(typestr[2:]) if typestr[1] in 'uif' else 1
+        if self.format == 'lpcm':
+            return [self._array(p.offset, (p.row_bytes // item,), (item,), typestr) for p in self.plane_layouts]
+        return [self._array(p.offset, (p.height, p.row_bytes // item), (p.bytes_per_row, item), typestr)
+                for p in self.plane_layouts]
+
+    @property
+    def array(self):
+        """The natural numpy array of the sample, a view into the pool for zero-copy frames:
+        video with one plane: (height, width, components) — e.g. BGRA (h, w, 4) uint8, L008 (h, w), L016
+        (h, w) uint16, 2vuy/yuvs (h, w, 2), v210 (h, row bytes); video with several planes (420v, y420, ...):
+        the whole sample as one uint8 vector (use .planes for the planes); audio: interleaved (frames, channels),
+        non-interleaved (channels, frames) when the channel planes are evenly spaced (else see .planes),
+        24-bit samples as a trailing axis of 3 bytes. Passthrough: the sample's bytes."""
+        typestr = self._dtype()
+        layouts = self.plane_layouts
+        if self.format == 'lpcm':
+            return self._audio_array(typestr)
+        if len(layouts) != 1 or self.format not in _COMPONENTS and self.format != 'v210':
+            return self._array(0, (self.length,), (1,), '|u1')
+        p = layouts[0]
+        item = int(typestr[2:])
+        comps = _COMPONENTS.get(self.format)
+        if comps is None or self.width == 0 or p.row_bytes < self.width * comps * item:
+            return self._array(p.offset, (p.height, p.row_bytes // item), (p.bytes_per_row, item), typestr)
+        if comps == 1:
+            return self._array(p.offset, (p.height, self.width), (p.bytes_per_row, item), typestr)
+        return self._array(p.offset, (p.height, self.width, comps), (p.bytes_per_row, comps * item, item), typestr)
+
+    def _audio_array(self, typestr):
+        out = self._output
+        width = out.audio_bytes_per_sample
+        frames = self.frame_count
+        layouts = self.plane_layouts
+        packed24 = width == 3
+        item = 1 if packed24 else width
+        if len(layouts) == 1 and not out.audio_non_interleaved:
+            channels = layouts[0].row_bytes // (frames * width) if frames else out.audio_channels or 1
+            shape, strides = (frames, channels), (channels * width, width)
+        else:
+            channels = len(layouts)
+            step = layouts[1].offset - layouts[0].offset if channels > 1 else frames * width
+            if any(layouts[i].offset != layouts[0].offset + i * step for i in range(channels)):
+                return None
+            shape, strides = (channels, frames), (step, width)
+            layouts = layouts[:1]
+        if packed24:
+            shape, strides = shape + (3,), strides + (1,)
+        return self._array(layouts[0].offset, shape, strides, typestr if not packed24 else '|u1')
+
+    def __repr__(self):
+        return '<trackd.Frame %s %dx%d pts=%s%s%s>' % (self.format, self.width, self.height, self.pts,
+                                                      ' sync' if self.sync else '',
+                                                      ' released' if self._released else '')
+
+
+class Output:
+    """An iterator over the samples of one CreateOutput or ReadFrames. Close it (or leave the `with` block) to
+    stop early: the output is cancelled and its remaining samples are given back as they arrive."""
+
+    def __init__(self, asset, request_id, created, copy, audio=None, ranges=()):
+        self._asset = asset
+        self._conn = asset._conn
+        self._rid = request_id
+        self.id = created['output_id']
+        self.media_type = created['media_type']
+        self.format = w.fourcc_to_str(created['format'])
+        self.width, self.height = created['width'], created['height']
+        self.codec_config = created['codec_config']
+        self._copy = copy
+        self._ranges = list(ranges)  # random access: the ranges still to read, one ResetOutput each
+        self._pools = {}
+        self._resolved = None
+        self._sample_number = 0
+        self.finished = False
+        self.status = None
+        audio = audio or {}
+        self.audio_channels = audio.get('channels')
+        self.audio_non_interleaved = audio.get('non_interleaved', False)
+        bits = audio.get('bits', 16)
+        self.audio_bytes_per_sample = bits // 8
+        order = '>' if audio.get('big_endian') else '<'
+        self.audio_dtype = (order + 'f4' if audio.get('float') else
+                            '|i1' if bits == 8 else '|u1' if bits == 24 else '%si%d' % (order, bits // 8))
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        while not self.finished:
+            m = self._conn.next_message(self._rid)
+            if m.type == w.SAMPLE:
+                s = m.value
+                pool = self._pools.get(s['pool_id'])
+                if s['output_id'] != self.id or pool is None or s['slot'] >= pool.slot_count:
+                    self._conn._violation('Sample names pool %d slot %d that output %d has not announced'
+                                          % (s['pool_id'], s['slot'], self.id))
+                index = None
+                if self._resolved is not None and self._sample_number < len(self._resolved):
+                    index = self._resolved[self._sample_number][0]
+                self._sample_number += 1
+                try:
+                    return Frame(self, pool, s, index, self._copy)
+                except ProtocolViolation as e:  # the worker's failure: the session cannot go on (§12.2)
+                    self._conn.close(e)
+                    raise
+            try:
+                self._event(m)
+            except ProtocolViolation as e:
+                self._conn.close(e)
+                raise
+        if self.status == w.FAILED:
+            raise TrackdError(self.failure[0], self.failure[1])
+        raise StopIteration
+
+    def _event(self, m):
+        if m.type == w.POOL_ADDED:
+            _, pool_id, count, size = m.value
+            self._pools[pool_id] = Pool(pool_id, count, size, m.fds[0])
+        elif m.type == w.POOL_REMOVED:
+            self._pools.pop(m.value[1], None)
+        elif m.type == w.FRAMES_RESOLVED:
+            self._resolved = m.value[1]
+        elif m.type == w.OUTPUT_FINISHED:
+            _, self.status, code, message = m.value
+            self.failure = (code, message)
+            self._finish()
+        elif m.type == w.RANGE_ENDED:  # random access (read(ranges=...)): next range, or the end
+            if self._ranges:
+                self._conn.send(w.RESET_OUTPUT, w.reset_output(self.id, [self._ranges.pop(0)]), request_id=0)
+            else:
+                self._conn.send(w.FINISH_OUTPUT, w.finish_output(self.id), request_id=0)
+        else:
+            for fd in m.fds:
+                os.close(fd)
+            self._conn._violation('unexpected message type 0x%04x for output %d' % (m.type, self.id))
+
+    def _finish(self):
+        self.finished = True
+        self._pools.clear()  # unmapped when the last frame using each pool is gone
+        self._conn.drain(self._rid, self._drained)
+
+    def _drained(self, m):
+        """Events after the output was closed or finished: give every slot back, ignore the rest."""
+        for fd in m.fds:
+            os.close(fd)
+        if m.type == w.SAMPLE:
+            self._release(m.value['pool_id'], m.value['slot'])
+        elif m.type == w.OUTPUT_FINISHED:
+            self.finished = True
+            if self.status is None:
+                _, self.status, code, message = m.value
+                self.failure = (code, message)
+
+    def _release(self, pool_id, slot):
+        self._conn.post(w.RELEASE_SLOTS, w.release_slots(self.id, [(pool_id, slot)]))
+
+    def close(self):
+        """Stops the output (CancelOutput) if it is still running; frames already handed out stay valid."""
+        if not self.finished and not self._conn.closed:
+            self.finished = True
+            self._pools.clear()
+            self._conn.post(w.CANCEL_OUTPUT, w.cancel_output(self.id))
+            self._conn.drain(self._rid, self._drained)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001
+            pass
+
+
+def _time(value, what):
+    if value is None:
+        return None
+    if isinstance(value, w.Time):
+        return value
+    if value < 0:
+        raise TrackdError(INVALID_ARGUMENT, '%s must not be negative (%r)' % (what, value))
+    return w.Time.from_seconds(value)
+
+
+def _pixel_format(value):
+    if isinstance(value, str) and len(value.encode()) == 4:
+        return w.str_to_fourcc(value)
+    if isinstance(value, (list, tuple)):
+        return [_pixel_format(v) for v in value]
+    return value
+
+
+class Asset:
+    """An open media file: one connection to trackd, one worker. Use as a context manager, or close()."""
+
+    def __init__(self, path, socket=None, client_name='trackd-python', timeout=None):
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            self._conn = Connection(socket, client_name, timeout)
+            try:
+                self.id, duration, tracks = self._conn.request(w.OPEN_ASSET, w.open_asset(os.fsdecode(path)),
+                                                               w.ASSET_OPENED, fd=fd)
+            except BaseException:
+                self._conn.close()
+                raise
+        finally:
+            os.close(fd)
+        self.path = path
+        self.duration_time = duration
+        self.duration = duration.seconds
+        self.tracks = tracks
+        self.worker_pid = self._conn.hello['worker_pid']
+        self.server_version = self._conn.hello['server_version']
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def close(self):
+        """Ends the session (the worker cancels every output). Frames still held stay readable."""
+        self._conn.close()
+
+    def track(self, track=None, media_type=None):
+        """The Track with this id (or the Track given), else the first track of media_type ('video', 'audio')."""
+        if isinstance(track, w.Track):
+            return track
+        for t in self.tracks:
+            if (track is None or t.id == track) and (media_type is None or t.media_type == media_type):
+                return t
+        if track is not None:
+            raise TrackdError(INVALID_ARGUMENT, 'no track with id %r in %s' % (track, self.path))
+        raise TrackdError(INVALID_ARGUMENT, 'no %s track in %s' % (media_type, self.path))
+
+    def status(self):
+        """GetStatus: the worker's and supervisor's counters (a dict)."""
+        return self._conn.request(w.GET_STATUS, b'', w.STATUS)
+
+    def image(self, time, track=None):
+        """GenerateImage: the frame shown at `time` (seconds) as a PNG file; returns an Image."""
+        t = self.track(track, None if track is not None else 'video')
+        payload = struct.pack('<II', self.id, t.id) + struct.pack('<qiI', *_time(time, 'time')) \
+            + struct.pack('<I', w.str_to_fourcc('png '))
+        rid = self._conn.send(w.GENERATE_IMAGE, payload)
+        m = self._conn.next_message(rid)
+        if m.type == w.ERROR:
+            raise TrackdError(*m.value)
+        if m.type != w.IMAGE:
+            for fd in m.fds:
+                os.close(fd)
+            self._conn._violation('expected an Image for request %d, got type 0x%04x' % (rid, m.type))
+        actual, width, height, length = m.value
+        fd = m.fds[0]
+        try:
+            _check_memfd(fd, length, 'image')
+            png = os.pread(fd, length, 0)
+        except ProtocolViolation as e:
+            self._conn.close(e)
+            raise
+        finally:
+            os.close(fd)
+        return Image(png, actual.seconds, width, height)
+
+    def read(self, track=None, *, pixel_format=None, width=None, height=None, start=None, duration=None,
+             ranges=None, copy=False, passthrough=False, settings=None, sample_rate=None, channels=None, bit_depth=None,
+             is_float=None, big_endian=None, non_interleaved=None):
+        """Reads one track (CreateOutput): an iterator of Frames, in presentation order.
+
+        Video: pixel_format ('420v' default, 'y420', 'BGRA', ... or the integer code, or a list: the first
+        supported wins), width/height to scale. Audio (the default track when an audio option is given):
+        linear PCM, sample_rate, channels, bit_depth (8/16/24/32, default 16), is_float, big_endian,
+        non_interleaved. settings: extra output-settings entries (docs/SETTINGS.md), replacing the options'.
+        passthrough: the stored samples, not decoded. start/duration: seconds (the reader's time range).
+        ranges: instead of start/duration, (start, duration) pairs in seconds (duration None: to the end), read
+        in the order given by one random-access output (supportsRandomAccess, one ResetOutput per range).
+        copy: frames own a copy of their bytes and their slots go back at once (for keeping frames)."""
+        audio_options = dict(sample_rate=sample_rate, channels=channels, bit_depth=bit_depth, is_float=is_float,
+                             big_endian=big_endian, non_interleaved=non_interleaved)
+        wants_audio = any(v is not None for v in audio_options.values())
+        t = self.track(track, None if track is not None else 'audio' if wants_audio else 'video')
+        audio = None
+        if passthrough:
+            if settings or pixel_format or width or height or wants_audio:
+                raise TrackdError(INVALID_ARGUMENT, 'passthrough output takes no output settings')
+            body = None
+        elif t.media_type == 'audio':
+            body, audio = self._audio_settings(t, audio_options)
+        else:
+            body = {}
+            if pixel_format is not None:
+                body['PixelFormatType'] = _pixel_format(pixel_format)
+            if width:
+                body['Width'] = width
+            if height:
+                body['Height'] = height
+        if settings:
+            body = dict(body or {}, **settings)
+            if audio is not None:
+                audio = self._audio_from_settings(body, t)
+        if ranges is not None:
+            if start is not None or duration is not None:
+                raise TypeError('read takes start/duration or ranges, not both')
+            ranges = [(_time(s, 'a range start'), _time(d, 'a range duration') or w.TIME_POSITIVE_INFINITY)
+                      for s, d in ranges]
+            if not ranges:
+                raise ValueError('ranges is empty')
+            (start, duration), ranges = ranges[0], ranges[1:]
+        else:
+            start = _time(start, 'start') or w.TIME_ZERO
+            duration = _time(duration, 'duration') or w.TIME_POSITIVE_INFINITY
+        payload = w.create_output(self.id, t.id, start, duration, body, random_access=ranges is not None)
+        rid = self._conn.send(w.CREATE_OUTPUT, payload)
+        created = self._conn.reply(rid, w.OUTPUT_CREATED)
+        return Output(self, rid, created, copy, audio, ranges or ())
+
+    @staticmethod
+    def _audio_settings(track, o):
+        body = {}
+        if o['sample_rate'] is not None:
+            body['AVSampleRateKey'] = o['sample_rate']
+        if o['channels'] is not None:
+            body['AVNumberOfChannelsKey'] = o['channels']
+        if o['bit_depth'] is not None or o['is_float'] is not None:  # the worker wants both or neither
+            body['AVLinearPCMIsFloatKey'] = bool(o['is_float'])
+            body['AVLinearPCMBitDepthKey'] = o['bit_depth'] or (32 if o['is_float'] else 16)
+        if o['big_endian'] is not None:
+            body['AVLinearPCMIsBigEndianKey'] = bool(o['big_endian'])
+        if o['non_interleaved'] is not None:
+            body['AVLinearPCMIsNonInterleaved'] = bool(o['non_interleaved'])
+        return body, Asset._audio_from_settings(body, track)
+
+    @staticmethod
+    def _audio_from_settings(body, track):
+        return dict(bits=int(body.get('AVLinearPCMBitDepthKey', 16)),
+                    float=bool(body.get('AVLinearPCMIsFloatKey', False)),
+                    big_endian=bool(body.get('AVLinearPCMIsBigEndianKey', False)),
+                    non_interleaved=bool(body.get('AVLinearPCMIsNonInterleaved', False)),
+                    channels=int(body.get('AVNumberOfChannelsKey', track.channels or 0)))
+
+    def frames_at(self, times=None, *, indices=None, track=None, pixel_format=None, width=None, height=None,
+                  settings=None, copy=False):
+        """Exact random access (ReadFrames): the frames shown at `times` (seconds), or with the 0-based
+        presentation-order `indices`, decoded, in the order asked (each Frame's .index is its number in the
+        track). An iterator, like read(): keep at most 8 zero-copy frames at once (or use copy=True)."""
+        if (times is None) == (indices is None):
+            raise TypeError('frames_at takes times or indices=, not both')
+        t = self.track(track, None if track is not None else 'video')
+        if times is not None:
+            requests = [('time', _time(x, 'a time')) for x in times]
+        else:
+            requests = [('index', int(i)) for i in indices]
+            if any(i < 0 for _, i in requests):
+                raise TrackdError(INVALID_ARGUMENT, 'frame indices must not be negative')
+        body = {}
+        if pixel_format is not None:
+            body['PixelFormatType'] = _pixel_format(pixel_format)
+        if width:
+            body['Width'] = width
+        if height:
+            body['Height'] = height
+        body.update(settings or {})
+        rid = self._conn.send(w.READ_FRAMES, w.read_frames(self.id, t.id, requests, body))
+        created = self._conn.reply(rid, w.OUTPUT_CREATED)
+        return Output(self, rid, created, copy)
+
+    def __repr__(self):
+        return '<trackd.Asset %r, %d tracks%s>' % (self.path, len(self.tracks), ', closed' if self._conn.closed else '')

@@ -1,0 +1,232 @@
+"""One connection to trackd (one session, served by one worker): framing, descriptor passing, request ids,
+routing of replies and output events. Single-threaded: messages are read from the socket only when someone
+waits for one; messages for other request ids are queued (or handed to a drain handler)."""
+
+import array
+import os
+import socket
+from collections import deque, namedtuple
+
+from . import _wire as w
+from .errors import DAEMON_UNREACHABLE, MEDIA_SERVICES_WERE_RESET, OPERATION_INTERRUPTED, PROTOCOL_VIOLATION, ProtocolViolation, TrackdError
+
+Message = namedtuple('Message', 'type request_id value fds')
+
+_CMSG_SPACE = socket.CMSG_SPACE(w.MAX_FDS * 4)
+
+
+def default_socket_path():
+    """PROTOCOL.md §1: $TRACKD_SOCKET, else $XDG_RUNTIME_DIR/trackd.sock, else /run/trackd/trackd.sock."""
+    if os.environ.get('TRACKD_SOCKET'):
+        return os.environ['TRACKD_SOCKET']
+    if os.environ.get('XDG_RUNTIME_DIR'):
+        return os.path.join(os.environ['XDG_RUNTIME_DIR'], 'trackd.sock')
+    return '/run/trackd/trackd.sock'
+
+
+class Connection:
+    def __init__(self, path=None, client_name='trackd-python', timeout=None):
+        self.path = path or default_socket_path()
+        self.timeout = timeout
+        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
+        self._sock.settimeout(timeout)
+        try:
+            self._sock.connect(self.path)
+        except OSError as e:
+            self._sock.close()
+            raise TrackdError(DAEMON_UNREACHABLE, 'cannot connect to trackd at %s: %s' % (self.path, e.strerror)) \
+                from None
+        self._buf = bytearray()
+        self._fds = deque()          # received descriptors not yet claimed by a frame (§3)
+        self._queues = {}            # request id -> deque of Messages nobody has asked for yet
+        self._drains = {}            # request id -> callable(Message) for outputs nobody reads any more
+        self._posted = []            # (type, payload) sends deferred while a send is in progress
+        self._sending = False
+        self._next_id = 1
+        self._error = None           # why the connection is closed
+        self._recv_limit = w.PAYLOAD_CEILING  # before the handshake (§5)
+        self.send_limit = w.DEFAULT_MAX_MESSAGE
+        rid = self.send(w.HELLO, w.hello(client_name))
+        reply = self.reply(rid, w.HELLO_REPLY)
+        if reply['version'] != w.VERSION:
+            self._violation('HelloReply picked version %d, not 1' % reply['version'])
+        if not w.MIN_CLIENT_MAX_MESSAGE <= reply['max_message_size'] <= w.DEFAULT_MAX_MESSAGE:
+            self._violation('HelloReply agreed on %d bytes per message' % reply['max_message_size'])
+        self._recv_limit = self.send_limit = reply['max_message_size']
+        self.hello = reply
+
+    # -- state
+
+    @property
+    def closed(self):
+        return self._error is not None
+
+    def close(self, reason=None):
+        if self._error is None:
+            self._error = reason or TrackdError(MEDIA_SERVICES_WERE_RESET, 'the connection to trackd was closed')
+            self._sock.close()
+            while self._fds:
+                os.close(self._fds.popleft())
+            for q in self._queues.values():
+                for m in q:
+                    for fd in m.fds:
+                        os.close(fd)
+            self._queues.clear()
+            self._drains.clear()
+            self._posted.clear()
+
+    def _check_open(self):
+        if self._error is not None:
+            raise TrackdError(MEDIA_SERVICES_WERE_RESET if self._error.code == PROTOCOL_VIOLATION else
+                              self._error.code, self._error.message)
+
+    def _violation(self, message):
+        err = ProtocolViolation(message)
+        self.close(err)
+        raise err
+
+    def _lost(self, message):
+        err = TrackdError(MEDIA_SERVICES_WERE_RESET, message)
+        self.close(err)
+        raise err
+
+    # -- sending
+
+    def send(self, type_, payload, request_id=None, fd=None):
+        """Sends one frame (with fd attached to its first byte when given). Requests that get a reply get a
+        fresh non-zero request id (returned); others are sent with 0."""
+        self._check_open()
+        if request_id is None:
+            request_id = self._next_id
+            self._next_id = self._next_id % 0xFFFFFFFF + 1
+        if len(payload) > self.send_limit:
+            raise ValueError('a %d-byte message is larger than the agreed %d bytes' % (len(payload), self.send_limit))
+        data = w.frame(type_, payload, request_id, 0 if fd is None else 1)
+        self._sending = True
+        try:
+            if fd is None:
+                self._sock.sendall(data)
+            else:
+                sent = self._sock.sendmsg([data], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array('i', [fd]))])
+                if sent < len(data):
+                    self._sock.sendall(data[sent:])
+        except OSError as e:
+            self._sending = False
+            self._lost('sending to trackd failed: %s' % (e.strerror or e))
+        self._sending = False
+        self._flush_posted()
+        return request_id
+
+    def post(self, type_, payload):
+        """A no-reply message (ReleaseSlots, CancelOutput) that may come from a __del__: sent now unless a
+        send is in progress (then after it); dropped when the connection is closed."""
+        if self._error is not None:
+            return
+        self._posted.append((type_, payload))
+        if not self._sending:
+            self._flush_posted()
+
+    def _flush_posted(self):
+        while self._posted and self._error is None and not self._sending:
+            type_, payload = self._posted.pop(0)
+            self.send(type_, payload, request_id=0)
+
+    # -- receiving
+
+    def _read_message(self):
+        while True:
+            if len(self._buf) >= w.HEADER_SIZE:
+                length, type_, fd_count, rid, reserved = w.HEADER.unpack_from(self._buf)
+                if reserved != 0:
+                    self._violation('frame header reserved field is %d, not 0' % reserved)
+                if length > self._recv_limit:
+                    self._violation('a %d-byte payload is larger than the limit of %d' % (length, self._recv_limit))
+                if type_ not in w.WORKER_TYPES:
+                    self._violation('unknown or client-only message type 0x%04x' % type_)
+                if fd_count != w.WORKER_TYPES[type_]:
+                    self._violation('message type 0x%04x declares %d descriptors, not %d'
+                                    % (type_, fd_count, w.WORKER_TYPES[type_]))
+                if len(self._buf) >= w.HEADER_SIZE + length:
+                    payload = bytes(self._buf[w.HEADER_SIZE:w.HEADER_SIZE + length])
+                    del self._buf[:w.HEADER_SIZE + length]
+                    if len(self._fds) < fd_count:
+                        self._violation('message type 0x%04x arrived without its descriptor' % type_)
+                    fds = tuple(self._fds.popleft() for _ in range(fd_count))
+                    try:
+                        value = w.decode(type_, payload)
+                    except ProtocolViolation as e:
+                        for fd in fds:
+                            os.close(fd)
+                        self._violation('message type 0x%04x: %s' % (type_, e.message))
+                    return Message(type_, rid, value, fds)
+            self._flush_posted()
+            try:
+                data, ancdata, flags, _ = self._sock.recvmsg(1 << 18, _CMSG_SPACE, socket.MSG_CMSG_CLOEXEC)
+            except socket.timeout:  # TimeoutError from Python 3.10 on
+                err = TrackdError(OPERATION_INTERRUPTED, 'no message from trackd within %g s (a client holding every '
+                                  'slot of an output stalls it: release frames or read with copy=True)'
+                                  % self.timeout)
+                self.close(err)
+                raise err from None
+            except OSError as e:
+                self._lost('reading from trackd failed: %s' % (e.strerror or e))
+            for level, kind, cdata in ancdata:
+                if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                    fds = array.array('i')
+                    fds.frombytes(cdata[:len(cdata) - len(cdata) % fds.itemsize])
+                    self._fds.extend(fds)
+                    if len(fds) > w.MAX_FDS:
+                        self._violation('%d descriptors in one message (at most %d)' % (len(fds), w.MAX_FDS))
+            if flags & socket.MSG_CTRUNC:
+                self._violation('descriptors were cut off (MSG_CTRUNC)')
+            if not data:
+                self._lost('trackd closed the connection' + (' in the middle of a message' if self._buf else ''))
+            if len(self._fds) > 4 * w.MAX_FDS:
+                self._violation('%d received descriptors that no message claims' % len(self._fds))
+            self._buf += data
+
+    def next_message(self, request_id):
+        """The next message with this request id, reading (and routing) as many as needed."""
+        q = self._queues.get(request_id)
+        if q:
+            m = q.popleft()
+            if not q:
+                del self._queues[request_id]
+            return m
+        self._check_open()
+        while True:
+            m = self._read_message()
+            if m.request_id == request_id:
+                return m
+            if m.type == w.ERROR and m.request_id == 0:
+                err = TrackdError(*m.value)
+                self.close(err)
+                raise err
+            drain = self._drains.get(m.request_id)
+            if drain is not None:
+                drain(m)
+            else:
+                self._queues.setdefault(m.request_id, deque()).append(m)
+
+    def reply(self, request_id, expected_type):
+        """The reply to a request: its value, or TrackdError for an Error."""
+        m = self.next_message(request_id)
+        if m.type == w.ERROR:
+            raise TrackdError(*m.value)
+        if m.type != expected_type:
+            for fd in m.fds:
+                os.close(fd)
+            self._violation('expected message type 0x%04x for request %d, got 0x%04x'
+                            % (expected_type, request_id, m.type))
+        return m.value
+
+    def request(self, type_, payload, expected_type, fd=None):
+        return self.reply(self.send(type_, payload, fd=fd), expected_type)
+
+    def drain(self, request_id, handler):
+        """From now on messages for request_id go to handler as they arrive (queued ones at once)."""
+        if self._error is not None:
+            return
+        self._drains[request_id] = handler
+        for m in self._queues.pop(request_id, ()):
+            handler(m)
