@@ -220,6 +220,8 @@ public final class TrackPipeline: @unchecked Sendable {
         if copiesAsNV12(request.pixelFormat) {
             // 420v/420f: NV12 is written while copying (swift_gst_copy_as_nv12), so I420 from the decoder is as
             // good and saves videoconvert a pass; videoconvert passes through the input format when it can.
+            // Measured (1080p H.264, 600 frames, 2 CPUs): the worker spends 2.37 s of CPU per read this way and
+            // 2.86 s when videoconvert writes NV12 into the zero-copy pool — the fused copy is the cheaper pass.
             gst_caps_append(caps, swift_gst_caps_with_string(raw, "format", "I420")!)  // takes the second caps
         }
         gst_caps_unref(raw)
@@ -431,10 +433,6 @@ public final class TrackPipeline: @unchecked Sendable {
         if let audio = audioRequest { return makeAudioSample(sample, buffer: buffer, request: audio) }
         var layout = videoLayout(gst_sample_get_caps(sample))
         _ = swift_gst_video_layout_apply_meta(buffer, &layout)
-        let planes = (0..<Int(min(layout.n_planes, 4))).map { i in
-            PlaneLayout(offset: tuple(layout.offset, i), bytesPerRow: UInt32(clamping: abs(tuple(layout.stride, i))),
-                        rowBytes: tuple(layout.row_bytes, i), height: tuple(layout.plane_height, i))
-        }
         var colorimetry = Colorimetry(range: layout.range, matrix: layout.matrix, primaries: layout.primaries,
                                       transfer: layout.transfer)
         if let target = targetRange, layout.format == GST_VIDEO_FORMAT_NV12 || layout.format == GST_VIDEO_FORMAT_I420 {
@@ -444,6 +442,10 @@ public final class TrackPipeline: @unchecked Sendable {
             let conversion = source == target.rawValue ? SWIFT_GST_RANGE_KEEP
                 : target == .full ? SWIFT_GST_RANGE_TO_FULL : SWIFT_GST_RANGE_TO_VIDEO
             colorimetry.range = target.rawValue
+            if layout.format == GST_VIDEO_FORMAT_NV12 && conversion == SWIFT_GST_RANGE_KEEP {
+                // Already NV12 in the right range (a decoder that outputs NV12): as is, shared when it can be.
+                return plainVideoSample(sample, buffer: buffer, layout: layout, colorimetry: colorimetry)
+            }
             let w = layout.width, h = layout.height, chromaRow = (w + 1) / 2 * 2
             let nv12 = [PlaneLayout(offset: 0, bytesPerRow: w, rowBytes: w, height: h),
                         PlaneLayout(offset: UInt64(w) * UInt64(h), bytesPerRow: chromaRow, rowBytes: chromaRow,
@@ -451,6 +453,18 @@ public final class TrackPipeline: @unchecked Sendable {
             return PulledSample(sample: sample, buffer: buffer, format: outputFormat.format, width: w, height: h,
                                 colorimetry: colorimetry, planes: nv12, restorer: restorer,
                                 nv12Copy: (layout, conversion), size: Int(swift_gst_nv12_size(w, h)))
+        }
+        return plainVideoSample(sample, buffer: buffer, layout: layout, colorimetry: colorimetry)
+    }
+
+    /// A decoded frame delivered as GStreamer wrote it (planes from its video meta), shared when it is in a memfd
+    /// memory, except for the rewrites below.
+    private func plainVideoSample(_ sample: OpaquePointer, buffer: UnsafeMutablePointer<GstBuffer>,
+                                  layout: SwiftGstVideoLayout, colorimetry: Colorimetry) -> PulledSample {
+        var colorimetry = colorimetry
+        let planes = (0..<Int(min(layout.n_planes, 4))).map { i in
+            PlaneLayout(offset: tuple(layout.offset, i), bytesPerRow: UInt32(clamping: abs(tuple(layout.stride, i))),
+                        rowBytes: tuple(layout.row_bytes, i), height: tuple(layout.plane_height, i))
         }
         var p010Range: (layout: SwiftGstVideoLayout, range: SwiftGstRangeConversion)?
         if let target = targetRange, layout.format == GST_VIDEO_FORMAT_P010_10LE {
