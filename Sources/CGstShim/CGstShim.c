@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <gst/audio/audio.h>
 #include <gst/base/gstbasesrc.h>
 
 // ═══ trackdfdsrc ═══════════════════════════════════════════════════════════════════════════════════════════════
@@ -185,6 +186,19 @@ GstMessageType swift_gst_message_type(const GstMessage *message) { return GST_ME
 GstEventType swift_gst_event_type(const GstEvent *event) { return GST_EVENT_TYPE(event); }
 GstEvent *swift_gst_pad_probe_info_event(GstPadProbeInfo *info) { return GST_PAD_PROBE_INFO_EVENT(info); }
 GstBuffer *swift_gst_pad_probe_info_buffer(GstPadProbeInfo *info) { return GST_PAD_PROBE_INFO_BUFFER(info); }
+GstPadProbeReturn swift_gst_pad_probe_refuse(GstPadProbeInfo *info, GstFlowReturn flow) {
+    if (GST_PAD_PROBE_INFO_DATA(info) != NULL) {
+        gst_mini_object_unref(GST_MINI_OBJECT_CAST(GST_PAD_PROBE_INFO_DATA(info)));
+        GST_PAD_PROBE_INFO_DATA(info) = NULL;
+    }
+    GST_PAD_PROBE_INFO_FLOW_RETURN(info) = flow;
+    return GST_PAD_PROBE_HANDLED;
+}
+gint swift_gst_audio_bytes_per_sample(const GstCaps *caps) {
+    GstAudioInfo info;
+    if (caps == NULL || !gst_audio_info_from_caps(&info, caps) || GST_AUDIO_INFO_CHANNELS(&info) <= 0) return 0;
+    return GST_AUDIO_INFO_BPF(&info) / GST_AUDIO_INFO_CHANNELS(&info);
+}
 
 // ═══ signals ════════════════════════════════════════════════════════════════════════════════════════════════════
 

@@ -70,7 +70,9 @@ public final class TrackPipeline: @unchecked Sendable {
     static let prerollTimeoutNs: UInt64 = 10_000_000_000
 
     /// Builds and prerolls the pipeline for one track, seeks to `timeRange` and sets PLAYING.
-    public init(source: MediaSource, trackID: UInt32, mode: OutputMode, timeRange: MediaTimeRange) throws(TrackError) {
+    /// Decoded outputs enforce `limits` on what leaves the decoder (DecodeGuard); passthrough decodes nothing.
+    public init(source: MediaSource, trackID: UInt32, mode: OutputMode, timeRange: MediaTimeRange,
+                limits: DecodeLimits = DecodeLimits()) throws(TrackError) {
         try Gst.initialize()
         self.source = source
         audioRange = Self.trimRange(timeRange)
@@ -116,6 +118,7 @@ public final class TrackPipeline: @unchecked Sendable {
             swift_gst_object_set_int(convert, "dithering", 0)
             swift_gst_object_set_int(convert, "noise-shaping", 0)
             target = try Self.addDecodeChain(pipeline, elements, caps: Self.audioCaps(request), rawName: "audio/x-raw")
+            DecodeGuard(limits: limits, audio: true, trackID: trackID, pipeline: pipeline.element).attach(to: convert)
         case .decode(let request):
             passthrough = false
             audioRequest = nil
@@ -126,6 +129,7 @@ public final class TrackPipeline: @unchecked Sendable {
             // lossless repack. Without it, outputs of the same depth as the decoder's are exact.
             swift_gst_object_set_int(convert, "dither", 0)
             let queue = try Self.addDecodeChain(pipeline, elements, caps: Self.outputCaps(request), rawName: "video/x-raw")
+            DecodeGuard(limits: limits, audio: false, trackID: trackID, pipeline: pipeline.element).attach(to: convert)
             targetRange = Self.copiesAsNV12(request.pixelFormat) ? request.pixelFormat.range : nil
             let clip = ClipRestorer()
             let queueSrc = gst_element_get_static_pad(queue, "src")!

@@ -245,7 +245,16 @@ final class Session: Sendable {
         } else {
             mode = .passthrough
         }
-        let pipeline = try TrackPipeline(source: asset.source, trackID: track.id, mode: mode, timeRange: range)
+        let limits = context.sandbox.decode
+        if case .decode(let video) = mode {
+            // Before anything is decoded: the container's declared size, then the requested output size.
+            try limits.checkFrame(width: UInt64(track.width), height: UInt64(track.height), "track \(track.id)")
+            if let size = Self.outputSize(video, source: (UInt64(track.width), UInt64(track.height))) {
+                try limits.checkFrame(width: size.width, height: size.height, "the requested output size")
+            }
+        }
+        let pipeline = try TrackPipeline(source: asset.source, trackID: track.id, mode: mode, timeRange: range,
+                                         limits: limits)
         let format = pipeline.outputFormat
         let outputID = try state.withLock { (s: inout State) throws(TrackError) -> UInt32 in
             guard s.outputs.count < Self.maxOutputs else {
@@ -264,6 +273,19 @@ final class Session: Sendable {
                 streamer)
     }
 
+    /// The frame size a decoded output with Width and/or Height delivers (one missing side follows the source's
+    /// aspect ratio, as videoscale's); nil when neither is requested.
+    static func outputSize(_ request: VideoOutputRequest, source: (width: UInt64, height: UInt64))
+        -> (width: UInt64, height: UInt64)? {
+        let w = request.width.map { UInt64(max(0, $0)) }, h = request.height.map { UInt64(max(0, $0)) }
+        switch (w, h) {
+        case let (w?, h?): return (w, h)
+        case let (w?, nil): return (w, source.width > 0 ? w.multipliedFullWidth(by: source.height).low / source.width : 0)
+        case let (nil, h?): return (source.height > 0 ? h.multipliedFullWidth(by: source.width).low / source.height : 0, h)
+        case (nil, nil): return nil
+        }
+    }
+
     /// Decodes the frame shown at the requested time, encodes it as PNG (GStreamer's pngenc) and puts the bytes
     /// in a sealed memfd. Returns the reply and the fd (the caller sends it, then closes it).
     private func generateImage(_ request: GenerateImage, asset: Asset) throws(TrackError) -> (ImageReady, Int32) {
@@ -276,7 +298,11 @@ final class Session: Sendable {
         guard request.time.isNumeric, request.time.seconds >= 0 else {
             throw TrackError(.invalidArgument, "image time \(request.time) is not a valid time")
         }
-        let image = try generatePNG(source: asset.source, trackID: request.trackID, at: request.time)
+        if let track = asset.tracks.first(where: { $0.id == request.trackID }) {
+            try context.sandbox.decode.checkFrame(width: UInt64(track.width), height: UInt64(track.height), "track \(track.id)")
+        }
+        let image = try generatePNG(source: asset.source, trackID: request.trackID, at: request.time,
+                                    limits: context.sandbox.decode)
         let mapping: SharedMapping
         let fd: Int32
         do {
