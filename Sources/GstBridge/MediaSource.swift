@@ -79,6 +79,7 @@ public final class MediaSource: @unchecked Sendable {
         try pipeline.setState(GST_STATE_PAUSED, context: context)
         let deadline = monotonicNs() + Self.discoveryTimeoutNs
         var timedOut = false
+        var stalledPolls = 0
         while true {
             let (complete, noMorePads, count) = state.state.withLock { s in
                 let dense = s.entries.filter { !$0.sparse }
@@ -88,6 +89,17 @@ public final class MediaSource: @unchecked Sendable {
             if complete { break }
             if noMorePads && count == 0 {
                 throw TrackError(.fileFormatNotRecognized, "\(context): no audio, video or subtitle streams found")
+            }
+            // A demuxer that gives up before exposing a stream pauses its task; its error can be lost (parsebin drops
+            // the errors of an element it is still autoplugging), so a stopped demuxer with no stream is the end.
+            if count == 0 && swift_gst_bin_tasks_all_paused(bin(parser)) != 0 {
+                stalledPolls += 1
+                if stalledPolls >= 3 {
+                    throw pipeline.popError(context: context)
+                        ?? TrackError(.fileFailedToParse, "\(context): the demuxer stopped without finding a stream (a damaged or truncated file)")
+                }
+            } else {
+                stalledPolls = 0
             }
             let now = monotonicNs()
             if now >= deadline { timedOut = true; break }
