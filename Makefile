@@ -21,13 +21,15 @@ DEPS         := $(BUILD_DEPS) $(RUNTIME_DEPS) $(TEST_DEPS)
 RELEASE_DIR := $(CURDIR)/.build/release
 DEBUG_DIR   := $(CURDIR)/.build/debug
 
-.PHONY: help deps build build-debug test verify-units run serve bench clean
+.PHONY: help deps build build-debug test verify-units fuzz-media run serve bench clean
 
 help:
 	@echo "make deps          install missing Debian packages (apt-get; prints the sudo command when not root)"
 	@echo "make build         release build: .build/release/{trackd,trackctl}"
 	@echo "make build-debug   debug build: .build/debug/{trackd,trackctl}"
-	@echo "make test          deps, unit-file check, debug build with tests, swift test"
+	@echo "make test          deps, unit-file check, debug build with tests, swift test (includes a 12 s media fuzz)"
+	@echo "make fuzz-media    mutation fuzzer over media through real daemons (FUZZ_SECONDS=300, FUZZ_SEED=…);"
+	@echo "                   crashing/hanging inputs go to .build/fuzz/; fails on a supervisor crash or a hang"
 	@echo "make run           deps, release build, demo against a private trackd (FILE=clip.mp4 optional)"
 	@echo "make serve         release build, trackd in the foreground (SOCKET=path optional)"
 	@echo "make bench         release build, benchmark against gst-launch/ffmpeg -> docs/BENCHMARKS.md"
@@ -61,6 +63,13 @@ verify-units:
 test: deps verify-units
 	$(SWIFT) build --build-tests
 	TRACKD_BUILD_DIR=$(DEBUG_DIR) $(SWIFT) test --skip-build
+
+# The media fuzzer (Tests/IntegrationTests/MediaFuzzTests.swift), time-bounded; FUZZ_SEED reproduces a run.
+FUZZ_SECONDS ?= 300
+fuzz-media: deps
+	$(SWIFT) build --build-tests
+	FUZZ_SECONDS=$(FUZZ_SECONDS) $(if $(FUZZ_SEED),FUZZ_SEED=$(FUZZ_SEED)) FUZZ_DIR=$(CURDIR)/.build/fuzz \
+	  TRACKD_BUILD_DIR=$(DEBUG_DIR) $(SWIFT) test --skip-build --filter MediaFuzzTests
 
 run: build
 	@BUILD_DIR=$(RELEASE_DIR) FILE="$(FILE)" scripts/run-demo.sh
