@@ -253,8 +253,14 @@ final class Session: Sendable {
                 try limits.checkFrame(width: size.width, height: size.height, "the requested output size")
             }
         }
-        let pipeline = try TrackPipeline(source: asset.source, trackID: track.id, mode: mode, timeRange: range,
-                                         limits: limits)
+        let pipeline: TrackPipeline
+        do {
+            pipeline = try TrackPipeline(source: asset.source, trackID: track.id, mode: mode, timeRange: range, limits: limits)
+        } catch where error.knownCode == .invalidArgument {
+            // Discovery found the track; the demuxer did not expose it this time: the file is damaged (or changed).
+            throw TrackError(.fileFailedToParse,
+                             "track \(track.id) was found when the asset was opened but not when reading it again; the file is damaged or was changed (\(error.message))")
+        }
         let format = pipeline.outputFormat
         let outputID = try state.withLock { (s: inout State) throws(TrackError) -> UInt32 in
             guard s.outputs.count < Self.maxOutputs else {
