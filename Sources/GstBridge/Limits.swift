@@ -40,7 +40,8 @@ public struct DecodeLimits: Sendable, Hashable {
 }
 
 /// Enforces DecodeLimits where decoded data leaves the decoder (the converter's sink pad): a frame size over the
-/// limit is refused at the caps event (before the decoder allocates frames of that size), and each buffer is counted
+/// limit is refused at the caps event (before downstream buffers of that size are negotiated or allocated; a libav decoder
+/// may already hold one decoded frame of it), and each buffer is counted
 /// against the budget. A refusal posts a trackd application message (→ .limitExceeded with the text) and answers
 /// the decoder with a flow error, which stops the streaming thread.
 final class DecodeGuard: @unchecked Sendable {
