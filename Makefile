@@ -24,15 +24,17 @@ PYTHON ?= /usr/bin/python3
 RELEASE_DIR := $(CURDIR)/.build/release
 DEBUG_DIR   := $(CURDIR)/.build/debug
 
-.PHONY: help deps build build-debug test test-python verify-units fuzz-protocol run serve bench clean
+.PHONY: help deps build build-debug test test-python verify-units fuzz-protocol fuzz-media run serve bench clean
 
 help:
 	@echo "make deps          install missing Debian packages (apt-get; prints the sudo command when not root)"
 	@echo "make build         release build: .build/release/{trackd,trackctl}"
 	@echo "make build-debug   debug build: .build/debug/{trackd,trackctl}"
-	@echo "make test          deps, unit-file check, debug build with tests, swift test, then test-python"
+	@echo "make test          deps, unit-file check, debug build with tests, swift test (with short fuzz runs), then test-python"
 	@echo "make test-python   the Python client (clients/python): pip install into a temp dir, unittest"
 	@echo "make fuzz-protocol protocol mutation fuzzer against a real trackd (FUZZ_SECONDS=300, FUZZ_SEED=n)"
+	@echo "make fuzz-media    mutation fuzzer over media through real daemons (FUZZ_SECONDS=300, FUZZ_SEED=…);"
+	@echo "                   crashing/hanging inputs go to .build/fuzz/; fails on a supervisor crash or a hang"
 	@echo "make run           deps, release build, demo against a private trackd (FILE=clip.mp4 optional)"
 	@echo "make serve         release build, trackd in the foreground (SOCKET=path optional)"
 	@echo "make bench         release build, benchmark against gst-launch/ffmpeg -> docs/BENCHMARKS.md"
@@ -87,6 +89,13 @@ fuzz-protocol: deps
 	$(SWIFT) build --build-tests
 	FUZZ_SECONDS=$(FUZZ_SECONDS) $(if $(FUZZ_SEED),FUZZ_SEED=$(FUZZ_SEED)) TRACKD_BUILD_DIR=$(DEBUG_DIR) \
 	  $(SWIFT) test --skip-build --filter ProtocolFuzzTests
+
+# The media fuzzer (Tests/IntegrationTests/MediaFuzzTests.swift), time-bounded; FUZZ_SEED reproduces a run.
+FUZZ_SECONDS ?= 300
+fuzz-media: deps
+	$(SWIFT) build --build-tests
+	FUZZ_SECONDS=$(FUZZ_SECONDS) $(if $(FUZZ_SEED),FUZZ_SEED=$(FUZZ_SEED)) FUZZ_DIR=$(CURDIR)/.build/fuzz \
+	  TRACKD_BUILD_DIR=$(DEBUG_DIR) $(SWIFT) test --skip-build --filter MediaFuzzTests
 
 run: build
 	@BUILD_DIR=$(RELEASE_DIR) FILE="$(FILE)" scripts/run-demo.sh

@@ -87,7 +87,9 @@ public final class TrackPipeline: @unchecked Sendable {
     static let prerollTimeoutNs: UInt64 = 10_000_000_000
 
     /// Builds and prerolls the pipeline for one track, seeks to `timeRange` and sets PLAYING.
-    public init(source: MediaSource, trackID: UInt32, mode: OutputMode, timeRange: MediaTimeRange) throws(TrackError) {
+    /// Decoded outputs enforce `limits` on what leaves the decoder (DecodeGuard); passthrough decodes nothing.
+    public init(source: MediaSource, trackID: UInt32, mode: OutputMode, timeRange: MediaTimeRange,
+                limits: DecodeLimits = DecodeLimits()) throws(TrackError) {
         try Gst.initialize()
         self.source = source
         audioRange = Self.trimRange(timeRange)
@@ -142,6 +144,7 @@ public final class TrackPipeline: @unchecked Sendable {
             }
             target = try Self.addDecodeChain(pipeline, elements, caps: caps, rawName: "audio/x-raw",
                                              channelOrder: channelOrder)
+            DecodeGuard(limits: limits, audio: true, trackID: trackID, pipeline: pipeline.element).attach(to: convert)
             let clip = ClipRestorer()  // see ClipRestorer.clippedEnd
             let queueSrc = gst_element_get_static_pad(target, "src")!
             clip.attach(to: queueSrc)
@@ -162,6 +165,7 @@ public final class TrackPipeline: @unchecked Sendable {
             // lossless repack. Without it, outputs of the same depth as the decoder's are exact.
             swift_gst_object_set_int(convert, "dither", 0)
             let queue = try Self.addDecodeChain(pipeline, elements, caps: Self.outputCaps(request), rawName: "video/x-raw")
+            DecodeGuard(limits: limits, audio: false, trackID: trackID, pipeline: pipeline.element).attach(to: convert)
             targetRange = request.pixelFormat.range
             let clip = ClipRestorer()
             let queueSrc = gst_element_get_static_pad(queue, "src")!
