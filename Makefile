@@ -12,7 +12,7 @@ SWIFT ?= swift
 # Debian 12 packages. build: headers for the C modules; runtime: the GStreamer elements the worker
 # uses; test: oracles and tools the tests and scripts call (ffprobe/ffmpeg, systemd-analyze,
 # systemd-socket-activate, python3; python3-numpy, pip, setuptools and wheel for the Python client's tests).
-BUILD_DEPS   := libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev libsystemd-dev libseccomp-dev libmd-dev pkg-config
+BUILD_DEPS   := libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev libsystemd-dev libseccomp-dev libmd-dev libcairo2-dev pkg-config
 RUNTIME_DEPS := gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad \
                 gstreamer1.0-plugins-ugly gstreamer1.0-libav gstreamer1.0-tools
 TEST_DEPS    := ffmpeg systemd python3 python3-numpy python3-pip python3-setuptools python3-wheel
