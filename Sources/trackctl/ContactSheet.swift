@@ -106,7 +106,7 @@ enum ContactSheet {
         var info = stat()
         let fileSize = stat(asset.path, &info) == 0 ? Double(info.st_size) : nil
         let name = asset.path.split(separator: "/").last.map(String.init) ?? asset.path
-        var headline = "\(name)  ·  \(track.naturalSize.width)x\(track.naturalSize.height) \(track.codec)"
+        var headline = "\(name)  ·  \(track.naturalSize.width)x\(track.naturalSize.height) \(Commands.codecName(track.codec) ?? track.codec.description)"
         if track.nominalFrameRate > 0 { headline += " \(fixed(track.nominalFrameRate, 3)) fps" }
         if track.rotation != 0 { headline += " rotated \(track.rotation)°" }
         headline += "  ·  \(clock(duration.seconds))"
