@@ -70,6 +70,57 @@ struct ContactSheetTests {
         #expect(Set(empty).count <= 3, "the empty cell has picture content")
     }
 
+    /// A track rotated 90° (tkhd matrix) is shown as a player shows it: Media.clip's 320x240 frames become 240x320
+    /// displays, so TH = 2·round(320·320/240 / 2) = 426 and the frames are decoded at 426x320, then turned
+    /// clockwise: the tile's pixel (x, y) is the frame's pixel (column y, row 319 − x).
+    /// (Measured: identical; 2 levels allowed for cairo's filter at a transform of cos 90° ≈ 6e-17.)
+    @Test func rotatedTrackIsShownUpright() throws {
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        let dir = Env.tempDir("sheet-rotated")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        var bytes = [UInt8](try #require(FileManager.default.contents(atPath: Media.clip)))
+        let tkhd = try #require((0..<bytes.count - 4).first { bytes[$0..<$0 + 4].elementsEqual("tkhd".utf8) })
+        try #require(bytes[tkhd + 4] == 0, "tkhd version 0 expected")
+        let matrix: [UInt32] = [0, 0x0001_0000, 0, 0xFFFF_0000, 0, 0, 0, 0, 0x4000_0000]  // 90° clockwise
+        for (i, v) in matrix.enumerated() {
+            for b in 0..<4 { bytes[tkhd + 4 + 40 + i * 4 + b] = UInt8(truncatingIfNeeded: v >> (24 - 8 * UInt32(b))) }
+        }
+        let rotated = dir + "/rotated.mp4", sheet = dir + "/sheet.png"
+        _ = FileManager.default.createFile(atPath: rotated, contents: Data(bytes))
+        let r = try daemon.trackctl(["contact-sheet", rotated, "--count", "4", "--output", sheet])
+        #expect(r.status == 0, "\(r.stderr)")
+        // C = ⌈√(4·4·426/960)⌉ = 3, R = 2.
+        let (tileWidth, tileHeight) = (320, 426)
+        let width = 12 + 3 * 332, height = 40 + 2 * (tileHeight + 34)
+        let decoded = try run("ffmpeg", ["-hide_banner", "-loglevel", "error", "-i", sheet, "-f", "rawvideo", "-pix_fmt", "bgra", "-"])
+        #expect(decoded.status == 0, "ffmpeg: \(decoded.stderr)")
+        let pixels = [UInt8](decoded.stdout)
+        try #require(pixels.count == width * height * 4, "the sheet is not \(width)x\(height)")
+
+        // Tile 0: the frame shown at 0.25 s, frame 7 (mid-frame at 30 fps), decoded at 426x320.
+        let path = dir + "/frame.bgra"
+        let f = try daemon.trackctl(["frames", rotated, "--index", "7", "--pixel-format", "BGRA", "--width", "426", "--height", "320",
+                                     "--output", path])
+        #expect(f.status == 0, "\(f.stderr)")
+        let frame = [UInt8](try #require(FileManager.default.contents(atPath: path)))
+        try #require(frame.count == 426 * 320 * 4)
+        var upright = 0, unturned = 0
+        for y in 0..<tileHeight {
+            for x in 0..<tileWidth {
+                let sheetPixel = ((40 + y) * width + 12 + x) * 4
+                let turned = ((319 - x) * 426 + y) * 4  // row 319 − x, column y
+                let straight = (min(y, 319) * 426 + min(x, 425)) * 4  // the frame laid on without turning
+                for c in 0..<3 {
+                    upright = max(upright, abs(Int(pixels[sheetPixel + c]) - Int(frame[turned + c])))
+                    unturned += abs(Int(pixels[sheetPixel + c]) - Int(frame[straight + c]))
+                }
+            }
+        }
+        #expect(upright <= 2, "tile 0 differs from frame 7 turned clockwise by up to \(upright)")
+        #expect(unturned / (tileWidth * tileHeight * 3) > 10, "tile 0 also matches the frame unturned")
+    }
+
     @Test func errorsAreClear() throws {
         let daemon = try Daemon()
         defer { daemon.stop() }
