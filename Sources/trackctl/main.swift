@@ -19,6 +19,7 @@ let usage = """
       trackctl [--socket PATH] frames FILE (--at T1,T2,… | --index I1,I2,…) [--track ID] [--pixel-format CODE]
                                [--width N --height N] [--setting KEY=VALUE]... [--output PATH|-] [--md5] [--json]
       trackctl [--socket PATH] frame FILE --time SECONDS [--track ID] --output OUT.png
+      trackctl [--socket PATH] contact-sheet FILE --output SHEET.png [--count N] [--track ID]
       trackctl [--socket PATH] status [--json]
       trackctl read --pixel-format list
 
@@ -50,6 +51,13 @@ let usage = """
                 decoded like read, in the order given, each GOP decoded once;
                 --md5/--json/--output as for read, with INDEX the frame's number in the track
       frame     write the exact frame shown at --time as a PNG
+      contact-sheet
+                a PNG of N (--count, 1…100, default 12) exact frames, the ones shown at the centres of N equal
+                slices of the video track's duration, in a grid under a header (file name, size, codec, fps,
+                duration, file size), each captioned with its time (HH:MM:SS.mmm) and frame index. Tiles are
+                320 pixels wide, TH = 320 × display height / width rounded to even tall (rotation applied);
+                C = min(N, ⌈√(N·4·TH/960)⌉) columns, R = ⌈N/C⌉ rows; the sheet is 12 + C·332 wide and
+                40 + R·(TH + 34) tall; tile i's picture starts at x = 12 + (i mod C)·332, y = 40 + ⌊i/C⌋·(TH + 34)
       status    show the daemon's state
 
     examples:
@@ -60,6 +68,7 @@ let usage = """
       trackctl read clip.mp4 --sample-rate 22050 --channels 1 --float --output mono.f32le
       trackctl read clip.mp4 --setting 'PixelFormatType=["v308","BGRA"]' --setting Width=640 --setting Height=360 --md5
       trackctl frame clip.mp4 --time 2.5 --output frame.png
+      trackctl contact-sheet clip.mp4 --count 16 --output sheet.png
       trackctl frames clip.mp4 --at 0.5,12.25,3 --pixel-format BGRA --md5
       trackctl read clip.mp4 --pixel-format y420 --md5 --ranges 1.2-1.5,0-0.5
 
@@ -90,7 +99,7 @@ struct Options {
 
     static let valued: Set<String> = ["--socket", "--track", "--pixel-format", "--width", "--height", "--output", "--time",
                                       "--audio-format", "--sample-rate", "--channels", "--bit-depth", "--start", "--duration", "--ranges",
-                                      "--at", "--index"]
+                                      "--at", "--index", "--count"]
     static let repeatable: Set<String> = ["--setting"]
     static let boolean: Set<String> = ["--passthrough", "--md5", "--json", "--help", "-h", "--float", "--big-endian",
                                        "--non-interleaved"]
@@ -149,6 +158,7 @@ case "read": Commands.read(options, socketPath: socketPath)
 case "frame": Commands.frame(options, socketPath: socketPath)
 case "frames": Commands.frames(options, socketPath: socketPath)
 case "status": Commands.status(options, socketPath: socketPath)
+case "contact-sheet": ContactSheet.run(options, socketPath: socketPath)
 default: Exit.usageError("unknown command \(command)")
 }
 exit(0)
