@@ -5,9 +5,11 @@
 #include <fcntl.h>
 #include <spawn.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 // The most descriptors one message may carry on either side; the protocol negotiates a smaller limit.
@@ -124,4 +126,21 @@ pid_t trackd_spawn_with_fds(const char *path, char *const argv[], char *const en
     posix_spawn_file_actions_destroy(&actions);
     if (rc != 0) { errno = rc; return -1; }
     return pid;
+}
+
+uint64_t trackd_atomic_load_u64(const uint64_t *p) { return __atomic_load_n(p, __ATOMIC_SEQ_CST); }
+void trackd_atomic_store_u64(uint64_t *p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_SEQ_CST); }
+uint64_t trackd_atomic_add_u64(uint64_t *p, uint64_t v) { return __atomic_add_fetch(p, v, __ATOMIC_SEQ_CST); }
+uint64_t trackd_atomic_sub_u64(uint64_t *p, uint64_t v) { return __atomic_sub_fetch(p, v, __ATOMIC_SEQ_CST); }
+
+int trackd_socket_unread(int sock) {
+    int n = 0;
+    if (ioctl(sock, FIONREAD, &n) != 0) return -1;
+    return n;
+}
+
+uint64_t trackd_monotonic_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }

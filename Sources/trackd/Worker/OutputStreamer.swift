@@ -26,6 +26,8 @@ final class OutputStreamer: Sendable {
 
     struct Pool {
         let mapping: SharedMapping
+        /// Counts the pool against the per-client and total pool-byte limits until the pool is dropped.
+        let reservation: PoolReservation
         let slotSize: Int
         var free: [UInt32]
         var held: Set<UInt32> = []
@@ -56,13 +58,14 @@ final class OutputStreamer: Sendable {
     private let pipeline: TrackPipeline
     private let socket: MessageSocket
     private let stats: WorkerStats
+    private let workerSlot: WorkerSlot
     private let state = Mutex(State())
     private let wake = DispatchSemaphore(value: 0)
     /// Called once when the output has finished and every slot is back (the session forgets it then).
     private let onDrained: @Sendable (UInt32) -> Void
 
     init(id: UInt32, requestID: UInt32, pipeline: TrackPipeline, passthrough: Bool, supportsRandomAccess: Bool,
-         socket: MessageSocket, stats: WorkerStats, onDrained: @escaping @Sendable (UInt32) -> Void) {
+         socket: MessageSocket, stats: WorkerStats, slot: WorkerSlot, onDrained: @escaping @Sendable (UInt32) -> Void) {
         self.id = id
         self.supportsRandomAccess = supportsRandomAccess
         self.requestID = requestID
@@ -70,6 +73,7 @@ final class OutputStreamer: Sendable {
         self.passthrough = passthrough
         self.socket = socket
         self.stats = stats
+        self.workerSlot = slot
         self.onDrained = onDrained
     }
 
@@ -140,8 +144,14 @@ final class OutputStreamer: Sendable {
         }
     }
 
+    /// The puller counts as busy for the watchdog (the client waits on it) except while it waits for the client:
+    /// for a free slot, or for ResetOutput/FinishOutput after RangeEnded.
     private func run() {
-        defer { pipeline.stop() }
+        workerSlot.beginBusy()
+        defer {
+            workerSlot.endBusy()
+            pipeline.stop()
+        }
         while true {
             if state.withLock({ $0.cancelled }) { return finish(.cancelled) }
             switch pipeline.pull(timeoutNs: 100_000_000) {
@@ -175,6 +185,7 @@ final class OutputStreamer: Sendable {
                     flags: flags, format: sample.format, width: sample.width, height: sample.height,
                     colorimetry: sample.colorimetry, planes: sample.planes, frameCount: sample.frameCount)))
                 stats.samplesSent.add(1, ordering: .relaxed)
+                workerSlot.progress()
             }
         }
     }
@@ -185,6 +196,8 @@ final class OutputStreamer: Sendable {
     /// RangeEnded and waits for ResetOutput (its first range), FinishOutput (.completed) or CancelOutput.
     private func nextRange() -> NextRange {
         enum Step { case range(MediaTimeRange), completed, cancelled, announce, wait }
+        var waiting = false
+        defer { if waiting { workerSlot.beginBusy() } }
         while true {
             let step = state.withLock { s -> Step in
                 if s.cancelled { return .cancelled }
@@ -199,7 +212,12 @@ final class OutputStreamer: Sendable {
             case .completed: return .completed
             case .cancelled: return .cancelled
             case .announce: send(.rangeEnded(outputID: id))
-            case .wait: _ = wake.wait(timeout: .now() + .milliseconds(100))
+            case .wait:
+                if !waiting {
+                    waiting = true
+                    workerSlot.endBusy()
+                }
+                _ = wake.wait(timeout: .now() + .milliseconds(100))
             }
         }
     }
@@ -215,6 +233,8 @@ final class OutputStreamer: Sendable {
 
     /// Waits for a free slot that fits `bytes`, creating or replacing the pool as needed. Nil when cancelled.
     private func acquireSlot(bytes: Int) -> (UInt32, UInt32, Int, SharedMapping)? {
+        var waiting = false
+        defer { if waiting { workerSlot.beginBusy() } }
         while true {
             enum Step { case got(UInt32, UInt32, Int, SharedMapping), needPool(retire: UInt32?, removeNow: Bool), wait, cancelled }
             let step = state.withLock { s -> Step in
@@ -242,6 +262,10 @@ final class OutputStreamer: Sendable {
             case .cancelled:
                 return nil
             case .wait:
+                if !waiting {
+                    waiting = true
+                    workerSlot.endBusy()  // the client holds every slot: waiting on it is not the worker's stall
+                }
                 _ = wake.wait(timeout: .now() + .milliseconds(100))
             case .needPool(let retired, let removeNow):
                 if let retired, removeNow { send(.poolRemoved(outputID: id, poolID: retired)) }
@@ -258,11 +282,20 @@ final class OutputStreamer: Sendable {
             defer { s.nextPoolID += 1 }
             return s.nextPoolID
         }
+        let reservation: PoolReservation
+        do throws(TrackError) {
+            reservation = try PoolReservation(slot: workerSlot, bytes: UInt64(slotSize * slotCount))
+        } catch {
+            Log.warning("limit: output \(id): \(error.message)")
+            finish(.failed, error)
+            state.withLock { $0.cancelled = true }
+            return false
+        }
         do {
             let (mapping, fd) = try SharedMapping.create(name: "trackd-pool-\(id)-\(poolID)", size: slotSize * slotCount)
             defer { close(fd) }
             state.withLock { s in
-                s.pools[poolID] = Pool(mapping: mapping, slotSize: slotSize,
+                s.pools[poolID] = Pool(mapping: mapping, reservation: reservation, slotSize: slotSize,
                                        free: (0..<UInt32(slotCount)).reversed().map { $0 })
                 s.currentPool = poolID
             }
