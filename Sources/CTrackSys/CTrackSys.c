@@ -2,6 +2,7 @@
 #include "CTrackSys.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <spawn.h>
 #include <string.h>
@@ -121,8 +122,17 @@ pid_t trackd_spawn_with_fds(const char *path, char *const argv[], char *const en
     // A source must not be an earlier action's target: the supervisor's listener holds fd 3 (so a connection is
     // never 3) and it keeps the statistics fd at 100 or above (see SharedStatistics), so no source is 3 or 4.
     for (int i = 0; i < nfds && rc == 0; i++) rc = posix_spawn_file_actions_adddup2(&actions, fds[i], 3 + i);
+    // The supervisor blocks the signals it takes with sigwait; a worker starts with none blocked.
+    posix_spawnattr_t attr;
+    if (rc == 0) rc = posix_spawnattr_init(&attr);
+    else { posix_spawn_file_actions_destroy(&actions); errno = rc; return -1; }
+    sigset_t none;
+    sigemptyset(&none);
+    if (rc == 0) rc = posix_spawnattr_setsigmask(&attr, &none);
+    if (rc == 0) rc = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
     pid_t pid = -1;
-    if (rc == 0) rc = posix_spawn(&pid, path, &actions, NULL, argv, envp);
+    if (rc == 0) rc = posix_spawn(&pid, path, &actions, &attr, argv, envp);
+    posix_spawnattr_destroy(&attr);
     posix_spawn_file_actions_destroy(&actions);
     if (rc != 0) { errno = rc; return -1; }
     return pid;

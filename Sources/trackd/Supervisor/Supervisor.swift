@@ -70,6 +70,11 @@ enum SupervisorMain {
             i += 1
         }
         signal(SIGPIPE, SIG_IGN)
+        // SIGCHLD, SIGTERM and SIGINT are blocked before any thread exists, so every thread inherits the mask
+        // and the main thread takes them with sigwait (Supervisor.waitForSignals). (libdispatch signal sources
+        // missed signals here: the kernel delivered them to a thread that did not block them.)
+        var signals = Supervisor.handledSignals
+        pthread_sigmask(SIG_BLOCK, &signals, nil)
         if geteuid() == 0 {
             guard let entry = getpwnam(workerUser) else {
                 Log.error("--worker-user \(workerUser): no such user; workers must not run as root")
@@ -119,7 +124,7 @@ enum SupervisorMain {
                                     limits: limits, table: table.0, tableFD: table.1)
         supervisor.start()
         _ = sd_notify(0, "READY=1\nSTATUS=accepting connections")
-        dispatchMain()
+        supervisor.waitForSignals()
     }
 
     static func selfExecutable() -> String? {
@@ -161,9 +166,8 @@ final class Supervisor: Sendable {
     let table: WorkerTable
     let tableFD: Int32
     private let counters: Mutex<Counters>
-    private let signalQueue = DispatchQueue(label: "trackd.signals")
     private let timerQueue = DispatchQueue(label: "trackd.timers")
-    nonisolated(unsafe) private var sources: [DispatchSourceProtocol] = []
+    nonisolated(unsafe) private var sources: [DispatchSourceTimer] = []
 
     init(listener: Listener, executable: String, statistics: SharedStatistics, sandbox: WorkerSandbox,
          limits: Limits, table: WorkerTable, tableFD: Int32) {
@@ -184,21 +188,8 @@ final class Supervisor: Sendable {
     }
 
     func start() {
-        for sig in [SIGCHLD, SIGTERM, SIGINT] {
-            signal(sig, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: sig, queue: signalQueue)
-            source.setEventHandler { [self] in
-                if sig == SIGCHLD { reap() } else { shutdown(signal: sig) }
-            }
-            source.resume()
-            sources.append(source)
-        }
-        // SIG_IGN on SIGCHLD would make the kernel auto-reap children; restore the default so waitpid sees them.
-        signal(SIGCHLD, SIG_DFL)
-        // Once a second: the watchdog, and a reap. The SIGCHLD source alone is not enough: libdispatch reads
-        // signals through a signalfd, which sees only what the kernel does not deliver to some other thread of
-        // this process first, so a SIGCHLD can be lost and a dead worker left unreaped (its client would then
-        // wait for an end of file that the supervisor's copy of the connection holds back).
+        // Once a second: the watchdog, and a reap as a backstop, because a dead worker that is not reaped keeps
+        // its client waiting for an end of file that the supervisor's copy of the connection holds back.
         startTimer(every: .seconds(1)) { [self] in
             reap()
             if limits.watchdog > 0 { watchdogTick() }
@@ -226,6 +217,24 @@ final class Supervisor: Sendable {
                 continue
             }
             if !handOff(conn) { close(conn) }
+        }
+    }
+
+    /// The signals the supervisor handles, blocked in every thread and taken by `waitForSignals`.
+    static var handledSignals: sigset_t {
+        var set = sigset_t()
+        sigemptyset(&set)
+        for sig in [SIGCHLD, SIGTERM, SIGINT] { sigaddset(&set, sig) }
+        return set
+    }
+
+    /// The main thread's loop: reaps on SIGCHLD, stops on SIGTERM/SIGINT. Never returns.
+    func waitForSignals() -> Never {
+        var set = Self.handledSignals
+        while true {
+            var sig: Int32 = 0
+            guard sigwait(&set, &sig) == 0 else { continue }
+            if sig == SIGCHLD { reap() } else { shutdown(signal: sig) }
         }
     }
 
@@ -369,7 +378,7 @@ final class Supervisor: Sendable {
         }
     }
 
-    private func shutdown(signal sig: Int32) {
+    private func shutdown(signal sig: Int32) -> Never {
         Log.notice("received signal \(sig); stopping")
         _ = sd_notify(0, "STOPPING=1")
         if let path = listener.ownedPath { unlink(path) }
