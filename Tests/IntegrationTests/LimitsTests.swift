@@ -390,6 +390,41 @@ struct LimitsTests {
 
     // MARK: - Watchdog
 
+    /// Under systemd's WatchdogSec= (WATCHDOG_USEC in the environment), the supervisor sends READY=1 and then
+    /// WATCHDOG=1 repeatedly to NOTIFY_SOCKET through sd_notify. The test plays systemd's part.
+    @Test func systemdWatchdogPings() throws {
+        let dir = Env.tempDir("notify")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let path = dir + "/notify.sock"
+        let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
+        #expect(fd >= 0)
+        defer { close(fd) }
+        var addr = sockaddr_un()
+        addr.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &addr.sun_path) { raw in
+            let bytes = Array(path.utf8)
+            raw.copyBytes(from: bytes.prefix(raw.count - 1))
+        }
+        let bound = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        #expect(bound == 0)
+        var tv = timeval(tv_sec: Self.harnessTimeout, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+        let daemon = try Daemon(env: ["NOTIFY_SOCKET": path, "WATCHDOG_USEC": "200000"])
+        defer { daemon.stop() }
+        var messages: [String] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while messages.filter({ $0 == "WATCHDOG=1" }).count < 3 {
+            let n = recv(fd, &buffer, buffer.count, 0)
+            guard n > 0 else { break }
+            messages.append(String(decoding: buffer[..<n], as: UTF8.self))
+        }
+        #expect(messages.first?.hasPrefix("READY=1") == true, "\(messages)")
+        #expect(messages.filter { $0 == "WATCHDOG=1" }.count == 3, "\(messages)")
+        #expect(daemon.log.contains("systemd watchdog enabled: WATCHDOG=1 every 100 ms"))
+    }
+
     /// A worker that stops producing while its client waits (here: SIGSTOP in the middle of a read) is killed by
     /// the watchdog; the client gets −11819 saying the worker stopped, not a hang, and the daemon serves on.
     @Test func watchdogKillsAStalledWorker() throws {

@@ -104,11 +104,11 @@ final class Daemon {
     let child: Child
     private var stopped = false
 
-    init(extraArgs: [String] = []) throws {
+    init(extraArgs: [String] = [], env: [String: String] = [:]) throws {
         dir = Env.tempDir("daemon")
         socketPath = dir + "/trackd.sock"
         logPath = dir + "/trackd.log"
-        child = try Child(Env.trackd, ["--socket", socketPath] + extraArgs, stderr: logPath)
+        child = try Child(Env.trackd, ["--socket", socketPath] + extraArgs, stderr: logPath, env: env)
         for _ in 0..<200 {
             if FileManager.default.fileExists(atPath: socketPath) { return }
             usleep(25_000)
