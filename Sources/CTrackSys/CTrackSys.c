@@ -2,12 +2,15 @@
 #include "CTrackSys.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <spawn.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 // The most descriptors one message may carry on either side; the protocol negotiates a smaller limit.
@@ -119,9 +122,35 @@ pid_t trackd_spawn_with_fds(const char *path, char *const argv[], char *const en
     // A source must not be an earlier action's target: the supervisor's listener holds fd 3 (so a connection is
     // never 3) and it keeps the statistics fd at 100 or above (see SharedStatistics), so no source is 3 or 4.
     for (int i = 0; i < nfds && rc == 0; i++) rc = posix_spawn_file_actions_adddup2(&actions, fds[i], 3 + i);
+    // The supervisor blocks the signals it takes with sigwait; a worker starts with none blocked.
+    posix_spawnattr_t attr;
+    if (rc == 0) rc = posix_spawnattr_init(&attr);
+    else { posix_spawn_file_actions_destroy(&actions); errno = rc; return -1; }
+    sigset_t none;
+    sigemptyset(&none);
+    if (rc == 0) rc = posix_spawnattr_setsigmask(&attr, &none);
+    if (rc == 0) rc = posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
     pid_t pid = -1;
-    if (rc == 0) rc = posix_spawn(&pid, path, &actions, NULL, argv, envp);
+    if (rc == 0) rc = posix_spawn(&pid, path, &actions, &attr, argv, envp);
+    posix_spawnattr_destroy(&attr);
     posix_spawn_file_actions_destroy(&actions);
     if (rc != 0) { errno = rc; return -1; }
     return pid;
+}
+
+uint64_t trackd_atomic_load_u64(const uint64_t *p) { return __atomic_load_n(p, __ATOMIC_SEQ_CST); }
+void trackd_atomic_store_u64(uint64_t *p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_SEQ_CST); }
+uint64_t trackd_atomic_add_u64(uint64_t *p, uint64_t v) { return __atomic_add_fetch(p, v, __ATOMIC_SEQ_CST); }
+uint64_t trackd_atomic_sub_u64(uint64_t *p, uint64_t v) { return __atomic_sub_fetch(p, v, __ATOMIC_SEQ_CST); }
+
+int trackd_socket_unread(int sock) {
+    int n = 0;
+    if (ioctl(sock, FIONREAD, &n) != 0) return -1;
+    return n;
+}
+
+uint64_t trackd_monotonic_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }

@@ -43,6 +43,8 @@ public final class MediaSource: @unchecked Sendable {
     deinit { close(fd) }
 
     static let discoveryTimeoutNs: UInt64 = 5_000_000_000
+    /// How long every streaming task must stay paused, with no stream exposed, before discovery gives up early.
+    static let stalledDemuxerNs: UInt64 = 1_000_000_000
 
     /// Track discovery, bounded by a 5 s timeout. Not a media file → .fileFormatNotRecognized; damaged →
     /// .fileFailedToParse; the message includes GStreamer's error text.
@@ -79,7 +81,7 @@ public final class MediaSource: @unchecked Sendable {
         try pipeline.setState(GST_STATE_PAUSED, context: context)
         let deadline = monotonicNs() + Self.discoveryTimeoutNs
         var timedOut = false
-        var stalledPolls = 0
+        var stalledSince: UInt64?
         while true {
             let (complete, noMorePads, count) = state.state.withLock { s in
                 let dense = s.entries.filter { !$0.sparse }
@@ -91,15 +93,19 @@ public final class MediaSource: @unchecked Sendable {
                 throw TrackError(.fileFormatNotRecognized, "\(context): no audio, video or subtitle streams found")
             }
             // A demuxer that gives up before exposing a stream pauses its task; its error can be lost (parsebin drops
-            // the errors of an element it is still autoplugging), so a stopped demuxer with no stream is the end.
+            // the errors of an element it is still autoplugging), so a stopped demuxer with no stream is the end —
+            // once every task has stayed paused for a second: typefind also pauses its task while parsebin
+            // autoplugs the demuxer, which takes long on a loaded machine (a valid WAV was once refused after three
+            // 10 ms polls).
             if count == 0 && swift_gst_bin_tasks_all_paused(bin(parser)) != 0 {
-                stalledPolls += 1
-                if stalledPolls >= 3 {
+                let since = stalledSince ?? monotonicNs()
+                stalledSince = since
+                if monotonicNs() - since >= Self.stalledDemuxerNs {
                     throw pipeline.popError(context: context)
                         ?? TrackError(.fileFailedToParse, "\(context): the demuxer stopped without finding a stream (a damaged or truncated file)")
                 }
             } else {
-                stalledPolls = 0
+                stalledSince = nil
             }
             let now = monotonicNs()
             if now >= deadline { timedOut = true; break }

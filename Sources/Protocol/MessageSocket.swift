@@ -10,7 +10,8 @@ import Glibc
 /// Sending is safe from any thread (one lock serialises whole frames). Receiving is blocking and belongs to one
 /// dedicated thread. Received descriptors queue in arrival order and each frame takes as many as its header
 /// declares (the kernel delivers a message's descriptors with its first bytes, never later); a frame that
-/// declares more than have arrived, or a read the kernel truncated (MSG_CTRUNC), is a protocol error.
+/// declares more than have arrived, descriptors left over once every received byte is decoded into whole
+/// frames, or a read the kernel truncated (MSG_CTRUNC), is a protocol error.
 public final class MessageSocket: Sendable {
     public let fd: Int32
     private let sendLock = Mutex(())
@@ -64,7 +65,13 @@ public final class MessageSocket: Sendable {
     }
 
     /// Blocks until one complete frame has arrived. The caller owns the returned descriptors.
-    public func receive() throws(ReceiveError) -> ReceivedFrame {
+    ///
+    /// With `check`, the wait is bounded: before every wait for more bytes (so also between the pieces of a
+    /// frame that trickles in) `check` is asked with the number of bytes of an incomplete frame buffered so far,
+    /// and a wait lasts at most `pollMs`; an error from `check` ends the receive as `.broken`. `didRead` is
+    /// called after every read from the socket.
+    public func receive(pollMs: Int32 = 1000, check: ((_ pendingBytes: Int) -> TrackError?)? = nil,
+                        didRead: (() -> Void)? = nil) throws(ReceiveError) -> ReceivedFrame {
         try receiveState.withLock { (state: inout ReceiveState) throws(ReceiveError) -> ReceivedFrame in
             while true {
                 do throws(TrackError) {
@@ -78,8 +85,20 @@ public final class MessageSocket: Sendable {
                         state.pendingFds.removeFirst(n)
                         return ReceivedFrame(requestID: header.requestID, message: message, fds: fds)
                     }
+                    // Every byte received so far is decoded into whole frames. Descriptors arrive with the first
+                    // byte of their frame, so any still queued were sent with a frame that declares none.
+                    if state.decoder.pendingBytes == 0 && !state.pendingFds.isEmpty {
+                        throw TrackError(.protocolViolation,
+                                         "peer sent \(state.pendingFds.count) descriptors no message claims (attached to a frame whose header declares fewer)")
+                    }
                 } catch {
                     throw .broken(error)
+                }
+                if let check {
+                    if let error = check(state.decoder.pendingBytes) { throw .broken(error) }
+                    var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+                    let ready = poll(&pfd, 1, pollMs)
+                    if ready == 0 || (ready < 0 && trackd_errno() == EINTR) { continue }
                 }
                 var fds = [Int32](repeating: -1, count: max(state.maxFds, 1))
                 var nfds: Int32 = 0
@@ -88,6 +107,7 @@ public final class MessageSocket: Sendable {
                 let n = state.buffer.withUnsafeMutableBytes { raw in
                     trackd_recv_with_fds(fd, raw.baseAddress, raw.count, &fds, maxFds, &nfds, &truncated)
                 }
+                didRead?()
                 if n < 0 {
                     let e = trackd_errno()
                     throw .broken(TrackError(.protocolViolation, "recvmsg: \(String(cString: strerror(e)))"))

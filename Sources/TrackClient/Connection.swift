@@ -39,8 +39,21 @@ final class Connection: Sendable {
         }
         socket = MessageSocket(fd: fd, maxMessageSize: Wire.maxMessageSizeCeiling)
         do {
-            try socket.send(.hello(Hello(clientName: clientName)), requestID: 1)
-            let frame = try socket.receive()
+            // A refusal (a connection limit) may be sent and the connection closed before Hello goes out: then
+            // sending fails, but the Error is waiting to be read, so it is read either way.
+            var sendError: SystemError?
+            do {
+                try socket.send(.hello(Hello(clientName: clientName)), requestID: 1)
+            } catch {
+                sendError = error
+            }
+            let frame: ReceivedFrame
+            do {
+                frame = try socket.receive()
+            } catch {
+                if let sendError { throw sendError }
+                throw error
+            }
             switch frame.message {
             case .helloReply(let reply):
                 hello = reply
@@ -109,12 +122,13 @@ final class Connection: Sendable {
 
     private func receiveLoop() {
         var reason: TrackError?
+        var broken: TrackError?
         while true {
             let frame: ReceivedFrame
             do throws(MessageSocket.ReceiveError) {
                 frame = try socket.receive()
             } catch {
-                if case .broken(let e) = error { reason = e }
+                if case .broken(let e) = error { broken = e }
                 break
             }
             if case .error(let e) = frame.message, frame.requestID == 0 {
@@ -135,8 +149,17 @@ final class Connection: Sendable {
                 frame.fds.forEach { Glibc.close($0) }
             }
         }
-        let failure = TrackError(.mediaServicesWereReset,
-                                 "the trackd worker serving this connection ended" + (reason.map { ": \($0.message)" } ?? " unexpectedly"))
+        let failure: TrackError
+        if let reason {
+            failure = TrackError(.mediaServicesWereReset, "the trackd worker serving this connection closed it: \(reason.message)")
+        } else if let broken, !broken.message.hasPrefix("recvmsg:"), !broken.message.hasPrefix("connection closed") {
+            failure = TrackError(.mediaServicesWereReset, "the trackd worker serving this connection broke the protocol: \(broken.message)")
+        } else {
+            // End of file or a reset (the worker died with requests unread): it crashed or was killed.
+            failure = TrackError(.mediaServicesWereReset,
+                                 "the trackd worker serving this connection stopped unexpectedly (it crashed, or trackd's watchdog killed it because it made no progress; trackd's log says which)"
+                                     + (broken.map { " [\($0.message)]" } ?? ""))
+        }
         let (waiters, channels) = state.withLock { s -> ([Waiter], [OutputChannel]) in
             s.failure = failure
             defer {

@@ -104,29 +104,19 @@ final class Daemon {
     let child: Child
     private var stopped = false
 
-    init(extraArgs: [String] = []) throws {
+    init(extraArgs: [String] = [], env: [String: String] = [:]) throws {
         dir = Env.tempDir("daemon")
         socketPath = dir + "/trackd.sock"
         logPath = dir + "/trackd.log"
-        child = try Child(Env.trackd, ["--socket", socketPath] + extraArgs, stderr: logPath)
-        // Ready: trackd logs "listening on" after bind() and listen() (the socket file alone appears at bind), then
-        // catches SIGTERM once its dispatch source is installed (a SIGTERM before that is lost).
+        child = try Child(Env.trackd, ["--socket", socketPath] + extraArgs, stderr: logPath, env: env)
+        // Ready: trackd logs "listening on" after bind() and listen() (the socket file alone appears at bind). The
+        // signals it handles are blocked from its first instruction, so a SIGTERM is never lost before that.
         for _ in 0..<400 {
-            if log.contains("listening on") && Self.catchesSIGTERM(child.pid) { return }
+            if log.contains("listening on") { return }
             if !child.isRunning { break }
             usleep(25_000)
         }
         throw TrackError(.unknown, "trackd did not start listening on \(socketPath) within 10 s; log:\n\(log)")
-    }
-
-    /// SigCgt in /proc/<pid>/status has SIGTERM: the supervisor's handler is installed.
-    static func catchesSIGTERM(_ pid: pid_t) -> Bool {
-        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
-              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("SigCgt:") }),
-              let mask = UInt64(line.dropFirst("SigCgt:".count).trimmingCharacters(in: .whitespaces), radix: 16) else {
-            return false
-        }
-        return mask & (UInt64(1) << (SIGTERM - 1)) != 0
     }
 
     var pid: Int32 { child.pid }

@@ -205,7 +205,8 @@ func readTag(_ fd: Int32, size: Int = 4096) throws -> UInt64 {
         expectBroken(receiver, "must carry 1 descriptors, header says 2")
     }
 
-    /// Descriptors attached to frames that declare none pile up unclaimed; past 4 × maxFds the stream is broken.
+    /// A descriptor attached to a frame that declares none is unclaimed once that frame is decoded and no bytes
+    /// of another frame are pending: the stream is broken at the next receive, before anything else is read.
     @Test func unclaimedDescriptors() throws {
         let (x, y) = socketPair()
         defer { close(x) }
@@ -214,15 +215,18 @@ func readTag(_ fd: Int32, size: Int = 4096) throws -> UInt64 {
         defer { close(poolFD) }
         for i in 0..<17 { rawSend(x, Codec.frame(.getStatus, requestID: UInt32(i)), fds: [poolFD]) }
         var outcome: MessageSocket.ReceiveError?
+        var delivered = 0
         for _ in 0..<17 {
             do throws(MessageSocket.ReceiveError) {
                 let frame = try receiver.receive()
                 #expect(frame.fds.isEmpty)
+                delivered += 1
             } catch {
                 outcome = error
                 break
             }
         }
+        #expect(delivered == 1, "only the frame the stray descriptor came with is delivered")
         guard case .broken(let e)? = outcome else {
             Issue.record("expected broken, got \(String(describing: outcome))")
             return

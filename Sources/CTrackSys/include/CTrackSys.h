@@ -50,4 +50,19 @@ int trackd_errno(void);
 /// Returns the child pid or -1 with errno set.
 pid_t trackd_spawn_with_fds(const char *path, char *const argv[], char *const envp[], const int *fds, int nfds);
 
+/// Sequentially consistent 64-bit atomics on memory shared between processes (the supervisor's worker table,
+/// a MAP_SHARED memfd). Needs C because Swift's Atomic cannot be placed on mapped memory. `p` must be 8-byte
+/// aligned. add/sub return the new value.
+uint64_t trackd_atomic_load_u64(const uint64_t *p);
+void trackd_atomic_store_u64(uint64_t *p, uint64_t v);
+uint64_t trackd_atomic_add_u64(uint64_t *p, uint64_t v);
+uint64_t trackd_atomic_sub_u64(uint64_t *p, uint64_t v);
+
+/// Bytes waiting unread in a socket's receive queue (ioctl FIONREAD, which is variadic and so not callable
+/// from Swift). Returns the count or -1.
+int trackd_socket_unread(int sock);
+
+/// CLOCK_MONOTONIC in milliseconds: one clock for every process on the machine (the worker table's timestamps).
+uint64_t trackd_monotonic_ms(void);
+
 #endif

@@ -15,7 +15,7 @@ import Glibc
 enum SupervisorMain {
     static let usage = """
         usage: trackd [--socket PATH] [--worker-memory BYTES] [--worker-cpu SECONDS] [--worker-user NAME]
-                      [--max-frame-pixels N] [--decode-budget PIXELS] [--audio-decode-budget SAMPLES]
+                      [--max-frame-pixels N] [--decode-budget PIXELS] [--audio-decode-budget SAMPLES] [LIMITS]
           Serves AVAssetReader-style sample reading to local clients.
           --socket PATH           listen here (default: $TRACKD_SOCKET, $XDG_RUNTIME_DIR/trackd.sock,
                                   /run/trackd/trackd.sock); ignored under systemd socket activation (LISTEN_FDS).
@@ -27,16 +27,25 @@ enum SupervisorMain {
           --audio-decode-budget SAMPLES
                                   decoded audio samples (frames × channels) one output may consume
                                   (default 274877906944 = 2^38)
-          See docs/SECURITY.md for the worker sandbox and the decode limits.
+        LIMITS (each hit gets the client an Error −11902 naming the limit, and a log line):
+        \(Limits.usage)
+          See docs/SECURITY.md for the worker sandbox, the decode limits and the limits.
         """
 
     static func run(arguments: [String]) -> Int32 {
         var socketPath: String?
         var sandbox = WorkerSandbox()
         var workerUser = "nobody"
+        var limits = Limits.defaults
         var i = 0
         while i < arguments.count {
             switch arguments[i] {
+            case let name where i + 1 < arguments.count && Limits.options.contains(where: { $0.name == name }):
+                guard let value = UInt64(arguments[i + 1]), limits.set(name, value) else {
+                    Log.error(Limits.complaint(name))
+                    return 2
+                }
+                i += 1
             case "--socket" where i + 1 < arguments.count:
                 socketPath = arguments[i + 1]
                 i += 1
@@ -78,6 +87,11 @@ enum SupervisorMain {
             i += 1
         }
         signal(SIGPIPE, SIG_IGN)
+        // SIGCHLD, SIGTERM and SIGINT are blocked before any thread exists, so every thread inherits the mask
+        // and the main thread takes them with sigwait (Supervisor.waitForSignals). (libdispatch signal sources
+        // missed signals here: the kernel delivered them to a thread that did not block them.)
+        var signals = Supervisor.handledSignals
+        pthread_sigmask(SIG_BLOCK, &signals, nil)
         if geteuid() == 0 {
             guard let entry = getpwnam(workerUser) else {
                 Log.error("--worker-user \(workerUser): no such user; workers must not run as root")
@@ -116,10 +130,18 @@ enum SupervisorMain {
             Log.error("cannot create the shared statistics: \(error)")
             return 1
         }
-        let supervisor = Supervisor(listener: listener, executable: exe, statistics: statistics, sandbox: sandbox)
+        let table: (WorkerTable, Int32)
+        do {
+            table = try WorkerTable.create(slots: Int(limits.maxConnections))
+        } catch {
+            Log.error("cannot create the worker table: \(error)")
+            return 1
+        }
+        let supervisor = Supervisor(listener: listener, executable: exe, statistics: statistics, sandbox: sandbox,
+                                    limits: limits, table: table.0, tableFD: table.1)
         supervisor.start()
         _ = sd_notify(0, "READY=1\nSTATUS=accepting connections")
-        dispatchMain()
+        supervisor.waitForSignals()
     }
 
     static func selfExecutable() -> String? {
@@ -134,25 +156,43 @@ final class Supervisor: Sendable {
     struct WorkerRecord {
         var uid: UInt32
         var clientPID: Int32
+        /// Index in the worker table.
+        var slot: Int
+        /// The supervisor's copy of the connection (for FIONREAD: does the worker still read?); closed at reap.
+        var connection: Int32
+        /// Watchdog: the worker's receive count when unread input was first seen, and since when (monotonic ms).
+        var readsSeen: UInt64 = 0
+        var unreadSince: UInt64?
+        var killed = false
     }
 
     struct Counters {
         var accepted: UInt64 = 0
         var crashes: UInt64 = 0
+        var rejected: UInt64 = 0
+        var watchdogKills: UInt64 = 0
         var workers: [pid_t: WorkerRecord] = [:]
+        var freeSlots: [Int]
     }
 
     let listener: Listener
     let executable: String
     let statistics: SharedStatistics
     let sandbox: WorkerSandbox
-    private let counters = Mutex(Counters())
-    private let signalQueue = DispatchQueue(label: "trackd.signals")
-    nonisolated(unsafe) private var sources: [DispatchSourceSignal] = []
-    nonisolated(unsafe) private var timers: [DispatchSourceTimer] = []
+    let limits: Limits
+    let table: WorkerTable
+    let tableFD: Int32
+    private let counters: Mutex<Counters>
+    private let timerQueue = DispatchQueue(label: "trackd.timers")
+    nonisolated(unsafe) private var sources: [DispatchSourceTimer] = []
 
-    init(listener: Listener, executable: String, statistics: SharedStatistics, sandbox: WorkerSandbox) {
+    init(listener: Listener, executable: String, statistics: SharedStatistics, sandbox: WorkerSandbox,
+         limits: Limits, table: WorkerTable, tableFD: Int32) {
         self.sandbox = sandbox
+        self.limits = limits
+        self.table = table
+        self.tableFD = tableFD
+        counters = Mutex(Counters(freeSlots: (0..<table.slots).reversed()))
         self.listener = listener
         self.executable = executable
         self.statistics = statistics
@@ -165,24 +205,18 @@ final class Supervisor: Sendable {
     }
 
     func start() {
-        for sig in [SIGCHLD, SIGTERM, SIGINT] {
-            signal(sig, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: sig, queue: signalQueue)
-            source.setEventHandler { [self] in
-                if sig == SIGCHLD { reap() } else { shutdown(signal: sig) }
-            }
-            source.resume()
-            sources.append(source)
+        // Once a second: the watchdog, and a reap as a backstop, because a dead worker that is not reaped keeps
+        // its client waiting for an end of file that the supervisor's copy of the connection holds back.
+        startTimer(every: .seconds(1)) { [self] in
+            reap()
+            if limits.watchdog > 0 { watchdogTick() }
         }
-        // SIG_IGN on SIGCHLD would make the kernel auto-reap children; restore the default so waitpid sees them.
-        signal(SIGCHLD, SIG_DFL)
-        // A SIGCHLD can be lost to the signal source (libdispatch on Linux; seen under load as workers left zombies
-        // until the next one exited), so the supervisor also reaps once a second.
-        let sweep = DispatchSource.makeTimerSource(queue: signalQueue)
-        sweep.schedule(deadline: .now() + .seconds(1), repeating: .seconds(1))
-        sweep.setEventHandler { [self] in reap() }
-        sweep.resume()
-        timers.append(sweep)
+        // systemd's WatchdogSec=: ping at half the interval it asks for (sd_watchdog_enabled checks WATCHDOG_PID).
+        var usec: UInt64 = 0
+        if sd_watchdog_enabled(0, &usec) > 0, usec > 0 {
+            Log.notice("systemd watchdog enabled: WATCHDOG=1 every \(usec / 2000) ms")
+            startTimer(every: .microseconds(Int(min(usec / 2, UInt64(Int.max))))) { _ = sd_notify(0, "WATCHDOG=1") }
+        }
         let thread = Thread { [self] in acceptLoop() }
         thread.name = "accept"
         thread.start()
@@ -199,41 +233,137 @@ final class Supervisor: Sendable {
                 usleep(100_000)  // EMFILE/ENFILE/ENOMEM: back off instead of spinning
                 continue
             }
-            handOff(conn)
-            close(conn)
+            if !handOff(conn) { close(conn) }
         }
     }
 
-    private func handOff(_ conn: Int32) {
+    /// The signals the supervisor handles, blocked in every thread and taken by `waitForSignals`.
+    static var handledSignals: sigset_t {
+        var set = sigset_t()
+        sigemptyset(&set)
+        for sig in [SIGCHLD, SIGTERM, SIGINT] { sigaddset(&set, sig) }
+        return set
+    }
+
+    /// The main thread's loop: reaps on SIGCHLD, stops on SIGTERM/SIGINT. Never returns.
+    func waitForSignals() -> Never {
+        var set = Self.handledSignals
+        while true {
+            var sig: Int32 = 0
+            guard sigwait(&set, &sig) == 0 else { continue }
+            if sig == SIGCHLD { reap() } else { shutdown(signal: sig) }
+        }
+    }
+
+    private func startTimer(every interval: DispatchTimeInterval, _ handler: @escaping @Sendable () -> Void) {
+        let timer = DispatchSource.makeTimerSource(queue: timerQueue)
+        timer.schedule(deadline: .now() + interval, repeating: interval)
+        timer.setEventHandler(handler: handler)
+        timer.resume()
+        sources.append(timer)
+    }
+
+    /// Starts a worker for `conn`, or refuses the connection when a connection limit is reached. Returns true
+    /// when the supervisor keeps `conn` (until it reaps the worker).
+    private func handOff(_ conn: Int32) -> Bool {
         var pid: Int32 = 0
         var uid: UInt32 = 0
         var gid: UInt32 = 0
         if trackd_peer_credentials(conn, &pid, &uid, &gid) != 0 {
             Log.warning("SO_PEERCRED failed: \(String(cString: strerror(errno))); dropping connection")
-            return
+            return false
         }
-        let args = [executable, "worker", "--client-pid", "\(pid)", "--client-uid", "\(uid)"] + sandbox.arguments
-        // The counters lock is held across spawn and registration so reap() cannot miss a fast-dying worker.
-        counters.withLock { c in
+        // The counters lock is held across the limit check, spawn and registration so reap() cannot miss a
+        // fast-dying worker and two connections cannot both take the last place.
+        return counters.withLock { c in
             c.accepted += 1
+            let open = UInt64(c.workers.count)
+            let ofUID = UInt64(c.workers.values.filter { $0.uid == uid }.count)
+            var refusal: String?
+            if open >= limits.maxConnections {
+                refusal = "trackd serves at most \(limits.maxConnections) connections at once; \(open) are open (--max-connections)"
+            } else if ofUID >= limits.maxConnectionsPerUID {
+                refusal = "trackd serves at most \(limits.maxConnectionsPerUID) connections per uid; uid \(uid) has \(ofUID) (--max-connections-per-uid)"
+            }
+            if let refusal {
+                c.rejected += 1
+                Log.warning("limit: refused connection from uid \(uid) pid \(pid): \(refusal)")
+                refuse(conn, refusal)
+                return false
+            }
+            guard let slot = c.freeSlots.popLast() else {
+                Log.error("no free worker-table slot for uid \(uid) pid \(pid); refusing")
+                refuse(conn, "trackd has no room for another connection")
+                return false
+            }
+            table.clear(slot)
+            let args = [executable, "worker", "--client-pid", "\(pid)", "--client-uid", "\(uid)", "--slot", "\(slot)"]
+                + sandbox.arguments + limits.workerArguments
             let child = spawn(args, fd: conn)
             guard child > 0 else {
+                c.freeSlots.append(slot)
                 Log.error("cannot start a worker for uid \(uid) pid \(pid): \(String(cString: strerror(errno)))")
-                return
+                return false
             }
-            c.workers[child] = WorkerRecord(uid: uid, clientPID: pid)
+            c.workers[child] = WorkerRecord(uid: uid, clientPID: pid, slot: slot, connection: conn)
             statistics.publish(accepted: c.accepted, active: UInt64(c.workers.count), crashes: c.crashes)
             Log.info("connection from uid \(uid) pid \(pid) → worker \(child)")
+            return true
         }
     }
 
-    /// Starts a worker with the connection as fd 3 and the read-only statistics as fd 4.
+    /// Tells a refused client why, in one Error frame with request id 0, without ever blocking: the socket is
+    /// new, so its send buffer is empty, and MSG_DONTWAIT drops the message rather than wait on a hostile peer.
+    private func refuse(_ conn: Int32, _ message: String) {
+        let frame = Codec.frame(.error(TrackError(.limitExceeded, message)), requestID: 0)
+        _ = frame.withUnsafeBytes { send(conn, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT | MSG_NOSIGNAL)) }
+    }
+
+    /// Once a second: kills a worker whose client waits on it while it makes no progress for `limits.watchdog`
+    /// seconds — busy (a request in progress or an output pulling with a free slot) without producing anything,
+    /// or leaving its client's bytes unread (its receive loop is stuck, or the process is stopped). A worker
+    /// whose client holds every slot, or is idle, is neither.
+    private func watchdogTick() {
+        let limitMs = limits.watchdog * 1000
+        let now = trackd_monotonic_ms()
+        counters.withLock { c in
+            for (pid, var record) in c.workers where !record.killed {
+                guard table.load(record.slot, .armed) == 1 else { continue }  // still starting up
+                var reason: String?
+                let progress = table.load(record.slot, .progress)
+                if table.load(record.slot, .busy) > 0, now > progress, now - progress > limitMs {
+                    reason = "its client has waited \((now - progress) / 1000) s without a sample or reply"
+                }
+                let unread = trackd_socket_unread(record.connection)
+                let reads = table.load(record.slot, .reads)
+                if unread > 0 {
+                    if record.unreadSince == nil || reads != record.readsSeen {
+                        record.unreadSince = now
+                        record.readsSeen = reads
+                    } else if let since = record.unreadSince, now - since > limitMs {
+                        reason = reason ?? "it has left \(unread) bytes from its client unread for \((now - since) / 1000) s"
+                    }
+                } else {
+                    record.unreadSince = nil
+                }
+                if let reason {
+                    record.killed = true
+                    c.watchdogKills += 1
+                    Log.warning("watchdog: killing worker \(pid) (client uid \(record.uid) pid \(record.clientPID)): \(reason) (--watchdog \(limits.watchdog))")
+                    kill(pid, SIGKILL)
+                }
+                c.workers[pid] = record
+            }
+        }
+    }
+
+    /// Starts a worker with the connection as fd 3, the read-only statistics as fd 4 and the worker table as fd 5.
     private func spawn(_ args: [String], fd: Int32) -> pid_t {
         var cArgs: [UnsafeMutablePointer<CChar>?] = args.map { strdup($0) } + [nil]
         defer { cArgs.forEach { free($0) } }
         var cEnv: [UnsafeMutablePointer<CChar>?] = Self.workerEnvironment.map { strdup($0) } + [nil]
         defer { cEnv.forEach { free($0) } }
-        let fds = [fd, statistics.readOnlyFD]
+        let fds = [fd, statistics.readOnlyFD, tableFD]
         return executable.withCString { path in
             trackd_spawn_with_fds(path, &cArgs, &cEnv, fds, Int32(fds.count))
         }
@@ -260,7 +390,12 @@ final class Supervisor: Sendable {
             guard pid > 0 else { return }
             let record = counters.withLock { c -> WorkerRecord? in
                 let r = c.workers.removeValue(forKey: pid)
-                if r != nil && (status & 0x7f) != 0 { c.crashes += 1 }
+                if let r {
+                    close(r.connection)
+                    table.clear(r.slot)  // returns the pool bytes of a worker that died holding them
+                    c.freeSlots.append(r.slot)
+                    if (status & 0x7f) != 0 && !r.killed { c.crashes += 1 }
+                }
                 statistics.publish(accepted: c.accepted, active: UInt64(c.workers.count), crashes: c.crashes)
                 return r
             }
@@ -276,7 +411,7 @@ final class Supervisor: Sendable {
         }
     }
 
-    private func shutdown(signal sig: Int32) {
+    private func shutdown(signal sig: Int32) -> Never {
         Log.notice("received signal \(sig); stopping")
         _ = sd_notify(0, "STOPPING=1")
         if let path = listener.ownedPath { unlink(path) }

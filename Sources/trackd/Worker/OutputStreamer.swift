@@ -45,6 +45,8 @@ final class OutputStreamer: Sendable {
     struct Pool {
         /// nil: a zero-copy pool — one GStreamer memory (PulledSample.shared), one slot, mapped by GStreamer.
         let mapping: SharedMapping?
+        /// Counts the pool against the per-client and total pool-byte limits until the pool is dropped.
+        let reservation: PoolReservation
         let slotSize: Int
         var free: [UInt32]
         var held: Set<UInt32> = []
@@ -82,13 +84,14 @@ final class OutputStreamer: Sendable {
     private let pipeline: TrackPipeline
     private let socket: MessageSocket
     private let stats: WorkerStats
+    private let workerSlot: WorkerSlot
     private let state = Mutex(State())
     private let wake = DispatchSemaphore(value: 0)
     /// Called once when the output has finished and every slot is back (the session forgets it then).
     private let onDrained: @Sendable (UInt32) -> Void
 
     init(id: UInt32, requestID: UInt32, pipeline: TrackPipeline, passthrough: Bool, supportsRandomAccess: Bool,
-         frames: FramePlan? = nil, socket: MessageSocket, stats: WorkerStats,
+         frames: FramePlan? = nil, socket: MessageSocket, stats: WorkerStats, slot: WorkerSlot,
          onDrained: @escaping @Sendable (UInt32) -> Void) {
         self.id = id
         self.frames = frames
@@ -98,6 +101,7 @@ final class OutputStreamer: Sendable {
         self.passthrough = passthrough
         self.socket = socket
         self.stats = stats
+        self.workerSlot = slot
         self.onDrained = onDrained
     }
 
@@ -176,9 +180,15 @@ final class OutputStreamer: Sendable {
         }
     }
 
+    /// The puller counts as busy for the watchdog (the client waits on it) except while it waits for the client:
+    /// for a free slot, or for ResetOutput/FinishOutput after RangeEnded.
     private func run() {
         if let frames { return runFrames(frames) }
-        defer { pipeline.stop() }
+        workerSlot.beginBusy()
+        defer {
+            workerSlot.endBusy()
+            pipeline.stop()
+        }
         while true {
             if state.withLock({ $0.cancelled }) { return finish(.cancelled) }
             switch pipeline.pull(timeoutNs: 100_000_000) {
@@ -235,6 +245,7 @@ final class OutputStreamer: Sendable {
             flags: flags, format: sample.format, width: sample.width, height: sample.height,
             colorimetry: sample.colorimetry, planes: sample.planes, frameCount: sample.frameCount)))
         stats.samplesSent.add(1, ordering: .relaxed)
+        workerSlot.progress()
         return true
     }
 
@@ -242,7 +253,11 @@ final class OutputStreamer: Sendable {
     /// as they come, and sends them in request order as soon as the next one in that order is at hand. A frame
     /// asked for more than once is copied for each request (one GStreamer buffer cannot fill two held slots).
     private func runFrames(_ plan: FramePlan) {
-        defer { pipeline.stop() }
+        workerSlot.beginBusy()
+        defer {
+            workerSlot.endBusy()
+            pipeline.stop()
+        }
         send(.framesResolved(outputID: id, frames: plan.resolved))
         var uses: [Int: Int] = [:]
         for frame in plan.order { uses[frame, default: 0] += 1 }
@@ -294,6 +309,8 @@ final class OutputStreamer: Sendable {
     /// RangeEnded and waits for ResetOutput (its first range), FinishOutput (.completed) or CancelOutput.
     private func nextRange() -> NextRange {
         enum Step { case range(MediaTimeRange), completed, cancelled, announce, wait }
+        var waiting = false
+        defer { if waiting { workerSlot.beginBusy() } }
         while true {
             let step = state.withLock { s -> Step in
                 if s.cancelled { return .cancelled }
@@ -308,7 +325,12 @@ final class OutputStreamer: Sendable {
             case .completed: return .completed
             case .cancelled: return .cancelled
             case .announce: send(.rangeEnded(outputID: id))
-            case .wait: _ = wake.wait(timeout: .now() + .milliseconds(100))
+            case .wait:
+                if !waiting {
+                    waiting = true
+                    workerSlot.endBusy()
+                }
+                _ = wake.wait(timeout: .now() + .milliseconds(100))
             }
         }
     }
@@ -330,10 +352,16 @@ final class OutputStreamer: Sendable {
     private func acquireShared(_ sample: PulledSample) -> SharedPlacement {
         guard let shared = sample.shared else { return .unusable }
         let maxHeld = min(Self.maxSlots, max(Self.minSlots, Self.poolBudget / max(shared.mapSize, 1)))
+        var waiting = false
+        defer { if waiting { workerSlot.beginBusy() } }
         while true {
             let (cancelled, full) = state.withLock { ($0.cancelled, $0.sharedHeld.count >= maxHeld) }
             if cancelled { return .cancelled }
             if !full { break }
+            if !waiting {
+                waiting = true
+                workerSlot.endBusy()  // the client holds its share of frames: waiting on it is not the worker's stall
+            }
             _ = wake.wait(timeout: .now() + .milliseconds(100))
         }
         if let poolID = state.withLock({ s -> UInt32? in
@@ -347,11 +375,20 @@ final class OutputStreamer: Sendable {
         }
         guard let fd = sample.takeSharedFD() else { return .unusable }
         defer { close(fd) }
+        let reservation: PoolReservation
+        do throws(TrackError) {
+            reservation = try PoolReservation(slot: workerSlot, bytes: UInt64(shared.mapSize))
+        } catch {
+            Log.warning("limit: output \(id): \(error.message)")
+            finish(.failed, error)
+            state.withLock { $0.cancelled = true }
+            return .cancelled
+        }
         let poolID = state.withLock { s in
             let poolID = s.nextPoolID
             s.nextPoolID += 1
             s.sharedPools[shared.id] = poolID
-            s.pools[poolID] = Pool(mapping: nil, slotSize: shared.mapSize, free: [], held: [0])
+            s.pools[poolID] = Pool(mapping: nil, reservation: reservation, slotSize: shared.mapSize, free: [], held: [0])
             s.sharedHeld[poolID] = sample
             return poolID
         }
@@ -374,6 +411,8 @@ final class OutputStreamer: Sendable {
 
     /// Waits for a free slot that fits `bytes`, creating or replacing the pool as needed. Nil when cancelled.
     private func acquireSlot(bytes: Int) -> (UInt32, UInt32, Int, SharedMapping)? {
+        var waiting = false
+        defer { if waiting { workerSlot.beginBusy() } }
         while true {
             enum Step { case got(UInt32, UInt32, Int, SharedMapping), needPool(retire: UInt32?, removeNow: Bool), wait, cancelled }
             let step = state.withLock { s -> Step in
@@ -401,6 +440,10 @@ final class OutputStreamer: Sendable {
             case .cancelled:
                 return nil
             case .wait:
+                if !waiting {
+                    waiting = true
+                    workerSlot.endBusy()  // the client holds every slot: waiting on it is not the worker's stall
+                }
                 _ = wake.wait(timeout: .now() + .milliseconds(100))
             case .needPool(let retired, let removeNow):
                 if let retired, removeNow { send(.poolRemoved(outputID: id, poolID: retired)) }
@@ -417,11 +460,20 @@ final class OutputStreamer: Sendable {
             defer { s.nextPoolID += 1 }
             return s.nextPoolID
         }
+        let reservation: PoolReservation
+        do throws(TrackError) {
+            reservation = try PoolReservation(slot: workerSlot, bytes: UInt64(slotSize * slotCount))
+        } catch {
+            Log.warning("limit: output \(id): \(error.message)")
+            finish(.failed, error)
+            state.withLock { $0.cancelled = true }
+            return false
+        }
         do {
             let (mapping, fd) = try SharedMapping.create(name: "trackd-pool-\(id)-\(poolID)", size: slotSize * slotCount)
             defer { close(fd) }
             state.withLock { s in
-                s.pools[poolID] = Pool(mapping: mapping, slotSize: slotSize,
+                s.pools[poolID] = Pool(mapping: mapping, reservation: reservation, slotSize: slotSize,
                                        free: (0..<UInt32(slotCount)).reversed().map { $0 })
                 s.currentPool = poolID
             }

@@ -1,3 +1,4 @@
+import CTrackSys
 import Foundation
 import GstBridge
 import Protocol
@@ -50,11 +51,30 @@ final class Session: Sendable {
     }
 
     func run() {
-        guard handshake() else { return }
+        context.slot.arm()
+        guard handshake() else {
+            socket.shutdown()
+            return
+        }
+        var lastFrameMs = trackd_monotonic_ms()
+        let idleMs = context.idleTimeout * 1000
+        let slot = context.slot
         while true {
             let frame: ReceivedFrame
             do throws(MessageSocket.ReceiveError) {
-                frame = try socket.receive()
+                // Idle timeout: no complete message for idleTimeout seconds while the client waits on nothing
+                // (measured from the later of the last message and the last thing produced for the client).
+                frame = try socket.receive(check: { [context] pending in
+                    guard idleMs > 0, !slot.isBusy else { return nil }
+                    let since = max(lastFrameMs, slot.lastProgressMs ?? 0)
+                    let now = trackd_monotonic_ms()
+                    guard now > since, now - since > idleMs else { return nil }
+                    let partial = pending > 0 ? " (\(pending) bytes of an incomplete message are pending)" : ""
+                    Log.warning("limit: idle timeout of \(context.idleTimeout) s for client uid \(context.clientUID) pid \(context.clientPID)\(partial); closing")
+                    return TrackError(.limitExceeded,
+                                      "no complete message from the client for \(context.idleTimeout) s while nothing was in progress\(partial) (idle timeout, --idle-timeout \(context.idleTimeout))")
+                }, didRead: { slot.didRead() })
+                lastFrameMs = trackd_monotonic_ms()
             } catch {
                 if case .broken(let error) = error {
                     Log.warning("closing the connection of client pid \(context.clientPID): \(error.message)")
@@ -77,8 +97,17 @@ final class Session: Sendable {
 
     private func handshake() -> Bool {
         let frame: ReceivedFrame
+        let limitSeconds = context.handshakeTimeout
+        let deadline = trackd_monotonic_ms() + limitSeconds * 1000
+        let slot = context.slot
         do throws(MessageSocket.ReceiveError) {
-            frame = try socket.receive()
+            frame = try socket.receive(check: { [context] pending in
+                guard trackd_monotonic_ms() >= deadline else { return nil }
+                let got = pending > 0 ? "\(pending) bytes of it arrived" : "nothing arrived"
+                Log.warning("limit: handshake timeout of \(limitSeconds) s for client uid \(context.clientUID) pid \(context.clientPID) (\(got)); closing")
+                return TrackError(.limitExceeded,
+                                  "no complete Hello within \(limitSeconds) s (handshake timeout, --handshake-timeout \(limitSeconds)); \(got)")
+            }, didRead: { slot.didRead() })
         } catch {
             // A broken first frame gets the same best-effort Error as a broken later one.
             if case .broken(let error) = error {
@@ -225,7 +254,12 @@ final class Session: Sendable {
     /// so the receive loop keeps taking slot releases and cancellations meanwhile. Each replies when done;
     /// replies to different requests may therefore come in any order.
     private func background(_ name: String, _ work: @escaping @Sendable () -> Void) {
-        let thread = Thread(block: work)
+        let slot = context.slot
+        slot.beginBusy()  // the client waits for the reply: the watchdog may judge this request
+        let thread = Thread {
+            work()
+            slot.endBusy()
+        }
         thread.name = name
         thread.start()
     }
@@ -272,7 +306,7 @@ final class Session: Sendable {
         }
         let streamer = OutputStreamer(
             id: outputID, requestID: requestID, pipeline: pipeline, passthrough: passthrough,
-            supportsRandomAccess: supportsRandomAccess, frames: frames, socket: socket, stats: stats,
+            supportsRandomAccess: supportsRandomAccess, frames: frames, socket: socket, stats: stats, slot: context.slot,
             onDrained: { [weak self] id in self?.state.withLock { _ = $0.outputs.removeValue(forKey: id) } })
         state.withLock { $0.outputs[outputID] = (assetID, streamer) }
         return (.outputCreated(OutputCreated(outputID: outputID, mediaType: mediaType, format: format.format,

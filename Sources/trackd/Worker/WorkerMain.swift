@@ -13,6 +13,12 @@ struct WorkerContext: Sendable {
     var statistics: SharedMapping?
     /// The sandbox the worker enters before the first receive (docs/SECURITY.md).
     var sandbox = WorkerSandbox()
+    /// This worker's slot in the supervisor's worker table (fd 5): pool bytes and what the watchdog watches.
+    var slot = WorkerSlot(table: nil, index: -1, poolBytesPerClient: .max, poolBytesTotal: .max)
+    /// Seconds the client has to complete Hello, once the worker starts reading (`--handshake-timeout`).
+    var handshakeTimeout: UInt64 = Limits.defaults.handshakeTimeout
+    /// Seconds without a complete message while nothing is in progress before the session ends (`--idle-timeout`).
+    var idleTimeout: UInt64 = Limits.defaults.idleTimeout
 }
 
 /// Limits and identity of a sandboxed worker; the supervisor passes them on the worker's command line.
@@ -54,9 +60,13 @@ enum WorkerMain {
     static let connectionFD: Int32 = 3
     /// The supervisor's statistics, read-only.
     static let statisticsFD: Int32 = 4
+    /// The supervisor's worker table, read-write.
+    static let tableFD: Int32 = 5
 
     static func run(arguments: [String]) -> Int32 {
         var context = WorkerContext()
+        var limits = Limits.defaults
+        var slotIndex = -1
         var i = 0
         while i + 1 < arguments.count {
             let value = arguments[i + 1]
@@ -70,6 +80,12 @@ enum WorkerMain {
             case "--max-frame-pixels": context.sandbox.decode.maxFramePixels = UInt64(value) ?? DecodeLimits.defaultMaxFramePixels
             case "--decode-budget": context.sandbox.decode.videoBudgetPixels = UInt64(value) ?? DecodeLimits.defaultVideoBudget
             case "--audio-decode-budget": context.sandbox.decode.audioBudgetSamples = UInt64(value) ?? DecodeLimits.defaultAudioBudget
+            case "--slot": slotIndex = Int(value) ?? -1
+            case let name where Limits.workerOptions.contains(name):
+                guard let v = UInt64(value), limits.set(name, v) else {
+                    Log.error("bad worker argument \(name) \(value)")
+                    return 2
+                }
             default:
                 Log.error("unknown worker argument \(arguments[i])")
                 return 2
@@ -85,6 +101,11 @@ enum WorkerMain {
         }
         context.statistics = SharedStatistics.attach(fd: statisticsFD)
         close(statisticsFD)
+        context.slot = WorkerSlot(table: WorkerTable.attach(fd: tableFD), index: slotIndex,
+                                  poolBytesPerClient: limits.poolBytesPerClient, poolBytesTotal: limits.poolBytesTotal)
+        close(tableFD)
+        context.handshakeTimeout = limits.handshakeTimeout
+        context.idleTimeout = limits.idleTimeout
         do {
             try Gst.initialize()
         } catch {

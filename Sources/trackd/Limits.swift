@@ -1,0 +1,72 @@
+import Foundation
+
+/// The supervisor's limits (issue #4). Each is a `trackd` option with a documented default (docs/SECURITY.md,
+/// docs/PROTOCOL.md §5). The supervisor enforces the connection limits and the watchdog itself and passes the
+/// rest to each worker on its command line (`workerArguments`), which parses them with `set`.
+struct Limits: Sendable, Equatable {
+    var maxConnections: UInt64 = 64
+    var maxConnectionsPerUID: UInt64 = 16
+    var handshakeTimeout: UInt64 = 5
+    var idleTimeout: UInt64 = 900
+    var poolBytesPerClient: UInt64 = 512 << 20
+    var poolBytesTotal: UInt64 = 2 << 30
+    var watchdog: UInt64 = 30
+
+    static let defaults = Limits()
+
+    struct Option {
+        let name: String
+        let keyPath: WritableKeyPath<Limits, UInt64> & Sendable
+        let range: ClosedRange<UInt64>
+        /// Passed on to workers.
+        let worker: Bool
+        let help: String
+    }
+
+    /// One row per option: the parser, the workers' arguments and `trackd --help` all come from this table.
+    static var options: [Option] {
+        [
+            Option(name: "--max-connections", keyPath: \.maxConnections, range: 1...4096, worker: false,
+                   help: "connections served at once, all users together"),
+            Option(name: "--max-connections-per-uid", keyPath: \.maxConnectionsPerUID, range: 1...4096, worker: false,
+                   help: "connections served at once for one client uid"),
+            Option(name: "--handshake-timeout", keyPath: \.handshakeTimeout, range: 1...3600, worker: true,
+                   help: "seconds a new connection has to send a complete Hello"),
+            Option(name: "--idle-timeout", keyPath: \.idleTimeout, range: 0...604_800, worker: true,
+                   help: "seconds without a message while nothing is in progress before the session is closed (0 = never)"),
+            Option(name: "--pool-bytes-per-client", keyPath: \.poolBytesPerClient, range: (1 << 20)...(1 << 40), worker: true,
+                   help: "shared-memory pool bytes one connection may have"),
+            Option(name: "--pool-bytes-total", keyPath: \.poolBytesTotal, range: (1 << 20)...(1 << 44), worker: true,
+                   help: "shared-memory pool bytes of all connections together"),
+            Option(name: "--watchdog", keyPath: \.watchdog, range: 0...3600, worker: false,
+                   help: "seconds a worker may make no progress while its client waits before it is killed (0 = off)"),
+        ]
+    }
+
+    static var workerOptions: Set<String> { Set(options.filter(\.worker).map(\.name)) }
+
+    /// Sets the option called `name`; false when there is no such option or `value` is out of its range.
+    mutating func set(_ name: String, _ value: UInt64) -> Bool {
+        guard let option = Self.options.first(where: { $0.name == name }), option.range.contains(value) else { return false }
+        self[keyPath: option.keyPath] = value
+        return true
+    }
+
+    /// "--name needs …" for a value that does not parse or is out of range.
+    static func complaint(_ name: String) -> String {
+        guard let option = options.first(where: { $0.name == name }) else { return "unknown option \(name)" }
+        return "\(name) needs a whole number from \(option.range.lowerBound) to \(option.range.upperBound)"
+    }
+
+    var workerArguments: [String] {
+        Self.options.filter(\.worker).flatMap { [$0.name, "\(self[keyPath: $0.keyPath])"] }
+    }
+
+    /// The options' lines for `trackd --help`.
+    static var usage: String {
+        options.map { option in
+            let flag = "\(option.name) N".padding(toLength: 31, withPad: " ", startingAt: 0)
+            return "  \(flag) \(option.help) (default \(defaults[keyPath: option.keyPath]))"
+        }.joined(separator: "\n")
+    }
+}

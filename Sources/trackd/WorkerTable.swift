@@ -1,0 +1,155 @@
+import CTrackSys
+import Protocol
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The supervisor's table of live workers, a sealed memfd shared read-write with every worker (fd 5), one
+/// 64-byte slot per connection (the supervisor assigns the index at spawn and zeroes the slot when it reaps the
+/// worker). Every field is a u64 read and written with C11 atomics (CTrackSys):
+///
+/// | word | field | written by |
+/// |---:|---|---|
+/// | 0 | pool bytes this worker has mapped | worker (reserve/return), supervisor (zero at spawn and reap) |
+/// | 1 | busy: how many things the client is waiting on (requests in progress, outputs pulling with a free slot) | worker |
+/// | 2 | progress: CLOCK_MONOTONIC ms of the last thing produced (sample or reply) or busy change | worker |
+/// | 3 | receive calls made (the watchdog's proof that the worker still reads its socket) | worker |
+/// | 4 | armed: 1 once the worker starts reading its connection (start-up does not count) | worker |
+///
+/// A worker can write any slot: a compromised worker can make others' pool reservations fail or have the
+/// supervisor's watchdog look at false numbers — denial of service only (docs/SECURITY.md).
+final class WorkerTable: @unchecked Sendable {
+    // @unchecked: the mapping's address is immutable; every access to the shared words goes through atomics.
+    static let slotBytes = 64
+    enum Field: Int { case poolBytes = 0, busy, progress, reads, armed }
+
+    let mapping: SharedMapping
+    let slots: Int
+
+    init(mapping: SharedMapping, slots: Int) {
+        self.mapping = mapping
+        self.slots = slots
+    }
+
+    /// The supervisor's table: a new sealed memfd of `slots` slots. Returns the table and its read-write fd,
+    /// moved to ≥ 100 (see trackd_spawn_with_fds).
+    static func create(slots: Int) throws(SystemError) -> (WorkerTable, Int32) {
+        let (mapping, fd) = try SharedMapping.create(name: "trackd-workers", size: slots * slotBytes)
+        defer { close(fd) }
+        let high = fcntl(fd, F_DUPFD_CLOEXEC, 100)
+        guard high >= 0 else { throw SystemError("fcntl F_DUPFD_CLOEXEC", errno: errno) }
+        return (WorkerTable(mapping: mapping, slots: slots), high)
+    }
+
+    /// A worker's view of the table passed as `fd`, or nil when there is none (a worker started by hand).
+    static func attach(fd: Int32) -> WorkerTable? {
+        var regular: Int32 = 0
+        var size: UInt64 = 0
+        guard trackd_fd_is_regular(fd, &regular, &size) == 0, regular != 0, size >= UInt64(slotBytes),
+              SharedMapping.verifySealed(fd: fd, size: Int(size)),
+              let mapping = try? SharedMapping(fd: fd, size: Int(size), writable: true)
+        else { return nil }
+        return WorkerTable(mapping: mapping, slots: Int(size) / slotBytes)
+    }
+
+    private func word(_ slot: Int, _ field: Field) -> UnsafeMutablePointer<UInt64> {
+        precondition(slot >= 0 && slot < slots)
+        return (mapping.base + slot * Self.slotBytes + field.rawValue * 8).assumingMemoryBound(to: UInt64.self)
+    }
+
+    func load(_ slot: Int, _ field: Field) -> UInt64 { trackd_atomic_load_u64(word(slot, field)) }
+    func store(_ slot: Int, _ field: Field, _ value: UInt64) { trackd_atomic_store_u64(word(slot, field), value) }
+    @discardableResult func add(_ slot: Int, _ field: Field, _ value: UInt64) -> UInt64 { trackd_atomic_add_u64(word(slot, field), value) }
+    @discardableResult func sub(_ slot: Int, _ field: Field, _ value: UInt64) -> UInt64 { trackd_atomic_sub_u64(word(slot, field), value) }
+
+    /// Zeroes a slot (supervisor: before a spawn and after a reap, which returns a dead worker's pool bytes).
+    func clear(_ slot: Int) {
+        for field in [Field.poolBytes, .busy, .reads, .armed] { store(slot, field, 0) }
+        store(slot, .progress, trackd_monotonic_ms())
+    }
+
+    /// Pool bytes of every worker.
+    var totalPoolBytes: UInt64 {
+        (0..<slots).reduce(0) { $0 &+ load($1, .poolBytes) }
+    }
+}
+
+/// A worker's own slot: pool-byte reservations against its limits, and what the watchdog watches.
+final class WorkerSlot: Sendable {
+    let table: WorkerTable?
+    let index: Int
+    let poolBytesPerClient: UInt64
+    let poolBytesTotal: UInt64
+
+    init(table: WorkerTable?, index: Int, poolBytesPerClient: UInt64, poolBytesTotal: UInt64) {
+        self.table = table.flatMap { index >= 0 && index < $0.slots ? $0 : nil }
+        self.index = index
+        self.poolBytesPerClient = poolBytesPerClient
+        self.poolBytesTotal = poolBytesTotal
+    }
+
+    /// Reserves `bytes` of shared memory for a pool, or throws limitExceeded naming the limit. Adds first and
+    /// then checks, so two workers reserving at once may both fail but never both exceed the total.
+    func reservePool(_ bytes: UInt64) throws(TrackError) {
+        guard let table else { return }
+        let mine = table.add(index, .poolBytes, bytes)
+        if mine > poolBytesPerClient {
+            table.sub(index, .poolBytes, bytes)
+            throw TrackError(.limitExceeded,
+                             "a pool of \(bytes) bytes would exceed the shared memory limit per client (--pool-bytes-per-client \(poolBytesPerClient)); this connection already has \(mine - bytes) bytes in pools")
+        }
+        let total = table.totalPoolBytes
+        if total > poolBytesTotal {
+            table.sub(index, .poolBytes, bytes)
+            throw TrackError(.limitExceeded,
+                             "a pool of \(bytes) bytes would exceed the shared memory limit of all clients together (--pool-bytes-total \(poolBytesTotal)); \(total - bytes) bytes are in pools")
+        }
+    }
+
+    func returnPool(_ bytes: UInt64) {
+        table?.sub(index, .poolBytes, bytes)
+    }
+
+    /// The client now waits on something (a request in progress, an output pulling with a free slot).
+    func beginBusy() {
+        guard let table else { return }
+        table.store(index, .progress, trackd_monotonic_ms())
+        table.add(index, .busy, 1)
+    }
+
+    func endBusy() {
+        guard let table else { return }
+        table.sub(index, .busy, 1)
+        table.store(index, .progress, trackd_monotonic_ms())
+    }
+
+    /// Something was produced for the client (a sample, a reply).
+    func progress() {
+        table?.store(index, .progress, trackd_monotonic_ms())
+    }
+
+    var isBusy: Bool { (table?.load(index, .busy) ?? 0) > 0 }
+
+    /// CLOCK_MONOTONIC ms of the last progress or busy change, when there is a table.
+    var lastProgressMs: UInt64? { table?.load(index, .progress) }
+
+    /// The worker is about to read its connection; from now on the watchdog may judge it.
+    func arm() { table?.store(index, .armed, 1) }
+
+    func didRead() { table?.add(index, .reads, 1) }
+}
+
+/// One pool's reservation; returned when the pool is gone (the last reference to it is dropped).
+final class PoolReservation: Sendable {
+    let slot: WorkerSlot
+    let bytes: UInt64
+
+    init(slot: WorkerSlot, bytes: UInt64) throws(TrackError) {
+        try slot.reservePool(bytes)
+        self.slot = slot
+        self.bytes = bytes
+    }
+
+    deinit { slot.returnPool(bytes) }
+}
