@@ -100,12 +100,17 @@ public final class AssetReader: Sendable {
 
     /// Stops reading; never fails. Samples already vended stay valid.
     public func cancelReading() {
-        let outputs = state.withLock { s -> [AssetReaderTrackOutput] in
+        markCancelled().forEach { $0.stop() }
+    }
+
+    /// The status half of cancelReading(): `.cancelled` at once; returns the outputs still to stop (CancelOutput,
+    /// a socket write), or none when reading had already ended.
+    func markCancelled() -> [AssetReaderTrackOutput] {
+        state.withLock { s -> [AssetReaderTrackOutput] in
             guard s.status == .unknown || s.status == .reading else { return [] }
             s.status = .cancelled
             return s.outputs
         }
-        outputs.forEach { $0.stop() }
     }
 
     func fail(_ error: TrackError) {
