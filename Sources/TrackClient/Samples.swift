@@ -13,7 +13,7 @@ extension AssetReaderTrackOutput {
     /// - The sequence ends (`next()` returns nil) when the output has returned all its samples (the reader
     ///   completes as with the blocking API), when the reader was cancelled, or — with random access — at the end
     ///   of the current ranges.
-    /// - When the reader fails, iteration throws the reader's ``AssetReader/error`` (a ``TrackError``) instead of
+    /// - When the reader fails, iteration throws the reader's ``AssetReader/error`` (a `TrackError`) instead of
     ///   ending quietly, so a `for try await` loop cannot mistake a failure for the end of the track.
     /// - Iterating before the reader has started throws the ``AssetReaderUsageError`` that
     ///   `copyNextSampleBuffer()` throws.
@@ -36,9 +36,11 @@ extension AssetReaderTrackOutput {
 /// ``AssetReaderTrackOutput/samples``). Sendable: it only names the output; each iterator made from it has its
 /// own dedicated waiting thread.
 ///
-/// Errors are ``TrackError`` (the reader failed) or ``AssetReaderUsageError`` (the reader has not started).
+/// Errors are `TrackError` (the reader failed) or ``AssetReaderUsageError`` (the reader has not started).
 public struct SampleSequence: AsyncSequence, Sendable {
+    /// Each element is one sample, owned as ``AssetReaderTrackOutput/alwaysCopiesSampleData`` says.
     public typealias Element = SampleBuffer
+    /// `TrackError` or ``AssetReaderUsageError`` (two unrelated types, so not a typed throw).
     public typealias Failure = any Error
 
     /// The output whose samples this sequence yields.
@@ -49,7 +51,9 @@ public struct SampleSequence: AsyncSequence, Sendable {
 
     /// Pulls samples from the output through a dedicated thread. Not Sendable: use it from one task.
     public struct Iterator: AsyncIteratorProtocol {
+        /// One sample.
         public typealias Element = SampleBuffer
+        /// `TrackError` or ``AssetReaderUsageError``.
         public typealias Failure = any Error
 
         let pump: SamplePump
