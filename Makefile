@@ -9,10 +9,10 @@ export PATH := /opt/swift/usr/bin:$(PATH)
 endif
 SWIFT ?= swift
 
-# Debian 12 packages. build: headers for the C modules; runtime: the GStreamer elements the worker
+# Debian 12 packages. build: headers for the C modules, dpkg-dev for `make deb` (dpkg-shlibdeps); runtime: the GStreamer elements the worker
 # uses; test: oracles and tools the tests and scripts call (ffprobe/ffmpeg, systemd-analyze,
 # systemd-socket-activate, python3; python3-numpy, pip, setuptools and wheel for the Python client's tests).
-BUILD_DEPS   := libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev libsystemd-dev libseccomp-dev libmd-dev pkg-config
+BUILD_DEPS   := libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev libsystemd-dev libseccomp-dev libmd-dev libcairo2-dev pkg-config dpkg-dev
 RUNTIME_DEPS := gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad \
                 gstreamer1.0-plugins-ugly gstreamer1.0-libav gstreamer1.0-tools
 TEST_DEPS    := ffmpeg systemd python3 python3-numpy python3-pip python3-setuptools python3-wheel
@@ -23,16 +23,34 @@ PYTHON ?= /usr/bin/python3
 
 RELEASE_DIR := $(CURDIR)/.build/release
 DEBUG_DIR   := $(CURDIR)/.build/debug
+# install and deb: a release build with the Swift runtime linked in (--static-swift-stdlib), in its own scratch
+# dir, so the installed binaries need only Debian's libraries, not the toolchain in /opt/swift.
+DIST_SCRATCH := $(CURDIR)/.build/dist
+DIST_DIR     := $(DIST_SCRATCH)/release
 
-.PHONY: help deps build build-debug test test-python verify-units fuzz-protocol run serve bench clean
+PREFIX  ?= /usr/local
+DESTDIR ?=
+VERSION ?= 0.1.0
+comma := ,
+empty :=
+space := $(empty) $(empty)
+
+.PHONY: help deps build build-debug build-dist install deb package-check test test-python verify-units fuzz-protocol fuzz-media run serve bench clean
 
 help:
 	@echo "make deps          install missing Debian packages (apt-get; prints the sudo command when not root)"
 	@echo "make build         release build: .build/release/{trackd,trackctl}"
 	@echo "make build-debug   debug build: .build/debug/{trackd,trackctl}"
-	@echo "make test          deps, unit-file check, debug build with tests, swift test, then test-python"
+	@echo "make install       release build (Swift runtime linked in), install into \$$(DESTDIR)\$$(PREFIX) (PREFIX=/usr/local):"
+	@echo "                   bin/, lib/systemd/system (ExecStart=PREFIX/bin/trackd), lib/sysusers.d, lib/tmpfiles.d, share/doc"
+	@echo "make deb           the same build as a Debian package: build/trackd_\$$(VERSION)_ARCH.deb (dpkg-deb; VERSION=0.1.0)"
+	@echo "make package-check install and deb checks with the debug build (no install on this machine; part of make test)"
+	@echo "make test          deps, unit-file check, debug build with tests, package check, swift test (with short fuzz runs),"
+	@echo "                   then test-python"
 	@echo "make test-python   the Python client (clients/python): pip install into a temp dir, unittest"
 	@echo "make fuzz-protocol protocol mutation fuzzer against a real trackd (FUZZ_SECONDS=300, FUZZ_SEED=n)"
+	@echo "make fuzz-media    mutation fuzzer over media through real daemons (FUZZ_SECONDS=300, FUZZ_SEED=…);"
+	@echo "                   crashing/hanging inputs go to .build/fuzz/; fails on a supervisor crash or a hang"
 	@echo "make run           deps, release build, demo against a private trackd (FILE=clip.mp4 optional)"
 	@echo "make serve         release build, trackd in the foreground (SOCKET=path optional)"
 	@echo "make bench         release build, benchmark against gst-launch/ffmpeg -> docs/BENCHMARKS.md"
@@ -62,9 +80,25 @@ build-debug: deps
 verify-units:
 	@scripts/verify-units.sh
 
+build-dist: deps
+	$(SWIFT) build -c release --static-swift-stdlib --scratch-path $(DIST_SCRATCH)
+
+install: build-dist
+	BUILD_DIR=$(DIST_DIR) PREFIX=$(PREFIX) DESTDIR=$(DESTDIR) scripts/install.sh
+
+deb: build-dist
+	@BUILD_DIR=$(DIST_DIR) OUT_DIR=$(CURDIR)/build VERSION=$(VERSION) \
+	  RUNTIME_DEPENDS="$(subst $(space),$(comma)$(space),$(strip $(RUNTIME_DEPS)))" scripts/deb.sh
+
+# make install / make deb's layout, units, sysusers.d/tmpfiles.d entries and maintainer scripts, with the debug
+# build (scripts/package-check.sh: temp dirs only).
+package-check:
+	@BUILD_DIR=$(DEBUG_DIR) RUNTIME_DEPENDS="$(subst $(space),$(comma)$(space),$(strip $(RUNTIME_DEPS)))" scripts/package-check.sh
+
 # Tests find trackd and trackctl through TRACKD_BUILD_DIR.
 test: deps verify-units
 	$(SWIFT) build --build-tests
+	@$(MAKE) --no-print-directory package-check
 	TRACKD_BUILD_DIR=$(DEBUG_DIR) $(SWIFT) test --skip-build
 	@$(MAKE) --no-print-directory test-python
 
@@ -87,6 +121,13 @@ fuzz-protocol: deps
 	$(SWIFT) build --build-tests
 	FUZZ_SECONDS=$(FUZZ_SECONDS) $(if $(FUZZ_SEED),FUZZ_SEED=$(FUZZ_SEED)) TRACKD_BUILD_DIR=$(DEBUG_DIR) \
 	  $(SWIFT) test --skip-build --filter ProtocolFuzzTests
+
+# The media fuzzer (Tests/IntegrationTests/MediaFuzzTests.swift), time-bounded; FUZZ_SEED reproduces a run.
+FUZZ_SECONDS ?= 300
+fuzz-media: deps
+	$(SWIFT) build --build-tests
+	FUZZ_SECONDS=$(FUZZ_SECONDS) $(if $(FUZZ_SEED),FUZZ_SEED=$(FUZZ_SEED)) FUZZ_DIR=$(CURDIR)/.build/fuzz \
+	  TRACKD_BUILD_DIR=$(DEBUG_DIR) $(SWIFT) test --skip-build --filter MediaFuzzTests
 
 run: build
 	@BUILD_DIR=$(RELEASE_DIR) FILE="$(FILE)" scripts/run-demo.sh

@@ -26,6 +26,9 @@ let package = Package(
         .systemLibrary(
             name: "CSeccomp", path: "Sources/CSeccomp", pkgConfig: "libseccomp",
             providers: [.apt(["libseccomp-dev"])]),
+        .systemLibrary(
+            name: "CCairo", path: "Sources/CCairo", pkgConfig: "cairo",
+            providers: [.apt(["libcairo2-dev"])]),
         // ── C: shims for what Swift cannot import (macros, varargs, cmsg) ──────────────────────
         .target(name: "CTrackSys", path: "Sources/CTrackSys"),
         .target(name: "CGstShim", dependencies: ["CGStreamer", "CTrackSys"], path: "Sources/CGstShim"),
@@ -40,7 +43,7 @@ let package = Package(
         .executableTarget(
             name: "trackd", dependencies: ["Protocol", "GstBridge", "CTrackSys", "CSystemd", "CSandbox"],
             swiftSettings: strict),
-        .executableTarget(name: "trackctl", dependencies: ["TrackClient", "Protocol", "CMD5"], swiftSettings: strict),
+        .executableTarget(name: "trackctl", dependencies: ["TrackClient", "Protocol", "CMD5", "CCairo"], swiftSettings: strict),
         // ── Example: a typical AVAssetReader loop ported to TrackClient (run by ExampleTests) ────────
         .executableTarget(
             name: "trackd-example-reader", dependencies: ["TrackClient", "Protocol"],

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <gst/audio/audio.h>
 #include <gst/base/gstbasesrc.h>
 
 // ═══ trackdfdsrc ═══════════════════════════════════════════════════════════════════════════════════════════════
@@ -186,6 +187,54 @@ GstMessageType swift_gst_message_type(const GstMessage *message) { return GST_ME
 GstEventType swift_gst_event_type(const GstEvent *event) { return GST_EVENT_TYPE(event); }
 GstEvent *swift_gst_pad_probe_info_event(GstPadProbeInfo *info) { return GST_PAD_PROBE_INFO_EVENT(info); }
 GstBuffer *swift_gst_pad_probe_info_buffer(GstPadProbeInfo *info) { return GST_PAD_PROBE_INFO_BUFFER(info); }
+GstPadProbeReturn swift_gst_pad_probe_refuse(GstPadProbeInfo *info, GstFlowReturn flow) {
+    if (GST_PAD_PROBE_INFO_DATA(info) != NULL) {
+        gst_mini_object_unref(GST_MINI_OBJECT_CAST(GST_PAD_PROBE_INFO_DATA(info)));
+        GST_PAD_PROBE_INFO_DATA(info) = NULL;
+    }
+    GST_PAD_PROBE_INFO_FLOW_RETURN(info) = flow;
+    return GST_PAD_PROBE_HANDLED;
+}
+typedef struct {
+    int tasks;
+    int running;
+} TaskCount;
+
+static void count_pad_task(const GValue *value, gpointer data) {
+    GstPad *pad = GST_PAD(g_value_get_object(value));
+    TaskCount *count = data;
+    GST_OBJECT_LOCK(pad);
+    GstTask *task = GST_PAD_TASK(pad);
+    if (task != NULL) {
+        count->tasks++;
+        if (gst_task_get_state(task) == GST_TASK_STARTED) count->running++;
+    }
+    GST_OBJECT_UNLOCK(pad);
+}
+
+static void count_element_tasks(const GValue *value, gpointer data) {
+    GstElement *element = GST_ELEMENT(g_value_get_object(value));
+    GstIterator *pads = gst_element_iterate_pads(element);
+    while (gst_iterator_foreach(pads, count_pad_task, data) == GST_ITERATOR_RESYNC) gst_iterator_resync(pads);
+    gst_iterator_free(pads);
+}
+
+gboolean swift_gst_bin_tasks_all_paused(GstBin *bin) {
+    TaskCount count = {0, 0};
+    GstIterator *elements = gst_bin_iterate_recurse(bin);
+    while (gst_iterator_foreach(elements, count_element_tasks, &count) == GST_ITERATOR_RESYNC) {
+        count.tasks = count.running = 0;
+        gst_iterator_resync(elements);
+    }
+    gst_iterator_free(elements);
+    return count.tasks > 0 && count.running == 0;
+}
+
+gint swift_gst_audio_bytes_per_sample(const GstCaps *caps) {
+    GstAudioInfo info;
+    if (caps == NULL || !gst_audio_info_from_caps(&info, caps) || GST_AUDIO_INFO_CHANNELS(&info) <= 0) return 0;
+    return GST_AUDIO_INFO_BPF(&info) / GST_AUDIO_INFO_CHANNELS(&info);
+}
 
 // ═══ signals ════════════════════════════════════════════════════════════════════════════════════════════════════
 

@@ -135,9 +135,10 @@ struct CapsView {
     }
 }
 
-/// Describes one parsebin pad (caps, tags, duration) as a TrackDescription.
-func describeTrack(pad: PadPtr, id: UInt32, firstPTS: GstClockTime?) -> TrackDescription? {
-    guard let caps = gst_pad_get_current_caps(pad) else { return nil }
+/// Describes one parsebin pad (caps, tags, duration) as a TrackDescription: from `caps` (the first buffer's) when given,
+/// else the pad's current caps.
+func describeTrack(pad: PadPtr, id: UInt32, firstPTS: GstClockTime?, caps firstCaps: CapsPtr? = nil) -> TrackDescription? {
+    guard let caps = firstCaps.map({ gst_caps_ref($0) }) ?? gst_pad_get_current_caps(pad) else { return nil }
     defer { gst_caps_unref(caps) }
     guard let view = CapsView(caps) else { return nil }
     var track = TrackDescription(id: id, mediaType: view.mediaType, codec: view.codec)

@@ -158,6 +158,8 @@ enum AppMessage {
     static let noSuchTrack = "trackd-no-such-track"
     static let wrongMediaType = "trackd-wrong-media-type"
     static let notDecodable = "trackd-not-decodable"
+    /// A DecodeLimits refusal (DecodeGuard); the text names the limit and the option.
+    static let limitExceeded = "trackd-limit-exceeded"
 
     /// Posts an application message named `name` with a string field "text" on `element`'s bus.
     static func post(_ element: ElementPtr, _ name: String, text: String) {
@@ -213,6 +215,7 @@ func checkMessage(_ message: MessagePtr, context: String, ignoreMissingPlugins: 
         case AppMessage.noSuchTrack: return TrackError(.invalidArgument, text)
         case AppMessage.wrongMediaType: return TrackError(.unsupportedOutputSettings, text)
         case AppMessage.notDecodable: return TrackError(.decoderNotFound, "\(context): \(text)")
+        case AppMessage.limitExceeded: return TrackError(.limitExceeded, "\(context): \(text)")
         default: return nil
         }
     default:

@@ -79,6 +79,7 @@ public final class MediaSource: @unchecked Sendable {
         try pipeline.setState(GST_STATE_PAUSED, context: context)
         let deadline = monotonicNs() + Self.discoveryTimeoutNs
         var timedOut = false
+        var stalledPolls = 0
         while true {
             let (complete, noMorePads, count) = state.state.withLock { s in
                 let dense = s.entries.filter { !$0.sparse }
@@ -88,6 +89,17 @@ public final class MediaSource: @unchecked Sendable {
             if complete { break }
             if noMorePads && count == 0 {
                 throw TrackError(.fileFormatNotRecognized, "\(context): no audio, video or subtitle streams found")
+            }
+            // A demuxer that gives up before exposing a stream pauses its task; its error can be lost (parsebin drops
+            // the errors of an element it is still autoplugging), so a stopped demuxer with no stream is the end.
+            if count == 0 && swift_gst_bin_tasks_all_paused(bin(parser)) != 0 {
+                stalledPolls += 1
+                if stalledPolls >= 3 {
+                    throw pipeline.popError(context: context)
+                        ?? TrackError(.fileFailedToParse, "\(context): the demuxer stopped without finding a stream (a damaged or truncated file)")
+                }
+            } else {
+                stalledPolls = 0
             }
             let now = monotonicNs()
             if now >= deadline { timedOut = true; break }
@@ -105,7 +117,9 @@ public final class MediaSource: @unchecked Sendable {
         var tracks: [TrackDescription] = []
         for entry in entries {
             let id = containerTrackID(entry.pad) ?? UInt32(entry.order)
-            if let track = describeTrack(pad: entry.pad, id: id, firstPTS: entry.firstPTS) { tracks.append(track) }
+            if let track = describeTrack(pad: entry.pad, id: id, firstPTS: entry.firstPTS, caps: entry.firstCaps) {
+                tracks.append(track)
+            }
         }
         if tracks.isEmpty || tracks.allSatisfy({ $0.mediaType == .other }) {
             let kinds = entries.compactMap { entry -> String? in
@@ -136,6 +150,10 @@ final class DiscoveryState: @unchecked Sendable {
         /// Subtitle and other sparse tracks may not carry data for a long time: discovery does not wait for them.
         let sparse: Bool
         var firstPTS: GstClockTime?
+        /// The caps the first buffer came with (one ref, dropped by releasePads): the track is described as it
+        /// starts — by the time discovery ends, the demuxer may have moved on to a later format (a stream whose
+        /// size changes).
+        var firstCaps: CapsPtr?
         var done = false
     }
 
@@ -167,7 +185,10 @@ final class DiscoveryState: @unchecked Sendable {
         let type = info.pointee.type.rawValue
         if type & GST_PAD_PROBE_TYPE_BUFFER.rawValue != 0 {
             let pts = swift_gst_pad_probe_info_buffer(info).map { swift_gst_buffer_pts($0) } ?? clockTimeNone
+            let seen = state.withLock { s in s.entries.first { $0.pad == pad }?.firstCaps != nil }
+            let caps = seen ? nil : gst_pad_get_current_caps(pad)
             update(pad) { entry in
+                if entry.firstCaps == nil { entry.firstCaps = caps } else if let caps { gst_caps_unref(caps) }
                 entry.done = true
                 if pts != clockTimeNone { entry.firstPTS = min(entry.firstPTS ?? pts, pts) }
             }
@@ -193,11 +214,13 @@ final class DiscoveryState: @unchecked Sendable {
     /// Drops the pad refs (the probes hold this object, the pads would otherwise never be freed). Call after the
     /// pipeline is in NULL.
     func releasePads() {
-        let pads = state.withLock { s in
-            let pads = s.entries.map(\.pad)
-            s.entries = []
-            return pads
+        let entries = state.withLock { s in
+            defer { s.entries = [] }
+            return s.entries
         }
-        for pad in pads { gst_object_unref(pad) }
+        for entry in entries {
+            gst_object_unref(entry.pad)
+            if let caps = entry.firstCaps { gst_caps_unref(caps) }
+        }
     }
 }

@@ -7,7 +7,9 @@ import Protocol
 /// encoded by pngenc. Returns the frame's own PTS, its size and the PNG bytes. Past the end: the last frame.
 ///
 ///   trackdfdsrc ! parsebin ─(track pad)→ queue ! decodebin ─→ videoconvert ! capsfilter(RGB) ! pngenc ! appsink
-public func generatePNG(source: MediaSource, trackID: UInt32, at time: MediaTime) throws(TrackError)
+/// `limits.maxFramePixels` is enforced on the decoder's output (DecodeGuard; one frame needs no budget).
+public func generatePNG(source: MediaSource, trackID: UInt32, at time: MediaTime,
+                        limits: DecodeLimits = DecodeLimits()) throws(TrackError)
     -> (actualTime: MediaTime, width: UInt32, height: UInt32, png: [UInt8])
 {
     try Gst.initialize()
@@ -27,6 +29,9 @@ public func generatePNG(source: MediaSource, trackID: UInt32, at time: MediaTime
     try pipeline.addChain([queue, decodebin])
     try pipeline.addChain([convert, filter, encoder, sink])
     DecodeLinker(target: gst_element_get_static_pad(convert, "sink")!, pipeline: pipeline.element).attach(to: decodebin)
+    var frameLimit = limits
+    (frameLimit.videoBudgetPixels, frameLimit.audioBudgetSamples) = (.max, .max)
+    DecodeGuard(limits: frameLimit, audio: false, trackID: trackID, pipeline: pipeline.element).attach(to: convert)
     let restorer = ClipRestorer()
     let queueSrc = gst_element_get_static_pad(queue, "src")!
     restorer.attach(to: queueSrc)

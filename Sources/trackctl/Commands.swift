@@ -29,6 +29,7 @@ enum Commands {
                     ("id", .int(Int64(t.trackID))),
                     ("mediaType", .string(t.mediaType.description)),
                     ("codec", t.codec == .none ? .null : .string(t.codec.description)),
+                    ("codecName", codecName(t.codec).map { .string($0) } ?? .null),
                     ("width", number(t.naturalSize.width)),
                     ("height", number(t.naturalSize.height)),
                     ("nominalFrameRate", t.nominalFrameRate > 0 ? .number(t.nominalFrameRate, decimals: 3) : .null),
@@ -55,7 +56,7 @@ enum Commands {
         for t in asset.tracks {
             let video = t.mediaType == .video
             rows.append([
-                "\(t.trackID)", t.mediaType.description, t.codec.description,
+                "\(t.trackID)", t.mediaType.description, t.codec.description + (codecName(t.codec).map { " (\($0))" } ?? ""),
                 video && t.naturalSize.width > 0 ? "\(t.naturalSize.width)x\(t.naturalSize.height)" : "-",
                 t.nominalFrameRate > 0 ? fixed(t.nominalFrameRate, 3) : "-",
                 t.duration.isNumeric ? fixed(t.duration.seconds, 3) + " s" : "-",
@@ -79,6 +80,44 @@ enum Commands {
         if asset.tracks.contains(where: { $0.mediaType == .video }) {
             print("PIXFMT: the recommended --pixel-format, the decoder's native layout for the track's BITS and CHROMA "
                   + "(a lossless repack, no conversion; docs/SETTINGS.md)")
+        }
+    }
+
+    /// The common name of a codec four-char code trackd reports (the ones GstBridge maps caps to), or nil.
+    static func codecName(_ codec: FourCC) -> String? {
+        switch codec.description {
+        case "avc1", "avc3": "H.264"
+        case "hvc1", "hev1": "HEVC"
+        case "vp08": "VP8"
+        case "vp09": "VP9"
+        case "av01": "AV1"
+        case "jpeg": "Motion JPEG"
+        case "png ": "PNG"
+        case "apco": "ProRes 422 Proxy"
+        case "apcs": "ProRes 422 LT"
+        case "apcn": "ProRes 422"
+        case "apch": "ProRes 422 HQ"
+        case "ap4h": "ProRes 4444"
+        case "ap4x": "ProRes 4444 XQ"
+        case "mp4v": "MPEG-4 Part 2"
+        case "mp2v": "MPEG-2 Video"
+        case "mp1v": "MPEG-1 Video"
+        case "raw ": "uncompressed video"
+        case "mp4a": "AAC"
+        case ".mp3": "MP3"
+        case ".mp2": "MPEG-1 Layer II"
+        case ".mp1": "MPEG-1 Layer I"
+        case "Opus": "Opus"
+        case "fLaC": "FLAC"
+        case "lpcm": "PCM"
+        case "ac-3": "AC-3"
+        case "ec-3": "E-AC-3"
+        case "alac": "ALAC"
+        case "vorb": "Vorbis"
+        case "alaw": "A-law"
+        case "ulaw": "µ-law"
+        case "tx3g": "timed text"
+        default: nil
         }
     }
 

@@ -92,6 +92,18 @@ enum Help {
                 """,
             examples: ["trackctl frame clip.mp4 --time 2.5 --output frame.png"]),
         CommandHelp(
+            name: "contact-sheet", summary: "a PNG grid of exact frames spread over the video, with captions",
+            usage: ["contact-sheet FILE --output SHEET.png [--count N] [--track ID]"],
+            details: """
+                  A PNG of N (--count, 1…100, default 12) exact frames, the ones shown at the centres of N equal
+                  slices of the video track's duration, in a grid under a header (file name, size, codec, fps,
+                  duration, file size), each captioned with its time (HH:MM:SS.mmm) and frame index. Tiles are
+                  320 pixels wide, TH = 320 × display height / width rounded to even tall (rotation applied);
+                  C = min(N, ⌈√(N·4·TH/960)⌉) columns, R = ⌈N/C⌉ rows; the sheet is 12 + C·332 wide and
+                  40 + R·(TH + 34) tall; tile i's picture starts at x = 12 + (i mod C)·332, y = 40 + ⌊i/C⌋·(TH + 34).
+                """,
+            examples: ["trackctl contact-sheet clip.mp4 --count 16 --output sheet.png"]),
+        CommandHelp(
             name: "status", summary: "show the daemon's state",
             usage: ["status [--json]"],
             details: """

@@ -38,7 +38,7 @@ struct Options {
 
     static let valued: Set<String> = ["--socket", "--track", "--pixel-format", "--width", "--height", "--output", "--time",
                                       "--audio-format", "--sample-rate", "--channels", "--bit-depth", "--start", "--duration", "--ranges",
-                                      "--at", "--index"]
+                                      "--at", "--index", "--count"]
     static let repeatable: Set<String> = ["--setting"]
     static let boolean: Set<String> = ["--passthrough", "--md5", "--json", "--help", "-h", "--float", "--big-endian",
                                        "--non-interleaved"]
@@ -104,6 +104,7 @@ case "read": Commands.read(options, socketPath: socketPath)
 case "frame": Commands.frame(options, socketPath: socketPath)
 case "frames": Commands.frames(options, socketPath: socketPath)
 case "status": Commands.status(options, socketPath: socketPath)
+case "contact-sheet": ContactSheet.run(options, socketPath: socketPath)
 default: Exit.usageError("unknown command \(command)")
 }
 exit(0)

@@ -8,19 +8,6 @@ import TrackClient
 import Glibc
 #endif
 
-/// A seeded, deterministic generator (SplitMix64): the same FUZZ_SEED gives the same inputs.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 /// Mutation fuzzer over protocol frames against a real trackd (`make fuzz-protocol` runs it longer).
 ///
 /// Each case is one connection: optionally a valid Hello (and a valid OpenAsset, and a valid CreateOutput), then

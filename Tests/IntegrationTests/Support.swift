@@ -109,11 +109,24 @@ final class Daemon {
         socketPath = dir + "/trackd.sock"
         logPath = dir + "/trackd.log"
         child = try Child(Env.trackd, ["--socket", socketPath] + extraArgs, stderr: logPath)
-        for _ in 0..<200 {
-            if FileManager.default.fileExists(atPath: socketPath) { return }
+        // Ready: trackd logs "listening on" after bind() and listen() (the socket file alone appears at bind), then
+        // catches SIGTERM once its dispatch source is installed (a SIGTERM before that is lost).
+        for _ in 0..<400 {
+            if log.contains("listening on") && Self.catchesSIGTERM(child.pid) { return }
+            if !child.isRunning { break }
             usleep(25_000)
         }
-        throw TrackError(.unknown, "trackd did not create \(socketPath) within 5 s; log:\n\(log)")
+        throw TrackError(.unknown, "trackd did not start listening on \(socketPath) within 10 s; log:\n\(log)")
+    }
+
+    /// SigCgt in /proc/<pid>/status has SIGTERM: the supervisor's handler is installed.
+    static func catchesSIGTERM(_ pid: pid_t) -> Bool {
+        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("SigCgt:") }),
+              let mask = UInt64(line.dropFirst("SigCgt:".count).trimmingCharacters(in: .whitespaces), radix: 16) else {
+            return false
+        }
+        return mask & (UInt64(1) << (SIGTERM - 1)) != 0
     }
 
     var pid: Int32 { child.pid }

@@ -76,15 +76,16 @@ struct TrackctlTests {
         #expect(r.status == 0, "\(r.stderr)")
         let array = try #require(try JSONSerialization.jsonObject(with: r.stdout) as? [[String: Any]])
         #expect(array.count == 2)
-        let keys: Set<String> = ["id", "mediaType", "codec", "width", "height", "nominalFrameRate", "duration",
+        let keys: Set<String> = ["id", "mediaType", "codec", "codecName", "width", "height", "nominalFrameRate", "duration",
                                  "timeRangeStart", "sampleRate", "channels", "depth", "hasAlpha", "bitsPerComponent", "chromaSubsampling",
                                  "recommendedPixelFormat", "rotation", "language"]
         for t in array { #expect(Set(t.keys) == keys) }
         #expect(array[0]["mediaType"] as? String == "video" && array[0]["codec"] as? String == "avc1")
+        #expect(array[0]["codecName"] as? String == "H.264" && array[1]["codecName"] as? String == "AAC")
         #expect(array[0]["sampleRate"] is NSNull)
         #expect(array[1]["channels"] as? Int == 2)
         let table = try daemon.trackctl(["tracks", Media.clip])
-        #expect(table.status == 0 && table.text.contains("avc1") && table.text.contains("320x240"))
+        #expect(table.status == 0 && table.text.contains("avc1 (H.264)") && table.text.contains("mp4a (AAC)") && table.text.contains("320x240"))
     }
 
     /// BITS, CHROMA and PIXFMT: the coded bit depth and chroma subsampling (ffprobe's pix_fmt is the oracle) and
@@ -246,7 +247,7 @@ struct TrackctlTests {
 
 /// `trackctl --help`, `trackctl COMMAND --help` and usage errors that say what to do next. No daemon needed.
 @Suite struct TrackctlHelpTests {
-    static let commands = ["tracks", "read", "frames", "frame", "status"]
+    static let commands = ["tracks", "read", "frames", "frame", "contact-sheet", "status"]
 
     /// "  trackctl [--socket PATH] COMMAND …": a complete command line running `command`.
     static func isExample(_ line: String, of command: String) -> Bool {
@@ -310,7 +311,7 @@ struct TrackctlTests {
 
     /// Every command that talks to trackd says how to start it when it cannot be reached.
     @Test(arguments: [["tracks", "F"], ["read", "F"], ["frames", "F", "--at", "1"], ["frame", "F", "--time", "1", "--output", "/dev/null"],
-                      ["status"]])
+                      ["contact-sheet", "F", "--output", "/dev/null"], ["status"]])
     func unreachableDaemonSaysHowToStartIt(_ args: [String]) throws {
         let dir = Env.tempDir("unreachable")
         defer { try? FileManager.default.removeItem(atPath: dir) }

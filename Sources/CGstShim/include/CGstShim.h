@@ -63,6 +63,15 @@ GstEvent *swift_gst_pad_probe_info_event(GstPadProbeInfo *info);
 /// GST_PAD_PROBE_INFO_BUFFER(info): transfer none (owned by the probe's caller). A plain cast of info->data: check
 /// info->type first. Needs C: function-like macro.
 GstBuffer *swift_gst_pad_probe_info_buffer(GstPadProbeInfo *info);
+/// Refuses the probed buffer, buffer list or event: unrefs it, makes `flow` the result its sender sees
+/// (GST_PAD_PROBE_INFO_FLOW_RETURN) and returns GST_PAD_PROBE_HANDLED. Needs C: function-like macros.
+GstPadProbeReturn swift_gst_pad_probe_refuse(GstPadProbeInfo *info, GstFlowReturn flow);
+/// True when some element inside `bin` (recursively) has a pad with a streaming task and every such task is paused
+/// or stopped: the demuxers have given up (a demuxer pauses its task at the end or on a fatal error). Needs C:
+/// GST_PAD_TASK is a macro and the iterator API is awkward from Swift.
+gboolean swift_gst_bin_tasks_all_paused(GstBin *bin);
+/// Bytes per sample of one channel of audio/x-raw caps (GstAudioInfo's bpf / channels); 0 when not raw audio.
+gint swift_gst_audio_bytes_per_sample(const GstCaps *caps);
 
 // ── g_signal_connect takes an untyped GCallback: typed wrappers keep Swift away from unsafeBitCast ──────────
 

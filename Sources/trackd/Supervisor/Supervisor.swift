@@ -15,13 +15,19 @@ import Glibc
 enum SupervisorMain {
     static let usage = """
         usage: trackd [--socket PATH] [--worker-memory BYTES] [--worker-cpu SECONDS] [--worker-user NAME]
+                      [--max-frame-pixels N] [--decode-budget PIXELS] [--audio-decode-budget SAMPLES]
           Serves AVAssetReader-style sample reading to local clients.
           --socket PATH           listen here (default: $TRACKD_SOCKET, $XDG_RUNTIME_DIR/trackd.sock,
                                   /run/trackd/trackd.sock); ignored under systemd socket activation (LISTEN_FDS).
           --worker-memory BYTES   each worker's address-space limit, RLIMIT_AS (default 4294967296 = 4 GiB)
           --worker-cpu SECONDS    each worker's CPU-time limit, RLIMIT_CPU (default 600)
           --worker-user NAME      when trackd runs as root, workers drop to this user's uid/gid (default nobody)
-          See docs/SECURITY.md for the worker sandbox.
+          --max-frame-pixels N    largest decoded frame, width × height (default 67108864 = 8192×8192)
+          --decode-budget PIXELS  decoded video pixels one output may consume (default 17592186044416 = 2^44)
+          --audio-decode-budget SAMPLES
+                                  decoded audio samples (frames × channels) one output may consume
+                                  (default 274877906944 = 2^38)
+          See docs/SECURITY.md for the worker sandbox and the decode limits.
         """
 
     static func run(arguments: [String]) -> Int32 {
@@ -47,6 +53,17 @@ enum SupervisorMain {
                     return 2
                 }
                 sandbox.cpuSeconds = seconds
+                i += 1
+            case "--max-frame-pixels", "--decode-budget", "--audio-decode-budget":
+                guard i + 1 < arguments.count, let n = UInt64(arguments[i + 1]), n >= 1 else {
+                    Log.error("\(arguments[i]) needs a positive whole number")
+                    return 2
+                }
+                switch arguments[i] {
+                case "--max-frame-pixels": sandbox.decode.maxFramePixels = n
+                case "--decode-budget": sandbox.decode.videoBudgetPixels = n
+                default: sandbox.decode.audioBudgetSamples = n
+                }
                 i += 1
             case "--worker-user" where i + 1 < arguments.count:
                 workerUser = arguments[i + 1]

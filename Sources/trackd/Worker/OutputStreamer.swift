@@ -250,6 +250,8 @@ final class OutputStreamer: Sendable {
         var kept: [Int: PulledSample] = [:]
         var next = 0
         var range = 0
+        var decoded = 0  // frames that reached appsink (decoded and converted), wanted or not
+        defer { Log.info("ReadFrames output \(id): \(plan.order.count) frames asked, \(decoded) decoded in \(plan.ranges.count) ranges") }
         while true {
             if state.withLock({ $0.cancelled }) { return finish(.cancelled) }
             switch pipeline.pull(timeoutNs: 100_000_000) {
@@ -270,6 +272,7 @@ final class OutputStreamer: Sendable {
                 return finish(.failed, TrackError(.decodeFailed,
                     "frame \(missing) (at \(Double(plan.index.frames[missing].presentationTime) / 1e9) s) was not produced by the decoder"))
             case .sample(let sample):
+                decoded += 1
                 guard let ns = sample.presentationTime.nanoseconds else { continue }
                 let frame = plan.index.nearest(ns)
                 guard (uses[frame] ?? 0) > 0, kept[frame] == nil else { continue }

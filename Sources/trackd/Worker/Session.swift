@@ -306,9 +306,27 @@ final class Session: Sendable {
         } else {
             mode = .passthrough
         }
-        let pipeline = try TrackPipeline(source: asset.source, trackID: track.id, mode: mode, timeRange: range)
+        let limits = context.sandbox.decode
+        if case .decode(let video) = mode { try checkDecodeLimits(limits, track: track, video: video) }
+        let pipeline: TrackPipeline
+        do {
+            pipeline = try TrackPipeline(source: asset.source, trackID: track.id, mode: mode, timeRange: range, limits: limits)
+        } catch where error.knownCode == .invalidArgument {
+            // Discovery found the track; the demuxer did not expose it this time: the file is damaged (or changed).
+            throw TrackError(.fileFailedToParse,
+                             "track \(track.id) was found when the asset was opened but not when reading it again; the file is damaged or was changed (\(error.message))")
+        }
         return try addOutput(assetID: request.assetID, requestID: requestID, pipeline: pipeline, mediaType: track.mediaType,
                              passthrough: request.settings == nil, supportsRandomAccess: request.supportsRandomAccess)
+    }
+
+    /// Before anything is decoded: the container's declared size, then the requested output size, against
+    /// --max-frame-pixels.
+    private func checkDecodeLimits(_ limits: DecodeLimits, track: TrackDescription, video: VideoOutputRequest) throws(TrackError) {
+        try limits.checkFrame(width: UInt64(track.width), height: UInt64(track.height), "track \(track.id)")
+        if let size = Self.outputSize(video, source: (UInt64(track.width), UInt64(track.height))) {
+            try limits.checkFrame(width: size.width, height: size.height, "the requested output size")
+        }
     }
 
     /// ReadFrames: resolves each request against the track's frame index (built on first use), plans the ranges
@@ -320,6 +338,8 @@ final class Session: Sendable {
                              "ReadFrames reads video frames; track \(track.id) is \(track.mediaType) (read it with CreateOutput and a time range)")
         }
         let video = try OutputSettings.validateVideo(request.settings)
+        let limits = context.sandbox.decode
+        try checkDecodeLimits(limits, track: track, video: video)
         let index = try asset.indexes.index(source: asset.source, trackID: track.id)
         var order: [Int] = []
         for (i, frame) in request.frames.enumerated() {
@@ -330,10 +350,24 @@ final class Session: Sendable {
             }
         }
         let plan = FramePlan(index: index, order: order)
-        let pipeline = try TrackPipeline(source: asset.source, trackID: track.id, mode: .decode(video), timeRange: plan.ranges[0])
+        let pipeline = try TrackPipeline(source: asset.source, trackID: track.id, mode: .decode(video), timeRange: plan.ranges[0],
+                                         limits: limits)
         Log.info("ReadFrames on track \(track.id): \(order.count) frames, \(plan.ranges.count) decode ranges")
         return try addOutput(assetID: request.assetID, requestID: requestID, pipeline: pipeline, mediaType: .video,
                              passthrough: false, supportsRandomAccess: false, frames: plan)
+    }
+
+    /// The frame size a decoded output with Width and/or Height delivers (one missing side follows the source's
+    /// aspect ratio, as videoscale's); nil when neither is requested.
+    static func outputSize(_ request: VideoOutputRequest, source: (width: UInt64, height: UInt64))
+        -> (width: UInt64, height: UInt64)? {
+        let w = request.width.map { UInt64(max(0, $0)) }, h = request.height.map { UInt64(max(0, $0)) }
+        switch (w, h) {
+        case let (w?, h?): return (w, h)
+        case let (w?, nil): return (w, source.width > 0 ? w.multipliedFullWidth(by: source.height).low / source.width : 0)
+        case let (nil, h?): return (source.height > 0 ? h.multipliedFullWidth(by: source.width).low / source.height : 0, h)
+        case (nil, nil): return nil
+        }
     }
 
     /// Decodes the frame shown at the requested time, encodes it as PNG (GStreamer's pngenc) and puts the bytes
@@ -348,7 +382,11 @@ final class Session: Sendable {
         guard request.time.isNumeric, request.time.seconds >= 0 else {
             throw TrackError(.invalidArgument, "image time \(request.time) is not a valid time")
         }
-        let image = try generatePNG(source: asset.source, trackID: request.trackID, at: request.time)
+        if let track = asset.tracks.first(where: { $0.id == request.trackID }) {
+            try context.sandbox.decode.checkFrame(width: UInt64(track.width), height: UInt64(track.height), "track \(track.id)")
+        }
+        let image = try generatePNG(source: asset.source, trackID: request.trackID, at: request.time,
+                                    limits: context.sandbox.decode)
         let mapping: SharedMapping
         let fd: Int32
         do {

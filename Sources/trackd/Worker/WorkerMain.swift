@@ -26,10 +26,14 @@ struct WorkerSandbox: Sendable {
     /// The uid/gid to drop to; nil = keep the current identity (the supervisor runs unprivileged).
     var uid: UInt32?
     var gid: UInt32?
+    /// What one output may make a decoder produce (GstBridge's DecodeGuard; docs/SECURITY.md "Decode limits").
+    var decode = DecodeLimits()
 
     var arguments: [String] {
         var args = ["--memory", "\(memoryBytes)", "--cpu", "\(cpuSeconds)"]
         if let uid, let gid { args += ["--uid", "\(uid)", "--gid", "\(gid)"] }
+        args += ["--max-frame-pixels", "\(decode.maxFramePixels)", "--decode-budget", "\(decode.videoBudgetPixels)",
+                 "--audio-decode-budget", "\(decode.audioBudgetSamples)"]
         return args
     }
 
@@ -63,6 +67,9 @@ enum WorkerMain {
             case "--cpu": context.sandbox.cpuSeconds = UInt64(value) ?? WorkerSandbox.defaultCPUSeconds
             case "--uid": context.sandbox.uid = UInt32(value)
             case "--gid": context.sandbox.gid = UInt32(value)
+            case "--max-frame-pixels": context.sandbox.decode.maxFramePixels = UInt64(value) ?? DecodeLimits.defaultMaxFramePixels
+            case "--decode-budget": context.sandbox.decode.videoBudgetPixels = UInt64(value) ?? DecodeLimits.defaultVideoBudget
+            case "--audio-decode-budget": context.sandbox.decode.audioBudgetSamples = UInt64(value) ?? DecodeLimits.defaultAudioBudget
             default:
                 Log.error("unknown worker argument \(arguments[i])")
                 return 2

@@ -1,0 +1,191 @@
+import CCairo
+import Protocol
+import TrackClient
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `trackctl contact-sheet FILE --output SHEET.png [--count N] [--track ID]`: N evenly spaced exact frames of a
+/// video track in a grid, each captioned with its presentation time and frame index, under a header line naming
+/// the file. The frames come from TrackClient's exact random access (`Asset.frames(at:)`, decoded by trackd to
+/// BGRA at the tile size); cairo composes the sheet, draws the text and writes the PNG.
+///
+/// Geometry (all in pixels; `trackctl --help` documents it, the tests check it):
+/// - a tile's picture is `tileWidth` (320) wide and TH = the even number nearest 320 × display height / display
+///   width tall (at least 2), where the display size is the track's size with width and height swapped for a
+///   rotation of 90° or 270° (the picture is shown rotated, as a player shows it);
+/// - columns C = min(N, ⌈√(N · 4 · TH / (3 · 320))⌉) (a sheet about 4:3), rows R = ⌈N / C⌉;
+/// - the sheet is M + C · (320 + M) wide and M + HEADER + R · (TH + CAPTION + M) tall, M = 12, HEADER = 28,
+///   CAPTION = 22; tile i (row-major) has its picture's top-left corner at
+///   x = M + (i mod C) · (320 + M), y = M + HEADER + ⌊i / C⌋ · (TH + CAPTION + M), its caption below it;
+/// - frame i is the one shown at start + (i + ½) · D / N, D the track's duration and start its timeRange start:
+///   the centre of the i-th of N equal slices.
+enum ContactSheet {
+    static let tileWidth = 320
+    static let margin = 12
+    static let header = 28
+    static let caption = 22
+    static let defaultCount = 12
+    static let maxCount = 100
+
+    struct Geometry: Equatable {
+        var count: Int
+        var tileHeight: Int
+        var columns: Int
+        var rows: Int
+        /// The decoded frame's size before rotation (what trackd is asked for).
+        var decodeWidth: Int
+        var decodeHeight: Int
+
+        init(count: Int, trackWidth: Int, trackHeight: Int, rotation: Int) {
+            let quarter = ((rotation % 360) + 360) % 360 / 90
+            let turned = quarter % 2 == 1
+            let displayWidth = turned ? trackHeight : trackWidth
+            let displayHeight = turned ? trackWidth : trackHeight
+            let exact = Double(ContactSheet.tileWidth) * Double(displayHeight) / Double(displayWidth)
+            self.count = count
+            tileHeight = max(2, 2 * Int((exact / 2).rounded()))
+            let wanted = (Double(count) * 4 * Double(tileHeight) / (3 * Double(ContactSheet.tileWidth))).squareRoot()
+            columns = max(1, min(count, Int(wanted.rounded(.up))))
+            rows = (count + columns - 1) / columns
+            decodeWidth = turned ? tileHeight : ContactSheet.tileWidth
+            decodeHeight = turned ? ContactSheet.tileWidth : tileHeight
+        }
+
+        var width: Int { margin + columns * (tileWidth + margin) }
+        var height: Int { margin + header + rows * (tileHeight + caption + margin) }
+        func origin(_ i: Int) -> (x: Int, y: Int) {
+            (margin + (i % columns) * (tileWidth + margin), margin + header + (i / columns) * (tileHeight + caption + margin))
+        }
+    }
+
+    /// HH:MM:SS.mmm
+    static func clock(_ seconds: Double) -> String {
+        let ms = Int((max(0, seconds) * 1000).rounded())
+        func two(_ n: Int) -> String { n < 10 ? "0\(n)" : "\(n)" }
+        let milli = ms % 1000
+        return "\(two(ms / 3_600_000)):\(two(ms / 60_000 % 60)):\(two(ms / 1000 % 60))."
+            + (milli < 10 ? "00" : milli < 100 ? "0" : "") + "\(milli)"
+    }
+
+    static func run(_ options: Options, socketPath: String?) {
+        guard let output = options.values["--output"] else { Exit.usageError("contact-sheet needs --output SHEET.png") }
+        let count = options.int("--count") ?? defaultCount
+        guard (1...maxCount).contains(count) else {
+            Exit.usageError("--count takes a number of frames from 1 to \(maxCount), not \(count)")
+        }
+        let asset = Commands.openAsset(options, socketPath: socketPath)
+        let track = Commands.pickTrack(asset, options)
+        guard track.mediaType == .video else {
+            Exit.failed(TrackError(.operationNotSupportedForAsset,
+                                   "track \(track.trackID) of \(asset.path) is \(track.mediaType), not video; a contact sheet needs a video track"))
+        }
+        guard track.naturalSize.width > 0, track.naturalSize.height > 0 else {
+            Exit.failed(TrackError(.operationNotSupportedForAsset, "track \(track.trackID) of \(asset.path) has no known picture size"))
+        }
+        let duration = track.duration.isNumeric && track.duration.seconds > 0 ? track.duration : asset.duration
+        guard duration.isNumeric, duration.seconds > 0 else {
+            Exit.failed(TrackError(.operationNotSupportedForAsset, "track \(track.trackID) of \(asset.path) has no known duration"))
+        }
+        let start = track.timeRangeStart.isNumeric ? track.timeRangeStart.seconds : 0
+        let g = Geometry(count: count, trackWidth: Int(track.naturalSize.width), trackHeight: Int(track.naturalSize.height),
+                         rotation: Int(track.rotation))
+        let times = (0..<count).map { MediaTime(seconds: start + (Double($0) + 0.5) * duration.seconds / Double(count)) }
+        let settings: [String: SettingValue] = [
+            SettingsKey.pixelFormatType: .int(Int64((FourCC("BGRA") as FourCC).rawValue)),
+            SettingsKey.width: .int(Int64(g.decodeWidth)), SettingsKey.height: .int(Int64(g.decodeHeight)),
+        ]
+        let frames: [IndexedFrame]
+        do {
+            frames = try asset.frames(at: times, track: track, outputSettings: settings)
+        } catch {
+            Exit.failed(error)
+        }
+
+        var info = stat()
+        let fileSize = stat(asset.path, &info) == 0 ? Double(info.st_size) : nil
+        let name = asset.path.split(separator: "/").last.map(String.init) ?? asset.path
+        var headline = "\(name)  ·  \(track.naturalSize.width)x\(track.naturalSize.height) \(Commands.codecName(track.codec) ?? track.codec.description)"
+        if track.nominalFrameRate > 0 { headline += " \(fixed(track.nominalFrameRate, 3)) fps" }
+        if track.rotation != 0 { headline += " rotated \(track.rotation)°" }
+        headline += "  ·  \(clock(duration.seconds))"
+        if let fileSize { headline += "  ·  \(fixed(fileSize / 1_048_576, 1)) MiB" }
+
+        let status = draw(g, frames: frames, rotation: Int(track.rotation), headline: headline, to: output)
+        guard status == CAIRO_STATUS_SUCCESS else {
+            Exit.failed(TrackError(.unknown, "cannot write \(output): \(String(cString: cairo_status_to_string(status)))"))
+        }
+        print("wrote \(output): \(g.width)x\(g.height) PNG, \(count) frames of track \(track.trackID) in \(g.columns) columns "
+              + "x \(g.rows) rows, tiles \(tileWidth)x\(g.tileHeight)")
+    }
+
+    /// Composes the sheet and writes it as PNG; cairo's status of the first thing that failed.
+    static func draw(_ g: Geometry, frames: [IndexedFrame], rotation: Int, headline: String, to path: String) -> cairo_status_t {
+        let sheet = cairo_image_surface_create(CAIRO_FORMAT_RGB24, Int32(g.width), Int32(g.height))
+        defer { cairo_surface_destroy(sheet) }
+        let cr = cairo_create(sheet)
+        defer { cairo_destroy(cr) }
+        cairo_set_source_rgb(cr, 0.11, 0.11, 0.12)
+        cairo_paint(cr)
+
+        cairo_select_font_face(cr, "sans-serif", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_BOLD)
+        cairo_set_font_size(cr, 15)
+        cairo_set_source_rgb(cr, 0.95, 0.95, 0.95)
+        cairo_move_to(cr, Double(margin), Double(margin + header - 10))
+        cairo_show_text(cr, headline)
+
+        cairo_select_font_face(cr, "sans-serif", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL)
+        cairo_set_font_size(cr, 13)
+        for (i, frame) in frames.enumerated() {
+            let (x, y) = g.origin(i)
+            paint(frame.sample, in: cr, x: x, y: y, g: g, rotation: rotation)
+            let baseline = Double(y + g.tileHeight + caption - 6)
+            cairo_set_source_rgb(cr, 0.85, 0.85, 0.85)
+            cairo_move_to(cr, Double(x), baseline)
+            cairo_show_text(cr, clock(frame.sample.presentationTimeStamp.seconds))
+            let label = "#\(frame.index)"
+            var extents = cairo_text_extents_t()
+            cairo_text_extents(cr, label, &extents)
+            cairo_set_source_rgb(cr, 0.6, 0.6, 0.6)
+            cairo_move_to(cr, Double(x + tileWidth) - extents.x_advance, baseline)
+            cairo_show_text(cr, label)
+        }
+        let status = cairo_status(cr)
+        guard status == CAIRO_STATUS_SUCCESS else { return status }
+        cairo_surface_flush(sheet)
+        return cairo_surface_write_to_png(sheet, path)
+    }
+
+    /// Paints one decoded BGRA frame (opaque: painted as cairo's RGB24, which is BGRX in memory on little-endian)
+    /// centred in its tile, rotated clockwise by `rotation` degrees and scaled if trackd's size differs.
+    static func paint(_ sample: SampleBuffer, in cr: OpaquePointer?, x: Int, y: Int, g: Geometry, rotation: Int) {
+        guard let plane = sample.planes.first, sample.width > 0, sample.height > 0 else { return }
+        let w = Int(sample.width), h = Int(sample.height)
+        let stride = Int(cairo_format_stride_for_width(CAIRO_FORMAT_RGB24, Int32(w)))
+        var pixels = [UInt8](repeating: 0, count: stride * h)
+        sample.withUnsafeBytes { src in
+            pixels.withUnsafeMutableBytes { dst in
+                let rowBytes = min(Int(plane.rowBytes), w * 4)
+                for row in 0..<min(h, Int(plane.height)) {
+                    let from = Int(plane.offset) + row * Int(plane.bytesPerRow)
+                    dst.baseAddress!.advanced(by: row * stride).copyMemory(from: src.baseAddress!.advanced(by: from), byteCount: rowBytes)
+                }
+            }
+        }
+        pixels.withUnsafeMutableBytes { buffer in
+            let image = cairo_image_surface_create_for_data(
+                buffer.baseAddress!.assumingMemoryBound(to: UInt8.self), CAIRO_FORMAT_RGB24, Int32(w), Int32(h), Int32(stride))
+            defer { cairo_surface_destroy(image) }
+            cairo_save(cr)
+            cairo_rectangle(cr, Double(x), Double(y), Double(tileWidth), Double(g.tileHeight))
+            cairo_clip(cr)
+            cairo_translate(cr, Double(x) + Double(tileWidth) / 2, Double(y) + Double(g.tileHeight) / 2)
+            cairo_rotate(cr, Double(rotation) * Double.pi / 180)
+            cairo_scale(cr, Double(g.decodeWidth) / Double(w), Double(g.decodeHeight) / Double(h))
+            cairo_set_source_surface(cr, image, -Double(w) / 2, -Double(h) / 2)
+            cairo_paint(cr)
+            cairo_restore(cr)
+        }
+    }
+}
