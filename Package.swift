@@ -44,6 +44,10 @@ let package = Package(
             name: "trackd", dependencies: ["Protocol", "GstBridge", "CTrackSys", "CSystemd", "CSandbox"],
             swiftSettings: strict),
         .executableTarget(name: "trackctl", dependencies: ["TrackClient", "Protocol", "CMD5", "CCairo"], swiftSettings: strict),
+        // ── Example: a typical AVAssetReader loop ported to TrackClient (run by ExampleTests) ────────
+        .executableTarget(
+            name: "trackd-example-reader", dependencies: ["TrackClient", "Protocol"],
+            path: "Examples/trackd-example-reader", swiftSettings: strict),
         // ── Tests ─────────────────────────────────────────────────────────────────────────────
         .testTarget(name: "ProtocolTests", dependencies: ["Protocol"], swiftSettings: strict),
         .testTarget(name: "GstBridgeTests", dependencies: ["GstBridge", "Protocol"], swiftSettings: strict),

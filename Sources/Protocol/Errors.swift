@@ -47,22 +47,30 @@ public enum AVErrorCode: Int32, Sendable, CaseIterable, CustomStringConvertible 
 }
 
 /// An error as it travels on the wire and as clients see it: a code and a message that names the problem.
+/// The counterpart of an `NSError` in `AVFoundationErrorDomain` (`AVError`): the same numeric codes, plus
+/// -119xx for trackd's own. A plain value, `Sendable`.
 public struct TrackError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The numeric code: an ``AVErrorCode`` raw value, or one this version does not know (see ``knownCode``).
     public var code: Int32
+    /// What went wrong, naming the file, track, setting or limit concerned; for the user, not for parsing.
     public var message: String
 
+    /// An error with a known code.
     public init(_ code: AVErrorCode, _ message: String) {
         self.code = code.rawValue
         self.message = message
     }
 
+    /// An error with any code, as received from the wire.
     public init(rawCode: Int32, message: String) {
         self.code = rawCode
         self.message = message
     }
 
+    /// The code as an ``AVErrorCode``, or nil when this version does not know it.
     public var knownCode: AVErrorCode? { AVErrorCode(rawValue: code) }
 
+    /// "CODE (name): message".
     public var description: String {
         "\(code) \(knownCode.map { "(\($0))" } ?? ""): \(message)"
     }

@@ -5,14 +5,27 @@ import Glibc
 #endif
 
 /// A media file, opened by this process and handed to trackd as a descriptor (trackd never opens paths).
-/// Like AVURLAsset; its tracks are loaded when it is created.
 ///
-/// Each Asset has its own connection and so its own trackd worker process: a crash while decoding it affects
-/// nothing else. Thread-safe.
+/// Mirrors `AVURLAsset`, with its tracks already loaded: `init(path:socketPath:)` does what
+/// `AVURLAsset(url:)` followed by `load(.tracks, .duration)` does, synchronously.
+///
+/// **Ownership.** Each Asset owns one connection to trackd, and so one trackd worker process, used by every
+/// reader, image request and frame request made from it; a crash while decoding it affects nothing else. The
+/// connection (and the worker) ends when the last reference to the Asset goes away — readers and outputs hold
+/// their asset, so reading keeps it alive. The file descriptor is closed as soon as trackd has it.
+///
+/// **Thread-safety.** `Sendable`: every stored property is immutable, and the connection multiplexes requests
+/// by id (several threads may use one asset at once; each caller gets its own reply).
+///
+/// **Blocking.** The initializer and every method wait for trackd's reply (discovery and decoding may take
+/// a while for large files); call them from a thread that may block, not from inside async code on the
+/// cooperative pool. ``AssetReaderTrackOutput/samples`` is the async way to read.
 public final class Asset: Sendable {
+    /// The path given to `init`, as given.
     public let path: String
-    /// The asset's duration (the longest track's).
+    /// The asset's duration (the longest track's), like `AVAsset.duration`.
     public let duration: MediaTime
+    /// Every track trackd found, in the container's order (`AVAsset.tracks`).
     public let tracks: [AssetTrack]
     let connection: Connection
     let assetID: UInt32
@@ -48,11 +61,14 @@ public final class Asset: Sendable {
 
     deinit { connection.close() }
 
+    /// The tracks of one media type, in order (`AVAsset.tracks(withMediaType:)`). Does not block.
     public func tracks(withMediaType type: MediaType) -> [AssetTrack] { tracks.filter { $0.mediaType == type } }
 
+    /// The track with this id, or nil (`AVAsset.track(withTrackID:)`). Does not block.
     public func track(withTrackID id: UInt32) -> AssetTrack? { tracks.first { $0.trackID == id } }
 
-    /// Facts about the worker serving this asset, and the daemon behind it.
+    /// Facts about the worker serving this asset, and the daemon behind it (what `trackctl status` shows).
+    /// Blocks for one round trip. Throws -11819 when the worker has gone.
     public func serverStatus() throws(TrackError) -> StatusReport {
         let (reply, _) = try connection.request(.getStatus)
         guard case .status(let status) = reply else {
@@ -62,21 +78,33 @@ public final class Asset: Sendable {
     }
 }
 
-/// One track of an asset (AVAssetTrack). Zero means unknown for numeric fields.
+/// One track of an asset, as trackd discovered it: the properties of `AVAssetTrack` (and of its format
+/// description) that a reader needs. Zero means unknown for numeric fields.
+///
+/// A plain value: `Sendable`, immutable, owns nothing. Equal tracks have the same id and codec; a track is only
+/// meaningful with the ``Asset`` it came from (readers check that).
 public struct AssetTrack: Sendable, Hashable {
+    /// The container's track id (`AVAssetTrack.trackID`), as `trackctl tracks` prints it.
     public let trackID: UInt32
+    /// Video, audio, subtitle … (`AVAssetTrack.mediaType`).
     public let mediaType: MediaType
     /// The codec's four-char code (avc1, hvc1, mp4a …): CMFormatDescriptionGetMediaSubType.
     public let codec: FourCC
+    /// Video: the coded picture size in pixels, before rotation (`AVAssetTrack.naturalSize`).
     public let naturalSize: (width: UInt32, height: UInt32)
+    /// Video: frames per second as the container states it (`AVAssetTrack.nominalFrameRate`); 0 when unknown.
     public let nominalFrameRate: Double
+    /// The track's duration (`AVAssetTrack.timeRange.duration`).
     public let duration: MediaTime
     /// Start of the track's time range (its first presentation time).
     public let timeRangeStart: MediaTime
+    /// Audio: samples per second per channel (the format description's `mSampleRate`).
     public let sampleRate: UInt32
+    /// Audio: the number of channels (`mChannelsPerFrame`).
     public let channelCount: UInt32
     /// Format-description depth: 32 when the video carries alpha.
     public let depth: UInt32
+    /// Video: the coded pictures carry an alpha channel (ProRes 4444 with alpha, VP9 with alpha …).
     public let hasAlpha: Bool
     /// Video: bits per luma sample as coded (kCMFormatDescriptionExtension_BitsPerComponent); 0 when unknown.
     public let bitsPerComponent: UInt8
@@ -87,6 +115,7 @@ public struct AssetTrack: Sendable, Hashable {
     public let recommendedPixelFormat: PixelFormat?
     /// Clockwise rotation in degrees from the track's transform.
     public let rotation: Int32
+    /// The track's language as the container states it (ISO 639-2, `AVAssetTrack.languageCode`), or nil.
     public let languageCode: String?
 
     init(_ d: TrackDescription) {
@@ -108,22 +137,32 @@ public struct AssetTrack: Sendable, Hashable {
         languageCode = d.language.isEmpty ? nil : d.language
     }
 
+    /// Same track id and codec.
     public static func == (a: AssetTrack, b: AssetTrack) -> Bool { a.trackID == b.trackID && a.codec == b.codec }
+    /// Hashes the track id.
     public func hash(into h: inout Hasher) { h.combine(trackID) }
 }
 
-/// The frame shown at a time, as an encoded image (AVAssetImageGenerator with zero tolerance).
+/// The frame shown at a time, as an encoded image: what `AVAssetImageGenerator` with zero tolerance
+/// (`requestedTimeToleranceBefore/After = .zero`) gives, encoded as PNG.
+///
+/// A plain value: `Sendable`; the PNG bytes are copied out of trackd's shared memory, so it owns them.
 public struct GeneratedImage: Sendable {
     /// The presentation time of the frame the image shows (≤ the requested time).
     public let actualTime: MediaTime
+    /// The image's width in pixels.
     public let width: UInt32
+    /// The image's height in pixels.
     public let height: UInt32
     /// PNG bytes, encoded by GStreamer's pngenc in the worker.
     public let png: [UInt8]
 }
 
 extension Asset {
-    /// The exact frame displayed at `time` on `track` (not the nearest keyframe), as a PNG.
+    /// The exact frame displayed at `time` on `track` (not the nearest keyframe), as a PNG
+    /// (`AVAssetImageGenerator.image(at:)` with zero tolerance). Blocks while the worker decodes from the
+    /// preceding keyframe. Errors: -11901 when `track` is not a video track of this asset or `time` is not a
+    /// valid time, decoder errors.
     public func generateImage(track: AssetTrack, at time: MediaTime) throws(TrackError) -> GeneratedImage {
         let (reply, fds) = try connection.request(.generateImage(GenerateImage(assetID: assetID, trackID: track.trackID, time: time)))
         defer { fds.forEach { close($0) } }

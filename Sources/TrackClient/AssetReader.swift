@@ -1,17 +1,43 @@
 import Protocol
 import Synchronization
 
-/// Reads samples from an asset's tracks, like AVAssetReader: add outputs, call `startReading()`, then pull from
-/// each output with `copyNextSampleBuffer()` until it returns nil, and check `status` and `error`.
+/// Reads samples from an asset's tracks, like `AVAssetReader`: add outputs, call ``startReading()``, then pull
+/// from each output with ``AssetReaderTrackOutput/copyNextSampleBuffer()`` (or iterate
+/// ``AssetReaderTrackOutput/samples``) until it returns nil, and check ``status`` and ``error``.
 ///
 /// Misuse AVFoundation answers with an exception (adding after start, copying before start …) throws
-/// `AssetReaderUsageError` here with the same message. Thread-safe, but as with AVAssetReader,
-/// `cancelReading()` must not race with `copyNextSampleBuffer()` on the same output.
+/// ``AssetReaderUsageError`` here with the same message. A reader reads once, like AVAssetReader: to read again
+/// (or elsewhere, without random access) make a new reader on the same ``Asset`` — it reuses the asset's
+/// connection and worker.
+///
+/// **Ownership.** The reader holds its asset and its outputs. Each started output has a pipeline in the worker
+/// and shared-memory pools mapped read-only into this process; they end with the output (at the end of its
+/// data, on failure, or on ``cancelReading()``). Samples already vended stay valid after that.
+///
+/// **Thread-safety.** `Sendable`: its mutable state is behind a lock. Different outputs may be read on different
+/// threads at the same time. As with AVAssetReader, read each output from one loop at a time, and do not let
+/// ``cancelReading()`` race with a `copyNextSampleBuffer()` on the same output (cancelling the task that
+/// iterates ``AssetReaderTrackOutput/samples`` is the supported way to cancel while waiting).
+///
+/// **Blocking.** ``startReading()`` waits for every output's pipeline to start in the worker;
+/// `copyNextSampleBuffer()` waits for the next sample. The other members do not block.
 public final class AssetReader: Sendable {
+    /// `AVAssetReader.Status`, with the same raw values.
     public enum Status: Int, Sendable {
-        case unknown = 0, reading, completed, failed, cancelled
+        /// Not started yet: outputs and the time range may still be set.
+        case unknown = 0
+        /// ``AssetReader/startReading()`` succeeded; samples are being read.
+        case reading
+        /// Every output returned all its samples (and every random-access output was marked final).
+        case completed
+        /// Reading failed; ``AssetReader/error`` says why.
+        case failed
+        /// ``AssetReader/cancelReading()`` was called (or a task iterating ``AssetReaderTrackOutput/samples`` was
+        /// cancelled).
+        case cancelled
     }
 
+    /// The asset this reader reads (`AVAssetReader.asset`).
     public let asset: Asset
     private let state = Mutex(State())
 
@@ -22,13 +48,18 @@ public final class AssetReader: Sendable {
         var outputs: [AssetReaderTrackOutput] = []
     }
 
+    /// A reader of `asset` with no outputs (`AVAssetReader(asset:)`; it cannot fail here, as nothing is sent
+    /// to trackd until ``startReading()``).
     public init(asset: Asset) {
         self.asset = asset
     }
 
+    /// Where reading stands (`AVAssetReader.status`). Check it when an output returns nil.
     public var status: Status { state.withLock { $0.status } }
+    /// Why reading failed, with an AVError-style code and a message naming the problem (`AVAssetReader.error`).
     /// Set only when `status` is `.failed`.
     public var error: TrackError? { state.withLock { $0.error } }
+    /// The outputs added so far, in order (`AVAssetReader.outputs`).
     public var outputs: [AssetReaderTrackOutput] { state.withLock { $0.outputs } }
 
     /// The range to read; defaults to everything. Set it with `setTimeRange(_:)` before reading starts.
@@ -44,6 +75,8 @@ public final class AssetReader: Sendable {
         }
     }
 
+    /// Whether ``add(_:)`` would accept `output` (`AVAssetReader.canAdd(_:)`): reading has not started, the
+    /// output belongs to no reader yet, and its track is one of this reader's asset.
     public func canAdd(_ output: AssetReaderTrackOutput) -> Bool {
         state.withLock { s in
             s.status == .unknown && output.reader == nil && asset.track(withTrackID: output.track.trackID) == output.track
@@ -98,14 +131,22 @@ public final class AssetReader: Sendable {
         return true
     }
 
-    /// Stops reading; never fails. Samples already vended stay valid.
+    /// Stops reading (`AVAssetReader.cancelReading()`); never fails and never blocks for long (it sends
+    /// CancelOutput for each output and returns). `status` becomes `.cancelled` unless reading had already
+    /// ended; outputs then return nil. Samples already vended stay valid; samples that arrive afterwards have their
+    /// shared slots released unread.
     public func cancelReading() {
-        let outputs = state.withLock { s -> [AssetReaderTrackOutput] in
+        markCancelled().forEach { $0.stop() }
+    }
+
+    /// The status half of cancelReading(): `.cancelled` at once; returns the outputs still to stop (CancelOutput,
+    /// a socket write), or none when reading had already ended.
+    func markCancelled() -> [AssetReaderTrackOutput] {
+        state.withLock { s -> [AssetReaderTrackOutput] in
             guard s.status == .unknown || s.status == .reading else { return [] }
             s.status = .cancelled
             return s.outputs
         }
-        outputs.forEach { $0.stop() }
     }
 
     func fail(_ error: TrackError) {

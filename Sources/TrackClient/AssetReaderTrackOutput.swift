@@ -2,10 +2,27 @@ import Protocol
 import Synchronization
 
 /// Reads one track's samples, either as stored (`outputSettings` nil: passthrough, decode order, with DTS) or
-/// decoded to the pixel format (video) or linear PCM layout (audio) the settings name (presentation order). Like AVAssetReaderTrackOutput.
+/// decoded to the pixel format (video) or linear PCM layout (audio) the settings name (presentation order).
+/// Like `AVAssetReaderTrackOutput`; the settings dictionary takes the same keys (docs/SETTINGS.md).
+///
+/// **Ownership.** Each ``SampleBuffer`` the output vends either owns a copy of its bytes
+/// (``alwaysCopiesSampleData`` true, the default: the shared slot goes back to the worker at once) or refers to
+/// a slot of the worker's sealed shared-memory pool and gives it back when the buffer is released (false:
+/// zero-copy). Pools have few slots; while you hold them all, the worker waits, so with zero-copy hold few
+/// buffers at a time and copy what you keep.
+///
+/// **Thread-safety.** `Sendable`: settings are immutable, state is behind a lock. Read one output from one loop
+/// at a time (as with AVAssetReader); different outputs may be read on different threads concurrently.
+///
+/// **Blocking.** ``copyNextSampleBuffer()`` blocks until the worker has the next sample; ``samples`` does the
+/// same wait on a dedicated thread and suspends the awaiting task instead.
 public final class AssetReaderTrackOutput: Sendable {
+    /// The track this output reads (`AVAssetReaderTrackOutput.track`).
     public let track: AssetTrack
+    /// The settings given to `init`: nil for passthrough (samples as stored), else the decoded format
+    /// (`AVAssetReaderTrackOutput.outputSettings`).
     public let outputSettings: [String: SettingValue]?
+    /// The track's media type (`AVAssetReaderOutput.mediaType`).
     public var mediaType: MediaType { track.mediaType }
 
     private let state = Mutex(State())
@@ -24,8 +41,10 @@ public final class AssetReaderTrackOutput: Sendable {
         var finalized = false
     }
 
-    /// Validates the settings as AVAssetReaderTrackOutput's initializer does, and throws the same messages
-    /// (code -11861) for what it rejects.
+    /// An output of `track` (`AVAssetReaderTrackOutput(track:outputSettings:)`). Validates the settings as
+    /// AVAssetReaderTrackOutput's initializer does, and throws the same messages (code -11861) for what it rejects
+    /// (AVFoundation raises); -11838 for decoded output of a track that is neither video nor audio. Does not
+    /// contact trackd.
     public init(track: AssetTrack, outputSettings: [String: SettingValue]?) throws(TrackError) {
         if let settings = outputSettings {
             switch track.mediaType {
@@ -75,7 +94,8 @@ public final class AssetReaderTrackOutput: Sendable {
     /// the reader's status is read without holding the output's lock.)
     private var started: Bool { (reader?.status ?? .unknown) != .unknown }
 
-    /// The format the worker negotiated, once reading has started.
+    /// The format the worker negotiated (pixel format, size, audio layout …), once reading has started; nil
+    /// before. The counterpart of the format description of the first sample.
     public var outputFormat: OutputCreated? { state.withLock { $0.format } }
 
     var reader: AssetReader? { state.withLock { $0.attached ? $0.reader : nil } }
@@ -170,8 +190,10 @@ public final class AssetReaderTrackOutput: Sendable {
     }
 
     /// The next sample, or nil at the end, after a failure, or after cancelling; then check the reader's
-    /// `status` and `error`. Blocks until the worker has the sample ready.
-    /// Throws (as AVFoundation raises) when the output was not added to a reader that has started reading.
+    /// `status` and `error` (`AVAssetReaderOutput.copyNextSampleBuffer()`). Blocks the calling thread until the
+    /// worker has the sample ready — from async code, iterate ``samples`` instead. The returned buffer is yours;
+    /// see ``alwaysCopiesSampleData`` for what it holds. Throws (as AVFoundation raises) when the output was not
+    /// added to a reader that has started reading.
     public func copyNextSampleBuffer() throws(AssetReaderUsageError) -> SampleBuffer? {
         let (channel, reader, copies, drained, format) = state.withLock { s in
             (s.channel, s.attached ? s.reader : nil, s.alwaysCopiesSampleData, s.drained, s.format)

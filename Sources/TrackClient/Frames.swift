@@ -1,9 +1,14 @@
 import Protocol
 
-/// A frame delivered by exact random access: its index in the track (0-based, presentation order, every frame
-/// counted) and the decoded sample, whose presentation time is the frame's own.
+/// A frame delivered by exact random access (``Asset/frames(at:track:outputSettings:)``): its index in the track
+/// and the decoded sample, whose presentation time is the frame's own. AVFoundation has no direct equivalent;
+/// it replaces an `AVAssetImageGenerator` with zero tolerance or a reader per time, for many frames at once.
+///
+/// `Sendable`; the sample owns a copy of its bytes (no shared slot is held).
 public struct IndexedFrame: Sendable {
+    /// The frame's number in the track: 0-based, presentation order, every frame counted.
     public let index: UInt64
+    /// The decoded frame, in the pixel format the output settings asked for.
     public let sample: SampleBuffer
 }
 
@@ -13,8 +18,8 @@ extension Asset {
     /// into `outputSettings` (as for AssetReaderTrackOutput; not nil), in the order asked. Exact: the same bytes a
     /// full sequential decode gives for that frame. trackd builds the track's frame index on first use (a pass over
     /// the stored samples, no decoding) and decodes every GOP the batch needs once. Each sample is copied out of
-    /// shared memory. Errors: -11901 for a time after the last frame or an unknown track, -11838 for a track that
-    /// is not video, -11861 for rejected settings, decoder errors.
+    /// shared memory. Blocks until every frame is decoded. Errors: -11901 for a time after the last frame or an
+    /// unknown track, -11838 for a track that is not video, -11861 for rejected settings, decoder errors.
     public func frames(at times: [MediaTime], track: AssetTrack,
                        outputSettings: [String: SettingValue]) throws(TrackError) -> [IndexedFrame] {
         try readFrames(times.map(FrameRequest.time), track: track, outputSettings: outputSettings)

@@ -110,17 +110,23 @@ final class OutputChannel: Sendable {
         }
     }
 
-    /// Blocks until the next event.
+    /// Blocks until the next event. The semaphore counts at least the queued events: `drainUnread()` (a cancel,
+    /// possibly from another thread while this one waits) takes events without taking their signals, so a wake-up
+    /// that finds the queue empty waits again — the output's OutputFinished follows every CancelOutput.
     func next() -> Event {
-        available.wait()
-        return state.withLock { s in
-            let e = s.queue[s.head]
-            s.head += 1
-            if s.head > 64 && s.head * 2 > s.queue.count {
-                s.queue.removeFirst(s.head)
-                s.head = 0
+        while true {
+            available.wait()
+            let event = state.withLock { s -> Event? in
+                guard s.head < s.queue.count else { return nil }
+                let e = s.queue[s.head]
+                s.head += 1
+                if s.head > 64 && s.head * 2 > s.queue.count {
+                    s.queue.removeFirst(s.head)
+                    s.head = 0
+                }
+                return e
             }
-            return e
+            if let event { return event }
         }
     }
 

@@ -1,14 +1,25 @@
 import Protocol
 
-/// One sample (CMSampleBuffer): timing, format and the bytes, either copied into this process
-/// (alwaysCopiesSampleData) or referenced in the worker's shared pool until this object is released.
-/// Immutable; safe to pass between threads.
+/// One sample, like a `CMSampleBuffer` (with its `CVPixelBuffer` for decoded video): timing, format, plane
+/// layout and the bytes.
+///
+/// **Ownership.** The bytes are either copied into this process (the output's `alwaysCopiesSampleData`, the
+/// default) or a read-only view of a slot in the worker's sealed shared-memory pool. A shared slot belongs to this
+/// object: the worker does not reuse it until the object is released (its deinit sends ReleaseSlots), so drop
+/// buffers you are done with — a reader whose slots are all held waits. The bytes passed to
+/// ``withUnsafeBytes(_:)`` must not escape the closure; ``packedBytes()`` copies them.
+///
+/// **Thread-safety.** Immutable after creation, hence `Sendable` (checked by hand: the shared memory is mapped
+/// read-only and the worker does not write a slot it has not got back). Buffers may be passed to and read from
+/// any thread, and released on any thread.
 public final class SampleBuffer: @unchecked Sendable {
     // @unchecked: `storage` is immutable after init; a shared slot is read-only memory that the worker does not
     // touch until this object's deinit releases it.
+    /// When the sample is presented (`CMSampleBufferGetPresentationTimeStamp`), on the track's timeline.
     public let presentationTimeStamp: MediaTime
     /// Valid for passthrough samples (stored order); invalid when decoded.
     public let decodeTimeStamp: MediaTime
+    /// How long the sample is presented (`CMSampleBufferGetDuration`).
     public let duration: MediaTime
     /// A sync sample (keyframe); decoded frames are all sync.
     public let isSync: Bool
@@ -20,16 +31,22 @@ public final class SampleBuffer: @unchecked Sendable {
     /// The first sample after a discontinuity: the start of the read, after a seek (each range of
     /// reset(forReadingTimeRanges:)) or after a gap in the stream.
     public let isDiscontinuity: Bool
+    /// The track's media type.
     public let mediaType: MediaType
     /// Decoded: the pixel format's code (420v, BGRA …). Passthrough: the codec's (avc1 …).
     public let format: FourCC
+    /// Video: the picture width in pixels (`CVPixelBufferGetWidth`); 0 for audio.
     public let width: UInt32
+    /// Video: the picture height in pixels (`CVPixelBufferGetHeight`); 0 for audio.
     public let height: UInt32
+    /// Video: matrix, primaries, transfer function and range (the pixel buffer's color attachments).
     public let colorimetry: Colorimetry
     /// Passthrough: the codec configuration (avcC …). Empty for decoded samples.
     public let codecConfig: [UInt8]
     /// Plane layout within `bytes`: offset, bytesPerRow (stride), rowBytes (visible bytes per row), height.
     public let planes: [PlaneLayout]
+    /// The number of bytes ``withUnsafeBytes(_:)`` passes (`CMSampleBufferGetTotalSampleSize`), padding
+    /// included.
     public let dataLength: Int
     /// Decoded audio: the number of frames (CMSampleBufferGetNumSamples: one sample of every channel). Video and
     /// passthrough samples: 1.
@@ -70,7 +87,8 @@ public final class SampleBuffer: @unchecked Sendable {
         if case .shared(_, _, let slot, let channel) = storage { channel.release(slot) }
     }
 
-    /// The sample's bytes (all planes, with any row padding), valid only inside `body`.
+    /// The sample's bytes (all planes, with any row padding; ``planes`` says where each plane is), valid only
+    /// inside `body`. With zero-copy this is the shared slot itself: no copy is made.
     public func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
         switch storage {
         case .owned(let bytes):
@@ -97,7 +115,7 @@ public final class SampleBuffer: @unchecked Sendable {
         }
     }
 
-    /// The tightly packed bytes (see `forEachPackedRow`).
+    /// The tightly packed bytes (see `forEachPackedRow`), copied into a new array that the caller owns.
     public func packedBytes() -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(planes.reduce(0) { $0 + Int($1.rowBytes) * Int($1.height) })

@@ -245,6 +245,84 @@ struct TrackctlTests {
     }
 }
 
+/// `trackctl --help`, `trackctl COMMAND --help` and usage errors that say what to do next. No daemon needed.
+@Suite struct TrackctlHelpTests {
+    static let commands = ["tracks", "read", "frames", "frame", "contact-sheet", "status"]
+
+    /// "  trackctl [--socket PATH] COMMAND …": a complete command line running `command`.
+    static func isExample(_ line: String, of command: String) -> Bool {
+        var words = line.split(separator: " ").map { String($0) }
+        guard line.hasPrefix("  trackctl "), !words.isEmpty else { return false }
+        words.removeFirst()
+        if words.first == "--socket" { words.removeFirst(min(2, words.count)) }
+        return words.first == command
+    }
+
+    @Test func overviewListsEveryCommandWithAnExample() throws {
+        for args in [["--help"], ["-h"], ["help"]] {
+            let r = try run(Env.trackctl, args)
+            #expect(r.status == 0, "\(args): \(r.stderr)")
+            #expect(r.text.hasPrefix("usage: trackctl [--socket PATH] COMMAND"), "\(args)")
+            for command in Self.commands {
+                #expect(r.text.contains("\n  \(command) "), "\(args) lists \(command)")
+                #expect(r.text.split(separator: "\n").contains { Self.isExample(String($0), of: command) }, "\(args) has an example of \(command)")
+            }
+            #expect(r.text.contains("trackctl COMMAND --help"))
+        }
+    }
+
+    @Test(arguments: commands) func eachCommandHasHelp(_ command: String) throws {
+        for args in [[command, "--help"], ["help", command], ["--socket", "/nowhere.sock", command, "FILE", "-h"]] {
+            let r = try run(Env.trackctl, args)
+            #expect(r.status == 0, "\(args): \(r.stderr)")
+            let lines = r.text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+            #expect(lines.first == "usage:", "\(args)")
+            #expect(lines.dropFirst().first?.hasPrefix("  trackctl [--socket PATH] \(command) ") == true, "\(args)")
+            let examples = try #require(lines.firstIndex(of: "examples:"), "\(args)")
+            #expect(lines.dropFirst(examples + 1).prefix { !$0.isEmpty }.allSatisfy { Self.isExample($0, of: command) }, "\(args)")
+            // Only this command's usage.
+            for other in Self.commands where other != command {
+                #expect(!r.text.contains("trackctl [--socket PATH] \(other) "), "\(args) shows \(other)'s usage")
+            }
+        }
+    }
+
+    @Test func usageErrorsSayWhatToDoNext() throws {
+        let unknown = try run(Env.trackctl, ["bogus"])
+        #expect(unknown.status == 2)
+        #expect(unknown.stderr.contains("unknown command bogus"))
+        #expect(unknown.stderr.contains("Run `trackctl --help`"))
+        let none = try run(Env.trackctl, [])
+        #expect(none.status == 2 && none.stderr.contains("no command given") && none.stderr.contains("Run `trackctl --help`"))
+        let unknownHelp = try run(Env.trackctl, ["help", "bogus"])
+        #expect(unknownHelp.status == 2 && unknownHelp.stderr.contains("unknown command bogus"))
+        // A command's missing argument: that command's usage and where its options are explained.
+        let frame = try run(Env.trackctl, ["frame", "clip.mp4"])
+        #expect(frame.status == 2)
+        #expect(frame.stderr.contains("frame needs --time SECONDS"))
+        #expect(frame.stderr.contains("  trackctl [--socket PATH] frame FILE --time SECONDS"))
+        #expect(frame.stderr.contains("Run `trackctl frame --help`"))
+        #expect(!frame.stderr.contains("trackctl [--socket PATH] read "))
+        let read = try run(Env.trackctl, ["--socket", "/nowhere.sock", "read"])
+        #expect(read.status == 2 && read.stderr.contains("read takes exactly one FILE") && read.stderr.contains("Run `trackctl read --help`"))
+        let option = try run(Env.trackctl, ["tracks", "clip.mp4", "--frobnicate"])
+        #expect(option.status == 2 && option.stderr.contains("unknown option --frobnicate") && option.stderr.contains("Run `trackctl tracks --help`"))
+    }
+
+    /// Every command that talks to trackd says how to start it when it cannot be reached.
+    @Test(arguments: [["tracks", "F"], ["read", "F"], ["frames", "F", "--at", "1"], ["frame", "F", "--time", "1", "--output", "/dev/null"],
+                      ["contact-sheet", "F", "--output", "/dev/null"], ["status"]])
+    func unreachableDaemonSaysHowToStartIt(_ args: [String]) throws {
+        let dir = Env.tempDir("unreachable")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let file = dir + "/clip.mp4"
+        #expect(FileManager.default.createFile(atPath: file, contents: Data([0])))
+        let r = try run(Env.trackctl, ["--socket", dir + "/nobody.sock"] + args.map { $0 == "F" ? file : $0 })
+        #expect(r.status == 3, "\(args): \(r.stderr)")
+        #expect(r.stderr.contains("Is trackd running? Start it with `make serve` or `systemctl start trackd.socket`"), "\(args)")
+    }
+}
+
 /// trackd under systemd socket activation: systemd-socket-activate passes the listening socket (LISTEN_FDS).
 @Suite struct SocketActivationTests {
     @Test func readsFramesThroughAnActivatedSocket() throws {
