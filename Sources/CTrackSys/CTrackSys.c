@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -154,3 +155,7 @@ uint64_t trackd_monotonic_ms(void) {
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
+
+int trackd_move_fd(int from, int to) { return dup3(from, to, 0); }
+
+int trackd_set_thread_name(const char *name) { return prctl(PR_SET_NAME, name, 0, 0, 0); }

@@ -16,11 +16,23 @@ struct LeakTests {
     struct Usage: Equatable, CustomStringConvertible {
         var fds: [String]  // readlink of every /proc/<pid>/fd entry, sorted
         var children: [Int32]
+        /// Warm workers waiting for a connection (the supervisor keeps one).
+        var warm: [Int32]
         var rssKiB: Int
 
         var memfds: [String] { fds.filter { $0.hasPrefix("/memfd:") } }
         var description: String {
             "\(fds.count) fds (\(memfds.count) memfds), children \(children)\(children.map(Self.describe).joined()), VmRSS \(rssKiB) KiB"
+        }
+
+        /// A warm worker still waiting for its connection names itself trackd-warm (a started one: trackd-worker).
+        /// It may not have named itself yet right after it was started: then its command line says --warm.
+        static func isWarmWorker(_ pid: Int32) -> Bool {
+            let comm = (try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8)) ?? ""
+            if comm.hasPrefix("trackd-warm") { return true }
+            if comm.hasPrefix("trackd-worker") { return false }
+            let cmdline = (try? String(contentsOfFile: "/proc/\(pid)/cmdline", encoding: .utf8)) ?? ""
+            return cmdline.split(separator: "\0").contains("--warm")
         }
 
         /// A lingering child, for the failure message: its command line, and each thread's state and wait channel.
@@ -45,10 +57,13 @@ struct LeakTests {
                 let n = readlink(dir + "/" + entry, &buffer, buffer.count - 1)
                 return n > 0 ? String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self) : "?"
             }.map { $0.hasPrefix("socket:") || $0.hasPrefix("pipe:") ? String($0.prefix { $0 != "[" }) : $0 }.sorted()
-            children = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task").flatMap { task in
+            let all = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task").flatMap { task in
                 ((try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/children", encoding: .utf8)) ?? "")
                     .split(separator: " ").compactMap { Int32($0) }
             }.sorted()
+            // The warm worker (started ahead of the next connection) is not a leftover.
+            warm = all.filter(Self.isWarmWorker)
+            children = all.filter { !Self.isWarmWorker($0) }
             let status = try String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
             let rss = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
             rssKiB = Int(rss.split(separator: " ").dropFirst().first ?? "") ?? -1
@@ -56,13 +71,17 @@ struct LeakTests {
     }
 
     /// Waits (polling, up to 20 s) until the supervisor has reaped every worker; returns its usage then.
+    /// Also waits until the descriptors have stayed the same for 300 ms: a killed client's connection can still sit
+    /// in the listen backlog and be handed to a worker (a fresh socketpair for the next warm worker) a moment later.
     func settled(_ daemon: Daemon) throws -> Usage {
         var usage = try Usage(pid: daemon.pid)
-        var polls = 0
-        while !usage.children.isEmpty && polls < 400 {
+        var polls = 0, stable = 0
+        while (!usage.children.isEmpty || stable < 6) && polls < 400 {
             polls += 1
             usleep(50_000)
-            usage = try Usage(pid: daemon.pid)
+            let next = try Usage(pid: daemon.pid)
+            stable = next.fds == usage.fds && next.children.isEmpty ? stable + 1 : 0
+            usage = next
         }
         return usage
     }
@@ -74,7 +93,7 @@ struct LeakTests {
             guard let stat = try? String(contentsOfFile: "/proc/\(child)/stat", encoding: .utf8),
                   let close = stat.lastIndex(of: ")") else { return false }
             let fields = stat[stat.index(after: close)...].split(separator: " ")
-            return fields.count > 1 && Int32(fields[1]) == pid
+            return fields.count > 1 && Int32(fields[1]) == pid && !Usage.isWarmWorker(child)
         }
     }
 
@@ -138,6 +157,7 @@ struct LeakTests {
         print("LeakTests: seed \(seed): killed \(kinds.sorted { $0.key < $1.key }); baseline \(baseline); after \(after)")
 
         #expect(after.children.isEmpty, "workers not reaped: \(after.children)")
+        #expect(after.warm.count == 1, "the supervisor keeps one warm worker: \(after.warm)")
         #expect(processes(withParent: daemon.pid).isEmpty)
         #expect(after.fds == baseline.fds, "descriptors: baseline \(baseline.fds), after \(after.fds)")
         #expect(after.memfds == baseline.memfds)

@@ -65,4 +65,13 @@ int trackd_socket_unread(int sock);
 /// CLOCK_MONOTONIC in milliseconds: one clock for every process on the machine (the worker table's timestamps).
 uint64_t trackd_monotonic_ms(void);
 
+/// dup3(from, to, 0): makes `to` refer to `from`'s open file (closing what `to` was). Needs C: glibc declares dup3
+/// only under _GNU_SOURCE; and a sandboxed worker must use dup3, which its seccomp filter allows (dup2 is a system
+/// call of its own on x86_64). Returns `to`, or -1 with errno set.
+int trackd_move_fd(int from, int to);
+
+/// prctl(PR_SET_NAME, name): the calling thread's name (for the main thread, the process's comm, which ps shows).
+/// Needs C: prctl is variadic. At most 15 bytes are kept. Returns 0 or -1 with errno set.
+int trackd_set_thread_name(const char *name);
+
 #endif

@@ -14,7 +14,7 @@ import Glibc
 /// worker's crash is logged and counted; nothing else is affected.
 enum SupervisorMain {
     static let usage = """
-        usage: trackd [--socket PATH] [--worker-memory BYTES] [--worker-cpu SECONDS] [--worker-user NAME]
+        usage: trackd [--socket PATH] [--worker-memory BYTES] [--worker-cpu SECONDS] [--worker-user NAME] [--no-warm-worker]
                       [--max-frame-pixels N] [--decode-budget PIXELS] [--audio-decode-budget SAMPLES] [LIMITS]
           Serves AVAssetReader-style sample reading to local clients.
           --socket PATH           listen here (default: $TRACKD_SOCKET, $XDG_RUNTIME_DIR/trackd.sock,
@@ -22,6 +22,9 @@ enum SupervisorMain {
           --worker-memory BYTES   each worker's address-space limit, RLIMIT_AS (default 4294967296 = 4 GiB)
           --worker-cpu SECONDS    each worker's CPU-time limit, RLIMIT_CPU (default 600)
           --worker-user NAME      when trackd runs as root, workers drop to this user's uid/gid (default nobody)
+          --no-warm-worker        start each worker when its client connects, not one ahead (the warm worker has
+                                  GStreamer initialised, plugins loaded and its sandbox entered before the client
+                                  connects: the first frame comes about 90 ms sooner)
           --max-frame-pixels N    largest decoded frame, width × height (default 67108864 = 8192×8192)
           --decode-budget PIXELS  decoded video pixels one output may consume (default 17592186044416 = 2^44)
           --audio-decode-budget SAMPLES
@@ -36,6 +39,7 @@ enum SupervisorMain {
         var socketPath: String?
         var sandbox = WorkerSandbox()
         var workerUser = "nobody"
+        var warmWorker = true
         var limits = Limits.defaults
         var i = 0
         while i < arguments.count {
@@ -77,6 +81,8 @@ enum SupervisorMain {
             case "--worker-user" where i + 1 < arguments.count:
                 workerUser = arguments[i + 1]
                 i += 1
+            case "--no-warm-worker":
+                warmWorker = false
             case "-h", "--help":
                 print(usage)
                 return 0
@@ -138,7 +144,7 @@ enum SupervisorMain {
             return 1
         }
         let supervisor = Supervisor(listener: listener, executable: exe, statistics: statistics, sandbox: sandbox,
-                                    limits: limits, table: table.0, tableFD: table.1)
+                                    limits: limits, table: table.0, tableFD: table.1, warmWorker: warmWorker)
         supervisor.start()
         _ = sd_notify(0, "READY=1\nSTATUS=accepting connections")
         supervisor.waitForSignals()
@@ -173,6 +179,9 @@ final class Supervisor: Sendable {
         var watchdogKills: UInt64 = 0
         var workers: [pid_t: WorkerRecord] = [:]
         var freeSlots: [Int]
+        /// A worker started ahead of the next connection (GStreamer initialised, plugins loaded, sandbox entered),
+        /// waiting on its end of `control` for the connection; nil while none is ready.
+        var warm: (pid: pid_t, control: Int32)?
     }
 
     let listener: Listener
@@ -182,12 +191,15 @@ final class Supervisor: Sendable {
     let limits: Limits
     let table: WorkerTable
     let tableFD: Int32
+    /// Keep a warm worker (`--no-warm-worker` turns it off).
+    let warmWorker: Bool
     private let counters: Mutex<Counters>
     private let timerQueue = DispatchQueue(label: "trackd.timers")
     nonisolated(unsafe) private var sources: [DispatchSourceTimer] = []
 
     init(listener: Listener, executable: String, statistics: SharedStatistics, sandbox: WorkerSandbox,
-         limits: Limits, table: WorkerTable, tableFD: Int32) {
+         limits: Limits, table: WorkerTable, tableFD: Int32, warmWorker: Bool) {
+        self.warmWorker = warmWorker
         self.sandbox = sandbox
         self.limits = limits
         self.table = table
@@ -217,9 +229,52 @@ final class Supervisor: Sendable {
             Log.notice("systemd watchdog enabled: WATCHDOG=1 every \(usec / 2000) ms")
             startTimer(every: .microseconds(Int(min(usec / 2, UInt64(Int.max))))) { _ = sd_notify(0, "WATCHDOG=1") }
         }
+        counters.withLock { startWarmWorker(&$0) }
         let thread = Thread { [self] in acceptLoop() }
         thread.name = "accept"
         thread.start()
+    }
+
+    /// Starts the next connection's worker now, so that it initialises GStreamer, loads its plugins and enters
+    /// its sandbox before the client connects (`trackd worker --warm 1`, with a control socket as fd 3 instead
+    /// of a connection). Call with the counters locked.
+    private func startWarmWorker(_ c: inout Counters) {
+        guard warmWorker, c.warm == nil else { return }
+        var pair: [Int32] = [-1, -1]
+        guard socketpair(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &pair) == 0 else {
+            Log.warning("cannot start a warm worker: socketpair: \(String(cString: strerror(errno)))")
+            return
+        }
+        defer { close(pair[1]) }
+        let args = [executable, "worker", "--warm", "1"] + sandbox.arguments + limits.workerArguments
+        let child = spawn(args, fd: pair[1])
+        guard child > 0 else {
+            close(pair[0])
+            Log.warning("cannot start a warm worker: \(String(cString: strerror(errno)))")
+            return
+        }
+        c.warm = (child, pair[0])
+    }
+
+    /// Gives the warm worker its connection: the client's pid, uid and the worker-table slot (12 bytes) with the
+    /// connection's descriptor. Returns its pid, or nil when there is none or it is gone (then it is killed).
+    /// Call with the counters locked.
+    private func handToWarmWorker(_ c: inout Counters, conn: Int32, pid: Int32, uid: UInt32, slot: Int) -> pid_t? {
+        guard let warm = c.warm else { return nil }
+        c.warm = nil
+        defer { close(warm.control) }
+        var payload = [UInt8]()
+        for value in [UInt32(bitPattern: pid), uid, UInt32(slot)] {
+            withUnsafeBytes(of: value.littleEndian) { payload += $0 }
+        }
+        var fd = conn
+        let sent = payload.withUnsafeBytes { trackd_send_with_fds(warm.control, $0.baseAddress, $0.count, &fd, 1) }
+        guard sent == 0 else {
+            Log.warning("warm worker \(warm.pid) did not take its connection (\(String(cString: strerror(errno)))); starting another")
+            kill(warm.pid, SIGKILL)
+            return nil
+        }
+        return warm.pid
     }
 
     /// Blocking accept on a dedicated thread.
@@ -297,9 +352,13 @@ final class Supervisor: Sendable {
                 return false
             }
             table.clear(slot)
-            let args = [executable, "worker", "--client-pid", "\(pid)", "--client-uid", "\(uid)", "--slot", "\(slot)"]
-                + sandbox.arguments + limits.workerArguments
-            let child = spawn(args, fd: conn)
+            defer { startWarmWorker(&c) }  // for the connection after this one
+            var child = handToWarmWorker(&c, conn: conn, pid: pid, uid: uid, slot: slot) ?? -1
+            if child <= 0 {
+                let args = [executable, "worker", "--client-pid", "\(pid)", "--client-uid", "\(uid)", "--slot", "\(slot)"]
+                    + sandbox.arguments + limits.workerArguments
+                child = spawn(args, fd: conn)
+            }
             guard child > 0 else {
                 c.freeSlots.append(slot)
                 Log.error("cannot start a worker for uid \(uid) pid \(pid): \(String(cString: strerror(errno)))")
@@ -389,6 +448,10 @@ final class Supervisor: Sendable {
             let pid = waitpid(-1, &status, WNOHANG)
             guard pid > 0 else { return }
             let record = counters.withLock { c -> WorkerRecord? in
+                if let warm = c.warm, warm.pid == pid {  // died before it had a connection; the next handOff starts one
+                    close(warm.control)
+                    c.warm = nil
+                }
                 let r = c.workers.removeValue(forKey: pid)
                 if let r {
                     close(r.connection)
@@ -415,7 +478,7 @@ final class Supervisor: Sendable {
         Log.notice("received signal \(sig); stopping")
         _ = sd_notify(0, "STOPPING=1")
         if let path = listener.ownedPath { unlink(path) }
-        let workers = counters.withLock { Array($0.workers.keys) }
+        let workers = counters.withLock { Array($0.workers.keys) + ($0.warm.map { [$0.pid] } ?? []) }
         for pid in workers { kill(pid, SIGTERM) }
         exit(0)
     }

@@ -67,6 +67,7 @@ enum WorkerMain {
         var context = WorkerContext()
         var limits = Limits.defaults
         var slotIndex = -1
+        var warm = false
         var i = 0
         while i + 1 < arguments.count {
             let value = arguments[i + 1]
@@ -81,6 +82,7 @@ enum WorkerMain {
             case "--decode-budget": context.sandbox.decode.videoBudgetPixels = UInt64(value) ?? DecodeLimits.defaultVideoBudget
             case "--audio-decode-budget": context.sandbox.decode.audioBudgetSamples = UInt64(value) ?? DecodeLimits.defaultAudioBudget
             case "--slot": slotIndex = Int(value) ?? -1
+            case "--warm": warm = value == "1"
             case let name where Limits.workerOptions.contains(name):
                 guard let v = UInt64(value), limits.set(name, v) else {
                     Log.error("bad worker argument \(name) \(value)")
@@ -101,8 +103,7 @@ enum WorkerMain {
         }
         context.statistics = SharedStatistics.attach(fd: statisticsFD)
         close(statisticsFD)
-        context.slot = WorkerSlot(table: WorkerTable.attach(fd: tableFD), index: slotIndex,
-                                  poolBytesPerClient: limits.poolBytesPerClient, poolBytesTotal: limits.poolBytesTotal)
+        let table = WorkerTable.attach(fd: tableFD)
         close(tableFD)
         context.handshakeTimeout = limits.handshakeTimeout
         context.idleTimeout = limits.idleTimeout
@@ -120,9 +121,44 @@ enum WorkerMain {
             Log.error("cannot enter the worker sandbox: \(error.message)")
             return 1
         }
+        if warm {
+            // A warm worker: fd 3 is the supervisor's control socket until the connection arrives on it. While it
+            // waits, ps and /proc/<pid>/comm call it trackd-warm.
+            _ = trackd_set_thread_name("trackd-warm")
+            guard let handoff = receiveConnection() else { return 0 }  // the supervisor stopped, or gave up on it
+            (context.clientPID, context.clientUID, slotIndex) = (handoff.clientPID, handoff.clientUID, handoff.slot)
+        }
+        _ = trackd_set_thread_name("trackd-worker")
+        context.slot = WorkerSlot(table: table, index: slotIndex,
+                                  poolBytesPerClient: limits.poolBytesPerClient, poolBytesTotal: limits.poolBytesTotal)
         let session = Session(socket: MessageSocket(fd: connectionFD), context: context)
         session.run()
         return 0
+    }
+
+    /// A warm worker's wait for its client: one message on the control socket (fd 3) — the client's pid, uid and
+    /// the worker-table slot, three u32 LE — with the connection's descriptor, which then replaces the control
+    /// socket as fd 3. nil when the supervisor closes the control socket or sends anything else.
+    static func receiveConnection() -> (clientPID: Int32, clientUID: UInt32, slot: Int)? {
+        var payload = [UInt8](repeating: 0, count: 16)
+        var fds: [Int32] = [-1, -1]
+        var nfds: Int32 = 0
+        var truncated: Int32 = 0
+        let n = payload.withUnsafeMutableBytes {
+            trackd_recv_with_fds(connectionFD, $0.baseAddress, $0.count, &fds, Int32(fds.count), &nfds, &truncated)
+        }
+        guard n == 12, nfds == 1, truncated == 0 else {
+            for fd in fds.prefix(Int(max(nfds, 0))) where fd >= 0 { close(fd) }
+            if n != 0 { Log.error("warm worker: unexpected message on the control socket (\(n) bytes, \(nfds) descriptors)") }
+            return nil
+        }
+        guard trackd_move_fd(fds[0], connectionFD) == connectionFD else {
+            Log.error("warm worker: cannot move the connection to fd 3: \(String(cString: strerror(errno)))")
+            return nil
+        }
+        close(fds[0])
+        func u32(_ at: Int) -> UInt32 { payload[at..<at + 4].reversed().reduce(0) { $0 << 8 | UInt32($1) } }
+        return (Int32(bitPattern: u32(0)), u32(4), Int(u32(8)))
     }
 }
 

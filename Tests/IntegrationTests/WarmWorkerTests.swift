@@ -1,0 +1,74 @@
+import Foundation
+import Protocol
+import Testing
+import TrackClient
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The warm worker: the supervisor starts the next connection's worker ahead of time — GStreamer initialised,
+/// plugins loaded, sandbox entered — and hands it the connection when a client arrives.
+@Suite struct WarmWorkerTests {
+    /// The daemon's children that are warm workers still waiting for a connection (comm `trackd-warm`), polled
+    /// until there is one (it is started right after the previous hand-off) or 5 s pass.
+    func warmWorkers(_ daemon: Daemon, expectOne: Bool = true) -> [Int32] {
+        for _ in 0..<250 {
+            let found = children(of: daemon.pid).filter(LeakTests.Usage.isWarmWorker)
+            if !found.isEmpty || !expectOne { return found }
+            usleep(20_000)
+        }
+        return []
+    }
+
+    func children(of pid: Int32) -> [Int32] {
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+        return tasks.flatMap { task in
+            ((try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/children", encoding: .utf8)) ?? "")
+                .split(separator: " ").compactMap { Int32($0) }
+        }
+    }
+
+    func status(_ pid: Int32) -> String { (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? "" }
+
+    @Test func theNextConnectionGetsTheWorkerStartedAheadOfIt() throws {
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        let first = try #require(warmWorkers(daemon).first, "no warm worker after start-up")
+        // Ready before any client: sandboxed (seccomp filter on, no_new_privs).
+        for _ in 0..<250 where !status(first).contains("\nSeccomp:\t2\n") { usleep(20_000) }
+        #expect(status(first).contains("\nSeccomp:\t2\n") && status(first).contains("\nNoNewPrivs:\t1\n"), "\(status(first))")
+
+        let asset = try Asset(path: Media.clip, socketPath: daemon.socketPath)
+        #expect(try asset.serverStatus().workerPID == UInt32(first))
+        // It reads like any worker (bytes checked against ffmpeg elsewhere; here: every frame arrives).
+        let r = try daemon.trackctl(["read", Media.clip, "--pixel-format", "y420", "--md5"])
+        #expect(r.status == 0 && r.text.split(separator: "\n").count == 60, "\(r.stderr)")
+        // A new warm worker waits for the next connection.
+        let next = try #require(warmWorkers(daemon).first)
+        #expect(next != first)
+    }
+
+    @Test func aWarmWorkerThatDiedIsReplaced() throws {
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        let warm = try #require(warmWorkers(daemon).first)
+        kill(warm, SIGKILL)
+        for _ in 0..<250 where children(of: daemon.pid).contains(warm) { usleep(20_000) }
+        // The next client is served anyway (by a worker started for it), and a warm worker is there again after.
+        let r = try daemon.trackctl(["read", Media.clip, "--pixel-format", "y420", "--duration", "0.1", "--md5"])
+        #expect(r.status == 0 && r.text.split(separator: "\n").count == 3, "\(r.stderr)\n\(daemon.log)")
+        #expect(!warmWorkers(daemon).isEmpty)
+        #expect(!daemon.log.contains("killed by signal") || daemon.log.contains("worker \(warm)"), "\(daemon.log)")
+    }
+
+    @Test func noWarmWorkerWhenTurnedOff() throws {
+        let daemon = try Daemon(extraArgs: ["--no-warm-worker"])
+        defer { daemon.stop() }
+        usleep(300_000)
+        #expect(warmWorkers(daemon, expectOne: false).isEmpty)
+        let asset = try Asset(path: Media.clip, socketPath: daemon.socketPath)
+        let pid = try asset.serverStatus().workerPID
+        #expect(children(of: daemon.pid) == [Int32(pid)])
+    }
+}
