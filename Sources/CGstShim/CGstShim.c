@@ -307,6 +307,18 @@ gboolean swift_gst_video_layout_from_caps(const GstCaps *caps, SwiftGstVideoLayo
     return TRUE;
 }
 
+gboolean swift_gst_caps_colorimetry(const GstCaps *caps, uint8_t cicp[4]) {
+    if (caps == NULL || gst_caps_get_size(caps) == 0) return FALSE;
+    const gchar *text = gst_structure_get_string(gst_caps_get_structure(caps, 0), "colorimetry");
+    GstVideoColorimetry parsed;
+    if (text == NULL || !gst_video_colorimetry_from_string(&parsed, text)) return FALSE;
+    cicp[0] = swift_gst_cicp_range(parsed.range);
+    cicp[1] = swift_gst_cicp(gst_video_color_matrix_to_iso(parsed.matrix));
+    cicp[2] = swift_gst_cicp(gst_video_color_primaries_to_iso(parsed.primaries));
+    cicp[3] = swift_gst_cicp(gst_video_transfer_function_to_iso(parsed.transfer));
+    return TRUE;
+}
+
 gboolean swift_gst_video_layout_apply_meta(GstBuffer *buffer, SwiftGstVideoLayout *layout) {
     GstVideoMeta *meta = gst_buffer_get_video_meta(buffer);
     if (meta == NULL) return FALSE;

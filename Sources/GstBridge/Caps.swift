@@ -26,6 +26,14 @@ struct CapsView {
         return int(field).flatMap { $0 >= 0 ? UInt32($0) : nil }
     }
 
+    /// A GstBitmask field (audio `channel-mask`).
+    func uint64(_ field: String) -> UInt64? {
+        guard let value = gst_structure_get_value(structure, field), value.pointee.g_type == gst_bitmask_get_type() else {
+            return nil
+        }
+        return UInt64(gst_value_get_bitmask(value))
+    }
+
     func string(_ field: String) -> String? {
         gst_structure_get_string(structure, field).map { String(cString: $0) }
     }
@@ -151,12 +159,23 @@ func describeTrack(pad: PadPtr, id: UInt32, firstPTS: GstClockTime?, caps firstC
         track.depth = depth == 32 ? 32 : 24
         track.hasAlpha = depth == 32
         (track.bitsPerComponent, track.chromaSubsampling) = view.sampling(codec: track.codec)
+        if let (n, d) = view.fraction("pixel-aspect-ratio"), n > 0, d > 0 {
+            track.pixelAspectRatio = PixelAspectRatio(numerator: UInt32(n), denominator: UInt32(d))
+        }
+        var cicp: [UInt8] = [0, 2, 2, 2]
+        if swift_gst_caps_colorimetry(caps, &cicp) != 0 {
+            track.colorimetry = Colorimetry(range: cicp[0], matrix: cicp[1], primaries: cicp[2], transfer: cicp[3])
+        }
     case .audio:
         track.sampleRate = UInt32(max(0, view.int("rate") ?? 0))
         track.channels = UInt32(max(0, view.int("channels") ?? 0))
+        track.channelLayout = channelLayoutName(channels: track.channels, mask: view.uint64("channel-mask"),
+                                                codec: track.codec)
     default:
         break
     }
+    track.profile = view.string("profile") ?? ""
+    track.level = view.string("level") ?? ""
     var duration: gint64 = 0
     if gst_pad_query_duration(pad, GST_FORMAT_TIME, &duration) != 0, duration >= 0 {
         track.duration = .nanoseconds(Int64(duration))
@@ -168,7 +187,51 @@ func describeTrack(pad: PadPtr, id: UInt32, firstPTS: GstClockTime?, caps firstC
     return track
 }
 
-/// Language and rotation from the pad's sticky TAG events (stream-scoped and global).
+/// ffmpeg's name for a channel layout, from the channel count and GStreamer's channel-mask (bit n is
+/// GstAudioChannelPosition n: 0 front left, 1 front right, 2 front centre, 3 LFE, 4/5 rear left/right, 10/11 side
+/// left/right). GStreamer leaves the mask out for mono and stereo, and aacparse/flacparse for every stream (then the
+/// layout the codec defines for the channel count). "" for layouts without a common name.
+func channelLayoutName(channels: UInt32, mask: UInt64?, codec: FourCC) -> String {
+    if mask == nil && codec == "mp4a" {
+        // AAC without a mask in the caps: the layout its channel configuration defines (ISO 14496-3 1.6.3.4).
+        switch channels {
+        case 3: return "3.0"
+        case 4: return "4.0"
+        case 5: return "5.0"
+        case 6: return "5.1"
+        case 8: return "7.1(wide)"
+        default: break
+        }
+    }
+    if mask == nil && codec == "fLaC" {
+        // FLAC: the channel assignment its format defines for each count (RFC 9639 9.1.3).
+        switch channels {
+        case 3: return "3.0"
+        case 4: return "quad"
+        case 5: return "5.0"
+        case 6: return "5.1"
+        case 7: return "6.1"
+        case 8: return "7.1"
+        default: break
+        }
+    }
+    switch (channels, mask ?? 0) {
+    case (1, 0), (1, 0x4): return "mono"
+    case (2, 0), (2, 0x3): return "stereo"
+    case (3, 0xB): return "2.1"
+    case (3, 0x7): return "3.0"
+    case (4, 0x33): return "quad"
+    case (4, 0xC03): return "quad(side)"
+    case (5, 0x37): return "5.0"
+    case (5, 0xC07): return "5.0(side)"
+    case (6, 0x3F): return "5.1"
+    case (6, 0xC0F): return "5.1(side)"
+    case (8, 0xC3F): return "7.1"
+    default: return ""
+    }
+}
+
+/// Language, rotation and bit rate from the pad's sticky TAG events (stream-scoped and global).
 private func readTags(pad: PadPtr, into track: inout TrackDescription) {
     var index: guint = 0
     while let event = gst_pad_get_sticky_event(pad, GST_EVENT_TAG, index) {
@@ -182,6 +245,10 @@ private func readTags(pad: PadPtr, into track: inout TrackDescription) {
            let language = takeString(value), language != "und" {
             // qtdemux/matroskademux give ISO 639-1 where one exists ("fr"); AVFoundation reports ISO 639-2/T ("fra").
             track.language = gst_tag_get_language_code_iso_639_2T(language).map { String(cString: $0) } ?? language
+        }
+        var rate: guint = 0
+        if track.bitRate == 0, gst_tag_list_get_uint(list, "bitrate", &rate) != 0 || gst_tag_list_get_uint(list, "nominal-bitrate", &rate) != 0 {
+            track.bitRate = UInt32(rate)
         }
         value = nil
         if gst_tag_list_get_string(list, "image-orientation", &value) != 0, let orientation = takeString(value) {

@@ -52,6 +52,19 @@ public enum ChromaSubsampling: UInt8, Sendable, CustomStringConvertible, CaseIte
     }
 }
 
+/// A pixel's width : height (1:1 square pixels; 0:0 unknown).
+public struct PixelAspectRatio: Sendable, Hashable {
+    public var numerator: UInt32
+    public var denominator: UInt32
+
+    public init(numerator: UInt32 = 0, denominator: UInt32 = 0) {
+        self.numerator = numerator
+        self.denominator = denominator
+    }
+
+    public var isKnown: Bool { numerator > 0 && denominator > 0 }
+}
+
 /// One track of an asset as the worker discovered it. Zero means unknown for every numeric field.
 public struct TrackDescription: Sendable, Hashable {
     public var id: UInt32
@@ -76,12 +89,32 @@ public struct TrackDescription: Sendable, Hashable {
     public var rotation: Int32
     /// ISO 639 language code, or "" when unknown.
     public var language: String
+    /// The codec profile as the stream's parser names it ("high", "main-10", "4444" …), or "".
+    public var profile: String
+    /// The codec level as the parser names it ("4.1", "5" …), or "".
+    public var level: String
+    /// Video: the pixel aspect ratio (width of a pixel : its height); 0:0 unknown.
+    public var pixelAspectRatio: PixelAspectRatio
+    /// Video: the colorimetry the stream declares (H.273 code points; range 0 and the others 2 when unknown).
+    public var colorimetry: Colorimetry
+    /// Average bit rate in bits per second from the container's tags, 0 unknown.
+    public var bitRate: UInt32
+    /// Audio: the channel layout in ffmpeg's spelling ("mono", "stereo", "5.1", "5.1(side)", "7.1" …), or "".
+    public var channelLayout: String
 
     public init(id: UInt32, mediaType: MediaType, codec: FourCC, width: UInt32 = 0, height: UInt32 = 0,
                 nominalFrameRate: Double = 0, duration: MediaTime = .invalid, timeRangeStart: MediaTime = .invalid,
                 sampleRate: UInt32 = 0, channels: UInt32 = 0, depth: UInt32 = 0, hasAlpha: Bool = false,
                 bitsPerComponent: UInt8 = 0, chromaSubsampling: ChromaSubsampling = .unknown,
-                rotation: Int32 = 0, language: String = "") {
+                rotation: Int32 = 0, language: String = "", profile: String = "", level: String = "",
+                pixelAspectRatio: PixelAspectRatio = PixelAspectRatio(), colorimetry: Colorimetry = Colorimetry(),
+                bitRate: UInt32 = 0, channelLayout: String = "") {
+        self.profile = profile
+        self.level = level
+        self.pixelAspectRatio = pixelAspectRatio
+        self.colorimetry = colorimetry
+        self.bitRate = bitRate
+        self.channelLayout = channelLayout
         self.id = id
         self.mediaType = mediaType
         self.codec = codec
@@ -117,6 +150,16 @@ public struct TrackDescription: Sendable, Hashable {
         w.u8(chromaSubsampling.rawValue)
         w.i32(rotation)
         w.string(language)
+        w.string(profile)
+        w.string(level)
+        w.u32(pixelAspectRatio.numerator)
+        w.u32(pixelAspectRatio.denominator)
+        w.u8(colorimetry.range)
+        w.u8(colorimetry.matrix)
+        w.u8(colorimetry.primaries)
+        w.u8(colorimetry.transfer)
+        w.u32(bitRate)
+        w.string(channelLayout)
     }
 
     static func decode(_ r: inout ByteReader) throws(TrackError) -> TrackDescription {
@@ -128,7 +171,13 @@ public struct TrackDescription: Sendable, Hashable {
             channels: try r.u32("track.channels"), depth: try r.u32("track.depth"), hasAlpha: try r.bool("track.hasAlpha"),
             bitsPerComponent: try r.u8("track.bitsPerComponent"),
             chromaSubsampling: ChromaSubsampling(rawValue: try r.u8("track.chromaSubsampling")) ?? .unknown,
-            rotation: try r.i32("track.rotation"), language: try r.string("track.language"))
+            rotation: try r.i32("track.rotation"), language: try r.string("track.language"),
+            profile: try r.string("track.profile"), level: try r.string("track.level"),
+            pixelAspectRatio: PixelAspectRatio(numerator: try r.u32("track.parNumerator"),
+                                               denominator: try r.u32("track.parDenominator")),
+            colorimetry: Colorimetry(range: try r.u8("track.range"), matrix: try r.u8("track.matrix"),
+                                     primaries: try r.u8("track.primaries"), transfer: try r.u8("track.transfer")),
+            bitRate: try r.u32("track.bitRate"), channelLayout: try r.string("track.channelLayout"))
     }
 }
 

@@ -117,8 +117,26 @@ public struct AssetTrack: Sendable, Hashable {
     public let rotation: Int32
     /// The track's language as the container states it (ISO 639-2, `AVAssetTrack.languageCode`), or nil.
     public let languageCode: String?
+    /// The codec profile as the stream's parser names it ("high", "main-10", "4444" …), or nil.
+    public let profile: String?
+    /// The codec level as the parser names it ("4.1" …), or nil.
+    public let level: String?
+    /// Video: the pixel aspect ratio (width : height of one pixel; 1:1 square), or nil when not stated.
+    public let pixelAspectRatio: PixelAspectRatio?
+    /// Video: the colorimetry the stream declares (H.273 code points; `CMFormatDescription`'s color extensions).
+    public let colorimetry: Colorimetry
+    /// Average bit rate in bits per second from the container (`AVAssetTrack.estimatedDataRate`), 0 unknown.
+    public let estimatedDataRate: UInt32
+    /// Audio: the channel layout in ffmpeg's spelling ("stereo", "5.1(side)" …), or nil.
+    public let channelLayout: String?
 
     init(_ d: TrackDescription) {
+        profile = d.profile.isEmpty ? nil : d.profile
+        level = d.level.isEmpty ? nil : d.level
+        pixelAspectRatio = d.pixelAspectRatio.isKnown ? d.pixelAspectRatio : nil
+        colorimetry = d.colorimetry
+        estimatedDataRate = d.bitRate
+        channelLayout = d.channelLayout.isEmpty ? nil : d.channelLayout
         trackID = d.id
         mediaType = d.mediaType
         codec = d.codec

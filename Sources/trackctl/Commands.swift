@@ -44,7 +44,7 @@ enum Commands {
                     ("recommendedPixelFormat", t.recommendedPixelFormat.map { .string($0.code.description) } ?? .null),
                     ("rotation", video ? .int(Int64(t.rotation)) : .null),
                     ("language", t.languageCode.map { .string($0) } ?? .null),
-                ])
+                ] + detailJSON(t))
             }
             print(JSON.encode(.array(items)))
             return
@@ -77,10 +77,49 @@ enum Commands {
             print(row.enumerated().map { $0.element + String(repeating: " ", count: widths[$0.offset] - $0.element.count) }
                 .joined(separator: "  "))
         }
+        // ffprobe's per-stream details the table has no room for, one line per track that has any.
+        for t in asset.tracks {
+            var details: [String] = []
+            if let profile = t.profile { details.append("profile \(profile)" + (t.level.map { ", level \($0)" } ?? "")) }
+            if let par = t.pixelAspectRatio, t.naturalSize.width > 0, t.naturalSize.height > 0 {
+                let dar = reducedRatio(UInt64(t.naturalSize.width) * UInt64(par.numerator), UInt64(t.naturalSize.height) * UInt64(par.denominator))
+                details.append("SAR \(par.numerator):\(par.denominator) DAR \(dar.0):\(dar.1)")
+            }
+            if t.mediaType == .video, let range = colorRangeName(t.colorimetry.range) {
+                details.append("color \(range), matrix \(t.colorimetry.matrix), primaries \(t.colorimetry.primaries), transfer \(t.colorimetry.transfer) (H.273)")
+            }
+            if t.estimatedDataRate > 0 { details.append("\(t.estimatedDataRate / 1000) kb/s") }
+            if let layout = t.channelLayout { details.append(layout) }
+            if !details.isEmpty { print("track \(t.trackID): " + details.joined(separator: "; ")) }
+        }
         if asset.tracks.contains(where: { $0.mediaType == .video }) {
             print("PIXFMT: the recommended --pixel-format, the decoder's native layout for the track's BITS and CHROMA "
                   + "(a lossless repack, no conversion; docs/SETTINGS.md)")
         }
+    }
+
+    /// tracks --json: profile, level, pixel aspect ratio, colour description, bit rate, channel layout.
+    static func detailJSON(_ t: AssetTrack) -> [(String, JSON.Value)] {
+        func text(_ s: String?) -> JSON.Value { s.map { JSON.Value.string($0) } ?? .null }
+        func code(_ c: UInt8) -> JSON.Value { t.mediaType == .video && c != 2 ? .int(Int64(c)) : .null }
+        let par: String? = t.pixelAspectRatio.map { "\($0.numerator):\($0.denominator)" }
+        let range: String? = t.mediaType == .video ? colorRangeName(t.colorimetry.range) : nil
+        return [
+            ("profile", text(t.profile)), ("level", text(t.level)), ("pixelAspectRatio", text(par)),
+            ("colorRange", text(range)), ("colorMatrix", code(t.colorimetry.matrix)),
+            ("colorPrimaries", code(t.colorimetry.primaries)), ("colorTransfer", code(t.colorimetry.transfer)),
+            ("bitRate", number(t.estimatedDataRate)), ("channelLayout", text(t.channelLayout)),
+        ]
+    }
+
+    /// "tv" (video range) or "pc" (full range), ffprobe's spelling; nil when unknown.
+    static func colorRangeName(_ range: UInt8) -> String? { range == 1 ? "tv" : range == 2 ? "pc" : nil }
+
+    /// a:b in lowest terms.
+    static func reducedRatio(_ a: UInt64, _ b: UInt64) -> (UInt64, UInt64) {
+        func gcd(_ x: UInt64, _ y: UInt64) -> UInt64 { y == 0 ? x : gcd(y, x % y) }
+        let g = max(gcd(a, b), 1)
+        return (a / g, b / g)
     }
 
     /// The common name of a codec four-char code trackd reports (the ones GstBridge maps caps to), or nil.

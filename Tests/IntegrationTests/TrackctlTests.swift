@@ -78,7 +78,8 @@ struct TrackctlTests {
         #expect(array.count == 2)
         let keys: Set<String> = ["id", "mediaType", "codec", "codecName", "width", "height", "nominalFrameRate", "duration",
                                  "timeRangeStart", "sampleRate", "channels", "depth", "hasAlpha", "bitsPerComponent", "chromaSubsampling",
-                                 "recommendedPixelFormat", "rotation", "language"]
+                                 "recommendedPixelFormat", "rotation", "language", "profile", "level", "pixelAspectRatio",
+                                 "colorRange", "colorMatrix", "colorPrimaries", "colorTransfer", "bitRate", "channelLayout"]
         for t in array { #expect(Set(t.keys) == keys) }
         #expect(array[0]["mediaType"] as? String == "video" && array[0]["codec"] as? String == "avc1")
         #expect(array[0]["codecName"] as? String == "H.264" && array[1]["codecName"] as? String == "AAC")
@@ -86,6 +87,41 @@ struct TrackctlTests {
         #expect(array[1]["channels"] as? Int == 2)
         let table = try daemon.trackctl(["tracks", Media.clip])
         #expect(table.status == 0 && table.text.contains("avc1 (H.264)") && table.text.contains("mp4a (AAC)") && table.text.contains("320x240"))
+    }
+
+    /// Profile, level, sample aspect ratio, colour description, bit rate and channel layout, as ffprobe reports
+    /// them for the same file (ffprobe is the oracle): in --json, in the detail lines of the table, on AssetTrack.
+    @Test func tracksMatchFFprobesStreamDetails() throws {
+        let file = Media.make("details.mp4", [
+            "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=25:duration=1", "-f", "lavfi", "-i", "sine=duration=1",
+            "-vf", "setsar=4/3", "-c:v", "libx264", "-preset", "veryfast", "-profile:v", "main", "-level", "3.1",
+            "-color_range", "tv", "-colorspace", "bt709", "-color_primaries", "bt709", "-color_trc", "bt709",
+            "-c:a", "aac", "-ac", "6",
+        ])
+        let probe = try run("ffprobe", ["-v", "error", "-show_entries",
+                                        "stream=profile,level,sample_aspect_ratio,display_aspect_ratio,color_range,bit_rate,channel_layout",
+                                        "-of", "json", file])
+        let streams = try #require((try JSONSerialization.jsonObject(with: probe.stdout) as? [String: Any])?["streams"] as? [[String: Any]])
+        let (v, a) = (streams[0], streams[1])
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        let r = try daemon.trackctl(["tracks", file, "--json"])
+        let tracks = try #require(try JSONSerialization.jsonObject(with: r.stdout) as? [[String: Any]])
+        let (tv, ta) = (tracks[0], tracks[1])
+        #expect((tv["profile"] as? String)?.lowercased() == (v["profile"] as? String)?.lowercased())  // "main" / "Main"
+        #expect((tv["level"] as? String).map { $0.replacingOccurrences(of: ".", with: "") } == (v["level"] as? Int).map(String.init))
+        #expect(tv["pixelAspectRatio"] as? String == v["sample_aspect_ratio"] as? String)
+        #expect(tv["colorRange"] as? String == v["color_range"] as? String)
+        #expect(tv["colorMatrix"] as? Int == 1 && tv["colorPrimaries"] as? Int == 1 && tv["colorTransfer"] as? Int == 1)  // BT.709
+        #expect((tv["bitRate"] as? Int).map(String.init) == v["bit_rate"] as? String)
+        #expect((ta["profile"] as? String)?.lowercased() == (a["profile"] as? String)?.lowercased())  // "lc" / "LC"
+        #expect(ta["channelLayout"] as? String == a["channel_layout"] as? String)
+        #expect((ta["bitRate"] as? Int).map(String.init) == a["bit_rate"] as? String)
+        let table = try daemon.trackctl(["tracks", file])
+        #expect(table.text.contains("SAR 4:3 DAR \(v["display_aspect_ratio"] as? String ?? "?")"), "\(table.text)")
+        let asset = try Asset(path: file, socketPath: daemon.socketPath)
+        #expect(asset.tracks[0].pixelAspectRatio == PixelAspectRatio(numerator: 4, denominator: 3))
+        #expect(asset.tracks[1].channelLayout == "5.1")
     }
 
     /// BITS, CHROMA and PIXFMT: the coded bit depth and chroma subsampling (ffprobe's pix_fmt is the oracle) and

@@ -211,16 +211,24 @@ import Testing
     }
 
     /// The track record's bitsPerComponent and chromaSubsampling sit at offsets 70 and 71 (PROTOCOL.md §7.2);
-    /// unknown chroma values decode as `unknown`.
+    /// unknown chroma values decode as `unknown`; the detail fields follow the language string.
     @Test func trackRecordDepthAndChroma() throws {
         var p = payload(of: .assetOpened(AssetOpened(assetID: 1, duration: .zero, tracks: [Fixtures.track(1)])))
-        #expect(p.count == 22 + 78 + 3)  // the record is 78 + n bytes, language "und"
+        #expect(p.count == 22 + 100 + 3)  // the record is 100 + n bytes when only the language ("und") is set
         #expect(p[22 + 70] == 10 && p[22 + 71] == 1)
         p[22 + 71] = 200
         let decoded = try decodeAll(rawFrame(type: MessageType.assetOpened.rawValue, payload: p))
         guard case .assetOpened(let o) = decoded.first?.message else { Issue.record("not decoded"); return }
         #expect(o.tracks.first?.chromaSubsampling == .unknown && o.tracks.first?.bitsPerComponent == 10)
         #expect(o.tracks.first?.rotation == -90)
+        // After "und": profile "", level "", then parNumerator at 22 + 76 + 5 + 4 (two empty strings).
+        let details = TrackDescription(id: 1, mediaType: .video, codec: "avc1", language: "und", profile: "high",
+                                       level: "4", pixelAspectRatio: PixelAspectRatio(numerator: 16, denominator: 11),
+                                       colorimetry: Colorimetry(range: 1, matrix: 6, primaries: 6, transfer: 6), bitRate: 5_000_000)
+        let q = payload(of: .assetOpened(AssetOpened(assetID: 1, duration: .zero, tracks: [details])))
+        let par = 22 + 76 + 5 + 6 + 3  // language "und", profile "high", level "4", each after its u16 length
+        #expect(Array(q[par..<par + 8]) == [16, 0, 0, 0, 11, 0, 0, 0])
+        #expect(Array(q[par + 8..<par + 12]) == [1, 6, 6, 6])
     }
 }
 

@@ -92,7 +92,12 @@ enum Fixtures {
         .assetOpened(AssetOpened(
             assetID: 2, duration: .positiveInfinity,
             tracks: [track(1),
-                     TrackDescription(id: 2, mediaType: .audio, codec: "mp4a", sampleRate: 48000, channels: 2, language: "eng"),
+                     TrackDescription(id: 2, mediaType: .audio, codec: "mp4a", sampleRate: 48000, channels: 2, language: "eng",
+                                      profile: "lc", level: "2", bitRate: 128_000, channelLayout: "5.1(side)"),
+                     TrackDescription(id: 5, mediaType: .video, codec: "hvc1", width: 3840, height: 2160, profile: "main-10",
+                                      level: "5.1", pixelAspectRatio: PixelAspectRatio(numerator: 4, denominator: 3),
+                                      colorimetry: Colorimetry(range: 2, matrix: 9, primaries: 9, transfer: 16),
+                                      bitRate: .max, channelLayout: unicode),
                      TrackDescription(id: 3, mediaType: .subtitle, codec: "tx3g", language: unicode),
                      TrackDescription(id: 4, mediaType: .other, codec: FourCC(rawValue: 0), nominalFrameRate: .infinity,
                                       depth: 32, hasAlpha: true, bitsPerComponent: .max, chromaSubsampling: .yuv400,

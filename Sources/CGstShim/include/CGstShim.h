@@ -130,6 +130,11 @@ typedef struct {
 /// (GST_VIDEO_INFO_PLANE_STRIDE, GST_VIDEO_FORMAT_INFO_PSTRIDE, GST_VIDEO_INFO_COMP_WIDTH …).
 gboolean swift_gst_video_layout_from_caps(const GstCaps *caps, SwiftGstVideoLayout *out);
 
+/// The `colorimetry` field of encoded (or raw) video caps (transfer none), as H.273 code points in `cicp`: range
+/// (1 video, 2 full, 0 unknown), matrix, primaries, transfer (2 unspecified). FALSE when the caps have none. Needs
+/// C: GstVideoColorimetry parsing and the *_to_iso mappings are macros-and-struct work Swift cannot import cleanly.
+gboolean swift_gst_caps_colorimetry(const GstCaps *caps, uint8_t cicp[4]);
+
 /// Replaces the offsets and strides in `layout` with those of the buffer's GstVideoMeta (buffer: transfer none), when
 /// it has one (decoders and pools may pad rows). Returns TRUE when a meta was found. Needs C: gst_buffer_get_video_meta
 /// is a macro over gst_buffer_get_meta with GST_VIDEO_META_API_TYPE.

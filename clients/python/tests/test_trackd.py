@@ -2,6 +2,7 @@
 made at test time by ffmpeg; decoded bytes are checked against trackctl --md5 and ffmpeg's framemd5."""
 
 import gc
+import json
 import hashlib
 import os
 import shutil
@@ -97,6 +98,12 @@ class TracksTests(unittest.TestCase):
             self.assertAlmostEqual(video.nominal_frame_rate, 30.0)
             self.assertEqual((audio.media_type, audio.codec, audio.sample_rate, audio.channels),
                              ('audio', 'mp4a', 48000, 2))
+            # The §7.2 details, against ffprobe's names for the same streams.
+            probe = json.loads(subprocess.run(['ffprobe', '-v', 'error', '-show_entries', 'stream=profile,channel_layout',
+                                               '-of', 'json', clip], check=True, capture_output=True).stdout)['streams']
+            self.assertEqual(video.profile.lower(), probe[0]['profile'].lower())
+            self.assertEqual(audio.channel_layout, probe[1]['channel_layout'])
+            self.assertGreater(audio.bit_rate, 0)
             self.assertAlmostEqual(asset.duration, 2.0, places=1)
             self.assertGreater(asset.worker_pid, 0)
             self.assertTrue(asset.server_version.startswith('trackd'))

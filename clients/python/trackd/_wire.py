@@ -276,7 +276,7 @@ class Reader:
 
 Track = namedtuple('Track', 'id media_type codec width height nominal_frame_rate duration time_range_start '
                             'sample_rate channels depth has_alpha bits_per_component chroma_subsampling rotation '
-                            'language')
+                            'language profile level pixel_aspect_ratio colorimetry bit_rate channel_layout')
 Track.__doc__ = 'A track record (PROTOCOL.md §7.2). media_type is "video", "audio", "subtitle" or "other".'
 
 Plane = namedtuple('Plane', 'offset bytes_per_row row_bytes height')
@@ -307,9 +307,13 @@ def decode_asset_opened(r):
          alpha, bits, chroma, rotation) = r.unpack('<IBIIIdqiIqiIIIIBBBi')
         if alpha > 1:
             raise ProtocolViolation('track hasAlpha byte %d is neither 0 nor 1' % alpha)
+        language, profile, level = r.string(), r.string(), r.string()
+        par_n, par_d, c_range, c_matrix, c_primaries, c_transfer, bit_rate = r.unpack('<IIBBBBI')
         tracks.append(Track(tid, MEDIA_TYPES.get(mtype, 'other'), fourcc_to_str(codec), width, height, fps,
                             Time(d_v, d_ts, d_f), Time(s_v, s_ts, s_f), rate, channels, depth, alpha == 1, bits,
-                            chroma if chroma <= 4 else 0, rotation, r.string()))
+                            chroma if chroma <= 4 else 0, rotation, language, profile, level,
+                            (par_n, par_d) if par_n and par_d else None,
+                            Colorimetry(c_range, c_matrix, c_primaries, c_transfer), bit_rate, r.string()))
     return asset_id, duration, tracks
 
 
