@@ -364,14 +364,19 @@ final class OutputStreamer: Sendable {
             }
             _ = wake.wait(timeout: .now() + .milliseconds(100))
         }
-        if let poolID = state.withLock({ s -> UInt32? in
-            guard let poolID = s.sharedPools[shared.id], var pool = s.pools[poolID] else { return nil }
+        enum Known { case pool(UInt32), busy, unknown }
+        switch state.withLock({ s -> Known in
+            guard let poolID = s.sharedPools[shared.id], var pool = s.pools[poolID] else { return .unknown }
+            // Two GstBuffers can share one memory (a shallow copy): while the client holds the slot, copy instead.
+            guard !pool.held.contains(0) else { return .busy }
             pool.held.insert(0)
             s.pools[poolID] = pool
             s.sharedHeld[poolID] = sample
-            return poolID
-        }) {
             return .pool(poolID)
+        }) {
+        case .pool(let poolID): return .pool(poolID)
+        case .busy: return .unusable
+        case .unknown: break
         }
         guard let fd = sample.takeSharedFD() else { return .unusable }
         defer { close(fd) }
