@@ -11,12 +11,15 @@ struct FrameIndexCacheTests {
     static let y420: [String: SettingValue] = [SettingsKey.pixelFormatType: .int(Int64(FourCC("y420").rawValue))]
     static let wanted = [45, 3, 17]
 
-    /// A private copy of the clip (the tests change its mtime, or key the cache by its inode).
+    /// A private copy of the clip (the tests change its mtime, or key the cache by its inode), removed by `done`.
     static func copy(_ name: String) throws -> String {
         let path = Env.tempDir("indexcache") + "/" + name
-        try? FileManager.default.removeItem(atPath: path)
         try FileManager.default.copyItem(atPath: Media.clip, toPath: path)
         return path
+    }
+
+    static func done(_ copy: String) {
+        try? FileManager.default.removeItem(atPath: (copy as NSString).deletingLastPathComponent)
     }
 
     /// One client (its own connection, so its own worker) reading `wanted` frames; checks them against ffmpeg.
@@ -41,6 +44,7 @@ struct FrameIndexCacheTests {
         let daemon = try Daemon(extraArgs: args)
         defer { daemon.stop() }
         let file = try Self.copy("shared.mp4")
+        defer { Self.done(file) }
         try Self.readFrames(daemon, file)
         #expect(Self.count(daemon, "built") == 1)
         #expect(Self.count(daemon, "from the cache") == 0)
@@ -54,6 +58,7 @@ struct FrameIndexCacheTests {
         let cache = Env.tempDir("indexcache-dir-\(UInt32.random(in: 0 ... .max))")
         defer { try? FileManager.default.removeItem(atPath: cache) }
         let file = try Self.copy("restart.mp4")
+        defer { Self.done(file) }
         do {
             let first = try Daemon(env: ["CACHE_DIRECTORY": cache])
             defer { first.stop() }
@@ -80,6 +85,7 @@ struct FrameIndexCacheTests {
         let cache = Env.tempDir("indexcache-dir-\(UInt32.random(in: 0 ... .max))")
         defer { try? FileManager.default.removeItem(atPath: cache) }
         let file = try Self.copy("corrupt.mp4")
+        defer { Self.done(file) }
         do {
             let first = try Daemon(env: ["CACHE_DIRECTORY": cache])
             defer { first.stop() }
@@ -104,6 +110,7 @@ struct FrameIndexCacheTests {
         let daemon = try Daemon(extraArgs: ["--index-cache-bytes", "0"])
         defer { daemon.stop() }
         let file = try Self.copy("nocache.mp4")
+        defer { Self.done(file) }
         try Self.readFrames(daemon, file)
         try Self.readFrames(daemon, file)
         #expect(Self.count(daemon, "built") == 2)
