@@ -106,6 +106,19 @@ struct FrameIndexCacheTests {
         #expect(rewritten != bytes, "the rebuilt index replaced the corrupted copy")
     }
 
+    @Test func unwritableDirectoryMeansMemoryOnly() throws {
+        let daemon = try Daemon(env: ["CACHE_DIRECTORY": "/proc/trackd-cannot-be-here"])
+        defer { daemon.stop() }
+        let file = try Self.copy("memory.mp4")
+        defer { Self.done(file) }
+        try Self.readFrames(daemon, file)
+        try Self.readFrames(daemon, file)
+        // (Logged before the supervisor accepts its first connection.)
+        #expect(daemon.log.components(separatedBy: "keeping frame indexes in memory only").count == 2, "\(daemon.log)")
+        #expect(Self.count(daemon, "built") == 1)
+        #expect(Self.count(daemon, "from the cache") == 1)
+    }
+
     @Test func noCacheWithZeroBytes() throws {
         let daemon = try Daemon(extraArgs: ["--index-cache-bytes", "0"])
         defer { daemon.stop() }
