@@ -36,7 +36,7 @@ let package = Package(
         // ── Swift: the wire, shared by both ends (no GStreamer) ───────────────────────────────
         .target(name: "Protocol", dependencies: ["CTrackSys"], swiftSettings: strict),
         // ── Swift: the supervisor's frame-index cache and its worker channel (daemon-internal, no GStreamer) ──
-        .target(name: "IndexCache", swiftSettings: strict),
+        .target(name: "IndexCache", dependencies: ["CTrackSys"], swiftSettings: strict),
         // ── Swift: the only module that touches GStreamer (worker side) ───────────────────────
         .target(name: "GstBridge", dependencies: ["Protocol", "CGStreamer", "CGstShim"], swiftSettings: strict),
         // ── Swift: client library with an AVFoundation-shaped API ─────────────────────────────
@@ -52,7 +52,7 @@ let package = Package(
             path: "Examples/trackd-example-reader", swiftSettings: strict),
         // ── Tests ─────────────────────────────────────────────────────────────────────────────
         .testTarget(name: "ProtocolTests", dependencies: ["Protocol"], swiftSettings: strict),
-        .testTarget(name: "IndexCacheTests", dependencies: ["IndexCache"], swiftSettings: strict),
+        .testTarget(name: "IndexCacheTests", dependencies: ["IndexCache", "CTrackSys"], swiftSettings: strict),
         .testTarget(name: "GstBridgeTests", dependencies: ["GstBridge", "Protocol"], swiftSettings: strict),
         .testTarget(
             name: "IntegrationTests", dependencies: ["TrackClient", "Protocol", "CMD5"], swiftSettings: strict),

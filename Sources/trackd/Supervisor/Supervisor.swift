@@ -168,7 +168,7 @@ enum SupervisorMain {
         }
         let supervisor = Supervisor(listener: listener, executable: exe, statistics: statistics, sandbox: sandbox,
                                     limits: limits, table: table.0, tableFD: table.1, warmWorker: warmWorker,
-                                    index: IndexService(store: store))
+                                    index: IndexService(store: store, warn: { Log.warning($0) }))
         supervisor.start()
         _ = sd_notify(0, "READY=1\nSTATUS=accepting connections")
         supervisor.waitForSignals()

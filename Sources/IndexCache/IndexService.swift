@@ -1,6 +1,5 @@
 import CTrackSys
 import Foundation
-import IndexCache
 import Synchronization
 
 #if canImport(Glibc)
@@ -12,22 +11,25 @@ import Glibc
 /// index, PUT one (IndexCacheWire) — from the shared IndexStore. The supervisor keys every entry with the uid of
 /// the worker's client, which it knows from SO_PEERCRED; a worker never names a uid. Blobs are untrusted: the store
 /// decodes each one strictly before keeping it, and a worker that breaks the channel's protocol loses its channel.
-final class IndexService: Sendable {
-    let store: IndexStore
+public final class IndexService: Sendable {
+    public let store: IndexStore
+    /// Where the service's warnings go (trackd's log).
+    let warn: @Sendable (String) -> Void
 
     /// One worker's channel: the uid of its client (nil for a warm worker until it gets its connection).
-    final class Channel: Sendable {
-        let uid: Mutex<UInt32?>
+    public final class Channel: Sendable {
+        public let uid: Mutex<UInt32?>
         init(uid: UInt32?) { self.uid = Mutex(uid) }
     }
 
-    init(store: IndexStore) {
+    public init(store: IndexStore, warn: @escaping @Sendable (String) -> Void) {
         self.store = store
+        self.warn = warn
     }
 
     /// A new channel and the worker's end (at fd ≥ 100, see trackd_spawn_with_fds; the caller passes it to the
     /// worker and closes it), with its serving thread started; nil when the socketpair cannot be made.
-    func open(uid: UInt32?) -> (channel: Channel, workerEnd: Int32)? {
+    public func open(uid: UInt32?) -> (channel: Channel, workerEnd: Int32)? {
         var pair: [Int32] = [-1, -1]
         guard socketpair(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &pair) == 0 else { return nil }
         let high = fcntl(pair[1], F_DUPFD_CLOEXEC, 100)
@@ -61,7 +63,7 @@ final class IndexService: Sendable {
             guard n > 0 else { return }
             guard truncated == 0, let (op, key) = IndexCacheWire.parseRequest(buffer[0..<n]),
                   received.count == (op == .put ? 1 : 0) else {
-                Log.warning("frame-index cache: a worker sent a malformed request (\(n) bytes, \(received.count) descriptors); closing its channel")
+                warn("frame-index cache: a worker sent a malformed request (\(n) bytes, \(received.count) descriptors); closing its channel")
                 return
             }
             let uid = channel.uid.withLock { $0 }
@@ -75,10 +77,10 @@ final class IndexService: Sendable {
                     if let blob = readBlob(received[0]) {
                         kept = store.put(IndexCacheWire.StoreKey(uid: uid, file: key), blob)
                         if !kept {
-                            Log.warning("frame-index cache: a worker of uid \(uid) sent an index that does not decode or exceeds the cache (\(blob.count) bytes); ignored")
+                            warn("frame-index cache: a worker of uid \(uid) sent an index that does not decode or exceeds the cache (\(blob.count) bytes); ignored")
                         }
                     } else {
-                        Log.warning("frame-index cache: a worker of uid \(uid) sent an unreadable or oversized index; ignored")
+                        warn("frame-index cache: a worker of uid \(uid) sent an unreadable or oversized index; ignored")
                     }
                 }
                 let ack: [UInt8] = [kept ? 1 : 0]
