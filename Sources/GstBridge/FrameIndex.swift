@@ -11,6 +11,13 @@ public struct FrameIndex: Sendable {
         public var isSync: Bool
         /// Position in decode (storage) order.
         public var decodePosition: Int
+
+        public init(presentationTime: Int64, duration: Int64, isSync: Bool, decodePosition: Int) {
+            self.presentationTime = presentationTime
+            self.duration = duration
+            self.isSync = isSync
+            self.decodePosition = decodePosition
+        }
     }
 
     /// Presentation order: frame index i is `frames[i]`.

@@ -15,6 +15,22 @@ public final class MediaSource: @unchecked Sendable {
 
     /// Rejects non-regular files (directory, pipe, socket) with .invalidSourceMedia and empty files with
     /// .fileFormatNotRecognized.
+    /// What fstat says about the file now: the frame-index cache's key (a changed file has another mtime or size).
+    public struct FileStatus: Equatable, Sendable {
+        public let device: UInt64
+        public let inode: UInt64
+        public let size: UInt64
+        public let mtimeSeconds: Int64
+        public let mtimeNanoseconds: Int64
+    }
+
+    public func status() -> FileStatus? {
+        var st = stat()
+        guard fstat(fd, &st) == 0 else { return nil }
+        return FileStatus(device: UInt64(st.st_dev), inode: UInt64(st.st_ino), size: UInt64(st.st_size),
+                          mtimeSeconds: Int64(st.st_mtim.tv_sec), mtimeNanoseconds: Int64(st.st_mtim.tv_nsec))
+    }
+
     public init(fd: Int32) throws(TrackError) {
         var st = stat()
         guard fstat(fd, &st) == 0 else {

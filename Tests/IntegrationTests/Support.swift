@@ -108,6 +108,9 @@ final class Daemon {
         dir = Env.tempDir("daemon")
         socketPath = dir + "/trackd.sock"
         logPath = dir + "/trackd.log"
+        // Each daemon has its own frame-index cache directory unless the test names one.
+        var env = env
+        if env["CACHE_DIRECTORY"] == nil { env["CACHE_DIRECTORY"] = dir + "/cache" }
         child = try Child(Env.trackd, ["--socket", socketPath] + extraArgs, stderr: logPath, env: env)
         // Ready: trackd logs "listening on" after bind() and listen() (the socket file alone appears at bind). The
         // signals it handles are blocked from its first instruction, so a SIGTERM is never lost before that.

@@ -2,6 +2,7 @@ import CSystemd
 import CTrackSys
 import Dispatch
 import Foundation
+import IndexCache
 import Protocol
 import Synchronization
 
@@ -15,6 +16,7 @@ import Glibc
 enum SupervisorMain {
     static let usage = """
         usage: trackd [--socket PATH] [--worker-memory BYTES] [--worker-cpu SECONDS] [--worker-user NAME] [--no-warm-worker]
+                      [--index-cache-bytes BYTES]
                       [--max-frame-pixels N] [--decode-budget PIXELS] [--audio-decode-budget SAMPLES] [LIMITS]
           Serves AVAssetReader-style sample reading to local clients.
           --socket PATH           listen here (default: $TRACKD_SOCKET, $XDG_RUNTIME_DIR/trackd.sock,
@@ -25,6 +27,10 @@ enum SupervisorMain {
           --no-warm-worker        start each worker when its client connects, not one ahead (the warm worker has
                                   GStreamer initialised, plugins loaded and its sandbox entered before the client
                                   connects: the first frame comes about 90 ms sooner)
+          --index-cache-bytes BYTES
+                                  frame indexes kept for all clients, in memory and in the cache directory
+                                  ($CACHE_DIRECTORY, $XDG_CACHE_HOME/trackd or ~/.cache/trackd; subdirectory
+                                  index/), each bounded by BYTES (default 67108864 = 64 MiB; 0 = no cache)
           --max-frame-pixels N    largest decoded frame, width × height (default 67108864 = 8192×8192)
           --decode-budget PIXELS  decoded video pixels one output may consume (default 17592186044416 = 2^44)
           --audio-decode-budget SAMPLES
@@ -40,6 +46,7 @@ enum SupervisorMain {
         var sandbox = WorkerSandbox()
         var workerUser = "nobody"
         var warmWorker = true
+        var indexCacheBytes = 64 << 20
         var limits = Limits.defaults
         var i = 0
         while i < arguments.count {
@@ -80,6 +87,13 @@ enum SupervisorMain {
                 i += 1
             case "--worker-user" where i + 1 < arguments.count:
                 workerUser = arguments[i + 1]
+                i += 1
+            case "--index-cache-bytes" where i + 1 < arguments.count:
+                guard let bytes = Int(arguments[i + 1]), bytes >= 0 else {
+                    Log.error("--index-cache-bytes needs a number of bytes (0 turns the frame-index cache off)")
+                    return 2
+                }
+                indexCacheBytes = bytes
                 i += 1
             case "--no-warm-worker":
                 warmWorker = false
@@ -143,8 +157,18 @@ enum SupervisorMain {
             Log.error("cannot create the worker table: \(error)")
             return 1
         }
+        let cacheDirectory = indexCacheBytes > 0 ? IndexStore.defaultDirectory() : nil
+        let store = IndexStore(budget: indexCacheBytes, directory: cacheDirectory)
+        if let problem = store.directoryProblem {
+            Log.warning("frame-index cache: \(problem); keeping frame indexes in memory only")
+        } else if let directory = store.directory {
+            Log.notice("frame-index cache: \(directory), up to \(indexCacheBytes) bytes (and as many in memory)")
+        } else if indexCacheBytes > 0 {
+            Log.warning("frame-index cache: no cache directory ($CACHE_DIRECTORY, $XDG_CACHE_HOME and $HOME unset); keeping frame indexes in memory only")
+        }
         let supervisor = Supervisor(listener: listener, executable: exe, statistics: statistics, sandbox: sandbox,
-                                    limits: limits, table: table.0, tableFD: table.1, warmWorker: warmWorker)
+                                    limits: limits, table: table.0, tableFD: table.1, warmWorker: warmWorker,
+                                    index: IndexService(store: store, warn: { Log.warning($0) }))
         supervisor.start()
         _ = sd_notify(0, "READY=1\nSTATUS=accepting connections")
         supervisor.waitForSignals()
@@ -181,7 +205,7 @@ final class Supervisor: Sendable {
         var freeSlots: [Int]
         /// A worker started ahead of the next connection (GStreamer initialised, plugins loaded, sandbox entered),
         /// waiting on its end of `control` for the connection; nil while none is ready.
-        var warm: (pid: pid_t, control: Int32)?
+        var warm: (pid: pid_t, control: Int32, index: IndexService.Channel)?
     }
 
     let listener: Listener
@@ -193,13 +217,16 @@ final class Supervisor: Sendable {
     let tableFD: Int32
     /// Keep a warm worker (`--no-warm-worker` turns it off).
     let warmWorker: Bool
+    /// The frame-index cache every worker reaches through its fd 6.
+    let index: IndexService
     private let counters: Mutex<Counters>
     private let timerQueue = DispatchQueue(label: "trackd.timers")
     nonisolated(unsafe) private var sources: [DispatchSourceTimer] = []
 
     init(listener: Listener, executable: String, statistics: SharedStatistics, sandbox: WorkerSandbox,
-         limits: Limits, table: WorkerTable, tableFD: Int32, warmWorker: Bool) {
+         limits: Limits, table: WorkerTable, tableFD: Int32, warmWorker: Bool, index: IndexService) {
         self.warmWorker = warmWorker
+        self.index = index
         self.sandbox = sandbox
         self.limits = limits
         self.table = table
@@ -246,14 +273,20 @@ final class Supervisor: Sendable {
             return
         }
         defer { close(pair[1]) }
+        guard let channel = index.open(uid: nil) else {
+            close(pair[0])
+            Log.warning("cannot start a warm worker: no frame-index channel: \(String(cString: strerror(errno)))")
+            return
+        }
+        defer { close(channel.workerEnd) }
         let args = [executable, "worker", "--warm", "1"] + sandbox.arguments + limits.workerArguments
-        let child = spawn(args, fd: pair[1])
+        let child = spawn(args, fd: pair[1], indexFD: channel.workerEnd)
         guard child > 0 else {
             close(pair[0])
             Log.warning("cannot start a warm worker: \(String(cString: strerror(errno)))")
             return
         }
-        c.warm = (child, pair[0])
+        c.warm = (child, pair[0], channel.channel)
     }
 
     /// Gives the warm worker its connection: the client's pid, uid and the worker-table slot (12 bytes) with the
@@ -274,6 +307,7 @@ final class Supervisor: Sendable {
             kill(warm.pid, SIGKILL)
             return nil
         }
+        warm.index.uid.withLock { $0 = uid }  // its frame-index requests are this client's from now on
         return warm.pid
     }
 
@@ -357,7 +391,12 @@ final class Supervisor: Sendable {
             if child <= 0 {
                 let args = [executable, "worker", "--client-pid", "\(pid)", "--client-uid", "\(uid)", "--slot", "\(slot)"]
                     + sandbox.arguments + limits.workerArguments
-                child = spawn(args, fd: conn)
+                if let channel = index.open(uid: uid) {
+                    child = spawn(args, fd: conn, indexFD: channel.workerEnd)
+                    close(channel.workerEnd)
+                } else {
+                    Log.error("cannot make a frame-index channel for uid \(uid) pid \(pid): \(String(cString: strerror(errno)))")
+                }
             }
             guard child > 0 else {
                 c.freeSlots.append(slot)
@@ -416,13 +455,14 @@ final class Supervisor: Sendable {
         }
     }
 
-    /// Starts a worker with the connection as fd 3, the read-only statistics as fd 4 and the worker table as fd 5.
-    private func spawn(_ args: [String], fd: Int32) -> pid_t {
+    /// Starts a worker with the connection as fd 3, the read-only statistics as fd 4, the worker table as fd 5 and
+    /// its frame-index channel as fd 6.
+    private func spawn(_ args: [String], fd: Int32, indexFD: Int32) -> pid_t {
         var cArgs: [UnsafeMutablePointer<CChar>?] = args.map { strdup($0) } + [nil]
         defer { cArgs.forEach { free($0) } }
         var cEnv: [UnsafeMutablePointer<CChar>?] = Self.workerEnvironment.map { strdup($0) } + [nil]
         defer { cEnv.forEach { free($0) } }
-        let fds = [fd, statistics.readOnlyFD, tableFD]
+        let fds = [fd, statistics.readOnlyFD, tableFD, indexFD]
         return executable.withCString { path in
             trackd_spawn_with_fds(path, &cArgs, &cEnv, fds, Int32(fds.count))
         }

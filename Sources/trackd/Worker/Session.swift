@@ -17,7 +17,8 @@ final class Session: Sendable {
         let indexes = FrameIndexes()
     }
 
-    /// Frame indexes of one asset's tracks, built on the first ReadFrames of each track and kept while it is open.
+    /// Frame indexes of one asset's tracks, kept while it is open: on the first ReadFrames of a track, from the
+    /// supervisor's cache (shared by all workers, IndexCacheClient), else built and then given to the cache.
     final class FrameIndexes: Sendable {
         private let built = Mutex<[UInt32: FrameIndex]>([:])
         private let building = Mutex(())  // one build at a time: a second request for the track waits for the first
@@ -26,8 +27,18 @@ final class Session: Sendable {
             if let index = built.withLock({ $0[trackID] }) { return index }
             return try building.withLock { (_: inout ()) throws(TrackError) -> FrameIndex in
                 if let index = built.withLock({ $0[trackID] }) { return index }
+                let before = source.status()
+                let key = before.map { IndexCacheClient.key($0, trackID: trackID) }
+                if let key, let index = IndexCacheClient.get(key) {
+                    Log.info("frame index for track \(trackID): from the cache (\(index.frames.count) frames)")
+                    built.withLock { $0[trackID] = index }
+                    return index
+                }
                 let index = try FrameIndex.build(source: source, trackID: trackID)
+                Log.info("frame index for track \(trackID): built (\(index.frames.count) frames)")
                 built.withLock { $0[trackID] = index }
+                // Only when the file did not change while it was read (else the key would not match the frames).
+                if let key, source.status() == before { IndexCacheClient.put(key, index) }
                 return index
             }
         }

@@ -62,6 +62,8 @@ enum WorkerMain {
     static let statisticsFD: Int32 = 4
     /// The supervisor's worker table, read-write.
     static let tableFD: Int32 = 5
+    /// The frame-index cache's channel to the supervisor (IndexCacheClient.fd), kept open.
+    static let indexFD: Int32 = IndexCacheClient.fd
 
     static func run(arguments: [String]) -> Int32 {
         var context = WorkerContext()

@@ -1,0 +1,82 @@
+import CTrackSys
+import GstBridge
+import IndexCache
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The worker's end of the supervisor's frame-index cache (fd 6; IndexService): GET before building a track's
+/// index, PUT after. One request at a time per worker (each waits for its reply). Any failure is a miss: the
+/// worker then builds the index itself, as it would without the cache.
+enum IndexCacheClient {
+    static let fd: Int32 = 6
+    private static let lock = Mutex(())
+
+    static func key(_ status: MediaSource.FileStatus, trackID: UInt32) -> IndexCacheWire.FileKey {
+        IndexCacheWire.FileKey(device: status.device, inode: status.inode, size: status.size,
+                               mtimeSeconds: status.mtimeSeconds, mtimeNanoseconds: status.mtimeNanoseconds, trackID: trackID)
+    }
+
+    static func get(_ key: IndexCacheWire.FileKey) -> FrameIndex? {
+        let memfd: Int32? = lock.withLock { _ in
+            let request = IndexCacheWire.request(.get, key)
+            guard request.withUnsafeBytes({ trackd_send_with_fds(fd, $0.baseAddress, $0.count, nil, 0) }) == 0 else { return nil }
+            var reply: [UInt8] = [0, 0]
+            var fds: [Int32] = [-1, -1]
+            var nfds: Int32 = 0
+            var truncated: Int32 = 0
+            let n = reply.withUnsafeMutableBytes {
+                trackd_recv_with_fds(fd, $0.baseAddress, $0.count, &fds, Int32(fds.count), &nfds, &truncated)
+            }
+            let received = fds.prefix(Int(max(nfds, 0)))
+            guard n == 1, reply[0] == 1, truncated == 0, received.count == 1 else {
+                for f in received where f >= 0 { close(f) }
+                return nil
+            }
+            return received[0]
+        }
+        guard let memfd else { return nil }
+        defer { close(memfd) }
+        var regular: Int32 = 0
+        var size: UInt64 = 0
+        guard trackd_fd_is_regular(memfd, &regular, &size) == 0, regular == 1, size <= UInt64(IndexCacheWire.maxBlobBytes) else { return nil }
+        var blob = [UInt8](repeating: 0, count: Int(size))
+        var got = 0
+        while got < blob.count {
+            let r = blob.withUnsafeMutableBytes { pread(memfd, $0.baseAddress! + got, $0.count - got, off_t(got)) }
+            if r <= 0 { return nil }
+            got += r
+        }
+        guard let frames = try? IndexCacheWire.decode(blob) else { return nil }
+        return FrameIndex(frames: frames.map {
+            FrameIndex.Frame(presentationTime: $0.presentationTime, duration: $0.duration, isSync: $0.isSync, decodePosition: $0.decodePosition)
+        })
+    }
+
+    static func put(_ key: IndexCacheWire.FileKey, _ index: FrameIndex) {
+        let frames = index.frames.map {
+            IndexCacheWire.Frame(presentationTime: $0.presentationTime, duration: $0.duration, isSync: $0.isSync, decodePosition: $0.decodePosition)
+        }
+        guard let blob = IndexCacheWire.encode(frames) else { return }
+        let memfd = trackd_memfd_sealed("trackd-index", UInt64(blob.count))
+        guard memfd >= 0 else { return }
+        defer { close(memfd) }
+        var done = 0
+        while done < blob.count {
+            // write, not pwrite: the sandbox allows the one (the memfd is new, its offset 0).
+            let w = blob.withUnsafeBytes { write(memfd, $0.baseAddress! + done, $0.count - done) }
+            if w <= 0 { return }
+            done += w
+        }
+        let request = IndexCacheWire.request(.put, key)
+        var fds = [memfd]
+        lock.withLock { _ in
+            guard request.withUnsafeBytes({ trackd_send_with_fds(fd, $0.baseAddress, $0.count, &fds, 1) }) == 0 else { return }
+            // The acknowledgement: once it arrives, every other worker's GET finds the entry.
+            var ack: UInt8 = 0
+            _ = recv(fd, &ack, 1, 0)
+        }
+    }
+}

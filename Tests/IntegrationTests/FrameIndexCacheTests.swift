@@ -1,0 +1,132 @@
+import Foundation
+import Protocol
+import Testing
+import TrackClient
+
+/// The supervisor's frame-index cache (docs/ARCHITECTURE.md "Frame index"): a track's index is built once per file
+/// and shared by every worker of the same uid, kept on disk across restarts, and invalidated by a change to the file.
+/// The workers' log lines tell a built index from a cached one; the frames are checked against ffmpeg each time.
+@Suite(.serialized)
+struct FrameIndexCacheTests {
+    static let y420: [String: SettingValue] = [SettingsKey.pixelFormatType: .int(Int64(FourCC("y420").rawValue))]
+    static let wanted = [45, 3, 17]
+
+    /// A private copy of the clip (the tests change its mtime, or key the cache by its inode), removed by `done`.
+    static func copy(_ name: String) throws -> String {
+        let path = Env.tempDir("indexcache") + "/" + name
+        try FileManager.default.copyItem(atPath: Media.clip, toPath: path)
+        return path
+    }
+
+    static func done(_ copy: String) {
+        try? FileManager.default.removeItem(atPath: (copy as NSString).deletingLastPathComponent)
+    }
+
+    /// One client (its own connection, so its own worker) reading `wanted` frames; checks them against ffmpeg.
+    static func readFrames(_ daemon: Daemon, _ file: String) throws {
+        let asset = try Asset(path: file, socketPath: daemon.socketPath)
+        let track = try #require(asset.tracks(withMediaType: .video).first)
+        let frames = try asset.frames(atIndices: wanted.map(UInt64.init), track: track, outputSettings: y420)
+        let md5 = try Oracle.frameMD5(Media.clip, pixFmt: "yuv420p")
+        #expect(frames.map { Int($0.index) } == wanted)
+        for (frame, index) in zip(frames, wanted) {
+            #expect(md5Hex(frame.sample.packedBytes()) == md5[index].md5, "frame \(index) bytes")
+        }
+    }
+
+    static func count(_ daemon: Daemon, _ what: String) -> Int {
+        daemon.log.components(separatedBy: "frame index for track 1: \(what)").count - 1
+    }
+
+    /// With warm workers (the uid is given to the worker's index channel at hand-off) and cold ones.
+    @Test(arguments: [[], ["--no-warm-worker"]])
+    func secondClientGetsTheIndexFromTheCache(args: [String]) throws {
+        let daemon = try Daemon(extraArgs: args)
+        defer { daemon.stop() }
+        let file = try Self.copy("shared.mp4")
+        defer { Self.done(file) }
+        try Self.readFrames(daemon, file)
+        #expect(Self.count(daemon, "built") == 1)
+        #expect(Self.count(daemon, "from the cache") == 0)
+        try Self.readFrames(daemon, file)  // another Asset: another connection, another worker
+        try Self.readFrames(daemon, file)
+        #expect(Self.count(daemon, "built") == 1, "\(daemon.log)")
+        #expect(Self.count(daemon, "from the cache") == 2)
+    }
+
+    @Test func restartedDaemonReadsTheDiskCopyAndAChangedFileIsIndexedAgain() throws {
+        let cache = Env.tempDir("indexcache-dir-\(UInt32.random(in: 0 ... .max))")
+        defer { try? FileManager.default.removeItem(atPath: cache) }
+        let file = try Self.copy("restart.mp4")
+        defer { Self.done(file) }
+        do {
+            let first = try Daemon(env: ["CACHE_DIRECTORY": cache])
+            defer { first.stop() }
+            try Self.readFrames(first, file)
+            #expect(Self.count(first, "built") == 1)
+        }
+        let files = try FileManager.default.contentsOfDirectory(atPath: cache + "/index").filter { $0.hasSuffix(".idx") }
+        #expect(files.count == 1)
+        let second = try Daemon(env: ["CACHE_DIRECTORY": cache])
+        defer { second.stop() }
+        try Self.readFrames(second, file)
+        #expect(Self.count(second, "built") == 0, "\(second.log)")
+        #expect(Self.count(second, "from the cache") == 1)
+        // A new mtime is a new key: the index is built again (and cached again).
+        let later = Date().addingTimeInterval(5)
+        try FileManager.default.setAttributes([.modificationDate: later], ofItemAtPath: file)
+        try Self.readFrames(second, file)
+        #expect(Self.count(second, "built") == 1)
+        try Self.readFrames(second, file)
+        #expect(Self.count(second, "from the cache") == 2)
+    }
+
+    @Test func corruptedDiskCopyIsIgnoredAndRebuilt() throws {
+        let cache = Env.tempDir("indexcache-dir-\(UInt32.random(in: 0 ... .max))")
+        defer { try? FileManager.default.removeItem(atPath: cache) }
+        let file = try Self.copy("corrupt.mp4")
+        defer { Self.done(file) }
+        do {
+            let first = try Daemon(env: ["CACHE_DIRECTORY": cache])
+            defer { first.stop() }
+            try Self.readFrames(first, file)
+        }
+        let name = try #require(try FileManager.default.contentsOfDirectory(atPath: cache + "/index").first { $0.hasSuffix(".idx") })
+        let path = cache + "/index/" + name
+        var bytes = try #require(FileManager.default.contents(atPath: path))
+        // Swap two frames' decode positions' low bytes at the end: the key still matches, the blob does not decode.
+        bytes[bytes.count - 5] ^= 0x01
+        try bytes.write(to: URL(fileURLWithPath: path))
+        let second = try Daemon(env: ["CACHE_DIRECTORY": cache])
+        defer { second.stop() }
+        try Self.readFrames(second, file)
+        #expect(Self.count(second, "built") == 1, "\(second.log)")
+        #expect(Self.count(second, "from the cache") == 0)
+        let rewritten = try #require(FileManager.default.contents(atPath: path))
+        #expect(rewritten != bytes, "the rebuilt index replaced the corrupted copy")
+    }
+
+    @Test func unwritableDirectoryMeansMemoryOnly() throws {
+        let daemon = try Daemon(env: ["CACHE_DIRECTORY": "/proc/trackd-cannot-be-here"])
+        defer { daemon.stop() }
+        let file = try Self.copy("memory.mp4")
+        defer { Self.done(file) }
+        try Self.readFrames(daemon, file)
+        try Self.readFrames(daemon, file)
+        // (Logged before the supervisor accepts its first connection.)
+        #expect(daemon.log.components(separatedBy: "keeping frame indexes in memory only").count == 2, "\(daemon.log)")
+        #expect(Self.count(daemon, "built") == 1)
+        #expect(Self.count(daemon, "from the cache") == 1)
+    }
+
+    @Test func noCacheWithZeroBytes() throws {
+        let daemon = try Daemon(extraArgs: ["--index-cache-bytes", "0"])
+        defer { daemon.stop() }
+        let file = try Self.copy("nocache.mp4")
+        defer { Self.done(file) }
+        try Self.readFrames(daemon, file)
+        try Self.readFrames(daemon, file)
+        #expect(Self.count(daemon, "built") == 2)
+        #expect(Self.count(daemon, "from the cache") == 0)
+    }
+}
