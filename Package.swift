@@ -38,7 +38,7 @@ let package = Package(
         // ── Swift: the supervisor's frame-index cache and its worker channel (daemon-internal, no GStreamer) ──
         .target(name: "IndexCache", dependencies: ["CTrackSys"], swiftSettings: strict),
         // ── Swift: the only module that touches GStreamer (worker side) ───────────────────────
-        .target(name: "GstBridge", dependencies: ["Protocol", "CGStreamer", "CGstShim"], swiftSettings: strict),
+        .target(name: "GstBridge", dependencies: ["Protocol", "IndexCache", "CGStreamer", "CGstShim"], swiftSettings: strict),
         // ── Swift: client library with an AVFoundation-shaped API ─────────────────────────────
         .target(name: "TrackClient", dependencies: ["Protocol", "CTrackSys"], swiftSettings: strict),
         // ── Processes ─────────────────────────────────────────────────────────────────────────

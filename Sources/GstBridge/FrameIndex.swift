@@ -1,24 +1,13 @@
+import IndexCache
 import Protocol
 
 /// Every frame of a video track: presentation time, duration, whether it is a sync sample, and where it is in
 /// decode order. Built once per track by a parse-only pass (the track's stored samples through the passthrough
 /// pipeline: demuxing, no decoding); GStreamer 1.22's demuxers do not expose their sample tables.
 public struct FrameIndex: Sendable {
-    public struct Frame: Sendable, Equatable {
-        /// Stream time (the asset's timeline), nanoseconds — the same clock decoded samples report.
-        public var presentationTime: Int64
-        public var duration: Int64
-        public var isSync: Bool
-        /// Position in decode (storage) order.
-        public var decodePosition: Int
-
-        public init(presentationTime: Int64, duration: Int64, isSync: Bool, decodePosition: Int) {
-            self.presentationTime = presentationTime
-            self.duration = duration
-            self.isSync = isSync
-            self.decodePosition = decodePosition
-        }
-    }
+    /// Presentation time and duration (stream time, the clock decoded samples report, in nanoseconds), sync, and
+    /// position in decode order; the same type the frame-index cache stores.
+    public typealias Frame = IndexCacheWire.Frame
 
     /// Presentation order: frame index i is `frames[i]`.
     public let frames: [Frame]

@@ -50,16 +50,11 @@ enum IndexCacheClient {
             got += r
         }
         guard let frames = try? IndexCacheWire.decode(blob) else { return nil }
-        return FrameIndex(frames: frames.map {
-            FrameIndex.Frame(presentationTime: $0.presentationTime, duration: $0.duration, isSync: $0.isSync, decodePosition: $0.decodePosition)
-        })
+        return FrameIndex(frames: frames)
     }
 
     static func put(_ key: IndexCacheWire.FileKey, _ index: FrameIndex) {
-        let frames = index.frames.map {
-            IndexCacheWire.Frame(presentationTime: $0.presentationTime, duration: $0.duration, isSync: $0.isSync, decodePosition: $0.decodePosition)
-        }
-        guard let blob = IndexCacheWire.encode(frames) else { return }
+        guard let blob = IndexCacheWire.encode(index.frames) else { return }
         let memfd = trackd_memfd_sealed("trackd-index", UInt64(blob.count))
         guard memfd >= 0 else { return }
         defer { close(memfd) }
