@@ -47,6 +47,8 @@ head -n 5 "$out/md5.txt"
 echo "  ... ($(wc -l <"$out/md5.txt") lines in all, in $out/md5.txt)"
 show frame "$file" --time 1.0 --output "$out/frame.png"
 echo "  frame at 1.0 s written to $out/frame.png"
+show frames "$file" --index 90,0,45 --pixel-format BGRA --md5
+show contact-sheet "$file" --count 6 --output "$out/sheet.png"
 
 echo
 echo "==> stopping trackd"
