@@ -300,6 +300,8 @@ final class Supervisor: Sendable {
         for value in [UInt32(bitPattern: pid), uid, UInt32(slot)] {
             withUnsafeBytes(of: value.littleEndian) { payload += $0 }
         }
+        // Its frame-index requests are this client's from the moment it can have the connection.
+        warm.index.uid.withLock { $0 = uid }
         var fd = conn
         let sent = payload.withUnsafeBytes { trackd_send_with_fds(warm.control, $0.baseAddress, $0.count, &fd, 1) }
         guard sent == 0 else {
@@ -307,7 +309,6 @@ final class Supervisor: Sendable {
             kill(warm.pid, SIGKILL)
             return nil
         }
-        warm.index.uid.withLock { $0 = uid }  // its frame-index requests are this client's from now on
         return warm.pid
     }
 
