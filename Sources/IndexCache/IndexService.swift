@@ -112,13 +112,21 @@ public final class IndexService: Sendable {
         return hit.withUnsafeBytes { trackd_send_with_fds(fd, $0.baseAddress, 1, &fds, done == blob.count ? 1 : 0) } == 0
     }
 
-    /// The blob in a worker's descriptor: a regular file (a memfd) no larger than the store could keep, read with
-    /// pread (a worker that shrinks it meanwhile gets a short read, not a SIGBUS).
+    /// The blob in a worker's descriptor, no larger than the store could keep.
     private func readBlob(_ fd: Int32) -> [UInt8]? {
+        guard let blob = IndexCacheWire.readBlob(fd, maxBytes: min(IndexCacheWire.maxBlobBytes, store.budget)),
+              blob.count >= IndexCacheWire.headerBytes else { return nil }
+        return blob
+    }
+}
+
+extension IndexCacheWire {
+    /// A blob passed as a descriptor: a regular file (a memfd) of at most `maxBytes`, read with pread (whoever
+    /// shrinks it meanwhile causes a short read, never a SIGBUS). nil when it is not that or cannot be read.
+    public static func readBlob(_ fd: Int32, maxBytes: Int) -> [UInt8]? {
         var regular: Int32 = 0
         var size: UInt64 = 0
-        guard trackd_fd_is_regular(fd, &regular, &size) == 0, regular == 1,
-              size >= UInt64(IndexCacheWire.headerBytes), size <= UInt64(min(IndexCacheWire.maxBlobBytes, store.budget)) else { return nil }
+        guard trackd_fd_is_regular(fd, &regular, &size) == 0, regular == 1, size <= UInt64(maxBytes) else { return nil }
         var blob = [UInt8](repeating: 0, count: Int(size))
         var got = 0
         while got < blob.count {

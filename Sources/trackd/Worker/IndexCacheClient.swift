@@ -39,17 +39,8 @@ enum IndexCacheClient {
         }
         guard let memfd else { return nil }
         defer { close(memfd) }
-        var regular: Int32 = 0
-        var size: UInt64 = 0
-        guard trackd_fd_is_regular(memfd, &regular, &size) == 0, regular == 1, size <= UInt64(IndexCacheWire.maxBlobBytes) else { return nil }
-        var blob = [UInt8](repeating: 0, count: Int(size))
-        var got = 0
-        while got < blob.count {
-            let r = blob.withUnsafeMutableBytes { pread(memfd, $0.baseAddress! + got, $0.count - got, off_t(got)) }
-            if r <= 0 { return nil }
-            got += r
-        }
-        guard let frames = try? IndexCacheWire.decode(blob) else { return nil }
+        guard let blob = IndexCacheWire.readBlob(memfd, maxBytes: IndexCacheWire.maxBlobBytes),
+              let frames = try? IndexCacheWire.decode(blob) else { return nil }
         return FrameIndex(frames: frames)
     }
 
