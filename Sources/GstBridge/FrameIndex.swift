@@ -13,6 +13,8 @@ public struct FrameIndex: Sendable {
     public let frames: [Frame]
     /// decode position → the decode position of the last sync sample at or before it (where decoding must start).
     private let syncBefore: [Int]
+    /// decode position → that sample's presentation time (how DecodeStop recognises it among the stored samples).
+    private let presentationAtPosition: [Int64]
 
     public init(frames: [Frame]) {
         self.frames = frames
@@ -23,6 +25,7 @@ public struct FrameIndex: Sendable {
             if frame?.isSync == true { last = position }
             return last
         }
+        presentationAtPosition = decodeOrder.map { $0?.presentationTime ?? -1 }
     }
 
     /// Reads every stored sample of `trackID` (passthrough, no decoding).
@@ -101,16 +104,26 @@ public struct FrameIndex: Sendable {
         return low
     }
 
-    /// Plans the decoding of `wanted` frame indices: time ranges, ascending, each decoded with one accurate seek,
-    /// such that every GOP is decoded once — a new range starts only where the next wanted frame's GOP begins
-    /// after the last sample the current range needs.
-    public func plan(_ wanted: Set<Int>) -> [MediaTimeRange] {
-        var ranges: [MediaTimeRange] = []
+    /// One accurate seek of a plan: the time range whose frames are decoded and the presentation time of the last
+    /// stored sample (in decode order) that decoding them needs; every sample after it can be left undecoded.
+    public struct DecodeRange: Sendable, Equatable {
+        public let range: MediaTimeRange
+        /// Presentation time (stream time, ns) of the last sample the range needs, nil when the index cannot tell.
+        public let lastNeededSample: Int64?
+    }
+
+    /// Plans the decoding of `wanted` frame indices: ranges, ascending, each decoded with one accurate seek, such
+    /// that every GOP is decoded once — a new range starts only where the next wanted frame's GOP begins after the
+    /// last sample the current range needs.
+    public func plan(_ wanted: Set<Int>) -> [DecodeRange] {
+        var ranges: [DecodeRange] = []
         var current: (first: Int, last: Int, needed: Int)?  // frame indices; decode position needed so far
         func close(_ run: (first: Int, last: Int, needed: Int)) {
             let start = frames[run.first].presentationTime
             let end = frames[run.last].presentationTime + max(frames[run.last].duration, 1)
-            ranges.append(MediaTimeRange(start: .nanoseconds(start), duration: .nanoseconds(end - start)))
+            let stop = presentationAtPosition[run.needed]
+            ranges.append(DecodeRange(range: MediaTimeRange(start: .nanoseconds(start), duration: .nanoseconds(end - start)),
+                                      lastNeededSample: stop >= 0 ? stop : nil))
         }
         for i in wanted.sorted() {
             let position = frames[i].decodePosition

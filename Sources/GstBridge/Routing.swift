@@ -184,6 +184,92 @@ final class DecodeLinker: @unchecked Sendable {
     }
 }
 
+/// Ends a decoded range as soon as the decoder has every stored sample the range needs (ReadFrames: the last sample,
+/// in decode order, that a wanted frame depends on). The demuxer's own stop is useless for that: qtdemux 1.22 keeps
+/// pushing past the seek's stop until the next key frame (its end-of-segment check waits for `on_keyframe`), so every
+/// range would decode the rest of its GOP for nothing. Watching the buffers entering the decoder branch (stream time,
+/// by their segment), the first buffer after the last needed sample is dropped and EOS is sent in its place: the
+/// decoder drains the frames it holds, the range ends, and upstream's next push returns EOS. Any flush re-arms it.
+final class DecodeStop: @unchecked Sendable {
+    // @unchecked: all state is behind the Mutex.
+    private struct State: @unchecked Sendable {  // GstSegment is plain values (its reserved pointers are unused)
+        var lastNeeded: Int64?  // stream time (ns) of the last needed sample; nil: never stop early
+        var passed = false      // that sample went by since the last flush
+        var decoded: UInt64 = 0 // samples that left the queue for the decoder, all ranges
+        var segment = GstSegment()
+        var hasSegment = false
+    }
+    private let state = Mutex<State>(State())
+    /// Index times and the decoder branch's times come from the same demuxer and segment; this only absorbs rounding.
+    static let tolerance: Int64 = 100_000
+
+    init(lastNeeded: Int64?) { state.withLock { $0.lastNeeded = lastNeeded } }
+
+    /// The next range's last needed sample; call before the flush-seek that starts the range.
+    func arm(lastNeeded: Int64?) { state.withLock { ($0.lastNeeded, $0.passed) = (lastNeeded, false) } }
+
+    /// `pad`: the decoder branch's input (the queue in front of decodebin).
+    func attach(to pad: PadPtr) {
+        let mask = GST_PAD_PROBE_TYPE_BUFFER.rawValue | GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM.rawValue
+            | GST_PAD_PROBE_TYPE_EVENT_FLUSH.rawValue
+        _ = gst_pad_add_probe(pad, GstPadProbeType(rawValue: mask), { pad, info, data in
+            guard let pad, let info, let data else { return GST_PAD_PROBE_OK }
+            let stop = Unmanaged<DecodeStop>.fromOpaque(data).takeUnretainedValue()
+            if info.pointee.type.rawValue & GST_PAD_PROBE_TYPE_BUFFER.rawValue != 0,
+               let buffer = swift_gst_pad_probe_info_buffer(info) {
+                guard stop.isPastLastNeeded(pts: swift_gst_buffer_pts(buffer)) else { return GST_PAD_PROBE_OK }
+                // Called without the pad's object lock, on the streaming thread that holds its (recursive) stream
+                // lock: the EOS is queued behind the buffers already sent, and the pad refuses what follows.
+                _ = gst_pad_send_event(pad, gst_event_new_eos())
+                return GST_PAD_PROBE_DROP
+            }
+            if let event = swift_gst_pad_probe_info_event(info) {
+                switch swift_gst_event_type(event) {
+                case GST_EVENT_SEGMENT:
+                    var segment: UnsafePointer<GstSegment>?
+                    gst_event_parse_segment(event, &segment)
+                    if let segment { stop.setSegment(segment.pointee) }
+                case GST_EVENT_FLUSH_STOP:
+                    stop.state.withLock { $0.passed = false }
+                default:
+                    break
+                }
+            }
+            return GST_PAD_PROBE_OK
+        }, retained(self), { data in
+            if let data { Unmanaged<DecodeStop>.fromOpaque(data).release() }
+        })
+    }
+
+    private func setSegment(_ segment: GstSegment) {
+        state.withLock { ($0.segment, $0.hasSegment) = (segment, true) }
+    }
+
+    /// Stored samples handed to the decoder so far (each one is decoded; a flush drops those still queued).
+    var samplesDecoded: UInt64 { state.withLock { $0.decoded } }
+
+    /// Counts the samples leaving the decoder branch's queue for the decoder (`pad`: the queue's src pad).
+    func count(at pad: PadPtr) {
+        _ = gst_pad_add_probe(pad, GST_PAD_PROBE_TYPE_BUFFER, { _, _, data in
+            if let data { Unmanaged<DecodeStop>.fromOpaque(data).takeUnretainedValue().state.withLock { $0.decoded += 1 } }
+            return GST_PAD_PROBE_OK
+        }, retained(self), { data in
+            if let data { Unmanaged<DecodeStop>.fromOpaque(data).release() }
+        })
+    }
+
+    /// True for every buffer after the last needed one; marks the last needed one when it goes by.
+    private func isPastLastNeeded(pts: GstClockTime) -> Bool {
+        state.withLock { s in
+            if s.passed { return true }
+            guard let lastNeeded = s.lastNeeded else { return false }
+            let time = s.hasSegment ? streamTime(pts, segment: &s.segment) : mediaTime(pts)
+            if let ns = time.nanoseconds, abs(ns - lastNeeded) <= Self.tolerance { s.passed = true }
+            return false
+        }
+    }
+}
+
 /// GstVideoDecoder clips the first frame after an ACCURATE seek to the segment: its PTS becomes the seek position
 /// and its duration shrinks to match. AVFoundation reports the frame's own timing (the frame displayed at the
 /// start time, with its real PTS), so this remembers the decoder's recent input timestamps and maps a clipped

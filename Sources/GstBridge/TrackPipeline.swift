@@ -56,6 +56,8 @@ public final class TrackPipeline: @unchecked Sendable {
     private var failure: TrackError?
     private var layoutCache: (caps: CapsPtr, layout: SwiftGstVideoLayout)?
     private let restorer: ClipRestorer?
+    /// Decoded video: ends a range after its last needed sample (ReadFrames); nil for audio and passthrough.
+    private let decodeStop: DecodeStop?
     /// 420v/420f/x420/xf20: the range the output must have (converted while copying when the decoder's differs). nil
     /// for every other format: their samples carry the decoder's range.
     private let targetRange: PixelFormat.Range?
@@ -88,8 +90,10 @@ public final class TrackPipeline: @unchecked Sendable {
 
     /// Builds and prerolls the pipeline for one track, seeks to `timeRange` and sets PLAYING.
     /// Decoded outputs enforce `limits` on what leaves the decoder (DecodeGuard); passthrough decodes nothing.
+    /// `lastNeededSample` (decoded video): the presentation time of the last stored sample, in decode order, that
+    /// `timeRange` needs — decoding ends there instead of at the demuxer's stop (see DecodeStop).
     public init(source: MediaSource, trackID: UInt32, mode: OutputMode, timeRange: MediaTimeRange,
-                limits: DecodeLimits = DecodeLimits()) throws(TrackError) {
+                lastNeededSample: Int64? = nil, limits: DecodeLimits = DecodeLimits()) throws(TrackError) {
         try Gst.initialize()
         self.source = source
         audioRange = Self.trimRange(timeRange)
@@ -119,6 +123,7 @@ public final class TrackPipeline: @unchecked Sendable {
             passthrough = true
             pipeline.ignoreMissingPlugins = true
             restorer = nil
+            decodeStop = nil
             targetRange = nil
             audioRequest = nil
             allocator = nil
@@ -129,6 +134,7 @@ public final class TrackPipeline: @unchecked Sendable {
         case .audio(let request):
             passthrough = false
             targetRange = nil
+            decodeStop = nil
             audioRequest = request
             allocator = nil
             requiredType = .audio
@@ -170,8 +176,14 @@ public final class TrackPipeline: @unchecked Sendable {
             let clip = ClipRestorer()
             let queueSrc = gst_element_get_static_pad(queue, "src")!
             clip.attach(to: queueSrc)
+            let stop = DecodeStop(lastNeeded: lastNeededSample)
+            stop.count(at: queueSrc)
             gst_object_unref(queueSrc)
             restorer = clip
+            let queueSink = gst_element_get_static_pad(queue, "sink")!
+            stop.attach(to: queueSink)
+            gst_object_unref(queueSink)
+            decodeStop = stop
             target = queue
         }
         let targetPad = gst_element_get_static_pad(target, "sink")!  // transfer full, owned by the router
@@ -207,6 +219,9 @@ public final class TrackPipeline: @unchecked Sendable {
         stop()
         if let cached = layoutCache { gst_caps_unref(cached.caps) }
     }
+
+    /// Decoded video: the stored samples handed to the decoder so far (every range, preroll included).
+    public var samplesDecoded: UInt64 { decodeStop?.samplesDecoded ?? 0 }
 
     /// Zero-copy outputs: the ids of memfd memories (PulledSample.shared) freed since the last call — their pools
     /// are gone. Thread-safe.
@@ -313,8 +328,10 @@ public final class TrackPipeline: @unchecked Sendable {
     /// Random access: after the end of a range (pull returned .endOfStream), flush-seeks the running pipeline to
     /// `range` (ACCURATE, stop at its end), so that pull delivers exactly that range's samples, then
     /// .endOfStream again. Call from the pulling thread.
-    public func seek(to range: MediaTimeRange) throws(TrackError) {
+    /// `lastNeededSample`: as in init — where decoding the range can end (decoded video only).
+    public func seek(to range: MediaTimeRange, lastNeededSample: Int64? = nil) throws(TrackError) {
         if let failure { throw failure }
+        decodeStop?.arm(lastNeeded: lastNeededSample)
         let bounds = Self.seekBounds(range)
         let flags = Self.seekFlags(passthrough: passthrough)
         let stop = passthrough ? nil : bounds.stop.map { $0 + audioStopLead }

@@ -9,7 +9,7 @@ import Synchronization
 struct FramePlan: Sendable {
     let index: FrameIndex
     let order: [Int]
-    let ranges: [MediaTimeRange]
+    let ranges: [FrameIndex.DecodeRange]
 
     init(index: FrameIndex, order: [Int]) {
         self.index = index
@@ -266,7 +266,9 @@ final class OutputStreamer: Sendable {
         var next = 0
         var range = 0
         var decoded = 0  // frames that reached appsink (decoded and converted), wanted or not
-        defer { Log.info("ReadFrames output \(id): \(plan.order.count) frames asked, \(decoded) decoded in \(plan.ranges.count) ranges") }
+        defer {
+            Log.info("ReadFrames output \(id): \(plan.order.count) frames asked, \(pipeline.samplesDecoded) samples decoded and \(decoded) delivered by the decoder in \(plan.ranges.count) ranges")
+        }
         while true {
             if state.withLock({ $0.cancelled }) { return finish(.cancelled) }
             switch pipeline.pull(timeoutNs: 100_000_000) {
@@ -279,7 +281,9 @@ final class OutputStreamer: Sendable {
                 if state.withLock({ $0.cancelled }) { return finish(.cancelled) }
                 range += 1
                 if range < plan.ranges.count {
-                    if let error = seek(plan.ranges[range]) { return finish(.failed, error) }
+                    if let error = seek(plan.ranges[range].range, lastNeededSample: plan.ranges[range].lastNeededSample) {
+                        return finish(.failed, error)
+                    }
                     continue
                 }
                 if next == plan.order.count { return finish(.completed) }
@@ -335,9 +339,9 @@ final class OutputStreamer: Sendable {
         }
     }
 
-    private func seek(_ range: MediaTimeRange) -> TrackError? {
+    private func seek(_ range: MediaTimeRange, lastNeededSample: Int64? = nil) -> TrackError? {
         do {
-            try pipeline.seek(to: range)
+            try pipeline.seek(to: range, lastNeededSample: lastNeededSample)
             return nil
         } catch {
             return error

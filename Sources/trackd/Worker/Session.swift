@@ -395,8 +395,8 @@ final class Session: Sendable {
             }
         }
         let plan = FramePlan(index: index, order: order)
-        let pipeline = try TrackPipeline(source: asset.source, trackID: track.id, mode: .decode(video), timeRange: plan.ranges[0],
-                                         limits: limits)
+        let pipeline = try TrackPipeline(source: asset.source, trackID: track.id, mode: .decode(video), timeRange: plan.ranges[0].range,
+                                         lastNeededSample: plan.ranges[0].lastNeededSample, limits: limits)
         Log.info("ReadFrames on track \(track.id): \(order.count) frames, \(plan.ranges.count) decode ranges")
         return try addOutput(assetID: request.assetID, requestID: requestID, pipeline: pipeline, mediaType: .video,
                              passthrough: false, supportsRandomAccess: false, frames: plan)

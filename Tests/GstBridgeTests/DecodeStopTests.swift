@@ -1,0 +1,84 @@
+import Foundation
+import GstBridge
+import Protocol
+import Testing
+
+/// ReadFrames decodes each planned range from its GOP's sync sample to the last sample its wanted frames need, and
+/// no further: the decoder is handed exactly those samples, and the wanted frames are the ones a full decode gives.
+@Suite struct DecodeStopTests {
+    static let i420 = VideoOutputRequest(pixelFormat: PixelFormat.named("y420")!)
+
+    /// Samples (decode order) from the sync sample at or before `frame`'s to the last one the frames need.
+    static func needed(_ index: FrameIndex, _ frames: [Int]) -> Int {
+        let last = frames.map { index.frames[$0].decodePosition }.max()!
+        let first = index.frames.filter { $0.isSync && $0.decodePosition <= frames.map { index.frames[$0].decodePosition }.min()! }
+            .map(\.decodePosition).max()!
+        return last - first + 1
+    }
+
+    /// Pulls one range to its end; the samples whose PTS is a wanted frame's.
+    static func pullRange(_ pipeline: TrackPipeline, _ index: FrameIndex, wanted: Set<Int>) throws -> [Int: [UInt8]] {
+        var got: [Int: [UInt8]] = [:]
+        for sample in try pullAll(pipeline) {
+            let frame = index.nearest(try #require(sample.presentationTime.nanoseconds))
+            if wanted.contains(frame) { got[frame] = sample.tightBytes }
+        }
+        return got
+    }
+
+    @Test func rangesEndAtTheLastNeededSample() throws {
+        let path = try Fixtures.clip()  // 60 frames, GOP 15, two B-frames
+        let expected = try ffmpegFrameMD5(path, pixFmt: "yuv420p")
+        let index = try FrameIndex.build(source: try Fixtures.source(path), trackID: 1)
+        #expect(index.frames.count == 60)
+        // Early in the second GOP, then early in the fourth: each needs a few samples of a 15-sample GOP.
+        let plan = index.plan([17, 47])
+        #expect(plan.count == 2)
+        let pipeline = try TrackPipeline(source: try Fixtures.source(path), trackID: 1, mode: .decode(Self.i420),
+                                         timeRange: plan[0].range, lastNeededSample: plan[0].lastNeededSample)
+        var frames = try Self.pullRange(pipeline, index, wanted: [17])
+        let before = pipeline.samplesDecoded
+        try pipeline.seek(to: plan[1].range, lastNeededSample: plan[1].lastNeededSample)
+        frames.merge(try Self.pullRange(pipeline, index, wanted: [47])) { a, _ in a }
+        pipeline.stop()
+        // The second range is decoded from a flush: exactly its samples reach the decoder.
+        #expect(pipeline.samplesDecoded - before == UInt64(Self.needed(index, [47])))
+        #expect(Self.needed(index, [47]) < 15)
+        for frame in [17, 47] {
+            var md5 = MD5()
+            md5.update(try #require(frames[frame], "frame \(frame) was not decoded"))
+            #expect(md5.finish() == expected[frame].md5, "frame \(frame)")
+        }
+
+        // Without it, qtdemux 1.22 (whose end-of-segment check waits for a key frame) feeds the decoder the rest
+        // of the GOP after the range's stop — what DecodeStop saves.
+        let plain = try TrackPipeline(source: try Fixtures.source(path), trackID: 1, mode: .decode(Self.i420),
+                                      timeRange: plan[0].range)
+        _ = try Self.pullRange(plain, index, wanted: [17])
+        let plainBefore = plain.samplesDecoded
+        try plain.seek(to: plan[1].range)
+        let plainFrames = try Self.pullRange(plain, index, wanted: [47])
+        plain.stop()
+        #expect(plainFrames[47] != nil)
+        #expect(plain.samplesDecoded - plainBefore > UInt64(Self.needed(index, [47])))
+    }
+
+    /// A frame that is the last of its GOP in decode order needs the whole GOP; one whose presentation precedes
+    /// later-decoded samples (a B-frame) needs the sample it is predicted from, decoded before it.
+    @Test func bFramesGetTheSamplesTheyReference() throws {
+        let path = try Fixtures.clip()
+        let expected = try ffmpegFrameMD5(path, pixFmt: "yuv420p")
+        let index = try FrameIndex.build(source: try Fixtures.source(path), trackID: 1)
+        // Frames of the third GOP in display order, each alone: B-frames come after the P-frame they precede.
+        for frame in 30..<36 {
+            let plan = index.plan([frame])
+            let pipeline = try TrackPipeline(source: try Fixtures.source(path), trackID: 1, mode: .decode(Self.i420),
+                                             timeRange: plan[0].range, lastNeededSample: plan[0].lastNeededSample)
+            let got = try Self.pullRange(pipeline, index, wanted: [frame])
+            pipeline.stop()
+            var md5 = MD5()
+            md5.update(try #require(got[frame], "frame \(frame) was not decoded"))
+            #expect(md5.finish() == expected[frame].md5, "frame \(frame)")
+        }
+    }
+}
