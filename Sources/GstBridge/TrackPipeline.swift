@@ -162,6 +162,7 @@ public final class TrackPipeline: @unchecked Sendable {
             channelOrder = nil
             let shared = SharedAllocator(maxLive: Self.maxSharedMemories)
             swift_gst_appsink_offer_memfd_pool(appsink, shared.pointer, 2)
+            if Self.copiesAsNV12(request.pixelFormat) { swift_gst_memfd_allocator_reserve_nv12(shared.pointer) }
             swift_gst_bin_disable_direct_rendering(elements[2])  // decodebin
             allocator = shared
             let convert = elements[3]
@@ -237,10 +238,10 @@ public final class TrackPipeline: @unchecked Sendable {
         let raw = gst_caps_new_empty_simple("video/x-raw")!
         var caps = swift_gst_caps_with_string(raw, "format", request.pixelFormat.gstFormat)!
         if copiesAsNV12(request.pixelFormat) {
-            // 420v/420f: NV12 is written while copying (swift_gst_copy_as_nv12), so I420 from the decoder is as
-            // good and saves videoconvert a pass; videoconvert passes through the input format when it can.
-            // Measured (1080p H.264, 600 frames, 2 CPUs): the worker spends 2.37 s of CPU per read this way and
-            // 2.86 s when videoconvert writes NV12 into the zero-copy pool — the fused copy is the cheaper pass.
+            // 420v/420f: the worker makes NV12 out of I420 itself (in the frame's memfd, nv12InPlace), so I420 from
+            // the decoder is as good and saves videoconvert a pass; videoconvert passes through the input format
+            // when it can. Measured (1080p H.264, 600 frames, 2 CPUs): videoconvert writing NV12 into the zero-copy
+            // pool cost the worker 2.86 s of CPU per read, a fused I420→NV12 copy 2.37 s, y420 2.09 s.
             gst_caps_append(caps, swift_gst_caps_with_string(raw, "format", "I420")!)  // takes the second caps
         }
         gst_caps_unref(raw)
@@ -260,7 +261,8 @@ public final class TrackPipeline: @unchecked Sendable {
         return caps
     }
 
-    /// 420v/420f: written as tight NV12 while copying (swift_gst_copy_as_nv12), range converted.
+    /// 420v/420f: made NV12 by the worker from I420 (nv12InPlace; swift_gst_copy_as_nv12 when the frame is not in a
+    /// memfd), range converted.
     static func copiesAsNV12(_ format: PixelFormat) -> Bool { format.gstFormat == "NV12" && format.range != nil }
 
     /// audio/x-raw,format=<S16LE …>,layout=interleaved|non-interleaved[,rate][,channels]: rate and channels are
@@ -457,8 +459,9 @@ public final class TrackPipeline: @unchecked Sendable {
         var colorimetry = Colorimetry(range: layout.range, matrix: layout.matrix, primaries: layout.primaries,
                                       transfer: layout.transfer)
         if let target = targetRange, layout.format == GST_VIDEO_FORMAT_NV12 || layout.format == GST_VIDEO_FORMAT_I420 {
-            // 420v/420f: copyBytes writes tight NV12, converting the range when the decoder's differs (videoconvert
-            // 1.22 keeps the range between YCbCr formats of one matrix).
+            // 420v/420f: NV12 made in the frame's memfd (nv12InPlace), else written as tight NV12 by copyBytes, the
+            // range converted when the decoder's differs (videoconvert 1.22 keeps the range between YCbCr formats of
+            // one matrix).
             let source = layout.range == 0 ? PixelFormat.Range.video.rawValue : layout.range  // unknown: GStreamer's default
             let conversion = source == target.rawValue ? SWIFT_GST_RANGE_KEEP
                 : target == .full ? SWIFT_GST_RANGE_TO_FULL : SWIFT_GST_RANGE_TO_VIDEO
@@ -466,6 +469,10 @@ public final class TrackPipeline: @unchecked Sendable {
             if layout.format == GST_VIDEO_FORMAT_NV12 && conversion == SWIFT_GST_RANGE_KEEP {
                 // Already NV12 in the right range (a decoder that outputs NV12): as is, shared when it can be.
                 return plainVideoSample(sample, buffer: buffer, layout: layout, colorimetry: colorimetry)
+            }
+            if let nv12 = nv12InPlace(sample, buffer: buffer, layout: layout, conversion: conversion,
+                                      colorimetry: colorimetry) {
+                return nv12
             }
             let w = layout.width, h = layout.height, chromaRow = (w + 1) / 2 * 2
             let nv12 = [PlaneLayout(offset: 0, bytesPerRow: w, rowBytes: w, height: h),
@@ -476,6 +483,30 @@ public final class TrackPipeline: @unchecked Sendable {
                                 nv12Copy: (layout, conversion), size: Int(swift_gst_nv12_size(w, h)))
         }
         return plainVideoSample(sample, buffer: buffer, layout: layout, colorimetry: colorimetry)
+    }
+
+    /// 420v/420f with zero copies: the frame made NV12 where it lies in its memfd (swift_gst_memfd_make_nv12) — the
+    /// luma plane as the decoder wrote it, the CbCr plane in the memory's tail (I420) or in place (NV12). nil when the
+    /// frame is not in a memfd memory with room: it is then written as tight NV12 into a copy pool.
+    private func nv12InPlace(_ sample: OpaquePointer, buffer: UnsafeMutablePointer<GstBuffer>, layout: SwiftGstVideoLayout,
+                             conversion: SwiftGstRangeConversion, colorimetry: Colorimetry) -> PulledSample? {
+        guard let allocator else { return nil }
+        var layout = layout
+        var uvOffset: UInt64 = 0, uvStride: UInt32 = 0
+        guard swift_gst_memfd_make_nv12(allocator.pointer, buffer, &layout, conversion, &uvOffset, &uvStride) != 0 else {
+            return nil
+        }
+        var slot = SwiftGstMemfdSlot()
+        guard swift_gst_memfd_describe(allocator.pointer, buffer, &slot) != 0 else { return nil }
+        let w = layout.width, h = layout.height, chromaRow = (w + 1) / 2 * 2, chromaHeight = (h + 1) / 2
+        let planes = [PlaneLayout(offset: tuple(layout.offset, 0), bytesPerRow: UInt32(clamping: tuple(layout.stride, 0) as Int32),
+                                  rowBytes: w, height: h),
+                      PlaneLayout(offset: uvOffset, bytesPerRow: uvStride, rowBytes: chromaRow, height: chromaHeight)]
+        let end = planes.map { $0.offset + UInt64($0.bytesPerRow) * UInt64(max($0.height, 1) - 1) + UInt64($0.rowBytes) }.max()!
+        return PulledSample(sample: sample, buffer: buffer, format: outputFormat.format, width: w, height: h,
+                            colorimetry: colorimetry, planes: planes, restorer: restorer, size: Int(end),
+                            copiesMemoryTail: true, shared: SharedMemory(id: slot.id, mapSize: Int(slot.map_size)),
+                            sharedFD: slot.fd)
     }
 
     /// A decoded frame delivered as GStreamer wrote it (planes from its video meta), shared when it is in a memfd
@@ -653,6 +684,9 @@ public final class PulledSample: @unchecked Sendable {
     private let nv12Copy: (layout: SwiftGstVideoLayout, range: SwiftGstRangeConversion)?
     /// Interleaved audio with AVChannelLayoutKey: the copied frames are reordered in place (gst_audio_reorder_channels).
     private let reorder: (format: GstAudioFormat, from: [GstAudioChannelPosition], to: [GstAudioChannelPosition])?
+    /// 420v/420f made NV12 in its memfd (TrackPipeline.nv12InPlace): the CbCr plane is past the buffer's size, in
+    /// the memory's tail, so a copy reads the memory rather than the buffer.
+    private let copiesMemoryTail: Bool
     /// x420/xf20 from a source of the other range: the copied P010 frame's range is converted in place.
     private let p010Range: (layout: SwiftGstVideoLayout, range: SwiftGstRangeConversion)?
     /// Nanosecond timescale; .invalid when GStreamer has no timestamp.
@@ -693,7 +727,8 @@ public final class PulledSample: @unchecked Sendable {
          height: UInt32, colorimetry: Colorimetry, planes: [PlaneLayout], restorer: ClipRestorer?,
          nv12Copy: (layout: SwiftGstVideoLayout, range: SwiftGstRangeConversion)? = nil,
          p010Range: (layout: SwiftGstVideoLayout, range: SwiftGstRangeConversion)? = nil, size: Int? = nil,
-         padding: RowPadding? = nil, frameCount: UInt32 = 0, timing: (pts: MediaTime, duration: MediaTime)? = nil,
+         copiesMemoryTail: Bool = false, padding: RowPadding? = nil, frameCount: UInt32 = 0,
+         timing: (pts: MediaTime, duration: MediaTime)? = nil,
          pieces: [(from: Int, to: Int, length: Int)]? = nil,
          reorder: (format: GstAudioFormat, from: [GstAudioChannelPosition], to: [GstAudioChannelPosition])? = nil,
          shared: SharedMemory? = nil, sharedFD: Int32 = -1) {
@@ -705,6 +740,7 @@ public final class PulledSample: @unchecked Sendable {
         self.sample = sample
         self.padding = padding
         self.nv12Copy = nv12Copy
+        self.copiesMemoryTail = copiesMemoryTail
         self.p010Range = p010Range
         self.buffer = buffer
         // Buffer timestamps are in the demuxer's media time; the sample's segment maps them to the asset timeline
@@ -753,6 +789,8 @@ public final class PulledSample: @unchecked Sendable {
         if let nv12 = nv12Copy {
             var layout = nv12.layout
             _ = swift_gst_copy_as_nv12(buffer, &layout, destination, nv12.range)
+        } else if copiesMemoryTail {
+            _ = swift_gst_memfd_copy(buffer, destination, gsize(size))
         } else if let pieces {
             for piece in pieces {
                 _ = gst_buffer_extract(buffer, gsize(piece.from), destination + piece.to, gsize(piece.length))

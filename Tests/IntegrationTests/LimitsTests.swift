@@ -255,7 +255,7 @@ struct LimitsTests {
         raw.nextID += 1
         let rid = raw.nextID
         try raw.socket.send(.createOutput(CreateOutput(assetID: asset, trackID: 1, timeRange: .everything,
-                                                       settings: ["PixelFormatType": .string("420v")])), requestID: rid)
+                                                       settings: ["PixelFormatType": .string("v210")])), requestID: rid)
         while true {
             let frame = try raw.socket.receive()
             frame.fds.forEach { close($0) }
@@ -283,8 +283,9 @@ struct LimitsTests {
     /// Pools of one connection are bounded: the second output's pool would pass --pool-bytes-per-client, so
     /// that output fails with −11902 while the first goes on and other connections are unaffected.
     @Test func poolBytesPerClient() throws {
-        // One 320×240 420v pool is 8 slots of 118,784 bytes = 950,272 bytes; two do not fit in 1.5 MB.
-        let daemon = try Daemon(extraArgs: ["--pool-bytes-per-client", "1500000"])
+        // v210 frames are copied (their row padding is cleared) into a copy pool: at 320×240, 8 slots of 217,088
+        // bytes = 1,736,704 bytes; two do not fit in 2.5 MB.
+        let daemon = try Daemon(extraArgs: ["--pool-bytes-per-client", "2500000"])
         defer { daemon.stop() }
         let raw = try RawClient(socketPath: daemon.socketPath)
         let asset = try raw.openAsset(Media.clip).assetID
@@ -293,15 +294,15 @@ struct LimitsTests {
             Issue.record("the first output got no pool")
             return
         }
-        #expect(pool.slotSize * UInt64(pool.slotCount) == 950_272)
+        #expect(pool.slotSize * UInt64(pool.slotCount) == 1_736_704)
         let second = try Self.createOutput(raw, asset: asset)
         guard case .outputFinished(let finished) = try Self.firstPoolOrFinish(raw, rid: second.rid) else {
             Issue.record("the second output got a pool past the limit")
             return
         }
         #expect(finished.status == .failed && finished.code == AVErrorCode.limitExceeded.rawValue)
-        #expect(finished.message.contains("--pool-bytes-per-client 1500000"), "\(finished.message)")
-        #expect(finished.message.contains("already has 950272 bytes in pools"), "\(finished.message)")
+        #expect(finished.message.contains("--pool-bytes-per-client 2500000"), "\(finished.message)")
+        #expect(finished.message.contains("already has 1736704 bytes in pools"), "\(finished.message)")
         // The session and its first output are fine: releasing a slot brings the next sample.
         try raw.socket.send(.releaseSlots(outputID: first.outputID, slots: [SlotRef(poolID: pool.poolID, slot: 0)]), requestID: 0)
         var sampled = false
@@ -318,7 +319,7 @@ struct LimitsTests {
     /// Pools of all connections together are bounded; when the connection holding them leaves, the supervisor
     /// returns its bytes and another connection's output gets its pool.
     @Test func poolBytesInTotal() throws {
-        let daemon = try Daemon(extraArgs: ["--pool-bytes-total", "1500000"])
+        let daemon = try Daemon(extraArgs: ["--pool-bytes-total", "2500000"])
         defer { daemon.stop() }
         var holder: RawClient? = try RawClient(socketPath: daemon.socketPath)
         let holderPID = try Self.pid(of: holder!)
@@ -335,7 +336,7 @@ struct LimitsTests {
             return
         }
         #expect(finished.status == .failed && finished.code == AVErrorCode.limitExceeded.rawValue)
-        #expect(finished.message.contains("--pool-bytes-total 1500000"), "\(finished.message)")
+        #expect(finished.message.contains("--pool-bytes-total 2500000"), "\(finished.message)")
         #expect(daemon.log.contains("limit: output"))
         // The first client leaves; its worker ends and its bytes are returned.
         holder = nil

@@ -39,7 +39,7 @@ import Glibc
         return (frames, pools, status)
     }
 
-    @Test(arguments: ["y420", "BGRA", "2vuy"] as [FourCC])
+    @Test(arguments: ["y420", "420v", "420f", "BGRA", "2vuy"] as [FourCC])
     func decodedFramesAreNotCopied(_ code: FourCC) throws {
         let daemon = try Daemon()
         defer { daemon.stop() }

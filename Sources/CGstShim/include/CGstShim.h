@@ -149,6 +149,14 @@ typedef enum {
     SWIFT_GST_RANGE_TO_VIDEO = 2,
 } SwiftGstRangeConversion;
 
+/// The 256-entry luma and chroma tables of an 8-bit range conversion (identity for SWIFT_GST_RANGE_KEEP).
+void swift_gst_range_tables(SwiftGstRangeConversion range, uint8_t luma[256], uint8_t chroma[256]);
+
+/// One NV12 CbCr row from I420's Cb and Cr rows (`n` samples each), through `table` (a range conversion) or as is
+/// (NULL).
+void swift_gst_interleave_chroma(uint8_t *restrict out, const uint8_t *restrict u, const uint8_t *restrict v,
+                                 uint32_t n, const uint8_t *table);
+
 /// Bytes of a tightly packed NV12 frame: a width×height Y plane, then ⌈height/2⌉ rows of 2·⌈width/2⌉ CbCr bytes.
 gsize swift_gst_nv12_size(uint32_t width, uint32_t height);
 
@@ -213,6 +221,21 @@ typedef struct {
 /// memory instead (the worker then copies that frame; see MemfdPool.c). Needs C: a GstAllocator subclass
 /// (G_DEFINE_TYPE, alloc/free/map/share vmethods).
 GstAllocator *swift_gst_memfd_allocator_new(guint max_live);
+/// From now on, every memory `allocator` (transfer none) makes has room after its data for the NV12 chroma plane of
+/// an I420 frame of that size (swift_gst_memfd_make_nv12): a third more. Needs C: the allocator's private state.
+void swift_gst_memfd_allocator_reserve_nv12(GstAllocator *allocator);
+/// 420v/420f without a copy: turns the 8-bit I420 or NV12 frame in `buffer` (transfer none; one memory of
+/// `allocator` from its offset 0; `layout` from its caps and GstVideoMeta) into NV12 where it lies — the luma plane
+/// stays, I420's chroma is interleaved into the memory's reserved tail, NV12's stays — converting the range in place
+/// when asked. Sets where the CbCr plane starts in the memory and its stride. FALSE (nothing written) when the
+/// buffer is not such a memory, or its tail has no room. Needs C: the memory's private fields, and it is the
+/// per-pixel hot loop (see swift_gst_copy_as_nv12).
+gboolean swift_gst_memfd_make_nv12(GstAllocator *allocator, GstBuffer *buffer, const SwiftGstVideoLayout *layout,
+                                   SwiftGstRangeConversion range, uint64_t *uv_offset, uint32_t *uv_stride);
+/// Copies `size` bytes from the start of `buffer`'s only memory (transfer none) to `dest`, reading past the
+/// buffer's size into the memory's tail (swift_gst_memfd_make_nv12's chroma plane) up to its maxsize. Returns the
+/// bytes copied (0: not one memory, or unmappable).
+gsize swift_gst_memfd_copy(GstBuffer *buffer, void *dest, gsize size);
 /// Moves up to `capacity` ids of described memories freed since the last call into `ids`; returns how many. The
 /// allocator cannot call into Swift from the streaming thread that frees a memory, so the puller asks. Needs C:
 /// the allocator's private state.
