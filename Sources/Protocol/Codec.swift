@@ -153,6 +153,9 @@ public enum Codec {
             w.u32(s.activeOutputs)
             w.u64(s.samplesSent)
             w.u64(s.bytesCopied)
+            w.u64(s.daemonSamplesSent)
+            w.u64(s.daemonBytesCopied)
+            w.u64(s.daemonBytesShared)
             w.string(s.gstreamerVersion)
         case .error(let e):
             w.i32(e.code)
@@ -318,6 +321,8 @@ public enum Codec {
                 activeConnections: try r.u32("status.active"), workerCrashes: try r.u64("status.crashes"),
                 openAssets: try r.u32("status.assets"), activeOutputs: try r.u32("status.outputs"),
                 samplesSent: try r.u64("status.samples"), bytesCopied: try r.u64("status.copied"),
+                daemonSamplesSent: try r.u64("status.daemonSamples"), daemonBytesCopied: try r.u64("status.daemonCopied"),
+                daemonBytesShared: try r.u64("status.daemonShared"),
                 gstreamerVersion: try r.string("status.gstreamerVersion")))
         case .error:
             let code = try r.i32("error.code")

@@ -280,6 +280,7 @@ public struct ImageReady: Sendable, Equatable {
     }
 }
 
+/// The Status reply: the supervisor's counters, this session's, and the whole daemon's sample traffic.
 public struct StatusReport: Sendable, Equatable {
     public var workerPID: UInt32
     public var supervisorPID: UInt32
@@ -289,13 +290,20 @@ public struct StatusReport: Sendable, Equatable {
     public var workerCrashes: UInt64
     public var openAssets: UInt32
     public var activeOutputs: UInt32
+    /// This session's Sample messages and the bytes its worker copied (into pools and image memfds).
     public var samplesSent: UInt64
     public var bytesCopied: UInt64
+    /// Every connection since the supervisor started, this one included: Sample messages, bytes copied, and bytes
+    /// of sample data sent zero-copy (frames GStreamer wrote straight into shared memory).
+    public var daemonSamplesSent: UInt64
+    public var daemonBytesCopied: UInt64
+    public var daemonBytesShared: UInt64
     public var gstreamerVersion: String
 
     public init(workerPID: UInt32, supervisorPID: UInt32, supervisorUptimeMs: UInt64, connectionsAccepted: UInt64,
                 activeConnections: UInt32, workerCrashes: UInt64, openAssets: UInt32, activeOutputs: UInt32,
-                samplesSent: UInt64, bytesCopied: UInt64, gstreamerVersion: String) {
+                samplesSent: UInt64, bytesCopied: UInt64, daemonSamplesSent: UInt64 = 0, daemonBytesCopied: UInt64 = 0,
+                daemonBytesShared: UInt64 = 0, gstreamerVersion: String) {
         self.workerPID = workerPID
         self.supervisorPID = supervisorPID
         self.supervisorUptimeMs = supervisorUptimeMs
@@ -306,6 +314,9 @@ public struct StatusReport: Sendable, Equatable {
         self.activeOutputs = activeOutputs
         self.samplesSent = samplesSent
         self.bytesCopied = bytesCopied
+        self.daemonSamplesSent = daemonSamplesSent
+        self.daemonBytesCopied = daemonBytesCopied
+        self.daemonBytesShared = daemonBytesShared
         self.gstreamerVersion = gstreamerVersion
     }
 }

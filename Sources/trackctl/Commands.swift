@@ -491,7 +491,9 @@ extension Commands {
             print(JSON.encode(.object([
                 ("supervisorPid", .int(Int64(s.supervisorPID))), ("uptimeSeconds", .number(Double(s.supervisorUptimeMs) / 1000, decimals: 3)),
                 ("connectionsAccepted", .int(Int64(s.connectionsAccepted))), ("activeConnections", .int(Int64(s.activeConnections))),
-                ("workerCrashes", .int(Int64(s.workerCrashes))), ("workerPid", .int(Int64(s.workerPID))),
+                ("workerCrashes", .int(Int64(s.workerCrashes))),
+                ("samplesSent", .int(Int64(clamping: s.daemonSamplesSent))), ("bytesCopied", .int(Int64(clamping: s.daemonBytesCopied))),
+                ("bytesZeroCopy", .int(Int64(clamping: s.daemonBytesShared))), ("workerPid", .int(Int64(s.workerPID))),
                 ("gstreamer", .string(s.gstreamerVersion)),
             ])))
             return
@@ -501,6 +503,9 @@ extension Commands {
             connections accepted  \(s.connectionsAccepted) (this one included)
             active connections    \(s.activeConnections)
             worker crashes        \(s.workerCrashes)
+            samples sent          \(s.daemonSamplesSent) (all connections)
+            bytes copied          \(s.daemonBytesCopied) (into pools by the workers)
+            bytes sent zero-copy  \(s.daemonBytesShared) (written by GStreamer into shared memory)
             this worker           pid \(s.workerPID), \(s.gstreamerVersion)
             """)
     }

@@ -108,7 +108,8 @@ enum Help {
             usage: ["status [--json]"],
             details: """
                   Asks a fresh worker for the daemon's state: supervisor pid and uptime, connections accepted and
-                  active, worker crashes, the worker's pid and GStreamer version.
+                  active, worker crashes, the samples every connection was sent and how many of their bytes the
+                  workers copied or sent zero-copy, the worker's pid and GStreamer version.
                   --json   one JSON object
                 """,
             examples: ["trackctl status", "trackctl --socket /tmp/trackd.sock status --json"]),

@@ -16,13 +16,19 @@ import Glibc
 /// | 2 | progress: CLOCK_MONOTONIC ms of the last thing produced (sample or reply) or busy change | worker |
 /// | 3 | receive calls made (the watchdog's proof that the worker still reads its socket) | worker |
 /// | 4 | armed: 1 once the worker starts reading its connection (start-up does not count) | worker |
+/// | 5 | samples sent | worker |
+/// | 6 | bytes of sample data copied into pools and image memfds | worker |
+/// | 7 | bytes of sample data sent zero-copy (frames GStreamer wrote into shared memory) | worker |
+///
+/// Words 5–7 make the daemon-wide counters of Status: the supervisor adds a reaped worker's to its retired totals
+/// (SharedStatistics) before zeroing the slot, and a worker answering GetStatus adds those to every live slot's.
 ///
 /// A worker can write any slot: a compromised worker can make others' pool reservations fail or have the
 /// supervisor's watchdog look at false numbers — denial of service only (docs/SECURITY.md).
 final class WorkerTable: @unchecked Sendable {
     // @unchecked: the mapping's address is immutable; every access to the shared words goes through atomics.
     static let slotBytes = 64
-    enum Field: Int { case poolBytes = 0, busy, progress, reads, armed }
+    enum Field: Int, CaseIterable { case poolBytes = 0, busy, progress, reads, armed, samplesSent, bytesCopied, bytesShared }
 
     let mapping: SharedMapping
     let slots: Int
@@ -65,13 +71,16 @@ final class WorkerTable: @unchecked Sendable {
 
     /// Zeroes a slot (supervisor: before a spawn and after a reap, which returns a dead worker's pool bytes).
     func clear(_ slot: Int) {
-        for field in [Field.poolBytes, .busy, .reads, .armed] { store(slot, field, 0) }
+        for field in Field.allCases where field != .progress { store(slot, field, 0) }
         store(slot, .progress, trackd_monotonic_ms())
     }
 
     /// Pool bytes of every worker.
-    var totalPoolBytes: UInt64 {
-        (0..<slots).reduce(0) { $0 &+ load($1, .poolBytes) }
+    var totalPoolBytes: UInt64 { total(.poolBytes) }
+
+    /// `field` summed over every slot.
+    func total(_ field: Field) -> UInt64 {
+        (0..<slots).reduce(0) { $0 &+ load($1, field) }
     }
 }
 
@@ -138,6 +147,17 @@ final class WorkerSlot: Sendable {
     func arm() { table?.store(index, .armed, 1) }
 
     func didRead() { table?.add(index, .reads, 1) }
+
+    /// A sample was sent: `copied` bytes were copied into a pool, `shared` bytes went zero-copy.
+    func countSample(copied: UInt64, shared: UInt64) {
+        guard let table else { return }
+        table.add(index, .samplesSent, 1)
+        if copied > 0 { table.add(index, .bytesCopied, copied) }
+        if shared > 0 { table.add(index, .bytesShared, shared) }
+    }
+
+    /// Bytes copied outside a sample (an image's PNG into its memfd).
+    func countCopied(_ bytes: UInt64) { table?.add(index, .bytesCopied, bytes) }
 }
 
 /// One pool's reservation; returned when the pool is gone (the last reference to it is dropped).

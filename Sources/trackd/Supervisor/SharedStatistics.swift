@@ -6,11 +6,12 @@ import Glibc
 
 /// The supervisor's counters, published in a small memfd that every worker maps read-only (fd 4), so a worker
 /// answers GetStatus with live numbers without a channel back to the supervisor. Layout (little-endian u64s):
-/// supervisor pid, start time (Unix ms), connections accepted, active workers, worker crashes.
+/// supervisor pid, start time (Unix ms), connections accepted, active workers, worker crashes, and the samples
+/// sent, bytes copied and bytes sent zero-copy by workers that have ended (WorkerTable words 5–7 of reaped workers).
 final class SharedStatistics: @unchecked Sendable {
     // @unchecked: the mapping is written only by the supervisor under its counters lock; aligned 64-bit stores are
     // single-copy atomic on the platforms trackd runs on, so a reader sees each counter whole.
-    static let size = 5 * 8
+    static let size = 8 * 8
     let mapping: SharedMapping
     /// A read-only open file description of the memfd, kept at fd ≥ 100 (see trackd_spawn_with_fds).
     let readOnlyFD: Int32
@@ -32,11 +33,19 @@ final class SharedStatistics: @unchecked Sendable {
         words[1] = Supervisor.nowMs()
     }
 
-    func publish(accepted: UInt64, active: UInt64, crashes: UInt64) {
+    /// What ended workers sent: samples, bytes copied, bytes zero-copy.
+    struct Retired: Sendable {
+        var samples: UInt64 = 0, copied: UInt64 = 0, shared: UInt64 = 0
+    }
+
+    func publish(accepted: UInt64, active: UInt64, crashes: UInt64, retired: Retired) {
         let words = mapping.base.assumingMemoryBound(to: UInt64.self)
         words[2] = accepted
         words[3] = active
         words[4] = crashes
+        words[5] = retired.samples
+        words[6] = retired.copied
+        words[7] = retired.shared
     }
 
     /// A worker's view (fd 4), or nil when it was started without one.
@@ -49,5 +58,11 @@ final class SharedStatistics: @unchecked Sendable {
     static func read(_ mapping: SharedMapping) -> (UInt64, UInt64, UInt64, UInt64, UInt64) {
         let w = mapping.base.assumingMemoryBound(to: UInt64.self)
         return (w[0], w[1], w[2], w[3], w[4])
+    }
+
+    /// The ended workers' totals from a mapping.
+    static func retired(_ mapping: SharedMapping) -> Retired {
+        let w = mapping.base.assumingMemoryBound(to: UInt64.self)
+        return Retired(samples: w[5], copied: w[6], shared: w[7])
     }
 }

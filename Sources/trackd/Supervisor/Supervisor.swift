@@ -199,6 +199,8 @@ final class Supervisor: Sendable {
     struct Counters {
         var accepted: UInt64 = 0
         var crashes: UInt64 = 0
+        /// What reaped workers sent (their WorkerTable words 5–7), published for Status.
+        var retired = SharedStatistics.Retired()
         var rejected: UInt64 = 0
         var watchdogKills: UInt64 = 0
         var workers: [pid_t: WorkerRecord] = [:]
@@ -405,7 +407,7 @@ final class Supervisor: Sendable {
                 return false
             }
             c.workers[child] = WorkerRecord(uid: uid, clientPID: pid, slot: slot, connection: conn)
-            statistics.publish(accepted: c.accepted, active: UInt64(c.workers.count), crashes: c.crashes)
+            statistics.publish(accepted: c.accepted, active: UInt64(c.workers.count), crashes: c.crashes, retired: c.retired)
             Log.info("connection from uid \(uid) pid \(pid) → worker \(child)")
             return true
         }
@@ -496,11 +498,14 @@ final class Supervisor: Sendable {
                 let r = c.workers.removeValue(forKey: pid)
                 if let r {
                     close(r.connection)
+                    c.retired.samples &+= table.load(r.slot, .samplesSent)
+                    c.retired.copied &+= table.load(r.slot, .bytesCopied)
+                    c.retired.shared &+= table.load(r.slot, .bytesShared)
                     table.clear(r.slot)  // returns the pool bytes of a worker that died holding them
                     c.freeSlots.append(r.slot)
                     if (status & 0x7f) != 0 && !r.killed { c.crashes += 1 }
                 }
-                statistics.publish(accepted: c.accepted, active: UInt64(c.workers.count), crashes: c.crashes)
+                statistics.publish(accepted: c.accepted, active: UInt64(c.workers.count), crashes: c.crashes, retired: c.retired)
                 return r
             }
             let who = record.map { "(client uid \($0.uid) pid \($0.clientPID))" } ?? ""

@@ -220,6 +220,7 @@ final class OutputStreamer: Sendable {
     private func deliver(_ sample: PulledSample, zeroCopy: Bool) -> Bool {
         removeFreedPools()
         var placed: (poolID: UInt32, slot: UInt32)?
+        var copied = false
         if zeroCopy, sample.shared != nil {
             switch acquireShared(sample) {
             case .pool(let poolID): placed = (poolID, 0)
@@ -233,6 +234,7 @@ final class OutputStreamer: Sendable {
             placed = (p, slot)
             sample.copyBytes(to: mapping.base + Int(slot) * slotSize)
             stats.bytesCopied.add(UInt64(sample.size), ordering: .relaxed)
+            copied = true
         }
         guard let (poolID, slot) = placed else { return false }
         var flags: UInt32 = sample.isSync ? Protocol.Sample.flagSync : 0
@@ -245,6 +247,7 @@ final class OutputStreamer: Sendable {
             flags: flags, format: sample.format, width: sample.width, height: sample.height,
             colorimetry: sample.colorimetry, planes: sample.planes, frameCount: sample.frameCount)))
         stats.samplesSent.add(1, ordering: .relaxed)
+        workerSlot.countSample(copied: copied ? UInt64(sample.size) : 0, shared: copied ? 0 : UInt64(sample.size))
         workerSlot.progress()
         return true
     }

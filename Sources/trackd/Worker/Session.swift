@@ -441,6 +441,7 @@ final class Session: Sendable {
         }
         image.png.withUnsafeBytes { mapping.base.copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
         stats.bytesCopied.add(UInt64(image.png.count), ordering: .relaxed)
+        context.slot.countCopied(UInt64(image.png.count))
         return (ImageReady(actualTime: image.actualTime, width: image.width, height: image.height,
                            length: UInt64(image.png.count)), fd)
     }
@@ -449,12 +450,22 @@ final class Session: Sendable {
         let (assets, outputs) = state.withLock { ($0.assets.count, $0.outputs.count) }
         let (supervisorPID, startedMs, accepted, active, crashes) = context.statistics.map(SharedStatistics.read) ?? (0, 0, 0, 0, 0)
         let now = Supervisor.nowMs()
+        // Daemon-wide: what ended workers sent, plus every live worker's slot (this one's included).
+        var daemon = context.statistics.map(SharedStatistics.retired) ?? SharedStatistics.Retired()
+        if let table = context.slot.table {
+            daemon.samples &+= table.total(.samplesSent)
+            daemon.copied &+= table.total(.bytesCopied)
+            daemon.shared &+= table.total(.bytesShared)
+        } else {  // a worker started without a table (by hand): just this session
+            daemon = .init(samples: stats.samplesSent.load(ordering: .relaxed), copied: stats.bytesCopied.load(ordering: .relaxed))
+        }
         return .status(StatusReport(
             workerPID: UInt32(getpid()), supervisorPID: UInt32(truncatingIfNeeded: supervisorPID),
             supervisorUptimeMs: startedMs > 0 && now > startedMs ? now - startedMs : 0,
             connectionsAccepted: accepted, activeConnections: UInt32(truncatingIfNeeded: active), workerCrashes: crashes,
             openAssets: UInt32(assets), activeOutputs: UInt32(outputs),
             samplesSent: stats.samplesSent.load(ordering: .relaxed), bytesCopied: stats.bytesCopied.load(ordering: .relaxed),
+            daemonSamplesSent: daemon.samples, daemonBytesCopied: daemon.copied, daemonBytesShared: daemon.shared,
             gstreamerVersion: Gst.versionString))
     }
 }

@@ -372,9 +372,10 @@ def decode_error(r):
 
 
 def decode_status(r):
-    fields = r.unpack('<IIQQIQIIQQ')
+    fields = r.unpack('<IIQQIQIIQQQQQ')
     names = ('worker_pid', 'supervisor_pid', 'supervisor_uptime_ms', 'connections_accepted', 'active_connections',
-             'worker_crashes', 'open_assets', 'active_outputs', 'samples_sent', 'bytes_copied')
+             'worker_crashes', 'open_assets', 'active_outputs', 'samples_sent', 'bytes_copied',
+             'daemon_samples_sent', 'daemon_bytes_copied', 'daemon_bytes_shared')
     status = dict(zip(names, fields))
     status['gstreamer_version'] = r.string()
     return status
