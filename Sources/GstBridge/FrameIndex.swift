@@ -2,8 +2,9 @@ import IndexCache
 import Protocol
 
 /// Every frame of a video track: presentation time, duration, whether it is a sync sample, and where it is in
-/// decode order. Built once per track by a parse-only pass (the track's stored samples through the passthrough
-/// pipeline: demuxing, no decoding); GStreamer 1.22's demuxers do not expose their sample tables.
+/// decode order. Made once per track: from an MP4/MOV's sample tables (`fromContainer`, ContainerIndex), else by a
+/// parse-only pass (`build`: the track's stored samples through the passthrough pipeline, demuxing, no decoding —
+/// GStreamer 1.22's demuxers do not expose their sample tables).
 public struct FrameIndex: Sendable {
     /// Presentation time and duration (stream time, the clock decoded samples report, in nanoseconds), sync, and
     /// position in decode order; the same type the frame-index cache stores.
@@ -26,6 +27,12 @@ public struct FrameIndex: Sendable {
             return last
         }
         presentationAtPosition = decodeOrder.map { $0?.presentationTime ?? -1 }
+    }
+
+    /// The index from an MP4/QuickTime file's sample tables, without demuxing the track; nil for other files and
+    /// for tables ContainerIndex does not reproduce exactly (then `build`).
+    public static func fromContainer(source: MediaSource, trackID: UInt32) -> FrameIndex? {
+        ContainerIndex.mp4(fd: source.fd, trackID: trackID).map { FrameIndex(frames: $0) }
     }
 
     /// Reads every stored sample of `trackID` (passthrough, no decoding).

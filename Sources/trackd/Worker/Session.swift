@@ -34,8 +34,14 @@ final class Session: Sendable {
                     built.withLock { $0[trackID] = index }
                     return index
                 }
-                let index = try FrameIndex.build(source: source, trackID: trackID)
-                Log.info("frame index for track \(trackID): built (\(index.frames.count) frames)")
+                let index: FrameIndex
+                if let fromTables = FrameIndex.fromContainer(source: source, trackID: trackID) {
+                    index = fromTables
+                    Log.info("frame index for track \(trackID): made from the container's sample tables (\(index.frames.count) frames)")
+                } else {
+                    index = try FrameIndex.build(source: source, trackID: trackID)
+                    Log.info("frame index for track \(trackID): made by a parse-only pass (\(index.frames.count) frames)")
+                }
                 built.withLock { $0[trackID] = index }
                 // Only when the file did not change while it was read (else the key would not match the frames).
                 if let key, source.status() == before { IndexCacheClient.put(key, index) }

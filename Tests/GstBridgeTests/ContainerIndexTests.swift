@@ -1,0 +1,97 @@
+import Foundation
+import GstBridge
+import Protocol
+import Testing
+
+/// The frame index read from an MP4/MOV's sample tables must be exactly the one the parse-only pass gets from
+/// qtdemux (the times decoded samples carry), or not be used at all.
+@Suite struct ContainerIndexTests {
+    /// Files that must take the fast path, made the ways ffmpeg makes MP4/MOV: B-frames with an edit list, moov
+    /// first or last, three B-frames with a pyramid, variable frame rate, video as the second track, ProRes in MOV.
+    static let fast: [(String, [String])] = [
+        ("ci-bframes.mp4", ["-f", "lavfi", "-i", "testsrc2=size=64x48:rate=30", "-t", "2", "-c:v", "libx264", "-bf", "2", "-g", "15"]),
+        ("ci-faststart.mp4", ["-f", "lavfi", "-i", "testsrc2=size=64x48:rate=30", "-t", "2", "-c:v", "libx264", "-bf", "2",
+                              "-g", "12", "-movflags", "+faststart"]),
+        ("ci-pyramid.mp4", ["-f", "lavfi", "-i", "testsrc2=size=64x48:rate=24000/1001", "-t", "2", "-c:v", "libx264",
+                            "-bf", "3", "-x264-params", "b-pyramid=normal", "-g", "30"]),
+        ("ci-vfr.mp4", ["-f", "lavfi", "-i", "testsrc2=size=64x48:rate=30", "-t", "2", "-vf",
+                        "setpts='if(lt(N,20),N/30,if(lt(N,40),20/30+(N-20)/10,20/30+20/10+(N-40)/60))/TB'",
+                        "-fps_mode", "vfr", "-c:v", "libx264", "-bf", "2", "-video_track_timescale", "90000"]),
+        ("ci-second.mp4", ["-f", "lavfi", "-i", "sine=duration=2", "-f", "lavfi", "-i", "testsrc2=size=64x48:rate=25",
+                           "-t", "2", "-map", "0", "-map", "1", "-c:a", "aac", "-c:v", "libx264"]),
+        ("ci-intra.mov", ["-f", "lavfi", "-i", "testsrc2=size=64x48:rate=25", "-t", "1", "-c:v", "prores_ks"]),
+    ]
+
+    /// Files the reader must leave to the parse-only pass: not MP4, fragmented.
+    static let slow: [(String, [String])] = [
+        ("ci-matroska.mkv", ["-f", "lavfi", "-i", "testsrc2=size=64x48:rate=30", "-t", "1", "-c:v", "libx264", "-bf", "2"]),
+        ("ci-fragmented.mp4", ["-f", "lavfi", "-i", "testsrc2=size=64x48:rate=30", "-t", "2", "-c:v", "libx264", "-bf", "2",
+                               "-g", "15", "-movflags", "+frag_keyframe+empty_moov"]),
+    ]
+
+    static func videoTrack(_ path: String) throws -> UInt32 {
+        let tracks = try Fixtures.source(path).discover().tracks
+        return try #require(tracks.first { $0.mediaType == .video }).id
+    }
+
+    @Test(arguments: fast.map(\.0))
+    func sampleTablesGiveTheParsedIndex(_ name: String) throws {
+        let path = try Fixtures.make(name, Self.fast.first { $0.0 == name }!.1)
+        let track = try Self.videoTrack(path)
+        let parsed = try FrameIndex.build(source: try Fixtures.source(path), trackID: track)
+        let read = try #require(FrameIndex.fromContainer(source: try Fixtures.source(path), trackID: track),
+                                "\(name): the sample tables were not used")
+        #expect(read.frames.count == parsed.frames.count)
+        for (i, (a, b)) in zip(read.frames, parsed.frames).enumerated() {
+            #expect(a == b, "\(name) frame \(i): tables \(a), parse-only pass \(b)")
+            if a != b { break }
+        }
+    }
+
+    @Test(arguments: slow.map(\.0))
+    func otherFilesAreLeftToTheParsePass(_ name: String) throws {
+        let path = try Fixtures.make(name, Self.slow.first { $0.0 == name }!.1)
+        let track = try Self.videoTrack(path)
+        #expect(FrameIndex.fromContainer(source: try Fixtures.source(path), trackID: track) == nil)
+        #expect(try FrameIndex.build(source: try Fixtures.source(path), trackID: track).frames.count > 0)
+    }
+
+    /// A file cut short is never indexed from its tables: wherever the cut, in the moov (tables damaged) or in the
+    /// samples (tables listing data the file does not have), the reader refuses and the parse-only pass decides.
+    @Test func truncatedFilesAreRefused() throws {
+        let path = try Fixtures.make("ci-faststart.mp4", Self.fast[1].1)
+        let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+        #expect(FrameIndex.fromContainer(source: try Fixtures.source(path), trackID: 1) != nil)
+        var tried = 0
+        for cut in stride(from: 8, to: bytes.count, by: 13) {
+            let damaged = try Fixtures.patched(path, as: "ci-cut.mp4") { $0 = Array($0.prefix(cut)) }
+            #expect(FrameIndex.fromContainer(source: try Fixtures.source(damaged), trackID: 1) == nil, "cut at \(cut)")
+            tried += 1
+        }
+        #expect(tried > 100)
+    }
+
+    /// Hostile tables (the worker reads them from untrusted files): random bytes changed in the moov never crash
+    /// the reader or make it allocate beyond qtdemux's own sample limit; what it returns is well-formed.
+    @Test func mutatedTablesNeverCrash() throws {
+        let path = try Fixtures.make("ci-faststart.mp4", Self.fast[1].1)
+        let original = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+        let moov = try #require(Fixtures.find("moov", in: original))
+        var rng = SystemRandomNumberGenerator()
+        var accepted = 0
+        for round in 0..<1500 {
+            let damaged = try Fixtures.patched(path, as: "ci-mutated.mp4") { bytes in
+                for _ in 0..<(1 + round % 8) {
+                    let at = Int.random(in: (moov - 4)..<min(bytes.count, moov + 2000), using: &rng)
+                    bytes[at] = round % 3 == 0 ? 0xFF : UInt8.random(in: 0...255, using: &rng)
+                }
+            }
+            guard let index = FrameIndex.fromContainer(source: try Fixtures.source(damaged), trackID: 1) else { continue }
+            accepted += 1
+            #expect(index.frames.count <= 2_000_000)
+            #expect(Set(index.frames.map(\.decodePosition)).count == index.frames.count)
+            #expect(index.frames.allSatisfy { $0.presentationTime >= 0 && $0.duration >= 0 })
+        }
+        #expect(accepted < 1500)  // most damage is refused
+    }
+}
