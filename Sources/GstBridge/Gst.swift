@@ -160,8 +160,6 @@ enum AppMessage {
     static let notDecodable = "trackd-not-decodable"
     /// A DecodeLimits refusal (DecodeGuard); the text names the limit and the option.
     static let limitExceeded = "trackd-limit-exceeded"
-    /// Discovery: a track is described (wakes discover()'s wait; not an error).
-    static let discoveryProgress = "trackd-discovery-progress"
 
     /// Posts an application message named `name` with a string field "text" on `element`'s bus.
     static func post(_ element: ElementPtr, _ name: String, text: String) {

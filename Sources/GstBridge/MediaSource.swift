@@ -61,6 +61,8 @@ public final class MediaSource: @unchecked Sendable {
     static let discoveryTimeoutNs: UInt64 = 5_000_000_000
     /// How long every streaming task must stay paused, with no stream exposed, before discovery gives up early.
     static let stalledDemuxerNs: UInt64 = 1_000_000_000
+    /// Discovery of a demuxer that never signals no-more-pads ends this long after its last new or described track.
+    static let lastPadGraceNs: UInt64 = 100_000_000
 
     /// Track discovery, bounded by a 5 s timeout. Not a media file → .fileFormatNotRecognized; damaged →
     /// .fileFailedToParse; the message includes GStreamer's error text.
@@ -75,7 +77,7 @@ public final class MediaSource: @unchecked Sendable {
         try Gst.initialize()
         let pipeline = try Pipeline()
         let parser = try pipeline.addSourceAndParser(fd: fd)
-        let state = DiscoveryState(pipeline: pipeline.element)
+        let state = DiscoveryState()
         defer {
             _ = gst_element_set_state(pipeline.element, GST_STATE_NULL)  // joins the streaming threads …
             state.releasePads()  // … so no probe runs while the pad refs go
@@ -88,9 +90,7 @@ public final class MediaSource: @unchecked Sendable {
         })
         _ = swift_gst_connect_no_more_pads(parser, { _, data in
             guard let data else { return }
-            let discovery = Unmanaged<DiscoveryState>.fromOpaque(data).takeUnretainedValue()
-            discovery.state.withLock { $0.noMorePads = true }
-            discovery.wake()
+            Unmanaged<DiscoveryState>.fromOpaque(data).takeUnretainedValue().state.withLock { $0.noMorePads = true }
         }, Unmanaged.passRetained(state).toOpaque(), { data, _ in
             if let data { Unmanaged<DiscoveryState>.fromOpaque(data).release() }
         })
@@ -100,13 +100,20 @@ public final class MediaSource: @unchecked Sendable {
         let deadline = monotonicNs() + Self.discoveryTimeoutNs
         var timedOut = false
         var stalledSince: UInt64?
+        var announced: Int?  // the streams parsebin's stream-collection message says it exposes
         while true {
-            let (complete, noMorePads, count) = state.state.withLock { s in
-                let dense = s.entries.filter { !$0.sparse }
-                let complete = !s.entries.isEmpty && (dense.isEmpty ? s.entries : dense).allSatisfy(\.done)
-                return (complete, s.noMorePads, s.entries.count)
+            let (described, noMorePads, count, lastChange) = state.state.withLock { s in
+                let dense = s.entries.filter { $0.sparse != true }
+                let described = !s.entries.isEmpty && (dense.isEmpty ? s.entries : dense).allSatisfy(\.done)
+                return (described, s.noMorePads, s.entries.count, s.lastChange)
             }
-            if complete { break }
+            // Every track so far is described (checked every 10 ms, which also lets a sparse track's tags arrive);
+            // done once every stream parsebin announced in its stream-collection message (posted as it exposes its
+            // pads) has a pad, or it signalled no-more-pads, or — a parser that announces nothing — no track has
+            // appeared for a while. A track described early (a WebM's audio) must not end discovery before the next
+            // one's pad is added.
+            if described && (noMorePads || announced.map { count >= $0 } == true
+                             || monotonicNs() - lastChange >= Self.lastPadGraceNs) { break }
             if noMorePads && count == 0 {
                 throw TrackError(.fileFormatNotRecognized, "\(context): no audio, video or subtitle streams found")
             }
@@ -128,6 +135,15 @@ public final class MediaSource: @unchecked Sendable {
             let now = monotonicNs()
             if now >= deadline { timedOut = true; break }
             if let message = gst_bus_timed_pop(pipeline.bus, GstClockTime(min(deadline - now, 10_000_000))) {
+                if swift_gst_message_type(message) == GST_MESSAGE_STREAM_COLLECTION,
+                   message.pointee.src == upcast(parser, to: GstObject.self) {
+                    var collection: UnsafeMutablePointer<GstStreamCollection>?
+                    gst_message_parse_stream_collection(message, &collection)
+                    if let collection {
+                        announced = Int(gst_stream_collection_get_size(collection))
+                        gst_object_unref(collection)
+                    }
+                }
                 let error = checkMessage(message, context: context, ignoreMissingPlugins: true)
                 gst_message_unref(message)
                 if let error { throw error }
@@ -172,7 +188,8 @@ final class DiscoveryState: @unchecked Sendable {
         let pad: PadPtr  // one ref, dropped by releasePads()
         let order: Int
         /// Subtitle and other sparse tracks may not carry data for a long time: discovery does not wait for them.
-        let sparse: Bool
+        /// nil until the pad has caps: a pad exposed before its caps are set is waited for like a dense one.
+        var sparse: Bool?
         var firstPTS: GstClockTime?
         /// The caps the first buffer came with (one ref, dropped by releasePads): the track is described as it
         /// starts — by the time discovery ends, the demuxer may have moved on to a later format (a stream whose
@@ -184,25 +201,21 @@ final class DiscoveryState: @unchecked Sendable {
     struct State {
         var entries: [Entry] = []
         var noMorePads = false
+        /// monotonicNs() of the last pad added or track described.
+        var lastChange = monotonicNs()
     }
 
     let state = Mutex(State())
-    /// The pipeline whose bus discover() waits on (it outlives the probes: discover() sets it to NULL first).
-    private let pipeline: ElementPtr
-
-    init(pipeline: ElementPtr) { self.pipeline = pipeline }
-
-    /// Ends discover()'s wait on the bus now rather than at its next 10 ms poll: a track became done, or the
-    /// demuxer has no more pads (opening a file waited 5 ms on average for nothing).
-    func wake() { AppMessage.post(pipeline, AppMessage.discoveryProgress, text: "") }
 
     func padAdded(_ pad: PadPtr) {
         _ = gst_object_ref(pad)
         let caps = gst_pad_get_current_caps(pad)
-        let type = CapsView(caps)?.mediaType ?? .other
+        let sparse = caps.map { Self.isSparse($0) }
         if let caps { gst_caps_unref(caps) }
-        let sparse = type != .video && type != .audio
-        state.withLock { $0.entries.append(Entry(pad: pad, order: $0.entries.count + 1, sparse: sparse)) }
+        state.withLock {
+            $0.entries.append(Entry(pad: pad, order: $0.entries.count + 1, sparse: sparse))
+            $0.lastChange = monotonicNs()
+        }
         let mask = GST_PAD_PROBE_TYPE_BUFFER.rawValue | GST_PAD_PROBE_TYPE_BUFFER_LIST.rawValue
             | GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM.rawValue
         _ = gst_pad_add_probe(pad, GstPadProbeType(rawValue: mask), { pad, info, data in
@@ -233,18 +246,31 @@ final class DiscoveryState: @unchecked Sendable {
         if let event = swift_gst_pad_probe_info_event(info) {
             let t = swift_gst_event_type(event)
             if t == GST_EVENT_EOS || t == GST_EVENT_GAP { update(pad) { $0.done = true } }
+            if t == GST_EVENT_CAPS {
+                var caps: UnsafeMutablePointer<GstCaps>?
+                gst_event_parse_caps(event, &caps)  // transfer none
+                if let caps {
+                    let sparse = Self.isSparse(caps)
+                    update(pad) { if $0.sparse == nil { $0.sparse = sparse } }
+                }
+            }
         }
         return GST_PAD_PROBE_OK
     }
 
+    /// Neither audio nor video.
+    static func isSparse(_ caps: UnsafeMutablePointer<GstCaps>) -> Bool {
+        let type = CapsView(caps)?.mediaType ?? .other
+        return type != .video && type != .audio
+    }
+
     private func update(_ pad: PadPtr, _ body: (inout Entry) -> Void) {
-        let becameDone = state.withLock { s -> Bool in
-            guard let i = s.entries.firstIndex(where: { $0.pad == pad }) else { return false }
+        state.withLock { s in
+            guard let i = s.entries.firstIndex(where: { $0.pad == pad }) else { return }
             let wasDone = s.entries[i].done
             body(&s.entries[i])
-            return !wasDone && s.entries[i].done
+            if !wasDone && s.entries[i].done { s.lastChange = monotonicNs() }
         }
-        if becameDone { wake() }
     }
 
     /// Drops the pad refs (the probes hold this object, the pads would otherwise never be freed). Call after the
