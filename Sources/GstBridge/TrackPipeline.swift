@@ -413,7 +413,8 @@ public final class TrackPipeline: @unchecked Sendable {
             failure = error
             return .failed(error)
         }
-        while let sample = gst_app_sink_try_pull_sample(appSink(sink), GstClockTime(timeoutNs)) {
+        while let appsinkSample = gst_app_sink_try_pull_sample(appSink(sink), GstClockTime(timeoutNs)) {
+            let sample = Self.ownSample(appsinkSample)
             // nil: audio entirely outside the range (dropped by the trimming); pull the next one.
             guard let pulled = makeSample(sample) else { continue }
             if let end = passthroughEnd {
@@ -431,6 +432,20 @@ public final class TrackPipeline: @unchecked Sendable {
         }
         if stopped.withLock({ $0 }) || gst_app_sink_is_eos(appSink(sink)) != 0 { return .endOfStream }
         return .timeout
+    }
+
+    /// A GstSample of our own for what appsink pulled (transfer full in, transfer full out). appsink 1.22 hands out
+    /// a ref on the one GstSample object it keeps, and after a flush sets caps on that object without making it
+    /// writable first (gst_app_sink_render_common: "queue holding caps event might have been FLUSHed"). While the
+    /// worker holds a frame across a flush-seek — a zero-copy frame the client has not released, a ReadFrames frame
+    /// kept for its turn — that logged `GStreamer-CRITICAL: gst_sample_set_caps: assertion
+    /// 'gst_sample_is_writable (sample)' failed` and left the caps unset. Holding our own sample gives appsink its
+    /// object back at once (and saves it the copy gst_sample_make_writable would make on the next pull).
+    static func ownSample(_ sample: OpaquePointer) -> OpaquePointer {
+        let own = gst_sample_new(gst_sample_get_buffer(sample), gst_sample_get_caps(sample),
+                                 gst_sample_get_segment(sample), nil)!  // refs the buffer and caps, copies the segment
+        gst_sample_unref(sample)
+        return own
     }
 
     /// Stops the pipeline (state NULL). Idempotent; safe while another thread is blocked in pull (which then
