@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # bench.sh — wall time of decoding a 1080p30 H.264 clip (600 frames, B-frames) through trackd, next to
-# GStreamer and ffmpeg doing the same work in one process. Median of RUNS runs (default 5) after one
-# warm-up run, with hyperfine when installed, else date +%s.%N. Prints a Markdown table and writes it, with
-# the machine and date, to docs/BENCHMARKS.md.
+# GStreamer and ffmpeg doing the same work in one process. Round-robin: one warm-up pass over all rows, then RUNS
+# passes (default 5) that each run every row once, in order; a row's value is the median of its RUNS times. Prints a
+# Markdown table and writes it, with the machine and date, to docs/BENCHMARKS.md.
 # Environment: BUILD_DIR (default .build/release), RUNS (default 5), BENCH_OUT (default docs/BENCHMARKS.md).
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
@@ -37,14 +37,17 @@ F=$(q "$clip")
 TC="$(q "$bin/trackctl") --socket $(q "$sock")"
 DEC="gst-launch-1.0 -q filesrc location=$F ! qtdemux ! h264parse ! avdec_h264"
 
-# Ten frames picked at random (seeded) for the random-access rows, and what decoding just their GOPs costs:
-# each needed GOP decoded once from its key frame to the last wanted frame in it (frames counted from ffprobe's
-# packet list when ffprobe is there; else the row is left out).
-frames=600
+# Ten frames picked at random (seeded) for the random-access rows, and their reference: a file holding exactly the
+# packets that must be decoded for them — for each needed GOP, from its key frame to the last wanted frame in decode
+# order — decoded by the floor's pipeline. Measured, not estimated from the floor's per-frame rate: frames do not all
+# cost the same (key frames, the GOP's first frames, process and decoder start), so such an estimate is off.
+# Needs ffprobe (the packet list) and ffmpeg (to cut the file); without them the reference row is left out.
 picks=$(python3 -c 'import random; r = random.Random(5); print(",".join(str(i) for i in sorted(r.sample(range(600), 10), key=lambda _: r.random())))')
-gop_frames=
-if command -v ffprobe >/dev/null; then
-  gop_frames=$(ffprobe -v error -select_streams v:0 -show_entries packet=pts_time,flags -of csv=p=0 "$clip" | python3 -c '
+gop_frames='' gops=''
+if command -v ffprobe >/dev/null && command -v ffmpeg >/dev/null; then
+  # Prints the number of packets to keep, then the runs to keep as a sum of between(n,first,last) terms (n: the
+  # packet index in decode order, as the noise bitstream filter counts), commas escaped for ffmpeg's option parser.
+  gop_plan=$(ffprobe -v error -select_streams v:0 -show_entries packet=pts_time,flags -of csv=p=0 "$clip" | python3 -c '
 import sys
 rows = [l.strip().split(",") for l in sys.stdin if l.strip()]
 pts = [float(r[0]) for r in rows]
@@ -55,12 +58,37 @@ for d in map(int, sys.argv[1].split(",")):
     pos = display[d]
     k = max(i for i in range(pos + 1) if key[i])                 # the GOP'"'"'s key frame (decode order)
     needed[k] = max(needed.get(k, k), pos)
-print(sum(last - k + 1 for k, last in needed.items()))' "$picks")
+print(sum(last - k + 1 for k, last in needed.items()))
+print("+".join("between(n\\,%d\\,%d)" % (k, last) for k, last in sorted(needed.items())))' "$picks")
+  gop_frames=${gop_plan%%$'\n'*}
+  gop_keep=${gop_plan#*$'\n'}
+  # Cached next to the clip, named with the picks; made again when the clip is newer.
+  gops=${clip%.mp4}.gops-${picks//,/-}.mp4
+  if [[ ! -s $gops || $clip -nt $gops ]]; then
+    echo "==> making ${gops#"$REPO"/} (once): the $gop_frames packets the ten frames need"
+    # ffmpeg 5.1's noise bitstream filter drops the packets for which its drop expression is non-zero. The commas in
+    # the expression must not end the option (or the bitstream-filter list): they are escaped and the value quoted.
+    # A wrong cut does not always fail here, hence the two checks below.
+    ffmpeg -nostdin -v error -i "$clip" -map 0:v:0 -c copy -bsf:v "noise=drop='not($gop_keep)'" -f mp4 -y "$gops.part" \
+      || die "ffmpeg could not cut $gops.part with the noise bitstream filter (needs ffmpeg >= 5.1: drop as an expression)"
+    got=$(ffprobe -v error -count_packets -select_streams v:0 -show_entries stream=nb_read_packets -of csv=p=0 "$gops.part")
+    [[ $got == "$gop_frames" ]] \
+      || die "$gops.part has $got packets, not $gop_frames: the noise filter's drop expression did not keep exactly the needed GOP runs"
+    # -v error prints decoding errors but can still exit 0: both the status and the output must be clean.
+    if ! errs=$(ffmpeg -nostdin -v error -i "$gops.part" -f null - 2>&1) || [[ -n $errs ]]; then
+      die "$gops.part does not decode cleanly (a cut GOP lost a reference?): ${errs:-ffmpeg failed}"
+    fi
+    mv "$gops.part" "$gops"
+  fi
 fi
 
-names=() cmds=() refs=()
+names=() cmds=() refs=() selfs=() notes=()
 # add NAME CMD [REF]: REF is the index of the row this one is compared with (default: the floor, row 0).
-add() { names+=("$1"); cmds+=("$2"); refs+=("${3:-0}"); }
+add() { names+=("$1"); cmds+=("$2"); refs+=("${3:-0}"); selfs+=(0); notes+=(""); }
+# add_self NAME CMD NOTE: a self-timed row. CMD prints its own measurement in seconds as the last line of its stdout,
+# and the runner takes that instead of the wall time (for what a whole-process time would bury: process start,
+# imports). NOTE goes into the reference column.
+add_self() { names+=("$1"); cmds+=("$2"); refs+=(0); selfs+=(1); notes+=("$3"); }
 add "gst: decode only (floor)"             "$DEC ! fakesink"
 add "gst: decode + videoconvert -> NV12"   "$DEC ! videoconvert ! video/x-raw,format=NV12 ! fakesink"
 bgra_ref=${#cmds[@]}
@@ -71,9 +99,15 @@ fi
 add "trackctl read --pixel-format 420v"    "$TC read $F --pixel-format 420v"
 add "trackctl read --pixel-format y420"    "$TC read $F --pixel-format y420"
 add "trackctl read --pixel-format BGRA"    "$TC read $F --pixel-format BGRA" "$bgra_ref"
-add "trackctl read: connect to first frame" "$TC read $F --pixel-format y420 --duration 0.03"
-frames_row=${#cmds[@]}
-add "trackctl frames: 10 random exact frames (y420)" "$TC frames $F --index $picks --pixel-format y420 --md5"
+one_ref=${#cmds[@]}
+add "gst: one frame, whole run"            "$DEC ! fakesink num-buffers=1"
+add "trackctl: one frame, whole run"       "$TC read $F --pixel-format y420 --duration 0.03" "$one_ref"
+gops_ref=0
+if [[ -n $gops ]]; then
+  gops_ref=${#cmds[@]}
+  add "gst: decode just their GOPs ($gop_frames frames)" "gst-launch-1.0 -q filesrc location=$(q "$gops") ! qtdemux ! h264parse ! avdec_h264 ! fakesink"
+fi
+add "trackctl frames: 10 random exact frames (y420)" "$TC frames $F --index $picks --pixel-format y420 --md5" "$gops_ref"
 for n in 4 8; do
   ref=${#cmds[@]}
   add "$n × gst decode only, at once"        "for i in \$(seq $n); do $DEC ! fakesink & done; wait"
@@ -86,6 +120,12 @@ if "$py" -c 'import numpy' 2>/dev/null; then
   PYREAD="PYTHONPATH=$(q "$REPO/clients/python") $(q "$py") -c 'import sys, trackd; a = trackd.open(sys.argv[1], socket=sys.argv[2]); print(sum(len(f.planes) for f in a.read(pixel_format=sys.argv[3])))' $F $(q "$sock")"
   add "python trackd: read y420 (numpy views)"  "$PYREAD y420"
   add "python trackd: read 420v (numpy views)"  "$PYREAD 420v"
+  # The clock starts just before open (which connects) and stops when the first frame has arrived: no process
+  # start, no imports. Placed after a whole read, so that trackd has had the time to start its next warm worker.
+  # The session is closed after the clock stops (exiting with the frames still coming makes the worker log a reset).
+  add_self "python trackd: connect to first frame (in-process)" \
+    "PYTHONPATH=$(q "$REPO/clients/python") $(q "$py") -c 'import sys, time, trackd; t0 = time.perf_counter(); a = trackd.open(sys.argv[1], socket=sys.argv[2]); next(iter(a.read(pixel_format=\"y420\"))); print(\"%.6f\" % (time.perf_counter() - t0)); a.close()' $F $(q "$sock")" \
+    "target ≤ 0.030 s with a warm worker"
   if "$py" -c 'import av' 2>/dev/null; then
     add "PyAV: decode + to_ndarray nv12"      "$(q "$py") -c 'import sys, av; c = av.open(sys.argv[1]); print(sum(f.to_ndarray(format=\"nv12\").size > 0 for f in c.decode(video=0)))' $F"
   else
@@ -96,34 +136,48 @@ else
 fi
 # --- end of Python rows ---
 
-# median_of CMD: runs CMD once to warm up, then $runs times; prints the median wall time in seconds.
-# A failing run stops the benchmark, with the command's error output.
-median_of() {
-  local cmd=$1
-  if command -v hyperfine >/dev/null; then
-    hyperfine --style none --warmup 1 --runs "$runs" --export-json "$tmp/h.json" "$cmd" >"$tmp/h.out" 2>&1 \
-      || { echo "FAILED" >&2; cat "$tmp/h.out" >&2; die "failed: $cmd"; }
-    python3 -c 'import json,sys; print("%.3f" % json.load(open(sys.argv[1]))["results"][0]["median"])' "$tmp/h.json"
-    return
+# Round-robin timing: one warm-up pass over all rows, then $runs passes, each running every row once in order; a row's
+# value is the median of its $runs times. Timing a row $runs times in a row would let the drift of a noisy, shared
+# machine bias whole rows; interleaved, it spreads over all of them. (hyperfine is not used: it times one command's
+# runs back to back and cannot interleave commands.) Wall time comes from bash's $EPOCHREALTIME: no process is
+# started to read the clock. A failing run stops the benchmark, with the command's error output.
+# time_row I: runs row I once; prints its time in seconds (the wall time, or for a self-timed row the last line of
+# its stdout).
+time_row() {
+  local i=$1 t0 t1 us last out=/dev/null
+  (( selfs[i] )) && out=$tmp/out  # other rows' output (trackctl's frames) is discarded, not written to a file
+  t0=${EPOCHREALTIME//[.,]/}
+  bash -c "${cmds[i]}" >"$out" 2>"$tmp/err" || { local rc=$?; echo "FAILED" >&2; cat "$tmp/err" >&2; die "failed (exit $rc): ${cmds[i]}"; }
+  t1=${EPOCHREALTIME//[.,]/}
+  if (( selfs[i] )); then
+    last=$(tail -n 1 "$tmp/out")
+    [[ $last =~ ^[0-9]+(\.[0-9]+)?$ ]] || { cat "$tmp/err" >&2; die "self-timed row printed '$last', not seconds, last: ${cmds[i]}"; }
+    echo "$last"
+  else
+    us=$(( t1 - t0 ))
+    printf '%d.%06d\n' $(( us / 1000000 )) $(( us % 1000000 ))
   fi
-  local i t0 t1 times=()
-  for (( i = 0; i <= runs; i++ )); do
-    t0=$(date +%s.%N)
-    bash -c "$cmd" >/dev/null 2>"$tmp/err" || { local rc=$?; echo "FAILED" >&2; cat "$tmp/err" >&2; die "failed (exit $rc): $cmd"; }
-    t1=$(date +%s.%N)
-    (( i == 0 )) || times+=("$(python3 -c 'import sys; print(float(sys.argv[2]) - float(sys.argv[1]))' "$t0" "$t1")")
-  done
-  python3 -c 'import statistics,sys; print("%.3f" % statistics.median(map(float, sys.argv[1:])))' "${times[@]}"
 }
 
-timer=$(command -v hyperfine >/dev/null && echo hyperfine || echo "date +%s.%N")
-echo "==> timing ${#cmds[@]} commands, 1 warm-up + $runs runs each ($timer)"
+echo "==> timing ${#cmds[@]} commands round-robin: 1 warm-up pass + $runs passes"
+times=()  # times[I]: row I's times, space-separated
+for (( pass = 0; pass <= runs; pass++ )); do
+  label="pass $pass/$runs"; (( pass > 0 )) || label="warm-up"
+  printf '  %-12s ' "$label"
+  p0=$EPOCHREALTIME
+  for i in "${!cmds[@]}"; do
+    t=$(time_row "$i")  # a plain assignment, so that set -e sees a failure
+    (( pass == 0 )) || times[i]+=" $t"
+    printf '.'
+  done
+  python3 -c 'import sys; print(" %d rows, %.1f s" % (int(sys.argv[1]), float(sys.argv[3].replace(",", ".")) - float(sys.argv[2].replace(",", "."))))' "${#cmds[@]}" "$p0" "$EPOCHREALTIME"
+done
 medians=()
 for i in "${!cmds[@]}"; do
-  printf '  %-40s ' "${names[i]}"
-  m=$(median_of "${cmds[i]}")  # a plain assignment, so that set -e sees a failure
+  # shellcheck disable=SC2086  # word splitting intended: one argument per time
+  m=$(python3 -c 'import statistics,sys; print("%.3f" % statistics.median(map(float, sys.argv[1:])))' ${times[i]})
   medians+=("$m")
-  echo "$m s"
+  printf '  %-52s %s s\n' "${names[i]}" "$m"
 done
 [[ -s $tmp/trackd.log ]] && { echo "  (trackd log:"; sed 's/^/    /' "$tmp/trackd.log"; echo "  )"; }
 stop_trackd
@@ -134,14 +188,11 @@ table=$(
   echo "| what | median (s) | × floor | × its reference |"
   echo "| --- | ---: | ---: | --- |"
   for i in "${!cmds[@]}"; do
-    r=${refs[i]} against=
+    r=${refs[i]} against=${notes[i]}
     if (( r != 0 )); then against="$(ratio "${medians[i]}" "${medians[r]}") × ${names[r]}"; fi
-    if (( i == frames_row )) && [[ -n $gop_frames ]]; then
-      # Decoding only the GOPs the ten frames need, at the floor's speed per frame.
-      gop_cost=$(python3 -c 'import sys; print("%.3f" % (float(sys.argv[1]) * int(sys.argv[2]) / int(sys.argv[3])))' "$floor" "$gop_frames" "$frames")
-      against="$(ratio "${medians[i]}" "$gop_cost") × decoding their GOPs ($gop_frames frames: $gop_cost s at the floor's rate)"
-    fi
-    printf '| %s | %s | %s | %s |\n' "${names[i]}" "${medians[i]}" "$(ratio "${medians[i]}" "$floor")" "$against"
+    x=$(ratio "${medians[i]}" "$floor")
+    (( selfs[i] )) && x=''  # an in-process time against a whole process: not a ratio that means anything
+    printf '| %s | %s | %s | %s |\n' "${names[i]}" "${medians[i]}" "$x" "$against"
   done
 )
 echo
@@ -158,15 +209,23 @@ Made by \`make bench\` (scripts/bench.sh) on $(date -u '+%Y-%m-%d %H:%M UTC'); $
 GStreamer $gst. Regenerate with \`make bench\`; numbers from another machine are not comparable.
 
 Clip: 1920x1080, 30 fps, 600 frames (20 s), H.264 High with B-frames (x264enc bframes=2, I-frame every
-30 frames), no audio, made by scripts/make-sample.sh. Each row is the median wall time of $runs runs after
-one warm-up run ($timer), for the whole command: process start, demux, decode, conversion. "× floor" is
-the ratio to GStreamer decoding to a fakesink in one process. trackctl rows go through a private trackd
-(supervisor + one worker process per connection); trackctl's output is discarded. "× its reference" compares a
-row with the one doing the same work in one process: BGRA with decode + videoconvert to BGRA; N clients at once
-with N decoders at once (the machine's aggregate throughput); the ten random frames (indices $picks, seeded)
-with decoding just the GOPs they need, each once, from the key frame to the last wanted frame, at the floor's
-per-frame speed. "connect to first frame" is a whole trackctl run that reads one frame: process start,
-connection, worker start, GStreamer start, open, preroll, first frame.
+30 frames), no audio, made by scripts/make-sample.sh. Rows are timed round-robin: one warm-up pass over all rows,
+then $runs passes that each run every row once, in the table's order, so that a noisy machine's drift spreads over
+all rows instead of biasing some; each row's value is the median of its $runs times. A time is the wall time of the
+whole command (bash's \$EPOCHREALTIME around \`bash -c\`): process start, demux, decode, conversion; except for
+self-timed rows, which print their own measurement. "× floor" is the ratio to GStreamer decoding to a fakesink in
+one process. trackctl rows go through a private trackd (supervisor + one worker process per connection; trackd keeps
+one worker started ahead of the next connection); trackctl's output is discarded. "× its reference" compares a row
+with a measured row doing the same work in one process: BGRA with decode + videoconvert to BGRA; "one frame, whole
+run" (process start, connection, worker, GStreamer start, open, preroll, first frame) with gst-launch decoding one
+frame (fakesink num-buffers=1: process start, GStreamer start, preroll, first frame); the ten random exact frames
+(indices $picks, seeded) with the floor's pipeline on a file holding exactly the packets they need (when ffmpeg and
+ffprobe are installed): for each needed GOP, from its key frame to the last wanted frame in decode order, cut from
+the clip with ffmpeg's noise bitstream filter (drop expression) and checked with ffprobe (packet count) and ffmpeg
+(decodes without errors); N clients at once with N decoders at once (the machine's aggregate throughput). "python
+trackd: connect to first frame (in-process)" is self-timed: time.perf_counter() from just before trackd.open
+(which connects) to the arrival of the first y420 frame, without process start or imports; it has no "× floor", and
+its reference column holds the target, not a ratio.
 
 $table
 
