@@ -30,7 +30,8 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 sock=$tmp/trackd.sock
 echo "==> starting trackd on $sock"
-start_trackd "$bin/trackd" "$sock" "$tmp/trackd.log"
+# A frame-index cache of its own: no index left by an earlier run or another trackd (the warm-up pass fills it).
+CACHE_DIRECTORY=$tmp/cache start_trackd "$bin/trackd" "$sock" "$tmp/trackd.log"
 
 q() { printf '%q' "$1"; }
 F=$(q "$clip")
