@@ -184,17 +184,22 @@ final class DecodeLinker: @unchecked Sendable {
     }
 }
 
-/// Ends a decoded range as soon as the decoder has every stored sample the range needs (ReadFrames: the last sample,
-/// in decode order, that a wanted frame depends on). The demuxer's own stop is useless for that: qtdemux 1.22 keeps
-/// pushing past the seek's stop until the next key frame (its end-of-segment check waits for `on_keyframe`), so every
-/// range would decode the rest of its GOP for nothing. Watching the buffers entering the decoder branch (stream time,
-/// by their segment), the first buffer after the last needed sample is dropped and EOS is sent in its place: the
-/// decoder drains the frames it holds, the range ends, and upstream's next push returns EOS. Any flush re-arms it.
+/// ReadFrames: hands the decoder exactly the stored samples a range needs (FrameIndex.DecodeRange) and ends the range
+/// after the last. Watching the buffers entering the decoder branch (stream time, by their segment):
+/// - a sample that is not needed is dropped — between two runs of needed samples (GOPs a few seconds apart) the
+///   demuxer goes on parsing, and the decoder sees the runs back to back, as if the file held only them;
+/// - the first buffer after the last needed sample is dropped and EOS is sent in its place: the decoder drains the
+///   frames it holds, the range ends, and upstream's next push returns EOS. The demuxer's own stop is useless for
+///   that: qtdemux 1.22 keeps pushing past the seek's stop until the next key frame (its end-of-segment check waits
+///   for `on_keyframe`), so every range would decode the rest of its GOP for nothing.
+/// Any flush re-arms it.
 final class DecodeStop: @unchecked Sendable {
     // @unchecked: all state is behind the Mutex.
     private struct State: @unchecked Sendable {  // GstSegment is plain values (its reserved pointers are unused)
+        var needed: [Int64]?    // stream times (ns), ascending, of the samples to decode; nil: every sample
         var lastNeeded: Int64?  // stream time (ns) of the last needed sample; nil: never stop early
         var passed = false      // that sample went by since the last flush
+        var skipped: UInt64 = 0 // samples dropped as not needed, all ranges
         var decoded: UInt64 = 0 // samples that left the queue for the decoder, all ranges
         var segment = GstSegment()
         var hasSegment = false
@@ -203,10 +208,12 @@ final class DecodeStop: @unchecked Sendable {
     /// Index times and the decoder branch's times come from the same demuxer and segment; this only absorbs rounding.
     static let tolerance: Int64 = 100_000
 
-    init(lastNeeded: Int64?) { state.withLock { $0.lastNeeded = lastNeeded } }
+    init(needed: [Int64]?, lastNeeded: Int64?) { state.withLock { ($0.needed, $0.lastNeeded) = (needed, lastNeeded) } }
 
-    /// The next range's last needed sample; call before the flush-seek that starts the range.
-    func arm(lastNeeded: Int64?) { state.withLock { ($0.lastNeeded, $0.passed) = (lastNeeded, false) } }
+    /// The next range's samples; call before the flush-seek that starts the range.
+    func arm(needed: [Int64]?, lastNeeded: Int64?) {
+        state.withLock { ($0.needed, $0.lastNeeded, $0.passed) = (needed, lastNeeded, false) }
+    }
 
     /// `pad`: the decoder branch's input (the queue in front of decodebin).
     func attach(to pad: PadPtr) {
@@ -217,11 +224,18 @@ final class DecodeStop: @unchecked Sendable {
             let stop = Unmanaged<DecodeStop>.fromOpaque(data).takeUnretainedValue()
             if info.pointee.type.rawValue & GST_PAD_PROBE_TYPE_BUFFER.rawValue != 0,
                let buffer = swift_gst_pad_probe_info_buffer(info) {
-                guard stop.isPastLastNeeded(pts: swift_gst_buffer_pts(buffer)) else { return GST_PAD_PROBE_OK }
-                // Called without the pad's object lock, on the streaming thread that holds its (recursive) stream
-                // lock: the EOS is queued behind the buffers already sent, and the pad refuses what follows.
-                _ = gst_pad_send_event(pad, gst_event_new_eos())
-                return GST_PAD_PROBE_DROP
+                switch stop.verdict(pts: swift_gst_buffer_pts(buffer)) {
+                case .pass:
+                    return GST_PAD_PROBE_OK
+                case .skip:
+                    return GST_PAD_PROBE_DROP
+                case .end:
+                    // Called without the pad's object lock, on the streaming thread that holds its (recursive)
+                    // stream lock: the EOS is queued behind the buffers already sent, and the pad refuses what
+                    // follows.
+                    _ = gst_pad_send_event(pad, gst_event_new_eos())
+                    return GST_PAD_PROBE_DROP
+                }
             }
             if let event = swift_gst_pad_probe_info_event(info) {
                 switch swift_gst_event_type(event) {
@@ -258,15 +272,35 @@ final class DecodeStop: @unchecked Sendable {
         })
     }
 
-    /// True for every buffer after the last needed one; marks the last needed one when it goes by.
-    private func isPastLastNeeded(pts: GstClockTime) -> Bool {
+    /// Samples dropped before the decoder as not needed.
+    var samplesSkipped: UInt64 { state.withLock { $0.skipped } }
+
+    enum Verdict { case pass, skip, end }
+
+    /// .end for every buffer after the last needed one (marked when it goes by), .skip for one not needed.
+    private func verdict(pts: GstClockTime) -> Verdict {
         state.withLock { s in
-            if s.passed { return true }
-            guard let lastNeeded = s.lastNeeded else { return false }
+            if s.passed { return .end }
+            guard s.needed != nil || s.lastNeeded != nil else { return .pass }
             let time = s.hasSegment ? streamTime(pts, segment: &s.segment) : mediaTime(pts)
-            if let ns = time.nanoseconds, abs(ns - lastNeeded) <= Self.tolerance { s.passed = true }
-            return false
+            guard let ns = time.nanoseconds else { return .pass }  // no timestamp: not ours to judge
+            if let needed = s.needed, !Self.contains(needed, ns) {
+                s.skipped += 1
+                return .skip
+            }
+            if let lastNeeded = s.lastNeeded, abs(ns - lastNeeded) <= Self.tolerance { s.passed = true }
+            return .pass
         }
+    }
+
+    /// Whether ascending `times` has one within `tolerance` of `ns`.
+    static func contains(_ times: [Int64], _ ns: Int64) -> Bool {
+        var low = 0, high = times.count
+        while low < high {
+            let mid = (low + high) / 2
+            if times[mid] < ns - tolerance { low = mid + 1 } else { high = mid }
+        }
+        return low < times.count && times[low] <= ns + tolerance
     }
 }
 

@@ -90,10 +90,12 @@ public final class TrackPipeline: @unchecked Sendable {
 
     /// Builds and prerolls the pipeline for one track, seeks to `timeRange` and sets PLAYING.
     /// Decoded outputs enforce `limits` on what leaves the decoder (DecodeGuard); passthrough decodes nothing.
-    /// `lastNeededSample` (decoded video): the presentation time of the last stored sample, in decode order, that
-    /// `timeRange` needs — decoding ends there instead of at the demuxer's stop (see DecodeStop).
+    /// `neededSamples` and `lastNeededSample` (decoded video, ReadFrames): the presentation times of the stored
+    /// samples to decode (nil: all) and of the last one — the others never reach the decoder, and decoding ends
+    /// after the last instead of at the demuxer's stop (see DecodeStop).
     public init(source: MediaSource, trackID: UInt32, mode: OutputMode, timeRange: MediaTimeRange,
-                lastNeededSample: Int64? = nil, limits: DecodeLimits = DecodeLimits()) throws(TrackError) {
+                neededSamples: [Int64]? = nil, lastNeededSample: Int64? = nil,
+                limits: DecodeLimits = DecodeLimits()) throws(TrackError) {
         try Gst.initialize()
         self.source = source
         audioRange = Self.trimRange(timeRange)
@@ -177,7 +179,7 @@ public final class TrackPipeline: @unchecked Sendable {
             let clip = ClipRestorer()
             let queueSrc = gst_element_get_static_pad(queue, "src")!
             clip.attach(to: queueSrc)
-            let stop = DecodeStop(lastNeeded: lastNeededSample)
+            let stop = DecodeStop(needed: neededSamples, lastNeeded: lastNeededSample)
             stop.count(at: queueSrc)
             gst_object_unref(queueSrc)
             restorer = clip
@@ -223,6 +225,9 @@ public final class TrackPipeline: @unchecked Sendable {
 
     /// Decoded video: the stored samples handed to the decoder so far (every range, preroll included).
     public var samplesDecoded: UInt64 { decodeStop?.samplesDecoded ?? 0 }
+
+    /// Decoded video: the stored samples dropped before the decoder as not needed (ReadFrames).
+    public var samplesSkipped: UInt64 { decodeStop?.samplesSkipped ?? 0 }
 
     /// Zero-copy outputs: the ids of memfd memories (PulledSample.shared) freed since the last call — their pools
     /// are gone. Thread-safe.
@@ -330,10 +335,10 @@ public final class TrackPipeline: @unchecked Sendable {
     /// Random access: after the end of a range (pull returned .endOfStream), flush-seeks the running pipeline to
     /// `range` (ACCURATE, stop at its end), so that pull delivers exactly that range's samples, then
     /// .endOfStream again. Call from the pulling thread.
-    /// `lastNeededSample`: as in init — where decoding the range can end (decoded video only).
-    public func seek(to range: MediaTimeRange, lastNeededSample: Int64? = nil) throws(TrackError) {
+    /// `neededSamples`, `lastNeededSample`: as in init — what the decoder is given (decoded video only).
+    public func seek(to range: MediaTimeRange, neededSamples: [Int64]? = nil, lastNeededSample: Int64? = nil) throws(TrackError) {
         if let failure { throw failure }
-        decodeStop?.arm(lastNeeded: lastNeededSample)
+        decodeStop?.arm(needed: neededSamples, lastNeeded: lastNeededSample)
         let bounds = Self.seekBounds(range)
         let flags = Self.seekFlags(passthrough: passthrough)
         let stop = passthrough ? nil : bounds.stop.map { $0 + audioStopLead }

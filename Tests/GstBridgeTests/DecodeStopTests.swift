@@ -31,8 +31,9 @@ import Testing
         let expected = try ffmpegFrameMD5(path, pixFmt: "yuv420p")
         let index = try FrameIndex.build(source: try Fixtures.source(path), trackID: 1)
         #expect(index.frames.count == 60)
-        // Early in the second GOP, then early in the fourth: each needs a few samples of a 15-sample GOP.
-        let plan = index.plan([17, 47])
+        // Early in the second GOP, then early in the fourth: each needs a few samples of a 15-sample GOP. Planned
+        // as two seeks (maxSkip 0), the way GOPs far apart are.
+        let plan = index.plan([17, 47], maxSkip: 0)
         #expect(plan.count == 2)
         let pipeline = try TrackPipeline(source: try Fixtures.source(path), trackID: 1, mode: .decode(Self.i420),
                                          timeRange: plan[0].range, lastNeededSample: plan[0].lastNeededSample)
@@ -61,6 +62,32 @@ import Testing
         plain.stop()
         #expect(plainFrames[47] != nil)
         #expect(plain.samplesDecoded - plainBefore > UInt64(Self.needed(index, [47])))
+    }
+
+    /// Runs of needed samples close together are decoded in one pass from the start, without a seek: every other
+    /// sample is dropped before the decoder, which gets exactly the runs, and the frames are a full decode's.
+    @Test func closeRunsAreDecodedInOnePass() throws {
+        let path = try Fixtures.clip()
+        let expected = try ffmpegFrameMD5(path, pixFmt: "yuv420p")
+        let index = try FrameIndex.build(source: try Fixtures.source(path), trackID: 1)
+        let wanted: Set<Int> = [17, 47, 50]
+        let plan = index.plan(wanted)
+        #expect(plan.count == 1)
+        let range = try #require(plan.first)
+        let needed = Self.needed(index, [17]) + Self.needed(index, [47, 50])
+        #expect(range.neededSamples?.count == needed)
+        let pipeline = try TrackPipeline(source: try Fixtures.source(path), trackID: 1, mode: .decode(Self.i420),
+                                         timeRange: .everything, neededSamples: range.neededSamples,
+                                         lastNeededSample: range.lastNeededSample)
+        let frames = try Self.pullRange(pipeline, index, wanted: wanted)
+        pipeline.stop()
+        #expect(pipeline.samplesDecoded == UInt64(needed))
+        #expect(pipeline.samplesSkipped >= 15)  // the GOPs between, at least
+        for frame in wanted.sorted() {
+            var md5 = MD5()
+            md5.update(try #require(frames[frame], "frame \(frame) was not decoded"))
+            #expect(md5.finish() == expected[frame].md5, "frame \(frame)")
+        }
     }
 
     /// A frame that is the last of its GOP in decode order needs the whole GOP; one whose presentation precedes

@@ -270,7 +270,7 @@ final class OutputStreamer: Sendable {
         var range = 0
         var decoded = 0  // frames that reached appsink (decoded and converted), wanted or not
         defer {
-            Log.info("ReadFrames output \(id): \(plan.order.count) frames asked, \(pipeline.samplesDecoded) samples decoded and \(decoded) delivered by the decoder in \(plan.ranges.count) ranges")
+            Log.info("ReadFrames output \(id): \(plan.order.count) frames asked, \(pipeline.samplesDecoded) samples decoded (\(pipeline.samplesSkipped) skipped) and \(decoded) delivered by the decoder in \(plan.ranges.count) ranges")
         }
         while true {
             if state.withLock({ $0.cancelled }) { return finish(.cancelled) }
@@ -284,7 +284,8 @@ final class OutputStreamer: Sendable {
                 if state.withLock({ $0.cancelled }) { return finish(.cancelled) }
                 range += 1
                 if range < plan.ranges.count {
-                    if let error = seek(plan.ranges[range].range, lastNeededSample: plan.ranges[range].lastNeededSample) {
+                    let next = plan.ranges[range]
+                    if let error = seek(next.range, neededSamples: next.neededSamples, lastNeededSample: next.lastNeededSample) {
                         return finish(.failed, error)
                     }
                     continue
@@ -342,9 +343,9 @@ final class OutputStreamer: Sendable {
         }
     }
 
-    private func seek(_ range: MediaTimeRange, lastNeededSample: Int64? = nil) -> TrackError? {
+    private func seek(_ range: MediaTimeRange, neededSamples: [Int64]? = nil, lastNeededSample: Int64? = nil) -> TrackError? {
         do {
-            try pipeline.seek(to: range, lastNeededSample: lastNeededSample)
+            try pipeline.seek(to: range, neededSamples: neededSamples, lastNeededSample: lastNeededSample)
             return nil
         } catch {
             return error

@@ -401,8 +401,13 @@ final class Session: Sendable {
             }
         }
         let plan = FramePlan(index: index, order: order)
-        let pipeline = try TrackPipeline(source: asset.source, trackID: track.id, mode: .decode(video), timeRange: plan.ranges[0].range,
-                                         lastNeededSample: plan.ranges[0].lastNeededSample, limits: limits)
+        // A first range that starts near the beginning needs no seek: the pipeline prerolls from the start anyway, and
+        // the samples before the range are dropped before the decoder.
+        let first = plan.ranges[0]
+        let start = first.firstPosition <= FrameIndex.maxSkippedSamples && first.neededSamples != nil ? .everything : first.range
+        let pipeline = try TrackPipeline(source: asset.source, trackID: track.id, mode: .decode(video), timeRange: start,
+                                         neededSamples: first.neededSamples, lastNeededSample: first.lastNeededSample,
+                                         limits: limits)
         Log.info("ReadFrames on track \(track.id): \(order.count) frames, \(plan.ranges.count) decode ranges")
         return try addOutput(assetID: request.assetID, requestID: requestID, pipeline: pipeline, mediaType: .video,
                              passthrough: false, supportsRandomAccess: false, frames: plan)
