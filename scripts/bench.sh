@@ -180,6 +180,26 @@ for i in "${!cmds[@]}"; do
   medians+=("$m")
   printf '  %-52s %s s\n' "${names[i]}" "$m"
 done
+# Memory, after the timing: the peak resident memory of one worker reading every frame (the supervisor logs it when
+# it reaps the worker: wait4's ru_maxrss, pool pages it touched included), next to gst-launch decoding the same.
+reaped() { grep -c 'finished, max RSS' "$tmp/trackd.log" || true; }
+worker_peak() {  # worker_peak FORMAT: prints MiB
+  local before; before=$(reaped)
+  bash -c "$TC read $F --pixel-format $1" >/dev/null 2>"$tmp/err" || { cat "$tmp/err" >&2; die "failed: trackctl read $1"; }
+  for _ in {1..100}; do (( $(reaped) > before )) && break; sleep 0.05; done
+  (( $(reaped) > before )) || die "trackd did not log the worker's end"
+  grep 'finished, max RSS' "$tmp/trackd.log" | tail -n 1 | sed 's/.*max RSS \([0-9]*\) MiB.*/\1/'
+}
+echo "==> peak memory"
+gst_peak=$(python3 -c 'import resource, subprocess, sys; subprocess.run(sys.argv[1:], check=True); print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024)' \
+  gst-launch-1.0 -q filesrc location="$clip" ! qtdemux ! h264parse ! avdec_h264 ! fakesink)
+memory=$(
+  echo "| what | peak RSS (MiB) |"
+  echo "| --- | ---: |"
+  echo "| gst: decode only (floor), the gst-launch process | $gst_peak |"
+  for f in y420 420v BGRA; do echo "| trackctl read --pixel-format $f, the worker process | $(worker_peak "$f") |"; done
+)
+echo "$memory"
 [[ -s $tmp/trackd.log ]] && { echo "  (trackd log:"; sed 's/^/    /' "$tmp/trackd.log"; echo "  )"; }
 stop_trackd
 
@@ -229,6 +249,13 @@ trackd: connect to first frame (in-process)" is self-timed: time.perf_counter() 
 its reference column holds the target, not a ratio.
 
 $table
+
+Memory: peak resident set of one worker reading every frame (logged by the supervisor from wait4's ru_maxrss when
+it reaps the worker; the shared-memory pool pages the worker touched count), and of gst-launch decoding the same
+clip. A worker holds the pipeline (GStreamer, libav's frame threads and reference frames) plus at most 8 frames in
+shared memory per output (PROTOCOL.md §12.2; 64 MiB per output at most).
+
+$memory
 
 | what | command |
 | --- | --- |

@@ -488,8 +488,11 @@ final class Supervisor: Sendable {
     private func reap() {
         while true {
             var status: Int32 = 0
-            let pid = waitpid(-1, &status, WNOHANG)
+            var usage = rusage()
+            let pid = wait4(-1, &status, WNOHANG, &usage)
             guard pid > 0 else { return }
+            // Peak resident memory (KiB): GStreamer, the pipeline and every pool page the worker touched.
+            let peak = "max RSS \(usage.ru_maxrss / 1024) MiB"
             let record = counters.withLock { c -> WorkerRecord? in
                 if let warm = c.warm, warm.pid == pid {  // died before it had a connection; the next handOff starts one
                     close(warm.control)
@@ -511,11 +514,11 @@ final class Supervisor: Sendable {
             let who = record.map { "(client uid \($0.uid) pid \($0.clientPID))" } ?? ""
             let termSignal = status & 0x7f
             if termSignal != 0 {
-                Log.warning("worker \(pid) \(who) killed by signal \(termSignal) (\(String(cString: strsignal(termSignal))))")
+                Log.warning("worker \(pid) \(who) killed by signal \(termSignal) (\(String(cString: strsignal(termSignal)))), \(peak)")
             } else if (status >> 8) & 0xff != 0 {
-                Log.notice("worker \(pid) \(who) exited with status \((status >> 8) & 0xff)")
+                Log.notice("worker \(pid) \(who) exited with status \((status >> 8) & 0xff), \(peak)")
             } else {
-                Log.info("worker \(pid) \(who) finished")
+                Log.info("worker \(pid) \(who) finished, \(peak)")
             }
         }
     }
