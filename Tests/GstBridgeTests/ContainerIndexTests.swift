@@ -48,6 +48,25 @@ import Testing
         }
     }
 
+    /// GStreamer's own muxers (mp4mux, qtmux) write their tables differently from ffmpeg (edit lists, ctts).
+    @Test(arguments: ["mp4mux", "qtmux"])
+    func gstreamerMuxedFilesToo(_ muxer: String) throws {
+        let path = Fixtures.directory.appendingPathComponent("ci-\(muxer).\(muxer == "qtmux" ? "mov" : "mp4")").path
+        if !FileManager.default.fileExists(atPath: path) {
+            let temporary = path + ".\(getpid()).tmp"
+            _ = try Fixtures.run("gst-launch-1.0", ["-q", "-e", "videotestsrc", "num-buffers=60", "!",
+                                                    "video/x-raw,width=64,height=48,framerate=30/1", "!", "x264enc",
+                                                    "bframes=2", "key-int-max=15", "!", "h264parse", "!", muxer, "!",
+                                                    "filesink", "location=\(temporary)"])
+            guard rename(temporary, path) == 0 else { throw FixtureError(message: "rename \(temporary)") }
+        }
+        let parsed = try FrameIndex.build(source: try Fixtures.source(path), trackID: 1)
+        let read = try #require(FrameIndex.fromContainer(source: try Fixtures.source(path), trackID: 1),
+                                "\(muxer): the sample tables were not used")
+        #expect(parsed.frames.count == 60)
+        #expect(read.frames == parsed.frames)
+    }
+
     @Test(arguments: slow.map(\.0))
     func otherFilesAreLeftToTheParsePass(_ name: String) throws {
         let path = try Fixtures.make(name, Self.slow.first { $0.0 == name }!.1)
