@@ -107,6 +107,39 @@ struct FrameIndexCacheTests {
         #expect(rewritten != bytes, "the rebuilt index replaced the corrupted copy")
     }
 
+    /// An index whose times are not the demuxer's (planted in the disk cache: every frame 1 ms late) makes the
+    /// sample filter keep back what the wanted frames need. The worker notices the missing frames at the end of the
+    /// range, decodes it again with every sample, and the frames are still exact.
+    @Test func indexWithWrongTimesFallsBackToWholeRanges() throws {
+        let cache = Env.tempDir("indexcache-dir-\(UInt32.random(in: 0 ... .max))")
+        defer { try? FileManager.default.removeItem(atPath: cache) }
+        let file = try Self.copy("shifted.mp4")
+        defer { Self.done(file) }
+        do {
+            let first = try Daemon(env: ["CACHE_DIRECTORY": cache])
+            defer { first.stop() }
+            try Self.readFrames(first, file)
+        }
+        let name = try #require(try FileManager.default.contentsOfDirectory(atPath: cache + "/index").first { $0.hasSuffix(".idx") })
+        let path = cache + "/index/" + name
+        var bytes = [UInt8](try #require(FileManager.default.contents(atPath: path)))
+        let blob = try #require((0...(bytes.count - 4)).first { bytes[$0..<$0 + 4].elementsEqual(Array("TKFI".utf8)) })
+        let count = (0..<8).reduce(0) { $0 | Int(bytes[blob + 8 + $1]) << (8 * $1) }
+        #expect(count == 60)
+        for i in 0..<count {  // each frame: pts (i64 LE), duration, decode position, flags — 21 bytes
+            let at = blob + 16 + i * 21
+            var pts = (0..<8).reduce(UInt64(0)) { $0 | UInt64(bytes[at + $1]) << (8 * UInt64($1)) }
+            pts += 1_000_000
+            for b in 0..<8 { bytes[at + b] = UInt8(truncatingIfNeeded: pts >> (8 * UInt64(b))) }
+        }
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        let second = try Daemon(env: ["CACHE_DIRECTORY": cache])
+        defer { second.stop() }
+        try Self.readFrames(second, file)
+        #expect(Self.count(second, "from the cache") == 1, "\(second.log)")
+        #expect(second.log.contains("decoding it again with every sample"), "\(second.log)")
+    }
+
     @Test func unwritableDirectoryMeansMemoryOnly() throws {
         let daemon = try Daemon(env: ["CACHE_DIRECTORY": "/proc/trackd-cannot-be-here"])
         defer { daemon.stop() }

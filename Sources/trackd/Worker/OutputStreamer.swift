@@ -10,11 +10,18 @@ struct FramePlan: Sendable {
     let index: FrameIndex
     let order: [Int]
     let ranges: [FrameIndex.DecodeRange]
+    /// The wanted frames each range must produce (their presentation times are in its time range).
+    let wantedByRange: [Set<Int>]
 
     init(index: FrameIndex, order: [Int]) {
         self.index = index
         self.order = order
-        ranges = index.plan(Set(order))
+        let ranges = index.plan(Set(order))
+        self.ranges = ranges
+        wantedByRange = ranges.map { r in
+            let start = r.range.start.nanoseconds ?? 0, end = start + (r.range.duration.nanoseconds ?? 0)
+            return Set(order.filter { (start..<end).contains(index.frames[$0].presentationTime) })
+        }
     }
 
     var resolved: [ResolvedFrame] {
@@ -269,6 +276,8 @@ final class OutputStreamer: Sendable {
         var next = 0
         var range = 0
         var decoded = 0  // frames that reached appsink (decoded and converted), wanted or not
+        var arrived: Set<Int> = []  // wanted frames that came out of the decoder
+        var retried = false  // the current range was decoded again without the sample filter
         defer {
             Log.info("ReadFrames output \(id): \(plan.order.count) frames asked, \(pipeline.samplesDecoded) samples decoded (\(pipeline.samplesSkipped) skipped) and \(decoded) delivered by the decoder in \(plan.ranges.count) ranges")
         }
@@ -282,6 +291,18 @@ final class OutputStreamer: Sendable {
                 return finish(.failed, error)
             case .endOfStream:
                 if state.withLock({ $0.cancelled }) { return finish(.cancelled) }
+                // Fail-safe: if the sample filter kept back something a wanted frame needed (an index whose times
+                // are not the demuxer's), decode the range again with every sample, as a plain accurate seek does.
+                let current = plan.ranges[range]
+                if !retried, current.neededSamples != nil || current.lastNeededSample != nil,
+                   !plan.wantedByRange[range].isSubset(of: arrived) {
+                    retried = true
+                    let lacking = plan.wantedByRange[range].subtracting(arrived).sorted()
+                    Log.warning("ReadFrames output \(id): range \(range) did not produce frame(s) \(lacking.prefix(8).map(String.init).joined(separator: ", ")) with the needed samples only; decoding it again with every sample")
+                    if let error = seek(current.range) { return finish(.failed, error) }
+                    continue
+                }
+                retried = false
                 range += 1
                 if range < plan.ranges.count {
                     let next = plan.ranges[range]
@@ -298,7 +319,8 @@ final class OutputStreamer: Sendable {
                 decoded += 1
                 guard let ns = sample.presentationTime.nanoseconds else { continue }
                 let frame = plan.index.nearest(ns)
-                guard (uses[frame] ?? 0) > 0, kept[frame] == nil else { continue }
+                guard (uses[frame] ?? 0) > 0, kept[frame] == nil, !arrived.contains(frame) else { continue }
+                arrived.insert(frame)
                 kept[frame] = sample
                 while next < plan.order.count, let ready = kept[plan.order[next]] {
                     let frame = plan.order[next]
