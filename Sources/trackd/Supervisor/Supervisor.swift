@@ -491,8 +491,10 @@ final class Supervisor: Sendable {
             var usage = rusage()
             let pid = wait4(-1, &status, WNOHANG, &usage)
             guard pid > 0 else { return }
-            // Peak resident memory (KiB): GStreamer, the pipeline and every pool page the worker touched.
-            let peak = "max RSS \(usage.ru_maxrss / 1024) MiB"
+            // Peak resident memory (KiB): GStreamer, the pipeline and every pool page the worker touched; CPU time.
+            let cpu = Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec)
+                + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
+            let peak = "max RSS \(usage.ru_maxrss / 1024) MiB, CPU \(String(format: "%.2f", cpu)) s"
             let record = counters.withLock { c -> WorkerRecord? in
                 if let warm = c.warm, warm.pid == pid {  // died before it had a connection; the next handOff starts one
                     close(warm.control)
