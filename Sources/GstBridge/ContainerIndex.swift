@@ -30,7 +30,7 @@ enum ContainerIndex {
         var tracks: [ArraySlice<UInt8>] = []
         while let box = reader.next() {
             switch box.type {
-            case "mvhd": movieTimescale = Self.mvhdTimescale(box.body)
+            case "mvhd": movieTimescale = Self.fieldAfterTimes(box.body).map(UInt64.init)
             case "mvex": return nil  // fragmented: the samples are in moof boxes
             case "trak": tracks.append(box.body)
             default: break
@@ -95,10 +95,12 @@ enum ContainerIndex {
         return done == count ? bytes : Array(bytes.prefix(done))
     }
 
-    private static func mvhdTimescale(_ body: ArraySlice<UInt8>) -> UInt64? {
+    /// mvhd's and mdhd's timescale, tkhd's track_ID: the u32 after a full box's version, flags and its creation and
+    /// modification times (32-bit in version 0, 64-bit in version 1).
+    static func fieldAfterTimes(_ body: ArraySlice<UInt8>) -> UInt32? {
         guard let version = body.first else { return nil }
-        let at = version == 1 ? 20 : 12  // version/flags, creation and modification times
-        return body.count >= at + 4 ? UInt64(be32(body, at)) : nil
+        let at = version == 1 ? 20 : 12
+        return body.count >= at + 4 ? be32(body, at) : nil
     }
 
     /// One trak's tables.
@@ -122,10 +124,8 @@ enum ContainerIndex {
             while let box = reader.next() {
                 switch box.type {
                 case "tkhd":
-                    guard let version = box.body.first else { return nil }
-                    let at = version == 1 ? 20 : 12
-                    guard box.body.count >= at + 4 else { return nil }
-                    id = ContainerIndex.be32(box.body, at)
+                    guard let trackID = ContainerIndex.fieldAfterTimes(box.body) else { return nil }
+                    id = trackID
                 case "edts":
                     var inner = BoxReader(bytes: box.body)
                     while let elst = inner.next() {
@@ -145,10 +145,8 @@ enum ContainerIndex {
             while let box = reader.next() {
                 switch box.type {
                 case "mdhd":
-                    guard let version = box.body.first else { return false }
-                    let at = version == 1 ? 20 : 12
-                    guard box.body.count >= at + 4 else { return false }
-                    timescale = UInt64(ContainerIndex.be32(box.body, at))
+                    guard let mediaTimescale = ContainerIndex.fieldAfterTimes(box.body) else { return false }
+                    timescale = UInt64(mediaTimescale)
                 case "hdlr":
                     guard box.body.count >= 12 else { return false }
                     isVideo = ContainerIndex.fourCC(box.body, 8) == "vide"

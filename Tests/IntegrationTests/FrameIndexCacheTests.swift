@@ -34,6 +34,17 @@ struct FrameIndexCacheTests {
         }
     }
 
+    /// A first daemon using `cache` reads frames of `file`; returns the index file it wrote on disk.
+    static func cachedIndex(of file: String, in cache: String) throws -> String {
+        do {
+            let first = try Daemon(env: ["CACHE_DIRECTORY": cache])
+            defer { first.stop() }
+            try readFrames(first, file)
+        }
+        let name = try #require(try FileManager.default.contentsOfDirectory(atPath: cache + "/index").first { $0.hasSuffix(".idx") })
+        return cache + "/index/" + name
+    }
+
     static func count(_ daemon: Daemon, _ what: String) -> Int {
         daemon.log.components(separatedBy: "frame index for track 1: \(what)").count - 1
     }
@@ -87,13 +98,7 @@ struct FrameIndexCacheTests {
         defer { try? FileManager.default.removeItem(atPath: cache) }
         let file = try Self.copy("corrupt.mp4")
         defer { Self.done(file) }
-        do {
-            let first = try Daemon(env: ["CACHE_DIRECTORY": cache])
-            defer { first.stop() }
-            try Self.readFrames(first, file)
-        }
-        let name = try #require(try FileManager.default.contentsOfDirectory(atPath: cache + "/index").first { $0.hasSuffix(".idx") })
-        let path = cache + "/index/" + name
+        let path = try Self.cachedIndex(of: file, in: cache)
         var bytes = try #require(FileManager.default.contents(atPath: path))
         // Swap two frames' decode positions' low bytes at the end: the key still matches, the blob does not decode.
         bytes[bytes.count - 5] ^= 0x01
@@ -115,13 +120,7 @@ struct FrameIndexCacheTests {
         defer { try? FileManager.default.removeItem(atPath: cache) }
         let file = try Self.copy("shifted.mp4")
         defer { Self.done(file) }
-        do {
-            let first = try Daemon(env: ["CACHE_DIRECTORY": cache])
-            defer { first.stop() }
-            try Self.readFrames(first, file)
-        }
-        let name = try #require(try FileManager.default.contentsOfDirectory(atPath: cache + "/index").first { $0.hasSuffix(".idx") })
-        let path = cache + "/index/" + name
+        let path = try Self.cachedIndex(of: file, in: cache)
         var bytes = [UInt8](try #require(FileManager.default.contents(atPath: path)))
         let blob = try #require((0...(bytes.count - 4)).first { bytes[$0..<$0 + 4].elementsEqual(Array("TKFI".utf8)) })
         let count = (0..<8).reduce(0) { $0 | Int(bytes[blob + 8 + $1]) << (8 * $1) }
