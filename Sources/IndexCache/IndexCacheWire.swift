@@ -6,6 +6,11 @@
 /// frames of 21 bytes in presentation order: i64 presentation time ns, i64 duration ns, u32 decode position,
 /// u8 flags (bit 0 = sync sample; the other bits 0). Exactly 16 + 21 n bytes. Checked on decode: times within
 /// ±2^62 ns, durations 0 … 2^62 ns, presentation times non-decreasing, decode positions a permutation of 0 ..< n.
+///
+/// The cache also keeps each file's description (what opening it found: duration and track records), under the
+/// file's key with track id 0 (no container numbers a track 0): "TKAD", u16 version = 1, u16 0, u64 length n
+/// (1 … maxDescriptionBytes), then n bytes the worker writes and checks (the AssetOpened payload, prefixed with the
+/// GStreamer version that found it). The supervisor checks only this framing.
 public enum IndexCacheWire {
     public static let version: UInt16 = 1
     /// At most this many frames per index (about 3.8 days at 30 fps).
@@ -15,6 +20,36 @@ public enum IndexCacheWire {
     /// The largest valid blob.
     public static let maxBlobBytes = headerBytes + maxFrames * frameBytes
     static let magic: [UInt8] = Array("TKFI".utf8)
+    static let descriptionMagic: [UInt8] = Array("TKAD".utf8)
+    /// A file description's track id in a FileKey.
+    public static let descriptionTrackID: UInt32 = 0
+    /// At most this many bytes of description (a file with a hundred tracks needs a few kilobytes).
+    public static let maxDescriptionBytes = 1 << 20
+
+    /// A file description blob around `payload`; nil when it is empty or too large.
+    public static func encodeDescription(_ payload: [UInt8]) -> [UInt8]? {
+        guard !payload.isEmpty, payload.count <= maxDescriptionBytes else { return nil }
+        var out = descriptionMagic
+        put(&out, UInt64(version), 2)
+        put(&out, 0, 2)
+        put(&out, UInt64(payload.count), 8)
+        return out + payload
+    }
+
+    /// The payload of a file description blob, or nil when the framing is wrong.
+    public static func decodeDescription(_ bytes: [UInt8]) -> [UInt8]? {
+        guard bytes.count > headerBytes, bytes[0..<4].elementsEqual(descriptionMagic),
+              read(bytes, 4, 2) == UInt64(version), read(bytes, 6, 2) == 0 else { return nil }
+        let length = read(bytes, 8, 8)
+        guard length >= 1, length <= UInt64(maxDescriptionBytes), bytes.count == headerBytes + Int(length) else { return nil }
+        return Array(bytes[headerBytes...])
+    }
+
+    /// Whether the cache may keep `blob`: a frame index that decodes, or a well-framed file description.
+    public static func isValidBlob(_ blob: [UInt8]) -> Bool {
+        if blob.count >= 4, blob[0..<4].elementsEqual(descriptionMagic) { return decodeDescription(blob) != nil }
+        return (try? decode(blob)) != nil
+    }
     static let timeBound: Int64 = 1 << 62
 
     /// One frame, as FrameIndex.Frame holds it.

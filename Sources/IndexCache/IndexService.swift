@@ -77,7 +77,7 @@ public final class IndexService: Sendable {
                     if let blob = readBlob(received[0]) {
                         kept = store.put(IndexCacheWire.StoreKey(uid: uid, file: key), blob)
                         if !kept {
-                            warn("frame-index cache: a worker of uid \(uid) sent an index that does not decode or exceeds the cache (\(blob.count) bytes); ignored")
+                            warn("frame-index cache: a worker of uid \(uid) sent a blob that does not decode or exceeds the cache (\(blob.count) bytes); ignored")
                         }
                     } else {
                         warn("frame-index cache: a worker of uid \(uid) sent an unreadable or oversized index; ignored")

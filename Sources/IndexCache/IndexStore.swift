@@ -7,7 +7,7 @@ import Glibc
 
 /// The supervisor's frame-index cache: blobs (IndexCacheWire) by StoreKey, in memory (least recently used first
 /// out, bounded by total bytes) and on disk (one file per key in `directory`, written atomically, oldest first
-/// out past the same byte budget). Every blob is checked with `IndexCacheWire.decode` before it is kept or served,
+/// out past the same byte budget). Every blob is checked with `IndexCacheWire.isValidBlob` before it is kept or served,
 /// whether it comes from a worker or from the disk. Thread-safe; disk I/O happens on the caller's thread.
 public final class IndexStore: Sendable {
     /// Counted per entry on top of its bytes, so that many tiny entries still respect the budget.
@@ -71,7 +71,7 @@ public final class IndexStore: Sendable {
     /// Keeps `blob` if it decodes; returns false (and keeps nothing) when it does not or is over the budget.
     @discardableResult
     public func put(_ key: IndexCacheWire.StoreKey, _ blob: [UInt8]) -> Bool {
-        guard blob.count + Self.entryOverhead <= budget, (try? IndexCacheWire.decode(blob)) != nil else { return false }
+        guard blob.count + Self.entryOverhead <= budget, IndexCacheWire.isValidBlob(blob) else { return false }
         memory.withLock { remember(key, blob, in: &$0) }
         writeFile(key, blob)
         return true
@@ -157,7 +157,7 @@ public final class IndexStore: Sendable {
         guard size <= header + IndexCacheWire.maxBlobBytes, got == size, size > header,
               bytes[0..<Self.fileMagic.count].elementsEqual(Self.fileMagic),
               IndexCacheWire.StoreKey(decoding: bytes[Self.fileMagic.count..<header]) == key,
-              (try? IndexCacheWire.decode(bytes[header...])) != nil else {
+              IndexCacheWire.isValidBlob(Array(bytes[header...])) else {
             // Corrupt, truncated, another key with the same hash, or an older format: drop it.
             unlink(path)
             memory.withLock { m in

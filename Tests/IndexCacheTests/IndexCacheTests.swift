@@ -123,4 +123,26 @@ final class IndexCacheTests: XCTestCase {
         XCTAssertEqual(IndexStore.defaultDirectory(environment: ["HOME": "/h"]), "/h/.cache/trackd/index")
         XCTAssertNil(IndexStore.defaultDirectory(environment: [:]))
     }
+
+    /// File descriptions: the supervisor checks only their framing; anything else is refused.
+    func testDescriptionFraming() throws {
+        let payload: [UInt8] = Array("whatever the worker wrote".utf8)
+        let blob = try XCTUnwrap(IndexCacheWire.encodeDescription(payload))
+        XCTAssertEqual(IndexCacheWire.decodeDescription(blob), payload)
+        XCTAssertTrue(IndexCacheWire.isValidBlob(blob))
+        XCTAssertNil(IndexCacheWire.encodeDescription([]))
+        XCTAssertNil(IndexCacheWire.encodeDescription([UInt8](repeating: 1, count: IndexCacheWire.maxDescriptionBytes + 1)))
+        for cut in 0..<blob.count {
+            XCTAssertFalse(IndexCacheWire.isValidBlob(Array(blob.prefix(cut))), "cut at \(cut)")
+        }
+        var longer = blob
+        longer.append(0)
+        XCTAssertFalse(IndexCacheWire.isValidBlob(longer))
+        var badVersion = blob
+        badVersion[4] = 9
+        XCTAssertFalse(IndexCacheWire.isValidBlob(badVersion))
+        var badReserved = blob
+        badReserved[6] = 1
+        XCTAssertFalse(IndexCacheWire.isValidBlob(badReserved))
+    }
 }

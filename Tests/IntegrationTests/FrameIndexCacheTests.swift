@@ -34,6 +34,16 @@ struct FrameIndexCacheTests {
         }
     }
 
+    /// The disk cache's frame-index files (its other entries are file descriptions).
+    static func indexFiles(in cache: String) throws -> [String] {
+        try FileManager.default.contentsOfDirectory(atPath: cache + "/index").filter { $0.hasSuffix(".idx") }
+            .map { cache + "/index/" + $0 }
+            .filter { path in
+                let bytes = [UInt8](FileManager.default.contents(atPath: path) ?? Data())
+                return bytes.count >= 4 && (0...(bytes.count - 4)).contains { bytes[$0..<$0 + 4].elementsEqual(Array("TKFI".utf8)) }
+            }
+    }
+
     /// A first daemon using `cache` reads frames of `file`; returns the index file it wrote on disk.
     static func cachedIndex(of file: String, in cache: String) throws -> String {
         do {
@@ -41,8 +51,7 @@ struct FrameIndexCacheTests {
             defer { first.stop() }
             try readFrames(first, file)
         }
-        let name = try #require(try FileManager.default.contentsOfDirectory(atPath: cache + "/index").first { $0.hasSuffix(".idx") })
-        return cache + "/index/" + name
+        return try #require(try indexFiles(in: cache).first)
     }
 
     static func count(_ daemon: Daemon, _ what: String) -> Int {
@@ -77,8 +86,7 @@ struct FrameIndexCacheTests {
             try Self.readFrames(first, file)
             #expect(Self.count(first, "made") == 1)
         }
-        let files = try FileManager.default.contentsOfDirectory(atPath: cache + "/index").filter { $0.hasSuffix(".idx") }
-        #expect(files.count == 1)
+        #expect(try Self.indexFiles(in: cache).count == 1)  // (next to the file's description)
         let second = try Daemon(env: ["CACHE_DIRECTORY": cache])
         defer { second.stop() }
         try Self.readFrames(second, file)
@@ -161,5 +169,71 @@ struct FrameIndexCacheTests {
         try Self.readFrames(daemon, file)
         #expect(Self.count(daemon, "made") == 2)
         #expect(Self.count(daemon, "from the cache") == 0)
+    }
+}
+
+/// What opening a file finds (duration, track records) is kept by the same cache, under the file's key with track
+/// id 0: a later open of the unchanged file by the same uid skips the discovery pipeline and answers the same.
+@Suite struct AssetDescriptionCacheTests {
+    static func opened(_ daemon: Daemon, _ file: String) throws -> AssetOpened {
+        let raw = try RawClient(socketPath: daemon.socketPath)
+        return try raw.openAsset(file)
+    }
+
+    static func cached(_ daemon: Daemon) -> Int {
+        daemon.log.components(separatedBy: "asset description from the cache").count - 1
+    }
+
+    @Test func reopeningAFileSkipsDiscoveryAndAnswersTheSame() throws {
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        let file = try FrameIndexCacheTests.copy("described.mp4")
+        defer { FrameIndexCacheTests.done(file) }
+        let first = try Self.opened(daemon, file)
+        #expect(Self.cached(daemon) == 0)
+        let second = try Self.opened(daemon, file)
+        #expect(Self.cached(daemon) == 1, "\(daemon.log)")
+        #expect(second == first)
+        #expect(first.tracks.count == 2 && first.duration.isNumeric)
+        // Changed (its mtime): discovered again.
+        var times = [timespec(tv_sec: 1_000_000_000, tv_nsec: 0), timespec(tv_sec: 1_000_000_000, tv_nsec: 0)]
+        #expect(utimensat(AT_FDCWD, file, &times, 0) == 0)
+        _ = try Self.opened(daemon, file)
+        #expect(Self.cached(daemon) == 1)
+        // The frames still come from the cached description's tracks.
+        try FrameIndexCacheTests.readFrames(daemon, file)
+    }
+
+    /// A description that is well framed but does not decode (planted on disk) is a miss: the file is discovered
+    /// again and the copy replaced.
+    @Test func undecodableDescriptionIsDiscoveredAgain() throws {
+        let cache = Env.tempDir("indexcache-dir-\(UInt32.random(in: 0 ... .max))")
+        defer { try? FileManager.default.removeItem(atPath: cache) }
+        let file = try FrameIndexCacheTests.copy("baddescription.mp4")
+        defer { FrameIndexCacheTests.done(file) }
+        let expected: AssetOpened
+        do {
+            let first = try Daemon(env: ["CACHE_DIRECTORY": cache])
+            defer { first.stop() }
+            expected = try Self.opened(first, file)
+        }
+        let dir = cache + "/index/"
+        let names = try FileManager.default.contentsOfDirectory(atPath: dir).filter { $0.hasSuffix(".idx") }
+        var planted = 0
+        for name in names {
+            var bytes = [UInt8](try #require(FileManager.default.contents(atPath: dir + name)))
+            guard let at = (0...(bytes.count - 4)).first(where: { bytes[$0..<$0 + 4].elementsEqual(Array("TKAD".utf8)) })
+            else { continue }
+            for i in (at + 16)..<bytes.count { bytes[i] = 0xEE }  // the payload: garbage, the framing intact
+            try Data(bytes).write(to: URL(fileURLWithPath: dir + name))
+            planted += 1
+        }
+        #expect(planted == 1)
+        let second = try Daemon(env: ["CACHE_DIRECTORY": cache])
+        defer { second.stop() }
+        #expect(try Self.opened(second, file) == expected)
+        #expect(Self.cached(second) == 0)
+        #expect(try Self.opened(second, file) == expected)
+        #expect(Self.cached(second) == 1, "the rediscovered description replaced the bad one")
     }
 }

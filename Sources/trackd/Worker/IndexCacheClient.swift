@@ -1,6 +1,7 @@
 import CTrackSys
 import GstBridge
 import IndexCache
+import Protocol
 import Synchronization
 
 #if canImport(Glibc)
@@ -8,7 +9,7 @@ import Glibc
 #endif
 
 /// The worker's end of the supervisor's frame-index cache (fd 6; IndexService): GET before building a track's
-/// index, PUT after. One request at a time per worker (each waits for its reply). Any failure is a miss: the
+/// index or discovering a file, PUT after. One request at a time per worker (each waits for its reply). Any failure is a miss: the
 /// worker then builds the index itself, as it would without the cache.
 enum IndexCacheClient {
     static let fd: Int32 = 6
@@ -20,6 +21,39 @@ enum IndexCacheClient {
     }
 
     static func get(_ key: IndexCacheWire.FileKey) -> FrameIndex? {
+        guard let blob = getBlob(key), let frames = try? IndexCacheWire.decode(blob) else { return nil }
+        return FrameIndex(frames: frames)
+    }
+
+    static func put(_ key: IndexCacheWire.FileKey, _ index: FrameIndex) {
+        guard let blob = IndexCacheWire.encode(index.frames) else { return }
+        putBlob(key, blob)
+    }
+
+    /// What opening the file found, kept under the file's key with track id 0: the payload of the AssetOpened
+    /// that discovery answered (asset id 0), after the GStreamer version that found it — a description made by
+    /// another GStreamer is a miss.
+    static func getDescription(_ key: IndexCacheWire.FileKey) -> AssetOpened? {
+        guard let blob = getBlob(key), let payload = IndexCacheWire.decodeDescription(blob) else { return nil }
+        let stamp = Array(Gst.versionString.utf8)
+        guard payload.count > stamp.count, payload[0] == UInt8(stamp.count), payload[1...stamp.count].elementsEqual(stamp),
+              case .assetOpened(let opened)? = try? Codec.decodePayload(type: .assetOpened, payload,
+                                                                        from: stamp.count + 1, to: payload.count)
+        else { return nil }
+        return opened
+    }
+
+    static func putDescription(_ key: IndexCacheWire.FileKey, duration: MediaTime, tracks: [TrackDescription]) {
+        let stamp = Array(Gst.versionString.utf8)
+        guard stamp.count < 256 else { return }
+        let frame = Codec.frame(.assetOpened(AssetOpened(assetID: 0, duration: duration, tracks: tracks)), requestID: 0)
+        guard let blob = IndexCacheWire.encodeDescription([UInt8(stamp.count)] + stamp + frame.dropFirst(Wire.headerSize))
+        else { return }
+        putBlob(key, blob)
+    }
+
+    /// GET: the blob of a hit, nil on a miss or any failure.
+    private static func getBlob(_ key: IndexCacheWire.FileKey) -> [UInt8]? {
         let memfd: Int32? = lock.withLock { _ in
             let request = IndexCacheWire.request(.get, key)
             guard request.withUnsafeBytes({ trackd_send_with_fds(fd, $0.baseAddress, $0.count, nil, 0) }) == 0 else { return nil }
@@ -39,13 +73,11 @@ enum IndexCacheClient {
         }
         guard let memfd else { return nil }
         defer { close(memfd) }
-        guard let blob = IndexCacheWire.readBlob(memfd, maxBytes: IndexCacheWire.maxBlobBytes),
-              let frames = try? IndexCacheWire.decode(blob) else { return nil }
-        return FrameIndex(frames: frames)
+        return IndexCacheWire.readBlob(memfd, maxBytes: IndexCacheWire.maxBlobBytes)
     }
 
-    static func put(_ key: IndexCacheWire.FileKey, _ index: FrameIndex) {
-        guard let blob = IndexCacheWire.encode(index.frames) else { return }
+    /// PUT, waiting for the acknowledgement.
+    private static func putBlob(_ key: IndexCacheWire.FileKey, _ blob: [UInt8]) {
         let memfd = trackd_memfd_sealed("trackd-index", UInt64(blob.count))
         guard memfd >= 0 else { return }
         defer { close(memfd) }
