@@ -204,6 +204,21 @@ struct FrameIndexCacheTests {
         try FrameIndexCacheTests.readFrames(daemon, file)
     }
 
+    /// A file with a subtitle track is discovered every time: discovery does not wait for a subtitle track's data,
+    /// so its language tag may come too late, and such a description must not be kept for later opens.
+    @Test func filesWithSubtitlesAreNotKept() throws {
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        let srt = Env.tempDir("subtitles") + "/cues.srt"
+        try Data("1\n00:00:00,500 --> 00:00:00,900\nhello\n".utf8).write(to: URL(fileURLWithPath: srt))
+        let file = Media.make("subtitled.mp4", ["-f", "lavfi", "-i", "testsrc2=size=64x48:rate=25:duration=1", "-i", srt,
+                                                "-map", "0", "-map", "1", "-c:v", "libx264", "-c:s", "mov_text"])
+        let first = try Self.opened(daemon, file)
+        #expect(first.tracks.contains { $0.mediaType == .subtitle })
+        #expect(try Self.opened(daemon, file) == first)
+        #expect(Self.cached(daemon) == 0, "\(daemon.log)")
+    }
+
     /// A description that is well framed but does not decode (planted on disk) is a miss: the file is discovered
     /// again and the copy replaced.
     @Test func undecodableDescriptionIsDiscoveredAgain() throws {

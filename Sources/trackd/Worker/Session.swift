@@ -308,8 +308,10 @@ final class Session: Sendable {
             return (cached.duration, cached.tracks)
         }
         let found = try source.discover()
-        // Only when the file did not change while it was read (else the key would not match what was found).
-        if let key, source.status() == before {
+        // Only when the file did not change while it was read (else the key would not match what was found), and
+        // only audio and video: discovery does not wait for a subtitle track's data, so its language tag may not
+        // have arrived yet — a description without it must not be the answer for every later open.
+        if let key, source.status() == before, found.tracks.allSatisfy({ $0.mediaType == .video || $0.mediaType == .audio }) {
             IndexCacheClient.putDescription(key, duration: found.duration, tracks: found.tracks)
         }
         return found
