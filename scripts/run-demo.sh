@@ -49,6 +49,7 @@ show frame "$file" --time 1.0 --output "$out/frame.png"
 echo "  frame at 1.0 s written to $out/frame.png"
 show frames "$file" --index 90,0,45 --pixel-format BGRA --md5
 show contact-sheet "$file" --count 6 --output "$out/sheet.png"
+show status  # the daemon's counters: every connection's samples, bytes copied and bytes sent zero-copy
 
 echo
 echo "==> stopping trackd"
