@@ -1,5 +1,3 @@
-import Protocol
-
 #if canImport(Glibc)
 import Glibc
 #endif
