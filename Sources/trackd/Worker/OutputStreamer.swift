@@ -530,7 +530,9 @@ final class OutputStreamer: Sendable {
             return (true, s.pools.isEmpty)
         }
         guard first else { return }
-        send(.outputFinished(OutputFinished(outputID: id, status: status, code: error?.code ?? 0, message: error?.message ?? "")))
+        // Gone from the session before the client hears it ended: a GetStatus sent right after OutputFinished
+        // arrives must not count it (the receive loop could otherwise answer before this thread removed it).
         if drained { onDrained(id) }
+        send(.outputFinished(OutputFinished(outputID: id, status: status, code: error?.code ?? 0, message: error?.message ?? "")))
     }
 }
