@@ -27,6 +27,12 @@ gboolean swift_gst_register_fdsrc(void);
 /// after it could not be loaded. Returns the number of features loaded. Needs C: GList walking, GST_* macros.
 guint swift_gst_preload_plugins(void);
 
+/// The warm worker's rehearsal clip (GstBridge/Rehearsal.swift): eight 128×72 frames of H.264 High with B-frames
+/// (x264enc, else openh264enc) in an MP4, written by GStreamer into a new memfd. Returns the memfd (transfer full:
+/// the caller closes it) or -1 with the reason in `error` (NUL-terminated, at most `size` bytes). Blocks until the
+/// encoder is done (a few ms). Needs C: memfd_create, which Swift's Glibc module does not import.
+int swift_gst_rehearsal_clip(char *error, size_t size);
+
 // ── g_object_set is variadic: one typed setter per GValue type we use ───────────────────────────────────────
 
 /// g_object_set(object, name, (gint)value, NULL). Nothing returned. Needs C: varargs.

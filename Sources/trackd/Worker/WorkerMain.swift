@@ -117,6 +117,15 @@ enum WorkerMain {
         }
         // Before the first byte from the client: everything that needs to open a file is done by now.
         Gst.preloadPlugins()
+        if warm {
+            // Still before the sandbox: the rehearsal's encoder plugin is loaded from disk.
+            do {
+                let report = try Rehearsal.run()
+                Log.write(.debug, "warm worker: rehearsed an H.264 read (\(report.frames) frames) in \(Int(report.milliseconds)) ms")
+            } catch {
+                Log.notice("warm worker: no rehearsal (\(error.message)); this worker's first read starts slower")
+            }
+        }
         do {
             try context.sandbox.enter()
         } catch {

@@ -1,0 +1,65 @@
+import CGStreamer
+import CGstShim
+import Protocol
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A warm worker's rehearsal: before its client arrives, it reads a tiny H.264 clip of its own making the way a
+/// client's first read goes (discovery, then a decoded output into shared memory, to the end).
+///
+/// Why: the first pipeline in a process prerolls far slower than the next ones, even with every plugin already
+/// loaded — libav's one-time tables and first frame-thread start, the type classes of each element, videoconvert's
+/// first conversion, malloc's first arenas. On a 2-CPU machine the first 1080p H.264 frame took 40–50 ms from a
+/// worker that had only loaded its plugins and 25–30 ms from one that had rehearsed (connect to first frame,
+/// docs/BENCHMARKS.md). The clip is made by GStreamer (x264enc) in a memfd, so it is the worker's own input, not a
+/// client's, and the rehearsal runs before the sandbox: the encoder's plugin is loaded from disk.
+public enum Rehearsal {
+    /// What the rehearsal did, for the worker's log.
+    public struct Report: Sendable {
+        public let frames: Int
+        public let milliseconds: Double
+    }
+
+    /// Makes the clip and reads it; throws (.unknown) when there is no H.264 encoder or the read fails — the
+    /// worker serves its client anyway, only its first preroll is the slow one.
+    public static func run() throws(TrackError) -> Report {
+        try Gst.initialize()
+        let start = monotonicNs()
+        var message = [CChar](repeating: 0, count: 256)
+        let fd = swift_gst_rehearsal_clip(&message, message.count)
+        guard fd >= 0 else {
+            throw TrackError(.unknown, String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
+        }
+        let source = try MediaSource(fd: fd)
+        let (_, tracks) = try source.discover()
+        guard let track = tracks.first(where: { $0.mediaType == .video }), let format = PixelFormat.named("y420") else {
+            throw TrackError(.unknown, "the rehearsal clip has no video track")
+        }
+        let pipeline = try TrackPipeline(source: source, trackID: track.id,
+                                         mode: .decode(VideoOutputRequest(pixelFormat: format)),
+                                         timeRange: MediaTimeRange(start: .zero, duration: .positiveInfinity))
+        defer { pipeline.stop() }
+        var frames = 0
+        while true {
+            switch pipeline.pull(timeoutNs: 2_000_000_000) {
+            case .sample(let sample):
+                sample.discardSharedFD()
+                frames += 1
+            case .endOfStream:
+                return Report(frames: frames, milliseconds: Double(monotonicNs() - start) / 1e6)
+            case .timeout:
+                throw TrackError(.unknown, "the rehearsal read timed out after \(frames) frames")
+            case .failed(let error):
+                throw error
+            }
+        }
+    }
+
+    static func monotonicNs() -> UInt64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
+    }
+}
