@@ -35,9 +35,17 @@ import Glibc
         let daemon = try Daemon()
         defer { daemon.stop() }
         let first = try #require(warmWorkers(daemon).first, "no warm worker after start-up")
-        // Ready before any client: sandboxed (seccomp filter on, no_new_privs).
+        // Ready before any client: sandboxed (seccomp filter on, no_new_privs) — every thread of it, including
+        // those GStreamer started for the rehearsal before the filter (TSYNC).
         for _ in 0..<250 where !status(first).contains("\nSeccomp:\t2\n") { usleep(20_000) }
-        #expect(status(first).contains("\nSeccomp:\t2\n") && status(first).contains("\nNoNewPrivs:\t1\n"), "\(status(first))")
+        let threads = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(first)/task")
+        #expect(!threads.isEmpty)
+        for tid in threads {
+            let s = (try? String(contentsOfFile: "/proc/\(first)/task/\(tid)/status", encoding: .utf8)) ?? ""
+            #expect(s.contains("\nSeccomp:\t2\n") && s.contains("\nNoNewPrivs:\t1\n"), "thread \(tid): \(s)")
+        }
+        // It rehearsed a read of its own H.264 clip (GStreamer encodes eight frames; all came back decoded).
+        #expect(daemon.log.contains("warm worker: rehearsed an H.264 read (8 frames)"), "\(daemon.log)")
 
         let asset = try Asset(path: Media.clip, socketPath: daemon.socketPath)
         #expect(try asset.serverStatus().workerPID == UInt32(first))
@@ -47,6 +55,38 @@ import Glibc
         // A new warm worker waits for the next connection.
         let next = try #require(warmWorkers(daemon).first)
         #expect(next != first)
+    }
+
+    /// The next warm worker waits while the connection that took the last one is starting up (its start-up
+    /// would compete with that client's first frame): until its first sample, or its end, or the grace.
+    @Test func theNextWarmWorkerWaitsForTheFirstSample() throws {
+        let daemon = try Daemon(extraArgs: ["--warm-worker-grace", "60000"])
+        defer { daemon.stop() }
+        let first = try #require(warmWorkers(daemon).first)
+        let asset = try Asset(path: Media.clip, socketPath: daemon.socketPath)
+        #expect(try asset.serverStatus().workerPID == UInt32(first))
+        // Open, no sample yet: no new warm worker, however long (here 400 ms) — the grace is a minute.
+        for _ in 0..<20 {
+            #expect(warmWorkers(daemon, expectOne: false).isEmpty)
+            usleep(20_000)
+        }
+        let track = try #require(asset.tracks(withMediaType: .video).first)
+        let output = try AssetReaderTrackOutput(track: track, outputSettings: [SettingsKey.pixelFormatType: .int(Int64(FourCC("y420").rawValue))])
+        let reader = AssetReader(asset: asset)
+        try reader.add(output)
+        #expect(try reader.startReading())
+        #expect(try output.copyNextSampleBuffer() != nil)
+        // The first sample was sent: now one starts.
+        let next = try #require(warmWorkers(daemon).first, "\(daemon.log)")
+        #expect(next != first)
+
+        // A connection that ends before any sample lets the next one start too.
+        do {
+            let second = try Asset(path: Media.clip, socketPath: daemon.socketPath)
+            #expect(try second.serverStatus().workerPID == UInt32(next))
+            withExtendedLifetime(second) { #expect(warmWorkers(daemon, expectOne: false).isEmpty) }
+        }
+        #expect(!warmWorkers(daemon).isEmpty, "\(daemon.log)")
     }
 
     @Test func aWarmWorkerThatDiedIsReplaced() throws {

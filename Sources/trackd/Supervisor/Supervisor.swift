@@ -16,7 +16,7 @@ import Glibc
 enum SupervisorMain {
     static let usage = """
         usage: trackd [--socket PATH] [--worker-memory BYTES] [--worker-cpu SECONDS] [--worker-user NAME] [--no-warm-worker]
-                      [--index-cache-bytes BYTES]
+                      [--warm-worker-grace MS] [--index-cache-bytes BYTES]
                       [--max-frame-pixels N] [--decode-budget PIXELS] [--audio-decode-budget SAMPLES] [LIMITS]
           Serves AVAssetReader-style sample reading to local clients.
           --socket PATH           listen here (default: $TRACKD_SOCKET, $XDG_RUNTIME_DIR/trackd.sock,
@@ -26,7 +26,11 @@ enum SupervisorMain {
           --worker-user NAME      when trackd runs as root, workers drop to this user's uid/gid (default nobody)
           --no-warm-worker        start each worker when its client connects, not one ahead (the warm worker has
                                   GStreamer initialised, plugins loaded and its sandbox entered before the client
-                                  connects: the first frame comes about 90 ms sooner)
+                                  connects, and has rehearsed an H.264 read: the first frame comes about 100 ms
+                                  sooner)
+          --warm-worker-grace MS  the next warm worker starts once the connection that took the last one has sent
+                                  its first sample or image, ended, or had MS milliseconds (default 200; 0 = at
+                                  once), so that its start-up does not compete with that client's first frame
           --index-cache-bytes BYTES
                                   frame indexes kept for all clients, in memory and in the cache directory
                                   ($CACHE_DIRECTORY, $XDG_CACHE_HOME/trackd or ~/.cache/trackd; subdirectory
@@ -46,6 +50,7 @@ enum SupervisorMain {
         var sandbox = WorkerSandbox()
         var workerUser = "nobody"
         var warmWorker = true
+        var warmGraceMs: UInt64 = 200
         var indexCacheBytes = 64 << 20
         var limits = Limits.defaults
         var i = 0
@@ -97,6 +102,13 @@ enum SupervisorMain {
                 i += 1
             case "--no-warm-worker":
                 warmWorker = false
+            case "--warm-worker-grace" where i + 1 < arguments.count:
+                guard let ms = UInt64(arguments[i + 1]), ms <= 60_000 else {
+                    Log.error("--warm-worker-grace needs a number of milliseconds from 0 to 60000")
+                    return 2
+                }
+                warmGraceMs = ms
+                i += 1
             case "-h", "--help":
                 print(usage)
                 return 0
@@ -167,7 +179,7 @@ enum SupervisorMain {
             Log.warning("frame-index cache: no cache directory ($CACHE_DIRECTORY, $XDG_CACHE_HOME and $HOME unset); keeping frame indexes in memory only")
         }
         let supervisor = Supervisor(listener: listener, executable: exe, statistics: statistics, sandbox: sandbox,
-                                    limits: limits, table: table.0, tableFD: table.1, warmWorker: warmWorker,
+                                    limits: limits, table: table.0, tableFD: table.1, warmWorker: warmWorker, warmGraceMs: warmGraceMs,
                                     index: IndexService(store: store, warn: { Log.warning($0) }))
         supervisor.start()
         _ = sd_notify(0, "READY=1\nSTATUS=accepting connections")
@@ -208,6 +220,10 @@ final class Supervisor: Sendable {
         /// A worker started ahead of the next connection (GStreamer initialised, plugins loaded, sandbox entered),
         /// waiting on its end of `control` for the connection; nil while none is ready.
         var warm: (pid: pid_t, control: Int32, index: IndexService.Channel)?
+        /// Workers of new connections that have not yet sent their first sample or image, each with the
+        /// CLOCK_MONOTONIC ms after which it no longer counts as starting; the next warm worker waits for them.
+        var startingUp: [pid_t: (slot: Int, untilMs: UInt64)] = [:]
+        var warmCheckScheduled = false
     }
 
     let listener: Listener
@@ -219,6 +235,8 @@ final class Supervisor: Sendable {
     let tableFD: Int32
     /// Keep a warm worker (`--no-warm-worker` turns it off).
     let warmWorker: Bool
+    /// How long a new connection's start-up may hold back the next warm worker (`--warm-worker-grace`).
+    let warmGraceMs: UInt64
     /// The frame-index cache every worker reaches through its fd 6.
     let index: IndexService
     private let counters: Mutex<Counters>
@@ -226,8 +244,9 @@ final class Supervisor: Sendable {
     nonisolated(unsafe) private var sources: [DispatchSourceTimer] = []
 
     init(listener: Listener, executable: String, statistics: SharedStatistics, sandbox: WorkerSandbox,
-         limits: Limits, table: WorkerTable, tableFD: Int32, warmWorker: Bool, index: IndexService) {
+         limits: Limits, table: WorkerTable, tableFD: Int32, warmWorker: Bool, warmGraceMs: UInt64, index: IndexService) {
         self.warmWorker = warmWorker
+        self.warmGraceMs = warmGraceMs
         self.index = index
         self.sandbox = sandbox
         self.limits = limits
@@ -289,6 +308,35 @@ final class Supervisor: Sendable {
             return
         }
         c.warm = (child, pair[0], channel.channel)
+    }
+
+    /// Starts the next warm worker once no new connection is starting up: when each has sent its first sample or
+    /// image, ended, or had `warmGraceMs`. A warm worker's own start-up (process, GStreamer, every plugin, the
+    /// rehearsal: about 100 ms of CPU) would otherwise run exactly while the connection that took the previous one
+    /// prerolls its first frame — on 2 CPUs that made the first frame 10–15 ms later. Connections that arrive
+    /// meanwhile get a worker started for them. `adding`: the worker of a connection just handed off. Call with the
+    /// counters locked; checks again every 5 ms on the timer queue while some connection is starting up.
+    private func startWarmWorkerAfterStartUps(_ c: inout Counters, adding new: (pid: pid_t, slot: Int)? = nil) {
+        guard warmWorker else { return }
+        let now = trackd_monotonic_ms()
+        if let new, warmGraceMs > 0 { c.startingUp[new.pid] = (new.slot, now + warmGraceMs) }
+        c.startingUp = c.startingUp.filter { pid, starting in
+            c.workers[pid]?.slot == starting.slot && now < starting.untilMs
+                && table.load(starting.slot, .samplesSent) == 0 && table.load(starting.slot, .bytesCopied) == 0
+        }
+        guard c.startingUp.isEmpty else {
+            if !c.warmCheckScheduled {
+                c.warmCheckScheduled = true
+                timerQueue.asyncAfter(deadline: .now() + .milliseconds(5)) { [self] in
+                    counters.withLock { c in
+                        c.warmCheckScheduled = false
+                        startWarmWorkerAfterStartUps(&c)
+                    }
+                }
+            }
+            return
+        }
+        startWarmWorker(&c)
     }
 
     /// Gives the warm worker its connection: the client's pid, uid and the worker-table slot (12 bytes) with the
@@ -389,7 +437,6 @@ final class Supervisor: Sendable {
                 return false
             }
             table.clear(slot)
-            defer { startWarmWorker(&c) }  // for the connection after this one
             var child = handToWarmWorker(&c, conn: conn, pid: pid, uid: uid, slot: slot) ?? -1
             if child <= 0 {
                 let args = [executable, "worker", "--client-pid", "\(pid)", "--client-uid", "\(uid)", "--slot", "\(slot)"]
@@ -402,11 +449,13 @@ final class Supervisor: Sendable {
                 }
             }
             guard child > 0 else {
+                startWarmWorkerAfterStartUps(&c)  // the warm worker may have been used up
                 c.freeSlots.append(slot)
                 Log.error("cannot start a worker for uid \(uid) pid \(pid): \(String(cString: strerror(errno)))")
                 return false
             }
             c.workers[child] = WorkerRecord(uid: uid, clientPID: pid, slot: slot, connection: conn)
+            startWarmWorkerAfterStartUps(&c, adding: (child, slot))  // for the connection after this one
             statistics.publish(accepted: c.accepted, active: UInt64(c.workers.count), crashes: c.crashes, retired: c.retired)
             Log.info("connection from uid \(uid) pid \(pid) → worker \(child)")
             return true
