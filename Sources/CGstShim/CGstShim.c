@@ -555,6 +555,16 @@ guint swift_gst_preload_plugins(void) {
 
 // ── the warm worker's rehearsal clip ───────────────────────────────────────────────────────────────────────────
 
+gboolean swift_gst_load_element_plugin(const char *factory_name) {
+    GstPluginFeature *feature = gst_registry_lookup_feature(gst_registry_get(), factory_name);
+    if (feature == NULL) return FALSE;
+    GstPluginFeature *loaded = gst_plugin_feature_load(feature);
+    gst_object_unref(feature);
+    if (loaded == NULL) return FALSE;
+    gst_object_unref(loaded);
+    return TRUE;
+}
+
 int swift_gst_rehearsal_clip(char *error, size_t size) {
     error[0] = '\0';
     const char *encoder = NULL;

@@ -303,17 +303,21 @@ void swift_gst_appsink_offer_memfd_pool(GstElement *appsink, GstAllocator *alloc
     gst_object_unref(pad);
 }
 
-// ── libav decoders: decode into their own frames, then into ours ────────────────────────────────────────────
+// ── libav decoders: decode into their own frames, then into ours; as many threads as the load allows ──────────
 
-static void disable_direct_rendering(GstBin *bin, GstBin *sub_bin, GstElement *element, gpointer data) {
+static void tune_decoder(GstBin *bin, GstBin *sub_bin, GstElement *element, gpointer data) {
     (void)bin;
     (void)sub_bin;
-    (void)data;
-    if (g_object_class_find_property(G_OBJECT_GET_CLASS(element), "direct-rendering") != NULL) {
+    const gint max_threads = GPOINTER_TO_INT(data);
+    GObjectClass *klass = G_OBJECT_GET_CLASS(element);
+    if (g_object_class_find_property(klass, "direct-rendering") != NULL) {
         g_object_set(element, "direct-rendering", FALSE, NULL);
+    }
+    if (max_threads > 0 && g_object_class_find_property(klass, "max-threads") != NULL) {
+        g_object_set(element, "max-threads", max_threads, NULL);
     }
 }
 
-void swift_gst_bin_disable_direct_rendering(GstElement *bin) {
-    g_signal_connect(bin, "deep-element-added", G_CALLBACK(disable_direct_rendering), NULL);
+void swift_gst_bin_tune_decoders(GstElement *bin, gint max_threads) {
+    g_signal_connect(bin, "deep-element-added", G_CALLBACK(tune_decoder), GINT_TO_POINTER(max_threads));
 }

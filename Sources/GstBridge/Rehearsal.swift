@@ -14,8 +14,19 @@ import Glibc
 /// first conversion, malloc's first arenas. On a 2-CPU machine the first 1080p H.264 frame took 40–50 ms from a
 /// worker that had only loaded its plugins and 25–30 ms from one that had rehearsed (connect to first frame,
 /// docs/BENCHMARKS.md). The clip is made by GStreamer (x264enc) in a memfd, so it is the worker's own input, not a
-/// client's, and the rehearsal runs before the sandbox: the encoder's plugin is loaded from disk.
+/// client's. Like everything a worker decodes, it runs in the sandbox; only the plugins of the elements that make
+/// the clip are loaded before (`loadPlugins`), as the autopluggable ones are (Gst.preloadPlugins).
 public enum Rehearsal {
+    /// The elements that make the clip (the two encoders are alternatives).
+    static let clipElements = ["videotestsrc", "x264enc", "openh264enc", "h264parse", "mp4mux", "fdsink"]
+
+    /// Loads the plugins of the clip's elements; call before the sandbox, which refuses openat. Returns how many
+    /// loaded (a missing encoder is reported by `run`).
+    @discardableResult
+    public static func loadPlugins() -> Int {
+        (try? Gst.initialize()) == nil ? 0 : clipElements.filter { swift_gst_load_element_plugin($0) != 0 }.count
+    }
+
     /// What the rehearsal did, for the worker's log.
     public struct Report: Sendable {
         public let frames: Int

@@ -93,9 +93,11 @@ public final class TrackPipeline: @unchecked Sendable {
     /// `neededSamples` and `lastNeededSample` (decoded video, ReadFrames): the presentation times of the stored
     /// samples to decode (nil: all) and of the last one — the others never reach the decoder, and decoding ends
     /// after the last instead of at the demuxer's stop (see DecodeStop).
+    /// `threads` (decoded video): the most threads the decoder (libav's max-threads) and the converter may use; nil
+    /// = their defaults (the decoder: one per CPU; the converter: 2).
     public init(source: MediaSource, trackID: UInt32, mode: OutputMode, timeRange: MediaTimeRange,
                 neededSamples: [Int64]? = nil, lastNeededSample: Int64? = nil,
-                limits: DecodeLimits = DecodeLimits()) throws(TrackError) {
+                limits: DecodeLimits = DecodeLimits(), threads: Int? = nil) throws(TrackError) {
         try Gst.initialize()
         self.source = source
         audioRange = Self.trimRange(timeRange)
@@ -165,10 +167,10 @@ public final class TrackPipeline: @unchecked Sendable {
             let shared = SharedAllocator(maxLive: Self.maxSharedMemories)
             swift_gst_appsink_offer_memfd_pool(appsink, shared.pointer, 2)
             if Self.copiesAsNV12(request.pixelFormat) { swift_gst_memfd_allocator_reserve_nv12(shared.pointer) }
-            swift_gst_bin_disable_direct_rendering(elements[2])  // decodebin
+            swift_gst_bin_tune_decoders(elements[2], gint(min(threads ?? 0, 64)))  // decodebin
             allocator = shared
             let convert = elements[3]
-            swift_gst_object_set_uint(convert, "n-threads", 2)
+            swift_gst_object_set_uint(convert, "n-threads", guint(min(threads ?? 2, 2)))
             // GST_VIDEO_DITHER_NONE: the default (bayer) dithers whenever the output has fewer bits than
             // videoconvert's 16-bit intermediate — even 10-bit to 10-bit (I420_10LE → P010_10LE), which must be a
             // lossless repack. Without it, outputs of the same depth as the decoder's are exact.

@@ -140,6 +140,13 @@ final class WorkerSlot: Sendable {
 
     var isBusy: Bool { (table?.load(index, .busy) ?? 0) > 0 }
 
+    /// The other workers that have something in progress for their clients now (a request, an output pulling):
+    /// the decodes this one's would compete with for the CPUs.
+    var othersBusy: Int {
+        guard let table else { return 0 }
+        return (0..<table.slots).filter { $0 != index && table.load($0, .armed) == 1 && table.load($0, .busy) > 0 }.count
+    }
+
     /// CLOCK_MONOTONIC ms of the last progress or busy change, when there is a table.
     var lastProgressMs: UInt64? { table?.load(index, .progress) }
 

@@ -153,6 +153,12 @@ enum Media {
         "-c:a", "aac", "-ac", "2", "-metadata:s:a:0", "language=eng",
     ])
 
+    /// 1280x720, 30 fps, 20 s (600 frames), no audio: long enough to keep a worker busy while another one starts.
+    static let long: String = make("long.mp4", [
+        "-f", "lavfi", "-i", "testsrc2=size=1280x720:rate=30:duration=20",
+        "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p",
+    ])
+
     /// The same picture with the moov atom first.
     static let faststart: String = make("faststart.mp4", [
         "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=30:duration=1",

@@ -27,8 +27,13 @@ gboolean swift_gst_register_fdsrc(void);
 /// after it could not be loaded. Returns the number of features loaded. Needs C: GList walking, GST_* macros.
 guint swift_gst_preload_plugins(void);
 
+/// Loads (dlopen) the plugin of the element factory `factory_name`, as swift_gst_preload_plugins does for the
+/// autopluggable ones: for elements a worker makes after its seccomp filter. FALSE when there is no such factory or
+/// its plugin does not load. Needs C: GST_PLUGIN_FEATURE casts of registry lookups.
+gboolean swift_gst_load_element_plugin(const char *factory_name);
 /// The warm worker's rehearsal clip (GstBridge/Rehearsal.swift): eight 128×72 frames of H.264 High with B-frames
-/// (x264enc, else openh264enc) in an MP4, written by GStreamer into a new memfd. Returns the memfd (transfer full:
+/// (x264enc, else openh264enc) in an MP4, written by GStreamer into a new memfd (inside the sandbox: the elements'
+/// plugins must have been loaded with swift_gst_load_element_plugin before it). Returns the memfd (transfer full:
 /// the caller closes it) or -1 with the reason in `error` (NUL-terminated, at most `size` bytes). Blocks until the
 /// encoder is done (a few ms). Needs C: memfd_create, which Swift's Glibc module does not import.
 int swift_gst_rehearsal_clip(char *error, size_t size);
@@ -253,10 +258,11 @@ gboolean swift_gst_memfd_describe(GstAllocator *allocator, GstBuffer *buffer, Sw
 /// at least `min_buffers`, growing without a maximum: avviddec refuses pools capped below 32) over `allocator` (the
 /// probe keeps a ref). Needs C: a pad probe returning GST_PAD_PROBE_HANDLED after filling a query.
 void swift_gst_appsink_offer_memfd_pool(GstElement *appsink, GstAllocator *allocator, guint min_buffers);
-/// Sets direct-rendering=FALSE on every element added anywhere inside `bin` (transfer none) that has the property
-/// (the libav decoders): with direct rendering, libav keeps reference frames mapped in the buffers it decoded into
+/// For every element added anywhere inside `bin` (transfer none) that has the property (the libav decoders): sets
+/// direct-rendering=FALSE — with direct rendering, libav keeps reference frames mapped in the buffers it decoded into
 /// and GstVideoDecoder deep-copies each of them into system memory; without it, libav copies each picture once into
-/// a buffer of the downstream pool (ours). Needs C: a signal handler with the deep-element-added signature.
-void swift_gst_bin_disable_direct_rendering(GstElement *bin);
+/// a buffer of the downstream pool (ours) — and, when `max_threads` > 0, max-threads=`max_threads` (0 keeps the
+/// decoder's automatic count). Needs C: a signal handler with the deep-element-added signature.
+void swift_gst_bin_tune_decoders(GstElement *bin, gint max_threads);
 
 #endif

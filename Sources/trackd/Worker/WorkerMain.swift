@@ -19,6 +19,8 @@ struct WorkerContext: Sendable {
     var handshakeTimeout: UInt64 = Limits.defaults.handshakeTimeout
     /// Seconds without a complete message while nothing is in progress before the session ends (`--idle-timeout`).
     var idleTimeout: UInt64 = Limits.defaults.idleTimeout
+    /// The CPUs this worker may run on (counted before the sandbox, which refuses /sys).
+    var cpus = 1
 }
 
 /// Limits and identity of a sandboxed worker; the supervisor passes them on the worker's command line.
@@ -107,6 +109,7 @@ enum WorkerMain {
         close(statisticsFD)
         let table = WorkerTable.attach(fd: tableFD)
         close(tableFD)
+        context.cpus = max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
         context.handshakeTimeout = limits.handshakeTimeout
         context.idleTimeout = limits.idleTimeout
         do {
@@ -117,15 +120,7 @@ enum WorkerMain {
         }
         // Before the first byte from the client: everything that needs to open a file is done by now.
         Gst.preloadPlugins()
-        if warm {
-            // Still before the sandbox: the rehearsal's encoder plugin is loaded from disk.
-            do {
-                let report = try Rehearsal.run()
-                Log.write(.debug, "warm worker: rehearsed an H.264 read (\(report.frames) frames) in \(Int(report.milliseconds)) ms")
-            } catch {
-                Log.notice("warm worker: no rehearsal (\(error.message)); this worker's first read starts slower")
-            }
-        }
+        if warm { Rehearsal.loadPlugins() }
         do {
             try context.sandbox.enter()
         } catch {
@@ -133,6 +128,14 @@ enum WorkerMain {
             return 1
         }
         if warm {
+            // Sandboxed already, like every decode. (Before the filter it also made GLib's thread pool take the
+            // scheduler settings it may read then and cannot set after: a GLib-CRITICAL for each later thread.)
+            do {
+                let report = try Rehearsal.run()
+                Log.write(.debug, "warm worker: rehearsed an H.264 read (\(report.frames) frames) in \(Int(report.milliseconds)) ms")
+            } catch {
+                Log.notice("warm worker: no rehearsal (\(error.message)); this worker's first read starts slower")
+            }
             // A warm worker: fd 3 is the supervisor's control socket until the connection arrives on it. While it
             // waits, ps and /proc/<pid>/comm call it trackd-warm.
             _ = trackd_set_thread_name("trackd-warm")
