@@ -10,11 +10,15 @@ import Glibc
 /// The warm worker: the supervisor starts the next connection's worker ahead of time — GStreamer initialised,
 /// plugins loaded, sandbox entered — and hands it the connection when a client arrives.
 @Suite struct WarmWorkerTests {
-    /// The daemon's children that are warm workers still waiting for a connection (comm `trackd-warm`), polled
-    /// until there is one (it is started right after the previous hand-off) or 5 s pass.
-    func warmWorkers(_ daemon: Daemon, expectOne: Bool = true) -> [Int32] {
+    /// The daemon's children that are warm workers ready and waiting for a connection (comm `trackd-warm`, set
+    /// after it told the supervisor it is ready) — with `starting`, also those still starting — polled until there
+    /// is one or 5 s pass.
+    func warmWorkers(_ daemon: Daemon, expectOne: Bool = true, starting: Bool = false) -> [Int32] {
         for _ in 0..<250 {
-            let found = children(of: daemon.pid).filter(LeakTests.Usage.isWarmWorker)
+            let found = children(of: daemon.pid).filter { pid in
+                starting ? LeakTests.Usage.isWarmWorker(pid)
+                    : ((try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8)) ?? "").hasPrefix("trackd-warm")
+            }
             if !found.isEmpty || !expectOne { return found }
             usleep(20_000)
         }
@@ -64,11 +68,14 @@ import Glibc
         let daemon = try Daemon(extraArgs: ["--warm-worker-grace", "60000"])
         defer { daemon.stop() }
         let first = try #require(warmWorkers(daemon).first)
+        // Sparse connections only: one that takes a warm worker started less than 500 ms before means connections
+        // come as fast as warm workers start, and the next one starts at once.
+        usleep(600_000)
         let asset = try Asset(path: Media.clip, socketPath: daemon.socketPath)
         #expect(try asset.serverStatus().workerPID == UInt32(first))
         // Open, no sample yet: no new warm worker, however long (here 400 ms) — the grace is a minute.
         for _ in 0..<20 {
-            #expect(warmWorkers(daemon, expectOne: false).isEmpty)
+            #expect(warmWorkers(daemon, expectOne: false, starting: true).isEmpty)
             usleep(20_000)
         }
         let track = try #require(asset.tracks(withMediaType: .video).first)
@@ -82,12 +89,66 @@ import Glibc
         #expect(next != first)
 
         // A connection that ends before any sample lets the next one start too.
+        usleep(600_000)
         do {
             let second = try Asset(path: Media.clip, socketPath: daemon.socketPath)
             #expect(try second.serverStatus().workerPID == UInt32(next))
-            withExtendedLifetime(second) { #expect(warmWorkers(daemon, expectOne: false).isEmpty) }
+            withExtendedLifetime(second) { #expect(warmWorkers(daemon, expectOne: false, starting: true).isEmpty) }
         }
         #expect(!warmWorkers(daemon).isEmpty, "\(daemon.log)")
+    }
+
+    /// Connections that come as fast as warm workers start (a loop of short reads) do not wait for each other's
+    /// first sample: the next warm worker starts at once, whatever the grace.
+    @Test func backToBackConnectionsStartTheNextWarmWorkerAtOnce() throws {
+        let daemon = try Daemon(extraArgs: ["--warm-worker-grace", "60000"])
+        defer { daemon.stop() }
+        let first = try #require(warmWorkers(daemon).first)
+        usleep(600_000)
+        let a = try Asset(path: Media.clip, socketPath: daemon.socketPath)  // sparse: the grace holds the next back
+        #expect(try a.serverStatus().workerPID == UInt32(first))
+        let b = try Asset(path: Media.clip, socketPath: daemon.socketPath)  // no warm worker: one is started for it
+        let c = try Asset(path: Media.clip, socketPath: daemon.socketPath)
+        let workers = try [a, b, c].map { try $0.serverStatus().workerPID }
+        #expect(Set(workers).count == 3)
+        // a and b are still starting up (no sample) and the grace is a minute, yet a warm worker appears: b and c
+        // came back to back, without a warm worker for b.
+        #expect(!warmWorkers(daemon).isEmpty, "\(daemon.log)")
+        withExtendedLifetime((a, b, c)) {}
+    }
+
+    /// A warm worker that dies before it is ready (here: stopped while starting, then killed) has not read its
+    /// connection; the supervisor starts a worker for that connection, and the client is served as if nothing
+    /// happened.
+    @Test func aConnectionHandedToAWarmWorkerThatDiesStartingIsServedByAnother() throws {
+        let daemon = try Daemon(extraArgs: ["--warm-worker-grace", "0"])
+        defer { daemon.stop() }
+        let dir = Env.tempDir("warm-dies")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        var keep: [Asset] = []
+        var stopped: Int32?
+        // Each connection starts the next warm worker at once (no grace); catch one before it says it is ready.
+        for _ in 0..<5 where stopped == nil {
+            let taken = Set(children(of: daemon.pid))
+            keep.append(try Asset(path: Media.clip, socketPath: daemon.socketPath))
+            for _ in 0..<2000 where stopped == nil {
+                if let pid = children(of: daemon.pid).first(where: { !taken.contains($0) && LeakTests.Usage.isWarmWorker($0) }) {
+                    kill(pid, SIGSTOP)
+                    let comm = (try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8)) ?? ""
+                    if comm.hasPrefix("trackd-warm") { kill(pid, SIGCONT); break }  // ready already: try the next one
+                    stopped = pid
+                }
+                usleep(1_000)
+            }
+        }
+        let pid = try #require(stopped, "no warm worker caught before it was ready")
+        let client = try Child(Env.trackctl, ["--socket", daemon.socketPath, "status"], stdout: dir + "/out", stderr: dir + "/err")
+        for _ in 0..<250 where !daemon.log.contains("→ worker \(pid)") { usleep(20_000) }
+        #expect(daemon.log.contains("→ worker \(pid)"), "the connection did not go to the stopped warm worker: \(daemon.log)")
+        kill(pid, SIGKILL)
+        #expect(client.wait() == 0, "\(String(decoding: FileManager.default.contents(atPath: dir + "/err") ?? Data(), as: UTF8.self))\n\(daemon.log)")
+        #expect(daemon.log.contains("warm worker \(pid)") && daemon.log.contains("its connection goes to worker"), "\(daemon.log)")
+        withExtendedLifetime(keep) {}
     }
 
     @Test func aWarmWorkerThatDiedIsReplaced() throws {
@@ -107,7 +168,7 @@ import Glibc
         let daemon = try Daemon(extraArgs: ["--no-warm-worker"])
         defer { daemon.stop() }
         usleep(300_000)
-        #expect(warmWorkers(daemon, expectOne: false).isEmpty)
+        #expect(warmWorkers(daemon, expectOne: false, starting: true).isEmpty)
         let asset = try Asset(path: Media.clip, socketPath: daemon.socketPath)
         let pid = try asset.serverStatus().workerPID
         #expect(children(of: daemon.pid) == [Int32(pid)])

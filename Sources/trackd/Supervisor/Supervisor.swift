@@ -28,9 +28,10 @@ enum SupervisorMain {
                                   GStreamer initialised, plugins loaded and its sandbox entered before the client
                                   connects, and has rehearsed an H.264 read: the first frame comes about 100 ms
                                   sooner)
-          --warm-worker-grace MS  the next warm worker starts once the connection that took the last one has sent
-                                  its first sample or image, ended, or had MS milliseconds (default 200; 0 = at
-                                  once), so that its start-up does not compete with that client's first frame
+          --warm-worker-grace MS  when connections are sparse, the next warm worker starts once the connection
+                                  that took the last one has sent its first sample or image, ended, or had MS
+                                  milliseconds (default 200; 0 = at once), so that its start-up does not compete
+                                  with that client's first frame; back-to-back connections start it at once
           --index-cache-bytes BYTES
                                   frame indexes kept for all clients, in memory and in the cache directory
                                   ($CACHE_DIRECTORY, $XDG_CACHE_HOME/trackd or ~/.cache/trackd; subdirectory
@@ -206,6 +207,9 @@ final class Supervisor: Sendable {
         var readsSeen: UInt64 = 0
         var unreadSince: UInt64?
         var killed = false
+        /// A warm worker's control socket, kept until it is reaped: the ready byte there says whether it got as
+        /// far as reading its connection (see handToWarmWorker).
+        var warmControl: Int32 = -1
     }
 
     struct Counters {
@@ -217,9 +221,9 @@ final class Supervisor: Sendable {
         var watchdogKills: UInt64 = 0
         var workers: [pid_t: WorkerRecord] = [:]
         var freeSlots: [Int]
-        /// A worker started ahead of the next connection (GStreamer initialised, plugins loaded, sandbox entered),
-        /// waiting on its end of `control` for the connection; nil while none is ready.
-        var warm: (pid: pid_t, control: Int32, index: IndexService.Channel)?
+        /// A worker started ahead of the next connection (GStreamer initialised, plugins loaded, sandbox entered,
+        /// read rehearsed — or still doing so), to be handed the connection on its end of `control`.
+        var warm: (pid: pid_t, control: Int32, index: IndexService.Channel, startedMs: UInt64)?
         /// Workers of new connections that have not yet sent their first sample or image, each with the
         /// CLOCK_MONOTONIC ms after which it no longer counts as starting; the next warm worker waits for them.
         var startingUp: [pid_t: (slot: Int, untilMs: UInt64)] = [:]
@@ -307,8 +311,12 @@ final class Supervisor: Sendable {
             Log.warning("cannot start a warm worker: \(String(cString: strerror(errno)))")
             return
         }
-        c.warm = (child, pair[0], channel.channel)
+        c.warm = (child, pair[0], channel.channel, trackd_monotonic_ms())
     }
+
+    /// A connection that takes a warm worker started less than this long ago (ms) means connections are coming
+    /// about as fast as warm workers start: the next one starts at once, without a grace.
+    static let warmBusyMs: UInt64 = 500
 
     /// Starts the next warm worker once no new connection is starting up: when each has sent its first sample or
     /// image, ended, or had `warmGraceMs`. A warm worker's own start-up (process, GStreamer, every plugin, the
@@ -339,13 +347,21 @@ final class Supervisor: Sendable {
         startWarmWorker(&c)
     }
 
-    /// Gives the warm worker its connection: the client's pid, uid and the worker-table slot (12 bytes) with the
-    /// connection's descriptor. Returns its pid, or nil when there is none or it is gone (then it is killed).
+    /// What a warm worker sends on its control socket, one byte, when it is ready and about to read its
+    /// connection (after its rehearsal).
+    static let warmReady: UInt8 = 1
+
+    /// Gives the warm worker its connection — the client's pid, uid and the worker-table slot (12 bytes) with the
+    /// connection's descriptor — even while it is still starting: it reads it when ready, and a client that came
+    /// early waits for less than a new worker would take. Returns its pid and control socket (the caller keeps it
+    /// in the worker's record), or nil when there is none or it is gone (then it is killed). A warm worker that
+    /// dies before it is ready (a broken plugin, a sandbox that kills its rehearsal) has not read a byte of the
+    /// connection, so reap() starts a worker for that connection instead: no client is lost to a failed start.
     /// Call with the counters locked.
-    private func handToWarmWorker(_ c: inout Counters, conn: Int32, pid: Int32, uid: UInt32, slot: Int) -> pid_t? {
+    private func handToWarmWorker(_ c: inout Counters, conn: Int32, pid: Int32, uid: UInt32, slot: Int)
+        -> (pid: pid_t, control: Int32, startedMs: UInt64)? {
         guard let warm = c.warm else { return nil }
         c.warm = nil
-        defer { close(warm.control) }
         var payload = [UInt8]()
         for value in [UInt32(bitPattern: pid), uid, UInt32(slot)] {
             withUnsafeBytes(of: value.littleEndian) { payload += $0 }
@@ -357,9 +373,22 @@ final class Supervisor: Sendable {
         guard sent == 0 else {
             Log.warning("warm worker \(warm.pid) did not take its connection (\(String(cString: strerror(errno)))); starting another")
             kill(warm.pid, SIGKILL)
+            close(warm.control)
             return nil
         }
-        return warm.pid
+        return (warm.pid, warm.control, warm.startedMs)
+    }
+
+    /// Starts a worker (not warm) for `conn`: the connection as its fd 3. Returns its pid, or -1 (errno set).
+    private func spawnWorker(conn: Int32, pid: Int32, uid: UInt32, slot: Int) -> pid_t {
+        let args = [executable, "worker", "--client-pid", "\(pid)", "--client-uid", "\(uid)", "--slot", "\(slot)"]
+            + sandbox.arguments + limits.workerArguments
+        guard let channel = index.open(uid: uid) else {
+            Log.error("cannot make a frame-index channel for uid \(uid) pid \(pid): \(String(cString: strerror(errno)))")
+            return -1
+        }
+        defer { close(channel.workerEnd) }
+        return spawn(args, fd: conn, indexFD: channel.workerEnd)
     }
 
     /// Blocking accept on a dedicated thread.
@@ -437,25 +466,23 @@ final class Supervisor: Sendable {
                 return false
             }
             table.clear(slot)
-            var child = handToWarmWorker(&c, conn: conn, pid: pid, uid: uid, slot: slot) ?? -1
-            if child <= 0 {
-                let args = [executable, "worker", "--client-pid", "\(pid)", "--client-uid", "\(uid)", "--slot", "\(slot)"]
-                    + sandbox.arguments + limits.workerArguments
-                if let channel = index.open(uid: uid) {
-                    child = spawn(args, fd: conn, indexFD: channel.workerEnd)
-                    close(channel.workerEnd)
-                } else {
-                    Log.error("cannot make a frame-index channel for uid \(uid) pid \(pid): \(String(cString: strerror(errno)))")
-                }
-            }
+            let warm = handToWarmWorker(&c, conn: conn, pid: pid, uid: uid, slot: slot)
+            let child = warm?.pid ?? spawnWorker(conn: conn, pid: pid, uid: uid, slot: slot)
             guard child > 0 else {
-                startWarmWorkerAfterStartUps(&c)  // the warm worker may have been used up
                 c.freeSlots.append(slot)
                 Log.error("cannot start a worker for uid \(uid) pid \(pid): \(String(cString: strerror(errno)))")
+                startWarmWorkerAfterStartUps(&c)  // the warm worker may have been used up
                 return false
             }
-            c.workers[child] = WorkerRecord(uid: uid, clientPID: pid, slot: slot, connection: conn)
-            startWarmWorkerAfterStartUps(&c, adding: (child, slot))  // for the connection after this one
+            c.workers[child] = WorkerRecord(uid: uid, clientPID: pid, slot: slot, connection: conn,
+                                            warmControl: warm?.control ?? -1)
+            // The next warm worker, for the connection after this one: at once when connections come as fast as
+            // warm workers start (this one got a warm worker started less than warmBusyMs ago, or none) — a loop of
+            // short reads would otherwise wait on every start-up, and the CPUs are busy starting workers anyway;
+            // else once this connection has started up.
+            let sporadic = warm.map { trackd_monotonic_ms() - $0.startedMs >= Self.warmBusyMs } ?? false
+            if !sporadic { c.startingUp.removeAll() }
+            startWarmWorkerAfterStartUps(&c, adding: sporadic ? (child, slot) : nil)
             statistics.publish(accepted: c.accepted, active: UInt64(c.workers.count), crashes: c.crashes, retired: c.retired)
             Log.info("connection from uid \(uid) pid \(pid) → worker \(child)")
             return true
@@ -544,12 +571,30 @@ final class Supervisor: Sendable {
             let cpu = Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec)
                 + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
             let peak = "max RSS \(usage.ru_maxrss / 1024) MiB, CPU \(String(format: "%.2f", cpu)) s"
+            var restartedOn: pid_t?
             let record = counters.withLock { c -> WorkerRecord? in
                 if let warm = c.warm, warm.pid == pid {  // died before it had a connection; the next handOff starts one
                     close(warm.control)
                     c.warm = nil
                 }
                 let r = c.workers.removeValue(forKey: pid)
+                if let r, r.warmControl >= 0 {
+                    // A warm worker handed a connection: did it get as far as reading it (the ready byte)?
+                    var byte: UInt8 = 0
+                    let ready = recv(r.warmControl, &byte, 1, Int32(MSG_DONTWAIT)) == 1 && byte == Self.warmReady
+                    close(r.warmControl)
+                    // It died starting, before reading a byte of the connection: a worker started now serves the
+                    // same connection from its first byte, in the same slot.
+                    let child = ready || r.killed ? -1 : spawnWorker(conn: r.connection, pid: r.clientPID, uid: r.uid, slot: r.slot)
+                    if child > 0 {
+                        if (status & 0x7f) != 0 { c.crashes += 1 }
+                        c.workers[child] = WorkerRecord(uid: r.uid, clientPID: r.clientPID, slot: r.slot, connection: r.connection)
+                        startWarmWorkerAfterStartUps(&c, adding: (child, r.slot))
+                        restartedOn = child
+                        statistics.publish(accepted: c.accepted, active: UInt64(c.workers.count), crashes: c.crashes, retired: c.retired)
+                        return r
+                    }
+                }
                 if let r {
                     close(r.connection)
                     c.retired.samples &+= table.load(r.slot, .samplesSent)
@@ -563,6 +608,10 @@ final class Supervisor: Sendable {
                 return r
             }
             let who = record.map { "(client uid \($0.uid) pid \($0.clientPID))" } ?? ""
+            if let restartedOn {
+                Log.warning("warm worker \(pid) \(who) ended before it was ready (status \(status)), \(peak); its connection goes to worker \(restartedOn)")
+                continue
+            }
             let termSignal = status & 0x7f
             if termSignal != 0 {
                 Log.warning("worker \(pid) \(who) killed by signal \(termSignal) (\(String(cString: strsignal(termSignal)))), \(peak)")

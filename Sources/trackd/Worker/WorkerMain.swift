@@ -128,16 +128,26 @@ enum WorkerMain {
             return 1
         }
         if warm {
-            // Sandboxed already, like every decode. (Before the filter it also made GLib's thread pool take the
-            // scheduler settings it may read then and cannot set after: a GLib-CRITICAL for each later thread.)
-            do {
-                let report = try Rehearsal.run()
-                Log.write(.debug, "warm worker: rehearsed an H.264 read (\(report.frames) frames) in \(Int(report.milliseconds)) ms")
-            } catch {
-                Log.notice("warm worker: no rehearsal (\(error.message)); this worker's first read starts slower")
+            // A warm worker: fd 3 is the supervisor's control socket until the connection arrives on it.
+            // The rehearsal runs sandboxed already, like every decode. (Before the filter it let GLib's thread pool
+            // take scheduler settings it may read then and cannot set after: a GLib-CRITICAL for each later thread.)
+            // A client already waiting would wait for it longer than it saves: then it is skipped.
+            var pending = pollfd(fd: connectionFD, events: Int16(POLLIN), revents: 0)
+            if poll(&pending, 1, 0) == 0 {
+                do {
+                    let report = try Rehearsal.run()
+                    Log.write(.debug, "warm worker: rehearsed an H.264 read (\(report.frames) frames) in \(Int(report.milliseconds)) ms")
+                } catch {
+                    Log.notice("warm worker: no rehearsal (\(error.message)); this worker's first read starts slower")
+                }
+            } else {
+                Log.write(.debug, "warm worker: no rehearsal, a connection is waiting")
             }
-            // A warm worker: fd 3 is the supervisor's control socket until the connection arrives on it. While it
-            // waits, ps and /proc/<pid>/comm call it trackd-warm.
+            // Ready (one byte): from here on it reads its connection, so the supervisor may no longer give the
+            // connection to another worker should this one die. While it waits, ps and /proc/<pid>/comm call it
+            // trackd-warm.
+            var ready = Supervisor.warmReady
+            guard send(connectionFD, &ready, 1, 0) == 1 else { return 0 }  // the supervisor is gone (SIGPIPE is ignored)
             _ = trackd_set_thread_name("trackd-warm")
             guard let handoff = receiveConnection() else { return 0 }  // the supervisor stopped, or gave up on it
             (context.clientPID, context.clientUID, slotIndex) = (handoff.clientPID, handoff.clientUID, handoff.slot)
