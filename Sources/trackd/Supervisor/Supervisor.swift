@@ -608,11 +608,13 @@ final class Supervisor: Sendable {
                 return r
             }
             let who = record.map { "(client uid \($0.uid) pid \($0.clientPID))" } ?? ""
+            let termSignal = status & 0x7f
             if let restartedOn {
-                Log.warning("warm worker \(pid) \(who) ended before it was ready (status \(status)), \(peak); its connection goes to worker \(restartedOn)")
+                let how = termSignal != 0 ? "killed by signal \(termSignal) (\(String(cString: strsignal(termSignal))))"
+                    : "exited with status \((status >> 8) & 0xff)"
+                Log.warning("warm worker \(pid) \(who) \(how) before it was ready, \(peak); its connection goes to worker \(restartedOn)")
                 continue
             }
-            let termSignal = status & 0x7f
             if termSignal != 0 {
                 Log.warning("worker \(pid) \(who) killed by signal \(termSignal) (\(String(cString: strsignal(termSignal)))), \(peak)")
             } else if (status >> 8) & 0xff != 0 {
