@@ -589,7 +589,7 @@ int swift_gst_rehearsal_clip(char *error, size_t size) {
     // The description is a constant but for the fd number: gst_parse_launch_full with FATAL_ERRORS returns no
     // pipeline at all when any element is missing (plain gst_parse_launch may return one *and* an error).
     gchar *description = g_strdup_printf(
-        "videotestsrc num-buffers=8 pattern=ball ! video/x-raw,format=I420,width=128,height=72,framerate=30/1 ! "
+        "videotestsrc num-buffers=5 pattern=ball ! video/x-raw,format=I420,width=64,height=48,framerate=30/1 ! "
         "%s ! video/x-h264,profile=high ! h264parse ! mp4mux ! fdsink fd=%d sync=false", encoder, fd);
     GError *parse_error = NULL;
     GstElement *pipeline = gst_parse_launch_full(description, NULL, GST_PARSE_FLAG_FATAL_ERRORS, &parse_error);

@@ -48,9 +48,9 @@ import Glibc
             let s = (try? String(contentsOfFile: "/proc/\(first)/task/\(tid)/status", encoding: .utf8)) ?? ""
             #expect(s.contains("\nSeccomp:\t2\n") && s.contains("\nNoNewPrivs:\t1\n"), "thread \(tid): \(s)")
         }
-        // It rehearsed a read of its own H.264 clip (GStreamer encodes eight frames; all came back decoded).
+        // It rehearsed a read of its own H.264 clip (GStreamer encodes five frames; all came back decoded).
         for _ in 0..<250 where !daemon.log.contains("warm worker: rehearsed") { usleep(20_000) }
-        #expect(daemon.log.contains("warm worker: rehearsed an H.264 read (8 frames)"), "\(daemon.log)")
+        #expect(daemon.log.contains("warm worker: rehearsed an H.264 read (5 frames)"), "\(daemon.log)")
 
         let asset = try Asset(path: Media.clip, socketPath: daemon.socketPath)
         #expect(try asset.serverStatus().workerPID == UInt32(first))

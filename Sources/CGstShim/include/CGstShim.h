@@ -31,7 +31,7 @@ guint swift_gst_preload_plugins(void);
 /// autopluggable ones: for elements a worker makes after its seccomp filter. FALSE when there is no such factory or
 /// its plugin does not load. Needs C: GST_PLUGIN_FEATURE casts of registry lookups.
 gboolean swift_gst_load_element_plugin(const char *factory_name);
-/// The warm worker's rehearsal clip (GstBridge/Rehearsal.swift): eight 128×72 frames of H.264 High with B-frames
+/// The warm worker's rehearsal clip (GstBridge/Rehearsal.swift): five 64×48 frames of H.264 High with B-frames
 /// (x264enc, else openh264enc) in an MP4, written by GStreamer into a new memfd (inside the sandbox: the elements'
 /// plugins must have been loaded with swift_gst_load_element_plugin before it). Returns the memfd (transfer full:
 /// the caller closes it) or -1 with the reason in `error` (NUL-terminated, at most `size` bytes). Blocks until the
