@@ -22,9 +22,13 @@ import Glibc
 ///
 /// Words 5–7 make the daemon-wide counters of Status: the supervisor adds a reaped worker's to its retired totals
 /// (SharedStatistics) before zeroing the slot, and a worker answering GetStatus adds those to every live slot's.
+/// Words 4 and 1 of the other slots tell a worker how many decodes its own competes with (decoder threads,
+/// Session.decodeThreads); words 5 and 6 tell the supervisor that a new connection has started up (its first
+/// sample or image, Supervisor.startWarmWorkerAfterStartUps).
 ///
-/// A worker can write any slot: a compromised worker can make others' pool reservations fail or have the
-/// supervisor's watchdog look at false numbers — denial of service only (docs/SECURITY.md).
+/// A worker can write any slot: a compromised worker can make others' pool reservations fail, have the
+/// supervisor's watchdog look at false numbers, make other workers decode with fewer threads or delay the next
+/// warm worker — denial of service only (docs/SECURITY.md).
 final class WorkerTable: @unchecked Sendable {
     // @unchecked: the mapping's address is immutable; every access to the shared words goes through atomics.
     static let slotBytes = 64
