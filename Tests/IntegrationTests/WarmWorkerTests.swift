@@ -16,13 +16,17 @@ import Glibc
     func warmWorkers(_ daemon: Daemon, expectOne: Bool = true, starting: Bool = false) -> [Int32] {
         for _ in 0..<250 {
             let found = children(of: daemon.pid).filter { pid in
-                starting ? LeakTests.Usage.isWarmWorker(pid)
-                    : ((try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8)) ?? "").hasPrefix("trackd-warm")
+                starting ? LeakTests.Usage.isWarmWorker(pid) : isReady(pid)
             }
             if !found.isEmpty || !expectOne { return found }
             usleep(20_000)
         }
         return []
+    }
+
+    /// A warm worker names itself `trackd-warm` once it has told the supervisor it is ready.
+    func isReady(_ pid: Int32) -> Bool {
+        ((try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8)) ?? "").hasPrefix("trackd-warm")
     }
 
     func children(of pid: Int32) -> [Int32] {
@@ -134,8 +138,7 @@ import Glibc
             for _ in 0..<2000 where stopped == nil {
                 if let pid = children(of: daemon.pid).first(where: { !taken.contains($0) && LeakTests.Usage.isWarmWorker($0) }) {
                     kill(pid, SIGSTOP)
-                    let comm = (try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8)) ?? ""
-                    if comm.hasPrefix("trackd-warm") { kill(pid, SIGCONT); break }  // ready already: try the next one
+                    if isReady(pid) { kill(pid, SIGCONT); break }  // ready already: try the next one
                     stopped = pid
                 }
                 usleep(1_000)
