@@ -6,30 +6,46 @@ import Foundation
 import Protocol
 
 /// `--setting KEY=VALUE`: one entry of the output-settings dictionary, so any dictionary can be sent.
-/// The rules are in the usage text and README.
-enum Setting {
-    /// Parses every `--setting` (later ones win for one key; keys are canonical, so aliases count as their key).
-    static func parseAll(_ texts: [String]) -> [String: SettingValue] {
-        var settings: [String: SettingValue] = [:]
-        for text in texts {
-            guard let eq = text.firstIndex(of: "="), eq != text.startIndex else {
-                Exit.usageError("--setting takes KEY=VALUE, not \(text)")
-            }
-            let key = SettingsKey.canonical(String(text[..<eq]))
-            settings[key] = value(String(text[text.index(after: eq)...]), key: key)
+/// The rules are in the option's help and README.
+struct Setting: Sendable {
+    /// The canonical key (an alias counts as its key).
+    let key: String
+    let value: SettingValue
+
+    /// The option of read and frames.
+    static let option = Option<Setting>(
+        "--setting", "KEY=VALUE", help: """
+            adds any output-settings entry (docs/SETTINGS.md) and replaces the convenience options' entry for the same \
+            KEY; later ones win. It asks for decoded output (not with --passthrough). KEY is the key's string value or \
+            Apple's constant name (kCVPixelBufferPixelFormatTypeKey = PixelFormatType). VALUE is, in this order: JSON \
+            if it starts with { [ or " (objects, arrays, true/false, numbers: integers when integral, strings; no \
+            null); true/false a boolean; an integer, or a decimal number (double); exactly four characters the \
+            four-char code's number (BGRA, 420v, lpcm: like Apple's kCVPixelFormatType_32BGRA); else a string
+            """, repeatable: true, parse)
+
+    static func parse(_ text: String) throws(UsageError) -> Setting {
+        guard let eq = text.firstIndex(of: "="), eq != text.startIndex else {
+            throw UsageError("--setting takes KEY=VALUE, not \(text)")
         }
+        let key = SettingsKey.canonical(String(text[..<eq]))
+        return Setting(key: key, value: try value(String(text[text.index(after: eq)...]), key: key))
+    }
+
+    /// The entries as a dictionary, later ones winning for one key.
+    static func dictionary(_ entries: [Setting]) -> [String: SettingValue] {
+        var settings: [String: SettingValue] = [:]
+        for entry in entries { settings[entry.key] = entry.value }
         return settings
     }
 
     /// VALUE: JSON when it starts with `{`, `[` or `"`; else true/false; else an integer or decimal number; else a
     /// four-character code (its OSType number); else a string.
-    static func value(_ text: String, key: String) -> SettingValue {
+    static func value(_ text: String, key: String) throws(UsageError) -> SettingValue {
         if let first = text.first, "{[\"".contains(first) {
-            do {
-                return try JSONDecoder().decode(JSONValue.self, from: Data(text.utf8)).value
-            } catch {
-                Exit.usageError("--setting \(key): not valid JSON (or holds null): \(text)")
+            guard let json = try? JSONDecoder().decode(JSONValue.self, from: Data(text.utf8)) else {
+                throw UsageError("--setting \(key): not valid JSON (or holds null): \(text)")
             }
+            return json.value
         }
         if text == "true" || text == "false" { return .bool(text == "true") }
         if let n = Int64(text) { return .int(n) }

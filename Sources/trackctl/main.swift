@@ -6,19 +6,10 @@ import TrackClient
 import Glibc
 #endif
 
-struct UsageError: Error { var message: String }
-
 enum Exit {
-    /// Prints the problem, the usage of the command at hand (or the command list) and where to read more.
-    static func usageError(_ message: String) -> Never {
-        var text = "trackctl: \(message)\n"
-        if let command = Help.commandInArguments {
-            text += Help.usageLines(for: command) + "\nRun `trackctl \(command.name) --help` for its options and examples.\n"
-        } else {
-            text += "commands: " + Help.commands.map(\.name).joined(separator: ", ")
-                + "\nRun `trackctl --help` for usage and examples, `trackctl COMMAND --help` for a command's options.\n"
-        }
-        fputs(text, IO.err)
+    /// Prints the problem, the usage of the command at hand (or the command list) and where to read more; exit 2.
+    static func usageError(_ error: UsageError, command: CommandSpec?) -> Never {
+        fputs("trackctl: \(error.message)\n" + Help.afterUsageError(command), IO.err)
         exit(2)
     }
 
@@ -28,83 +19,67 @@ enum Exit {
     }
 }
 
-/// Options parsed from the command line: flags without values and options with one value each.
-struct Options {
-    var positional: [String] = []
-    var values: [String: String] = [:]
-    var flags: Set<String> = []
-    /// Every value of a repeatable option, in order.
-    var repeated: [String: [String]] = [:]
-
-    static let valued: Set<String> = ["--socket", "--track", "--pixel-format", "--width", "--height", "--output", "--time",
-                                      "--audio-format", "--sample-rate", "--channels", "--bit-depth", "--start", "--duration", "--ranges",
-                                      "--at", "--index", "--count"]
-    static let repeatable: Set<String> = ["--setting"]
-    static let boolean: Set<String> = ["--passthrough", "--md5", "--json", "--help", "-h", "--float", "--big-endian",
-                                       "--non-interleaved"]
-
-    init(_ args: [String]) {
+/// Finding the command on a line: only the global options (and their values) may come before its name.
+enum Arguments {
+    /// The index of the command's name: the first word that is not a global option or its value; another option
+    /// before it is a usage error.
+    static func commandIndex(in words: [String]) throws(UsageError) -> Int {
         var i = 0
-        while i < args.count {
-            let a = args[i]
-            if Self.repeatable.contains(a) {
-                guard i + 1 < args.count else { Exit.usageError("\(a) needs a value") }
-                repeated[a, default: []].append(args[i + 1])
-                i += 2
-            } else if Self.valued.contains(a) {
-                guard i + 1 < args.count else { Exit.usageError("\(a) needs a value") }
-                values[a] = args[i + 1]
-                i += 2
-            } else if let eq = a.firstIndex(of: "="), Self.repeatable.contains(String(a[..<eq])) {
-                repeated[String(a[..<eq]), default: []].append(String(a[a.index(after: eq)...]))
-                i += 1
-            } else if let eq = a.firstIndex(of: "="), Self.valued.contains(String(a[..<eq])) {
-                values[String(a[..<eq])] = String(a[a.index(after: eq)...])
-                i += 1
-            } else if Self.boolean.contains(a) {
-                flags.insert(a)
-                i += 1
-            } else if a.hasPrefix("--") {
-                Exit.usageError("unknown option \(a)")
-            } else {
-                positional.append(a)
-                i += 1
+        while i < words.count, words[i].hasPrefix("-") {
+            let name = String(words[i].prefix { $0 != "=" })
+            guard let option = Global.option(named: name) else {
+                let takers = Trackctl.commands(taking: name)
+                throw UsageError(takers.isEmpty ? "unknown option \(name)"
+                                 : "\(name) goes after the command (an option of \(takers.joined(separator: ", ")))")
             }
+            i += option.isFlag || words[i].contains("=") ? 1 : 2
         }
+        guard i < words.count else { throw UsageError("no command given") }
+        return i
     }
 
-    func int(_ key: String) -> Int? {
-        guard let v = values[key] else { return nil }
-        guard let n = Int(v), n >= 0 else { Exit.usageError("\(key) takes a non-negative whole number, not \(v)") }
-        return n
+    /// The command named on a line, for help: the first word that is not an option or --socket's value.
+    static func commandName(in words: [String]) -> String? {
+        var rest = words[...]
+        while let word = rest.popFirst() {
+            if word == Global.socket.info.name { _ = rest.popFirst() } else if !word.hasPrefix("-") { return word }
+        }
+        return nil
     }
 }
 
-// `trackctl help [COMMAND]`, `trackctl --help`, `trackctl COMMAND --help`: answered before any other parsing, so
-// help works whatever else is on the line.
-let arguments = Array(CommandLine.arguments.dropFirst())
-if arguments.first == "help" || arguments.contains("--help") || arguments.contains("-h") {
-    let named = arguments.first == "help" ? arguments.dropFirst().first.flatMap(Help.command(named:)) : Help.commandInArguments
-    if arguments.first == "help", let name = arguments.dropFirst().first, named == nil {
-        Exit.usageError("unknown command \(name)")
+/// Parses the line against `C`'s declaration, checks it, and runs the command.
+func run<C: Command>(_: C.Type, _ words: [String]) -> Never {
+    let parsed: ParsedArguments
+    let command: C
+    do throws(UsageError) {
+        parsed = try ParsedArguments.parse(words, spec: C.spec)
+        if C.answersAlone(parsed) { exit(0) }
+        try parsed.checkComplete()
+        command = try C(parsed)
+    } catch {
+        Exit.usageError(error, command: C.spec)
     }
-    print(named.map(Help.text(for:)) ?? Help.overview)
+    command.run(socketPath: parsed[Global.socket])
     exit(0)
 }
-let options = Options(arguments)
-if options.values["--pixel-format"] == "list" {
-    Commands.printPixelFormats()
+
+let words = Array(CommandLine.arguments.dropFirst())
+switch Help.answer(words) {
+case .success(let text)?:
+    print(text)
     exit(0)
+case .failure(let error)?:
+    Exit.usageError(error, command: nil)
+case nil:
+    break
 }
-guard let command = options.positional.first else { Exit.usageError("no command given") }
-let socketPath = options.values["--socket"]
-switch command {
-case "tracks": Commands.tracks(options, socketPath: socketPath)
-case "read": Commands.read(options, socketPath: socketPath)
-case "frame": Commands.frame(options, socketPath: socketPath)
-case "frames": Commands.frames(options, socketPath: socketPath)
-case "status": Commands.status(options, socketPath: socketPath)
-case "contact-sheet": ContactSheet.run(options, socketPath: socketPath)
-default: Exit.usageError("unknown command \(command)")
+do throws(UsageError) {
+    let index = try Arguments.commandIndex(in: words)
+    guard let command = Trackctl.command(named: words[index]) else { throw UsageError("unknown command \(words[index])") }
+    var rest = words
+    rest.remove(at: index)
+    run(command, rest)
+} catch {
+    Exit.usageError(error, command: nil)
 }
-exit(0)

@@ -6,12 +6,12 @@ import TrackClient
 import Glibc
 #endif
 
-/// `trackctl contact-sheet FILE --output SHEET.png [--count N] [--track ID]`: N evenly spaced exact frames of a
-/// video track in a grid, each captioned with its presentation time and frame index, under a header line naming
-/// the file. The frames come from TrackClient's exact random access (`Asset.frames(at:)`, decoded by trackd to
-/// BGRA at the tile size); cairo composes the sheet, draws the text and writes the PNG.
+/// What `trackctl contact-sheet` (`ContactSheetCommand`) draws: N evenly spaced exact frames of a video track in a
+/// grid, each captioned with its presentation time and frame index, under a header line naming the file. The frames
+/// come from TrackClient's exact random access (`Asset.frames(at:)`, decoded by trackd to BGRA at the tile size); cairo
+/// composes the sheet, draws the text and writes the PNG.
 ///
-/// Geometry (all in pixels; `trackctl --help` documents it, the tests check it):
+/// Geometry (all in pixels; `trackctl contact-sheet --help` documents it, the tests check it):
 /// - a tile's picture is `tileWidth` (320) wide and TH = the even number nearest 320 × display height / display
 ///   width tall (at least 2), where the display size is the track's size with width and height swapped for a
 ///   rotation of 90° or 270° (the picture is shown rotated, as a player shows it);
@@ -26,8 +26,6 @@ enum ContactSheet {
     static let margin = 12
     static let header = 28
     static let caption = 22
-    static let defaultCount = 12
-    static let maxCount = 100
 
     struct Geometry: Equatable {
         var count: Int
@@ -67,57 +65,6 @@ enum ContactSheet {
         let milli = ms % 1000
         return "\(two(ms / 3_600_000)):\(two(ms / 60_000 % 60)):\(two(ms / 1000 % 60))."
             + (milli < 10 ? "00" : milli < 100 ? "0" : "") + "\(milli)"
-    }
-
-    static func run(_ options: Options, socketPath: String?) {
-        guard let output = options.values["--output"] else { Exit.usageError("contact-sheet needs --output SHEET.png") }
-        let count = options.int("--count") ?? defaultCount
-        guard (1...maxCount).contains(count) else {
-            Exit.usageError("--count takes a number of frames from 1 to \(maxCount), not \(count)")
-        }
-        let asset = Commands.openAsset(options, socketPath: socketPath)
-        let track = Commands.pickTrack(asset, options)
-        guard track.mediaType == .video else {
-            Exit.failed(TrackError(.operationNotSupportedForAsset,
-                                   "track \(track.trackID) of \(asset.path) is \(track.mediaType), not video; a contact sheet needs a video track"))
-        }
-        guard track.naturalSize.width > 0, track.naturalSize.height > 0 else {
-            Exit.failed(TrackError(.operationNotSupportedForAsset, "track \(track.trackID) of \(asset.path) has no known picture size"))
-        }
-        let duration = track.duration.isNumeric && track.duration.seconds > 0 ? track.duration : asset.duration
-        guard duration.isNumeric, duration.seconds > 0 else {
-            Exit.failed(TrackError(.operationNotSupportedForAsset, "track \(track.trackID) of \(asset.path) has no known duration"))
-        }
-        let start = track.timeRangeStart.isNumeric ? track.timeRangeStart.seconds : 0
-        let g = Geometry(count: count, trackWidth: Int(track.naturalSize.width), trackHeight: Int(track.naturalSize.height),
-                         rotation: Int(track.rotation))
-        let times = (0..<count).map { MediaTime(seconds: start + (Double($0) + 0.5) * duration.seconds / Double(count)) }
-        let settings: [String: SettingValue] = [
-            SettingsKey.pixelFormatType: .int(Int64((FourCC("BGRA") as FourCC).rawValue)),
-            SettingsKey.width: .int(Int64(g.decodeWidth)), SettingsKey.height: .int(Int64(g.decodeHeight)),
-        ]
-        let frames: [IndexedFrame]
-        do {
-            frames = try asset.frames(at: times, track: track, outputSettings: settings)
-        } catch {
-            Exit.failed(error)
-        }
-
-        var info = stat()
-        let fileSize = stat(asset.path, &info) == 0 ? Double(info.st_size) : nil
-        let name = asset.path.split(separator: "/").last.map(String.init) ?? asset.path
-        var headline = "\(name)  ·  \(track.naturalSize.width)x\(track.naturalSize.height) \(Commands.codecName(track.codec) ?? track.codec.description)"
-        if track.nominalFrameRate > 0 { headline += " \(fixed(track.nominalFrameRate, 3)) fps" }
-        if track.rotation != 0 { headline += " rotated \(track.rotation)°" }
-        headline += "  ·  \(clock(duration.seconds))"
-        if let fileSize { headline += "  ·  \(fixed(fileSize / 1_048_576, 1)) MiB" }
-
-        let status = draw(g, frames: frames, rotation: Int(track.rotation), headline: headline, to: output)
-        guard status == CAIRO_STATUS_SUCCESS else {
-            Exit.failed(TrackError(.unknown, "cannot write \(output): \(String(cString: cairo_status_to_string(status)))"))
-        }
-        print("wrote \(output): \(g.width)x\(g.height) PNG, \(count) frames of track \(track.trackID) in \(g.columns) columns "
-              + "x \(g.rows) rows, tiles \(tileWidth)x\(g.tileHeight)")
     }
 
     /// Composes the sheet and writes it as PNG; cairo's status of the first thing that failed.

@@ -1,0 +1,51 @@
+import Protocol
+import TrackClient
+
+/// `trackctl status [--json]`: the daemon's state, as a fresh worker reports it.
+struct StatusCommand: Command {
+    static let json = Flag("--json", help: "one JSON object")
+
+    static let spec = CommandSpec(
+        name: "status", summary: "show the daemon's state",
+        forms: [[.opt(json)]],
+        notes: """
+              Asks a fresh worker for the daemon's state: supervisor pid and uptime, connections accepted and
+              active, worker crashes, the samples every connection was sent and how many of their bytes the
+              workers copied or sent zero-copy, the worker's pid and GStreamer version.
+            """,
+        examples: ["trackctl status", "trackctl --socket /tmp/trackd.sock status --json"])
+
+    let asJSON: Bool
+
+    init(_ p: ParsedArguments) { asJSON = p[Self.json] }
+
+    func run(socketPath: String?) {
+        let s: StatusReport
+        do {
+            s = try Trackd.status(socketPath: socketPath)
+        } catch {
+            Exit.failed(error)
+        }
+        if asJSON {
+            print(JSON.encode(.object([
+                ("supervisorPid", .int(Int64(s.supervisorPID))), ("uptimeSeconds", .number(Double(s.supervisorUptimeMs) / 1000, decimals: 3)),
+                ("connectionsAccepted", .int(Int64(s.connectionsAccepted))), ("activeConnections", .int(Int64(s.activeConnections))),
+                ("workerCrashes", .int(Int64(s.workerCrashes))),
+                ("samplesSent", .int(Int64(clamping: s.daemonSamplesSent))), ("bytesCopied", .int(Int64(clamping: s.daemonBytesCopied))),
+                ("bytesZeroCopy", .int(Int64(clamping: s.daemonBytesShared))), ("workerPid", .int(Int64(s.workerPID))),
+                ("gstreamer", .string(s.gstreamerVersion)),
+            ])))
+            return
+        }
+        print("""
+            trackd supervisor pid \(s.supervisorPID), up \(fixed(Double(s.supervisorUptimeMs) / 1000, 1)) s
+            connections accepted  \(s.connectionsAccepted) (this one included)
+            active connections    \(s.activeConnections)
+            worker crashes        \(s.workerCrashes)
+            samples sent          \(s.daemonSamplesSent) (all connections)
+            bytes copied          \(s.daemonBytesCopied) (into pools by the workers)
+            bytes sent zero-copy  \(s.daemonBytesShared) (written by GStreamer into shared memory)
+            this worker           pid \(s.workerPID), \(s.gstreamerVersion)
+            """)
+    }
+}
