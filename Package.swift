@@ -55,6 +55,7 @@ let package = Package(
         // ── Tests ─────────────────────────────────────────────────────────────────────────────
         .testTarget(name: "ProtocolTests", dependencies: ["Protocol"], swiftSettings: strict),
         .testTarget(name: "IndexCacheTests", dependencies: ["IndexCache", "CTrackSys"], swiftSettings: strict),
+        .testTarget(name: "MediaIndexTests", dependencies: ["MediaIndex", "Protocol"], swiftSettings: strict),
         .testTarget(name: "GstBridgeTests", dependencies: ["GstBridge", "MediaIndex", "Protocol"], swiftSettings: strict),
         .testTarget(
             name: "IntegrationTests", dependencies: ["TrackClient", "Protocol", "CMD5"], swiftSettings: strict),
