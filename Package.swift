@@ -35,15 +35,17 @@ let package = Package(
         .target(name: "CSandbox", dependencies: ["CSeccomp"], path: "Sources/CSandbox"),
         // ── Swift: the wire, shared by both ends (no GStreamer) ───────────────────────────────
         .target(name: "Protocol", dependencies: ["CTrackSys"], swiftSettings: strict),
+        // ── Swift: frame indexes — MP4 sample tables, the frame a time names, decode planning (no GStreamer) ──
+        .target(name: "MediaIndex", dependencies: ["Protocol"], swiftSettings: strict),
         // ── Swift: the supervisor's frame-index cache and its worker channel (daemon-internal, no GStreamer) ──
-        .target(name: "IndexCache", dependencies: ["CTrackSys"], swiftSettings: strict),
+        .target(name: "IndexCache", dependencies: ["CTrackSys", "MediaIndex"], swiftSettings: strict),
         // ── Swift: the only module that touches GStreamer (worker side) ───────────────────────
-        .target(name: "GstBridge", dependencies: ["Protocol", "IndexCache", "CGStreamer", "CGstShim"], swiftSettings: strict),
+        .target(name: "GstBridge", dependencies: ["Protocol", "MediaIndex", "CGStreamer", "CGstShim"], swiftSettings: strict),
         // ── Swift: client library with an AVFoundation-shaped API ─────────────────────────────
         .target(name: "TrackClient", dependencies: ["Protocol", "CTrackSys"], swiftSettings: strict),
         // ── Processes ─────────────────────────────────────────────────────────────────────────
         .executableTarget(
-            name: "trackd", dependencies: ["Protocol", "GstBridge", "IndexCache", "CTrackSys", "CSystemd", "CSandbox"],
+            name: "trackd", dependencies: ["Protocol", "GstBridge", "IndexCache", "MediaIndex", "CTrackSys", "CSystemd", "CSandbox"],
             swiftSettings: strict),
         .executableTarget(name: "trackctl", dependencies: ["TrackClient", "Protocol", "CMD5", "CCairo"], swiftSettings: strict),
         // ── Example: a typical AVAssetReader loop ported to TrackClient (run by ExampleTests) ────────
@@ -53,7 +55,8 @@ let package = Package(
         // ── Tests ─────────────────────────────────────────────────────────────────────────────
         .testTarget(name: "ProtocolTests", dependencies: ["Protocol"], swiftSettings: strict),
         .testTarget(name: "IndexCacheTests", dependencies: ["IndexCache", "CTrackSys"], swiftSettings: strict),
-        .testTarget(name: "GstBridgeTests", dependencies: ["GstBridge", "Protocol"], swiftSettings: strict),
+        .testTarget(name: "MediaIndexTests", dependencies: ["MediaIndex", "Protocol"], swiftSettings: strict),
+        .testTarget(name: "GstBridgeTests", dependencies: ["GstBridge", "MediaIndex", "Protocol"], swiftSettings: strict),
         .testTarget(
             name: "IntegrationTests", dependencies: ["TrackClient", "Protocol", "CMD5"], swiftSettings: strict),
     ]

@@ -1,3 +1,5 @@
+import MediaIndex
+
 /// The frame-index cache's internal protocol between a worker and the supervisor (never seen by clients), and the
 /// blob both ends and the disk copy share. Pure Swift, no GStreamer: the supervisor decodes blobs only to check
 /// them — it treats every blob as untrusted data from a possibly compromised worker (docs/SECURITY.md).
@@ -52,19 +54,8 @@ public enum IndexCacheWire {
     }
     static let timeBound: Int64 = 1 << 62
 
-    /// One frame, as FrameIndex.Frame holds it.
-    public struct Frame: Equatable, Sendable {
-        public var presentationTime: Int64
-        public var duration: Int64
-        public var isSync: Bool
-        public var decodePosition: Int
-        public init(presentationTime: Int64, duration: Int64, isSync: Bool, decodePosition: Int) {
-            self.presentationTime = presentationTime
-            self.duration = duration
-            self.isSync = isSync
-            self.decodePosition = decodePosition
-        }
-    }
+    /// One frame of a track's index (MediaIndex owns the type; the blob holds its four fields).
+    public typealias Frame = FrameIndex.Frame
 
     public enum DecodeError: Error, Equatable {
         case tooShort, badMagic, unsupportedVersion(UInt16), badFrameCount(UInt64), lengthMismatch(expected: Int, actual: Int)

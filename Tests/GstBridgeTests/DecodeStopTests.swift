@@ -1,5 +1,6 @@
 import Foundation
 import GstBridge
+import MediaIndex
 import Protocol
 import Testing
 

@@ -1,6 +1,7 @@
 import CTrackSys
 import GstBridge
 import IndexCache
+import MediaIndex
 import Protocol
 import Synchronization
 

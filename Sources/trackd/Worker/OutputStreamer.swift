@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import GstBridge
+import MediaIndex
 import Protocol
 import Synchronization
 

@@ -2,6 +2,7 @@ import CTrackSys
 import Foundation
 import GstBridge
 import IndexCache
+import MediaIndex
 import Protocol
 import Synchronization
 

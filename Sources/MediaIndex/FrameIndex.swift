@@ -1,0 +1,138 @@
+import Protocol
+
+/// Every frame of a video track: presentation time, duration, whether it is a sync sample, and where it is in
+/// decode order. Made once per track — from an MP4/MOV's sample tables (`ContainerIndex`), else by GstBridge's
+/// parse-only pass (`FrameIndex.build`: the track's stored samples through the passthrough pipeline, demuxing, no
+/// decoding) — and kept by the frame-index cache (IndexCache stores `Frame`s).
+///
+/// The rules ReadFrames follows live here: which frame a requested time names (`frameDisplayed(at:)`) and what to
+/// decode for a set of frames (`plan`, DecodePlan.swift).
+public struct FrameIndex: Sendable {
+    /// One frame: presentation time and duration (stream time, the clock decoded samples report, in nanoseconds),
+    /// sync, and position in decode order. The frame-index cache's blob (IndexCacheWire) holds these.
+    public struct Frame: Equatable, Sendable {
+        public var presentationTime: Int64
+        public var duration: Int64
+        public var isSync: Bool
+        public var decodePosition: Int
+
+        public init(presentationTime: Int64, duration: Int64, isSync: Bool, decodePosition: Int) {
+            self.presentationTime = presentationTime
+            self.duration = duration
+            self.isSync = isSync
+            self.decodePosition = decodePosition
+        }
+    }
+
+    /// One stored sample as a demuxer or a sample table gives it, in decode order; `duration` nil: not known.
+    public struct StoredSample: Equatable, Sendable {
+        public var presentationTime: Int64
+        public var duration: Int64?
+        public var isSync: Bool
+
+        public init(presentationTime: Int64, duration: Int64?, isSync: Bool) {
+            self.presentationTime = presentationTime
+            self.duration = duration
+            self.isSync = isSync
+        }
+    }
+
+    /// Presentation order: frame index i is `frames[i]`.
+    public let frames: [Frame]
+    /// decode position → the decode position of the last sync sample at or before it (where decoding must start).
+    let syncBefore: [Int]
+    /// decode position → that sample's presentation time (how DecodeStop recognises it among the stored samples);
+    /// -1 where no frame has that position.
+    let presentationAtPosition: [Int64]
+
+    public init(frames: [Frame]) {
+        self.frames = frames
+        var decodeOrder = [Frame?](repeating: nil, count: frames.count)
+        for f in frames where f.decodePosition >= 0 && f.decodePosition < frames.count { decodeOrder[f.decodePosition] = f }
+        var last = 0
+        syncBefore = decodeOrder.enumerated().map { position, frame in
+            if frame?.isSync == true { last = position }
+            return last
+        }
+        presentationAtPosition = decodeOrder.map { $0?.presentationTime ?? -1 }
+    }
+
+    /// The index of stored samples as a parse-only pass pulls them (decode order): in presentation order, and a
+    /// frame without a duration (none, 0 or less) lasts until the next one — the last one as long as the one before.
+    public init(parsedSamples stored: [StoredSample]) {
+        var frames = Self.presentationOrder(stored)
+        for i in frames.indices where frames[i].duration <= 0 {
+            if i + 1 < frames.count {
+                frames[i].duration = frames[i + 1].presentationTime - frames[i].presentationTime
+            } else if i > 0 {
+                frames[i].duration = frames[i - 1].duration
+            }
+        }
+        self.init(frames: frames)
+    }
+
+    /// Stored samples (decode order) as frames in presentation order, each with its decode position; samples with
+    /// the same presentation time keep their decode order. An unknown duration is 0.
+    public static func presentationOrder(_ stored: [StoredSample]) -> [Frame] {
+        let order = stored.indices.sorted { (stored[$0].presentationTime, $0) < (stored[$1].presentationTime, $1) }
+        return order.map { Frame(presentationTime: stored[$0].presentationTime, duration: stored[$0].duration ?? 0,
+                                 isSync: stored[$0].isSync, decodePosition: $0) }
+    }
+
+    /// Where the track ends (ns): the last frame's presentation time plus its duration, at least 1 ns; nil for an
+    /// index without frames.
+    public var end: Int64? {
+        frames.last.map { $0.presentationTime + max($0.duration, 1) }
+    }
+
+    /// The frame displayed at `ns` (stream time): a frame is displayed from its presentation time until the next
+    /// frame's, in presentation order — its own duration does not matter, so there are no gaps and no overlaps —
+    /// and the last frame until the track's `end`. A time before the first frame is the first frame (it is what is
+    /// shown there); nil at or after `end`. Of frames with the same presentation time, the last one is displayed.
+    public func frameDisplayed(at ns: Int64) -> Int? {
+        guard let end, ns < end else { return nil }
+        // The last frame whose presentation time is at or before ns (the first one when none is).
+        var low = 0, high = frames.count - 1
+        while low < high {
+            let mid = (low + high + 1) / 2
+            if frames[mid].presentationTime <= ns { low = mid } else { high = mid - 1 }
+        }
+        return low
+    }
+
+    /// The frame index a ReadFrames request names: for a time, the frame displayed then (`frameDisplayed(at:)`);
+    /// for an index, itself.
+    public func resolve(_ request: FrameRequest) throws(TrackError) -> Int {
+        switch request {
+        case .index(let i):
+            guard i < UInt64(frames.count) else {
+                throw TrackError(.invalidArgument, "frame index \(i) is out of range: the track has \(frames.count) frames (0–\(frames.count - 1))")
+            }
+            return Int(i)
+        case .time(let t):
+            // Every numeric time has nanoseconds (saturated at ±2^63).
+            guard let ns = t.nanoseconds else {
+                throw TrackError(.invalidArgument, "frame time \(t) is not a numeric time")
+            }
+            guard let last = frames.last else {
+                throw TrackError(.invalidArgument, "frame time \(t.seconds) s: the track has no frames")
+            }
+            guard let frame = frameDisplayed(at: ns) else {
+                throw TrackError(.invalidArgument, "frame time \(t.seconds) s is after the last frame, which ends at \(Double(last.presentationTime + last.duration) / 1e9) s")
+            }
+            return frame
+        }
+    }
+
+    /// The frame index whose presentation time is nearest `ns` (how a decoded sample is matched to its frame); the
+    /// earlier one of two as near.
+    public func nearest(_ ns: Int64) -> Int {
+        var low = 0, high = frames.count - 1
+        while low < high {
+            let mid = (low + high) / 2
+            if frames[mid].presentationTime < ns { low = mid + 1 } else { high = mid }
+        }
+        if low > 0 && abs(frames[low - 1].presentationTime - ns) <= abs(frames[low].presentationTime - ns) { return low - 1 }
+        return low
+    }
+}
