@@ -12,10 +12,13 @@ memoryviews (frame.data, frame.planes) and bytes (frame.tobytes()).
 
 from . import errors
 from ._asset import Asset, Frame, Image, Output, open
-from ._conn import default_socket_path
+from ._batch import Batch
+from ._conn import ForkedConnection, default_socket_path
+from ._source import MAX_SOURCE_BYTES
 from ._wire import Colorimetry, Plane, Time, Track
 from .errors import ProtocolViolation, TrackdError
 
-__all__ = ['open', 'Asset', 'Output', 'Frame', 'Image', 'Track', 'Time', 'Plane', 'Colorimetry', 'TrackdError',
-           'ProtocolViolation', 'errors', 'default_socket_path']
+__all__ = ['open', 'Asset', 'Output', 'Frame', 'Batch', 'Image', 'Track', 'Time', 'Plane', 'Colorimetry',
+           'TrackdError', 'ProtocolViolation', 'ForkedConnection', 'errors', 'default_socket_path',
+           'MAX_SOURCE_BYTES']
 __version__ = '0.1.0'

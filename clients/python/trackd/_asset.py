@@ -8,7 +8,7 @@ import struct
 import threading
 from collections import namedtuple
 
-from . import _dlpack
+from . import _batch, _dlpack
 from . import _wire as w
 from ._conn import Connection
 from ._source import MAX_SOURCE_BYTES, open_source
@@ -677,6 +677,35 @@ class Asset:
         rid = conn.send(w.READ_FRAMES, w.read_frames(self.id, t.id, requests, body))
         created = conn.reply(rid, w.OUTPUT_CREATED)
         return Output(self, rid, created, copy)
+
+    # -- batches (trackd/_batch.py)
+
+    def get_frames(self, indices=None, *, times=None, track=None, pixel_format='RGB', layout='NHWC', width=None,
+                   height=None):
+        """Many frames as one Batch (`frames, pts = asset.get_frames(...)`): the frames with these 0-based
+        presentation-order indices, or shown at these times (seconds), in the order asked (repeats allowed),
+        read with ReadFrames (each GOP decoded once; 1024 requests per ReadFrames, more are split).
+        frames is one contiguous array the batch owns: (N, H, W, C) for layout="NHWC", (N, C, H, W) for "NCHW".
+        pixel_format: "RGB" (default) and "BGR" are made here from trackd's BGRA (trackd has no 3-component
+        format yet); BGRA, RGBA, ARGB, y408, y416, l64r, b64a, L008, L016, 2vuy, yuvs, v216 come from trackd as
+        they are; 420v, 420f, y420, 422v, 444v, x420, xf20, v210 give (N, bytes) rows (see Batch).
+        width/height: scaled by the decoder (trackd's Width/Height); with only one, the other keeps the
+        track's display aspect ratio, rounded to the nearest integer."""
+        return _batch.get_frames(self, indices, times, track, pixel_format, layout, width, height)
+
+    def frames_in_range(self, start=0, stop=None, step=1, **kwargs):
+        """get_frames() of the frames range(start, stop, step) (Python slice rules; stop None: to the last
+        frame). Takes get_frames' keyword arguments."""
+        return _batch.frames_in_range(self, start, stop, step, **kwargs)
+
+    def sample_uniform(self, n, **kwargs):
+        """get_frames() of n frames spread evenly over the track (the middle frame of each of n equal parts;
+        repeats when n is more than the track's frames). Takes get_frames' keyword arguments."""
+        return _batch.sample_uniform(self, n, **kwargs)
+
+    def frame_count(self, track=None):
+        """The number of frames of a video track, from trackd's frame index (cached per asset)."""
+        return _batch.frame_count(self, track)
 
     def __repr__(self):
         return '<trackd.Asset %r, %d tracks%s>' % (self.name, len(self.tracks), ', closed' if self.closed else '')

@@ -29,7 +29,6 @@ def _new_memfd(name):
 
 def _seal(fd, size):
     if size == 0:
-        os.close(fd)
         raise ValueError('the media source is empty (0 bytes)')
     fcntl.fcntl(fd, fcntl.F_ADD_SEALS, _SEALS)
     return fd
