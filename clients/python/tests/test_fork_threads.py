@@ -7,6 +7,8 @@ import threading
 import unittest
 from concurrent.futures import ThreadPoolExecutor
 
+import numpy as np
+
 import trackd
 from trackd.errors import MEDIA_SERVICES_WERE_RESET
 from support import TIMEOUT, Daemon, ffmpeg_md5, make_clip, md5
@@ -90,6 +92,35 @@ class ForkTests(unittest.TestCase):
             self.assertEqual(asset.frame_count(), 60)
             self.assertEqual(md5(asset.get_frames(indices=[3], pixel_format='y420').frames[0].tobytes()),
                              reference[3])
+
+
+def clip_item(i):
+    """A DataLoader worker's job, without torch: one item of the inherited dataset."""
+    item = _shared['clips'][i]
+    return item['source'], item['indices'].tolist(), [md5(np.ascontiguousarray(f).tobytes()) for f in item['video']]
+
+
+class DatasetForkTests(unittest.TestCase):
+    def test_video_clips_in_worker_processes(self):
+        from trackd.torch import VideoClips  # torch itself is not needed for output="numpy"
+        dataset = VideoClips([clip, clip], clip_length=5, frames_between_clips=20, pixel_format='L008',
+                             layout='THWC', output='numpy', socket=daemon.socket)
+        self.assertEqual(len(dataset), 6)
+        first = dataset[0]  # the parent reads too (its own connection, before the fork)
+        _shared['clips'] = dataset
+        try:
+            with multiprocessing.get_context('fork').Pool(2) as pool:
+                items = pool.map(clip_item, range(len(dataset)), chunksize=1)
+        finally:
+            _shared.clear()
+        self.assertEqual([(s, i) for s, i, _ in items],
+                         [(f, list(range(s, s + 5))) for f in (0, 1) for s in (0, 20, 40)])
+        with trackd.open(clip, socket=daemon.socket, timeout=TIMEOUT) as asset:
+            reference = [md5(f.tobytes()) for f in asset.read(pixel_format='L008')]
+        for _, indices, digests in items:
+            self.assertEqual(digests, [reference[i] for i in indices])
+        self.assertEqual(first['indices'].tolist(), [0, 1, 2, 3, 4])
+        self.assertEqual(dataset[1]['indices'].tolist(), [20, 21, 22, 23, 24])
 
 
 class ThreadTests(unittest.TestCase):
