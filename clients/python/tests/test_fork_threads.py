@@ -4,6 +4,7 @@ plain multiprocessing), and one asset serves several threads at once."""
 import multiprocessing
 import os
 import threading
+import time
 import unittest
 from concurrent.futures import ThreadPoolExecutor
 
@@ -161,6 +162,21 @@ class ThreadTests(unittest.TestCase):
             self.assertTrue(statuses)
             self.assertEqual(set(statuses), {worker})
             self.assertEqual(asset.status()['active_outputs'], 0)
+
+    def test_a_reply_is_not_stuck_behind_a_stalled_reader(self):
+        with open_clip() as asset:
+            output = asset.read(pixel_format='y420')
+            held = [next(output) for _ in range(8)]  # every slot trackd lends an output: it stalls
+            rest = []
+            reader = threading.Thread(target=lambda: rest.extend(md5(f.tobytes()) for f in output))
+            reader.start()  # waits in recv for a 9th frame that comes only after a release
+            time.sleep(0.2)  # lets it start waiting (either way the status below must be answered)
+            self.assertEqual(asset.status()['active_outputs'], 1)  # routed here by the waiting thread
+            first = [md5(f.tobytes()) for f in held]
+            del held  # releases the slots (from this thread, while the other one is reading)
+            reader.join(TIMEOUT)
+            self.assertFalse(reader.is_alive())
+            self.assertEqual(first + rest, reference)
 
     def test_threads_with_their_own_assets(self):
         def read(i):

@@ -2,6 +2,7 @@
 equal trackd's direct reads, frame counts equal ffprobe's. Needs ray (make test installs it into the test venv);
 without it the module is reported as skipped."""
 
+import logging
 import unittest
 from collections import defaultdict
 
@@ -27,6 +28,8 @@ def setUpModule():
              make_clip(daemon.path('c.mkv'), size='128x96', rate=24, seconds=0.5, gop=6)]
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, object_store_memory=256 << 20,
              runtime_env={'env_vars': {'TRACKD_SOCKET': daemon.socket}})
+    ray.data.DataContext.get_current().enable_progress_bars = False
+    logging.getLogger('ray.data').setLevel(logging.WARNING)  # no execution progress lines in the test log
 
 
 def tearDownModule():

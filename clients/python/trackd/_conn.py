@@ -4,7 +4,9 @@ messages for other request ids are queued (or handed to a drain handler).
 
 Threads: a connection may be used from several threads. Sends hold a send lock (short); one waiting thread at a
 time reads from the socket (the reader), routes what it reads to the other waiters' queues and wakes them, so a
-reply is never stuck behind another thread's wait. Fork: a connection belongs to the process that made it; in
+reply is never stuck behind another thread's wait. Lock order: the routing lock is never waited for while
+the send lock is held (a failed send closes the connection after letting go of it), and drain handlers, which
+send, run outside the routing lock. Fork: a connection belongs to the process that made it; in
 a child it refuses every use (ForkedConnection) and drops no-reply messages, so the parent's session is never
 touched from a child (trackd.Asset reconnects instead)."""
 
@@ -20,6 +22,11 @@ from .errors import DAEMON_UNREACHABLE, MEDIA_SERVICES_WERE_RESET, OPERATION_INT
 Message = namedtuple('Message', 'type request_id value fds')
 
 _CMSG_SPACE = socket.CMSG_SPACE(w.MAX_FDS * 4)
+
+
+class _SendFailed(Exception):
+    """A send failed: raised out of the send lock, then the connection is closed (lock order: never the routing
+    lock while holding the send lock)."""
 
 
 class ForkedConnection(TrackdError):
@@ -139,8 +146,11 @@ class Connection:
         fresh non-zero request id (returned); others are sent with 0."""
         if self.pid != os.getpid():
             raise ForkedConnection(self.pid)
-        with self._send_lock:
-            return self._send(type_, payload, request_id, fd)
+        try:
+            with self._send_lock:
+                return self._send(type_, payload, request_id, fd)
+        except _SendFailed as e:  # closed outside the send lock: close() takes the routing lock
+            self._lost(str(e))
 
     def _send(self, type_, payload, request_id, fd):
         self._check_open()
@@ -160,7 +170,7 @@ class Connection:
                     self._sock.sendall(data[sent:])
         except OSError as e:
             self._sending = False
-            self._lost('sending to trackd failed: %s' % (e.strerror or e))
+            raise _SendFailed('sending to trackd failed: %s' % (e.strerror or e)) from None
         self._sending = False
         self._flush_posted()
         return request_id
@@ -171,16 +181,25 @@ class Connection:
         by another process (a child after a fork must not release the parent's slots)."""
         if self._error is not None or self.pid != os.getpid():
             return
-        with self._send_lock:  # another thread's send finishes first; this thread's own (a __del__) defers
-            self._posted.append((type_, payload))
-            if not self._sending:
-                self._flush_posted()
+        try:
+            with self._send_lock:  # another thread's send finishes first; this thread's own (a __del__) defers
+                self._posted.append((type_, payload))
+                if not self._sending:
+                    self._flush_posted()
+        except _SendFailed as e:
+            self._lost(str(e))
 
     def _flush_posted(self):
         with self._send_lock:
             while self._posted and self._error is None and not self._sending:
                 type_, payload = self._posted.pop(0)
                 self._send(type_, payload, 0, None)
+
+    def _flush(self):
+        try:
+            self._flush_posted()
+        except _SendFailed as e:
+            self._lost(str(e))
 
     # -- receiving
 
@@ -210,7 +229,7 @@ class Connection:
                             os.close(fd)
                         self._violation('message type 0x%04x: %s' % (type_, e.message))
                     return Message(type_, rid, value, fds)
-            self._flush_posted()
+            self._flush()
             try:
                 data, ancdata, flags, _ = self._sock.recvmsg(1 << 18, _CMSG_SPACE, socket.MSG_CMSG_CLOEXEC)
             except socket.timeout:  # TimeoutError from Python 3.10 on
@@ -265,11 +284,11 @@ class Connection:
                         self.close(err)
                         raise err
                     drain = self._drains.get(m.request_id)
-                    if drain is not None:
-                        drain(m)
-                    else:
+                    if drain is None:
                         self._queues.setdefault(m.request_id, deque()).append(m)
                         self._cond.notify_all()
+                if drain is not None:  # outside the routing lock: it sends (ReleaseSlots)
+                    drain(m)
         finally:
             with self._cond:
                 self._reading = False
@@ -298,5 +317,6 @@ class Connection:
             if self._error is not None:
                 return
             self._drains[request_id] = handler
-            for m in self._queues.pop(request_id, ()):
-                handler(m)
+            queued = self._queues.pop(request_id, ())
+        for m in queued:  # outside the routing lock: the handler sends (ReleaseSlots)
+            handler(m)
