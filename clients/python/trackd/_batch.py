@@ -1,6 +1,7 @@
 """Batches: many frames of one track as one contiguous numpy array, read with ReadFrames (PROTOCOL.md §8: each
 GOP decoded once, frames in the order asked), plus their presentation times and frame numbers."""
 
+import operator
 import re
 
 from . import _wire as w
@@ -54,15 +55,26 @@ class Batch:
         return '<trackd.Batch %s %s %s %s>' % (self.pixel_format, self.layout, self.frames.shape, self.frames.dtype)
 
 
+def _size(name, value):
+    if value is None:
+        return None
+    try:
+        if isinstance(value, bool):
+            raise TypeError
+        value = operator.index(value)  # int, numpy integers
+    except TypeError:
+        raise ValueError('%s must be a non-negative int, not %r' % (name, value)) from None
+    if value < 0:
+        raise ValueError('%s must be a non-negative int, not %r' % (name, value))
+    return value
+
+
 def output_size(track, width, height):
     """The output size for Width/Height when one may be missing: the missing side keeps the track's display
     aspect ratio (its pixel aspect ratio applied, since trackd's scaled output has square pixels), rounded to the
     nearest integer (at least 1). trackd itself needs no even sizes (odd 4:2:0 sizes have ceil(W/2) chroma).
     None when neither is given (the track's own size)."""
-    if width is not None and (not isinstance(width, int) or isinstance(width, bool) or width < 0):
-        raise ValueError('width must be a non-negative int, not %r' % (width,))
-    if height is not None and (not isinstance(height, int) or isinstance(height, bool) or height < 0):
-        raise ValueError('height must be a non-negative int, not %r' % (height,))
+    width, height = _size('width', width), _size('height', height)
     if not width and not height:
         return None
     if width and height:

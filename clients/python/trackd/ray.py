@@ -83,8 +83,8 @@ def _datasource_class():
             def get_read_tasks(self, parallelism, per_task_row_limit=None, data_context=None):
                 from ray.data import ReadTask
                 from ray.data.block import BlockMetadata
-                groups = [self.paths[i::max(1, min(parallelism, len(self.paths)))]
-                          for i in range(max(1, min(parallelism, len(self.paths))))]
+                count = max(1, min(parallelism if parallelism > 0 else len(self.paths), len(self.paths)))
+                groups = [self.paths[i::count] for i in range(count)]
                 tasks = []
                 for group in groups:
                     metadata = BlockMetadata(num_rows=None, size_bytes=None, input_files=list(group),
