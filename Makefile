@@ -11,11 +11,12 @@ SWIFT ?= swift
 
 # Debian 12 packages. build: headers for the C modules, dpkg-dev for `make deb` (dpkg-shlibdeps); runtime: the GStreamer elements the worker
 # uses; test: oracles and tools the tests and scripts call (ffprobe/ffmpeg, systemd-analyze,
-# systemd-socket-activate, python3; python3-numpy, pip, setuptools and wheel for the Python client's tests).
+# systemd-socket-activate, python3; python3-numpy, pip, setuptools and wheel for the Python client's tests; python3-venv
+# for their venv, .build/venv-test).
 BUILD_DEPS   := libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev libsystemd-dev libseccomp-dev libmd-dev libcairo2-dev pkg-config dpkg-dev
 RUNTIME_DEPS := gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad \
                 gstreamer1.0-plugins-ugly gstreamer1.0-libav gstreamer1.0-tools
-TEST_DEPS    := ffmpeg systemd python3 python3-numpy python3-pip python3-setuptools python3-wheel
+TEST_DEPS    := ffmpeg systemd python3 python3-numpy python3-pip python3-setuptools python3-wheel python3-venv
 DEPS         := $(BUILD_DEPS) $(RUNTIME_DEPS) $(TEST_DEPS)
 
 # Debian's Python (the one python3-numpy is installed for), not whichever python3 is first on PATH.
@@ -35,7 +36,7 @@ comma := ,
 empty :=
 space := $(empty) $(empty)
 
-.PHONY: help deps build build-debug build-dist install deb package-check test test-python verify-units fuzz-protocol fuzz-media run serve bench clean
+.PHONY: help deps build build-debug build-dist install deb package-check test test-python test-torch venv-test verify-units fuzz-protocol fuzz-media run serve bench clean
 
 help:
 	@echo "make deps          install missing Debian packages (apt-get; prints the sudo command when not root)"
@@ -47,7 +48,9 @@ help:
 	@echo "make package-check install and deb checks with the debug build (no install on this machine; part of make test)"
 	@echo "make test          deps, unit-file check, debug build with tests, package check, swift test (with short fuzz runs),"
 	@echo "                   then test-python"
-	@echo "make test-python   the Python client (clients/python): pip install into a temp dir, unittest"
+	@echo "make test-python   the Python client (clients/python): cached test venv (.build/venv-test: ray, PyYAML from"
+	@echo "                   PyPI), pip install into a temp dir, unittest (README examples, Ray on a local cluster)"
+	@echo "make test-torch    torch (several GB from PyPI) into the test venv, then the PyTorch tests (not in make test)"
 	@echo "make fuzz-protocol protocol mutation fuzzer against a real trackd (FUZZ_SECONDS=300, FUZZ_SEED=n)"
 	@echo "make fuzz-media    mutation fuzzer over media through real daemons (FUZZ_SECONDS=300, FUZZ_SEED=…);"
 	@echo "                   crashing/hanging inputs go to .build/fuzz/; fails on a supervisor crash or a hang"
@@ -102,17 +105,55 @@ test: deps verify-units
 	TRACKD_BUILD_DIR=$(DEBUG_DIR) $(SWIFT) test --skip-build
 	@$(MAKE) --no-print-directory test-python
 
-# The Python client: installed offline with pip into a temp dir from a copy of clients/python (what
-# `pip install clients/python` does, without touching the tree), then its unittest tests against a trackd
-# from .build/debug (built by `make test` or `make build-debug`).
-test-python:
-	@tmp=$$(mktemp -d "$${TMPDIR:-/tmp}/trackd-python.XXXXXX"); trap 'rm -rf "$$tmp"' EXIT; \
-	cp -r clients/python "$$tmp/src"; \
-	$(PYTHON) -m pip install --quiet --root-user-action=ignore --no-build-isolation --no-deps --no-index \
-	  --target "$$tmp/site" "$$tmp/src"; \
+# The Python tests' venv: ray (Ray Data), numpy, PyYAML from PyPI (clients/python/tests/requirements-test.txt),
+# made once and kept in .build/venv-test/<hash of the requirements and the Python version>; a change of either
+# makes a new one (the old one is removed). No --system-site-packages: ray[data] needs a newer numpy than
+# Debian's python3-numpy (1.24), so the venv has its own. test-torch adds torch to the same venv.
+VENV_REQS := clients/python/tests/requirements-test.txt
+VENV_KEY   = $(shell { cat $(VENV_REQS); $(PYTHON) -V; } | sha256sum | cut -c1-16)
+VENV_DIR   = $(CURDIR)/.build/venv-test/$(VENV_KEY)
+VENV_PY    = $(VENV_DIR)/bin/python
+PIP_QUIET := --quiet --disable-pip-version-check --root-user-action=ignore
+
+venv-test:
+	@if [[ ! -f "$(VENV_DIR)/.complete" ]]; then \
+	  echo "venv-test: making $(VENV_DIR) (pip install -r $(VENV_REQS); once per requirements change)"; \
+	  rm -rf "$(CURDIR)/.build/venv-test"; \
+	  $(PYTHON) -m venv "$(VENV_DIR)"; \
+	  "$(VENV_PY)" -m pip install $(PIP_QUIET) -r $(VENV_REQS); \
+	  touch "$(VENV_DIR)/.complete"; \
+	fi
+
+# The client installed offline with pip into a temp dir from a copy of clients/python (what
+# `pip install clients/python` does, without touching the tree); $$site is that dir.
+define PYTHON_CLIENT_SITE
+tmp=$$(mktemp -d "$${TMPDIR:-/tmp}/trackd-python.XXXXXX"); trap 'rm -rf "$$tmp"' EXIT; \
+cp -r clients/python "$$tmp/src"; \
+$(PYTHON) -m pip install $(PIP_QUIET) --no-build-isolation --no-deps --no-index --target "$$tmp/site" "$$tmp/src"; \
+site="$$tmp/site"
+endef
+
+# The Python client's unittest tests (clients/python/tests, with the README's examples and the Ray datasource
+# on a local Ray cluster) in the test venv, against a trackd from .build/debug (built by `make test` or
+# `make build-debug`). The PyTorch tests are test-torch's.
+test-python: venv-test
+	@$(PYTHON_CLIENT_SITE); \
 	cd clients/python/tests; \
-	PYTHONPATH="$$tmp/site" PYTHONDONTWRITEBYTECODE=1 TRACKD_BUILD_DIR=$(DEBUG_DIR) \
-	  $(PYTHON) -m unittest discover -s . -t . -v
+	PYTHONPATH="$$site" PYTHONDONTWRITEBYTECODE=1 TRACKD_BUILD_DIR=$(DEBUG_DIR) \
+	  "$(VENV_PY)" -m unittest discover -s . -t . -v
+
+# PyTorch tests (clients/python/tests/torch_tests): torch from PyPI into the test venv — its Linux wheels pull
+# NVIDIA's CUDA libraries, several GB, which is why make test does not do this — then the tests, which fail
+# (never skip) when torch cannot be imported here.
+TORCH_REQS := clients/python/tests/requirements-torch.txt
+test-torch: venv-test
+	@"$(VENV_PY)" -c 'import torch' 2>/dev/null || { \
+	  echo "test-torch: pip install -r $(TORCH_REQS) into $(VENV_DIR) (several GB)"; \
+	  "$(VENV_PY)" -m pip install $(PIP_QUIET) -r $(TORCH_REQS); }
+	@$(PYTHON_CLIENT_SITE); \
+	cd clients/python/tests; \
+	PYTHONPATH="$$site:$(CURDIR)/clients/python/tests" PYTHONDONTWRITEBYTECODE=1 TRACKD_BUILD_DIR=$(DEBUG_DIR) \
+	  TRACKD_REQUIRE_TORCH=1 "$(VENV_PY)" -m unittest discover -s torch_tests -t torch_tests -v
 
 # The fuzzer is an integration test; `make test` runs it for a few seconds, this for FUZZ_SECONDS (default 300).
 # It prints its seed (FUZZ_SEED=n reproduces a run) and the outcomes; worker-crash inputs go to .build/fuzz/.

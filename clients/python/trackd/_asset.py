@@ -5,11 +5,14 @@ import mmap
 import os
 import stat
 import struct
+import threading
 from collections import namedtuple
 
+from . import _batch, _dlpack
 from . import _wire as w
 from ._conn import Connection
-from .errors import INVALID_ARGUMENT, ProtocolViolation, TrackdError
+from ._source import MAX_SOURCE_BYTES, open_source
+from .errors import INVALID_ARGUMENT, MEDIA_SERVICES_WERE_RESET, ProtocolViolation, TrackdError
 
 try:
     import numpy as _np
@@ -29,12 +32,24 @@ _COMPONENTS = {
 _AUDIO_KEYS = {'sample_rate': 'AVSampleRateKey', 'channels': 'AVNumberOfChannelsKey'}
 
 
-def open(path, socket=None, client_name='trackd-python', timeout=None):  # noqa: A001 (like builtins.open)
-    """Opens a media file through trackd: the file is opened here and its descriptor passed to the worker.
-    Returns an Asset (a context manager). socket: trackd's socket path (default: $TRACKD_SOCKET, else
-    $XDG_RUNTIME_DIR/trackd.sock, else /run/trackd/trackd.sock). timeout: seconds to wait for any one message
-    from trackd (default: no limit); when it passes, TrackdError -11847 and the session is closed."""
-    return Asset(path, socket=socket, client_name=client_name, timeout=timeout)
+def open(source, socket=None, client_name='trackd-python', timeout=None, *, name=None,  # noqa: A001
+         max_bytes=MAX_SOURCE_BYTES):
+    """Opens media through trackd and returns an Asset (a context manager). source is one of:
+
+    - a path (str or os.PathLike): opened here, its descriptor passed to the worker (trackd never sees the path);
+    - an open file descriptor (int): a regular file is duplicated (yours stays open and yours to close); a pipe
+      or socket (e.g. 0 for stdin) is read to its end into a sealed memfd;
+    - bytes, bytearray or memoryview: the media file's bytes, copied into a sealed memfd (no file on disk);
+    - a binary file-like object with read() (io.BytesIO, an object-store or HTTP stream, open(p, "rb")): one
+      backed by a regular file is passed by descriptor, any other is read to its end into a sealed memfd.
+
+    Copies into a memfd are limited to max_bytes (default trackd.MAX_SOURCE_BYTES, 4 GiB; ValueError past it):
+    a memfd is memory for as long as the asset is open. TypeError for anything else, ValueError for an empty
+    source. name: what trackd logs and errors call the source (default: the path, or a description).
+    socket: trackd's socket path (default: $TRACKD_SOCKET, else $XDG_RUNTIME_DIR/trackd.sock, else
+    /run/trackd/trackd.sock). timeout: seconds to wait for any one message from trackd (default: no limit);
+    when it passes, TrackdError -11847 and the session is closed."""
+    return Asset(source, socket=socket, client_name=client_name, timeout=timeout, name=name, max_bytes=max_bytes)
 
 
 Image = namedtuple('Image', 'png time width height')
@@ -258,6 +273,35 @@ class Frame:
             shape, strides = shape + (3,), strides + (1,)
         return self._array(layouts[0].offset, shape, strides, typestr if not packed24 else '|u1')
 
+    # -- DLPack and numpy protocols
+
+    def __dlpack__(self, stream=None, max_version=None, dl_device=None, copy=None):
+        """DLPack export of frame.array (numpy.from_dlpack(frame), torch.from_dlpack(frame)). A zero-copy frame
+        exports a view of the pool: read-only (flagged so for DLPack >= 1.0 consumers; an older consumer gets
+        a tensor it thinks writable — writing into it crashes the process), and the frame's slot stays taken
+        while the tensor lives. copy=True, or a frame read with copy=True, exports memory that is the
+        tensor's own to write. Video with several planes (420v, y420) exports the whole sample as bytes."""
+        if stream is not None and stream != -1:
+            raise BufferError('trackd frames are in CPU memory: stream must be None, not %r' % (stream,))
+        if dl_device is not None and tuple(dl_device) != _dlpack.device():
+            raise BufferError('trackd frames are in CPU memory, not on device %r' % (dl_device,))
+        array = self.array
+        if array is None:
+            raise BufferError('this audio sample has no single array (see .planes)')
+        if copy:
+            array = array.copy()
+        return _dlpack.export(array, read_only=not array.flags.writeable, max_version=max_version)
+
+    def __dlpack_device__(self):
+        return _dlpack.device()
+
+    def __array__(self, dtype=None, copy=None):
+        """numpy.asarray(frame) is frame.array (a view for zero-copy frames)."""
+        array = self.array
+        if copy:
+            array = array.copy()
+        return array if dtype is None else array.astype(dtype, copy=False)
+
     def __repr__(self):
         return '<trackd.Frame %s %dx%d pts=%s%s%s>' % (self.format, self.width, self.height, self.pts,
                                                       ' sync' if self.sync else '',
@@ -367,6 +411,9 @@ class Output:
 
     def close(self):
         """Stops the output (CancelOutput) if it is still running; frames already handed out stay valid."""
+        if self._conn.forked:  # the parent's output: nothing to cancel from here
+            self.finished = True
+            return
         if not self.finished and not self._conn.closed:
             self.finished = True
             self._pools.clear()
@@ -404,27 +451,65 @@ def _pixel_format(value):
     return value
 
 
-class Asset:
-    """An open media file: one connection to trackd, one worker. Use as a context manager, or close()."""
+_reconnect_lock = threading.Lock()
+os.register_at_fork(after_in_child=lambda: globals().__setitem__('_reconnect_lock', threading.Lock()))
 
-    def __init__(self, path, socket=None, client_name='trackd-python', timeout=None):
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+
+class Asset:
+    """Opened media: one connection to trackd, one worker. Use as a context manager, or close().
+
+    Threads: the methods may be called from several threads at once (each read is its own output on the shared
+    connection); one Output (iterator) is read by one thread at a time. Fork: an asset opened before a fork
+    reconnects by itself in the child on first use (a new connection and worker, the same source, a new asset
+    id); outputs and frames from before the fork stay the parent's (using them in the child raises
+    TrackdError -11819), and the child never sends on, reads from or shuts down the parent's connection."""
+
+    def __init__(self, source, socket=None, client_name='trackd-python', timeout=None, name=None,
+                 max_bytes=MAX_SOURCE_BYTES):
+        fd, self.name, self.path = open_source(source, name, max_bytes)
+        self._fd = fd  # kept open: the source of a reconnect after fork (a memfd cannot be opened again)
+        self._options = (socket, client_name, timeout)
+        self._conn = None
         try:
-            self._conn = Connection(socket, client_name, timeout)
-            try:
-                self.id, duration, tracks = self._conn.request(w.OPEN_ASSET, w.open_asset(os.fsdecode(path)),
-                                                               w.ASSET_OPENED, fd=fd)
-            except BaseException:
-                self._conn.close()
-                raise
-        finally:
+            self._connect()
+        except BaseException:
             os.close(fd)
-        self.path = path
+            self._fd = -1
+            raise
+
+    def _connect(self):
+        conn = Connection(*self._options)
+        try:
+            asset_id, duration, tracks = conn.request(w.OPEN_ASSET, w.open_asset(os.fsdecode(self.name)),
+                                                      w.ASSET_OPENED, fd=self._fd)
+        except BaseException:
+            conn.close()
+            raise
+        self._conn = conn
+        self.id = asset_id
         self.duration_time = duration
         self.duration = duration.seconds
         self.tracks = tracks
-        self.worker_pid = self._conn.hello['worker_pid']
-        self.server_version = self._conn.hello['server_version']
+        self.worker_pid = conn.hello['worker_pid']
+        self.server_version = conn.hello['server_version']
+        self._frame_counts = {}
+
+    @property
+    def _c(self):
+        """The connection, made again in a child process after a fork (the parent's is never used there)."""
+        conn = self._conn
+        if conn.pid != os.getpid():
+            with _reconnect_lock:
+                if self._conn.pid != os.getpid():
+                    if self._fd < 0:
+                        raise TrackdError(MEDIA_SERVICES_WERE_RESET, 'the asset is closed')
+                    self._conn.close()  # only this process's copy of the socket: nothing is sent
+                    self._connect()
+        return self._conn
+
+    @property
+    def closed(self):
+        return self._fd < 0
 
     def __enter__(self):
         return self
@@ -433,8 +518,19 @@ class Asset:
         self.close()
 
     def close(self):
-        """Ends the session (the worker cancels every output). Frames still held stay readable."""
-        self._conn.close()
+        """Ends the session (the worker cancels every output). Frames still held stay readable. In a child
+        after a fork, closes only this process's copies (the parent's session goes on)."""
+        if self._conn is not None:
+            self._conn.close()
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001
+            pass
 
     def track(self, track=None, media_type=None):
         """The Track with this id (or the Track given), else the first track of media_type ('video', 'audio')."""
@@ -449,28 +545,30 @@ class Asset:
 
     def status(self):
         """GetStatus: the worker's and supervisor's counters (a dict)."""
-        return self._conn.request(w.GET_STATUS, b'', w.STATUS)
+        conn = self._c
+        return conn.request(w.GET_STATUS, b'', w.STATUS)
 
     def image(self, time, track=None):
         """GenerateImage: the frame shown at `time` (seconds) as a PNG file; returns an Image."""
+        conn = self._c
         t = self.track(track, None if track is not None else 'video')
         payload = struct.pack('<II', self.id, t.id) + struct.pack('<qiI', *_time(time, 'time')) \
             + struct.pack('<I', w.str_to_fourcc('png '))
-        rid = self._conn.send(w.GENERATE_IMAGE, payload)
-        m = self._conn.next_message(rid)
+        rid = conn.send(w.GENERATE_IMAGE, payload)
+        m = conn.next_message(rid)
         if m.type == w.ERROR:
             raise TrackdError(*m.value)
         if m.type != w.IMAGE:
             for fd in m.fds:
                 os.close(fd)
-            self._conn._violation('expected an Image for request %d, got type 0x%04x' % (rid, m.type))
+            conn._violation('expected an Image for request %d, got type 0x%04x' % (rid, m.type))
         actual, width, height, length = m.value
         fd = m.fds[0]
         try:
             _check_memfd(fd, length, 'image')
             png = os.pread(fd, length, 0)
         except ProtocolViolation as e:
-            self._conn.close(e)
+            conn.close(e)
             raise
         finally:
             os.close(fd)
@@ -489,6 +587,7 @@ class Asset:
         ranges: instead of start/duration, (start, duration) pairs in seconds (duration None: to the end), read
         in the order given by one random-access output (supportsRandomAccess, one ResetOutput per range).
         copy: frames own a copy of their bytes and their slots go back at once (for keeping frames)."""
+        conn = self._c
         audio_options = dict(sample_rate=sample_rate, channels=channels, bit_depth=bit_depth, is_float=is_float,
                              big_endian=big_endian, non_interleaved=non_interleaved)
         wants_audio = any(v is not None for v in audio_options.values())
@@ -524,8 +623,8 @@ class Asset:
             start = _time(start, 'start') or w.TIME_ZERO
             duration = _time(duration, 'duration') or w.TIME_POSITIVE_INFINITY
         payload = w.create_output(self.id, t.id, start, duration, body, random_access=ranges is not None)
-        rid = self._conn.send(w.CREATE_OUTPUT, payload)
-        created = self._conn.reply(rid, w.OUTPUT_CREATED)
+        rid = conn.send(w.CREATE_OUTPUT, payload)
+        created = conn.reply(rid, w.OUTPUT_CREATED)
         return Output(self, rid, created, copy, audio, ranges or ())
 
     @staticmethod
@@ -557,6 +656,7 @@ class Asset:
         """Exact random access (ReadFrames): the frames shown at `times` (seconds), or with the 0-based
         presentation-order `indices`, decoded, in the order asked (each Frame's .index is its number in the
         track). An iterator, like read(): keep at most 8 zero-copy frames at once (or use copy=True)."""
+        conn = self._c
         if (times is None) == (indices is None):
             raise TypeError('frames_at takes times or indices=, not both')
         t = self.track(track, None if track is not None else 'video')
@@ -574,9 +674,38 @@ class Asset:
         if height:
             body['Height'] = height
         body.update(settings or {})
-        rid = self._conn.send(w.READ_FRAMES, w.read_frames(self.id, t.id, requests, body))
-        created = self._conn.reply(rid, w.OUTPUT_CREATED)
+        rid = conn.send(w.READ_FRAMES, w.read_frames(self.id, t.id, requests, body))
+        created = conn.reply(rid, w.OUTPUT_CREATED)
         return Output(self, rid, created, copy)
 
+    # -- batches (trackd/_batch.py)
+
+    def get_frames(self, indices=None, *, times=None, track=None, pixel_format='RGB', layout='NHWC', width=None,
+                   height=None):
+        """Many frames as one Batch (`frames, pts = asset.get_frames(...)`): the frames with these 0-based
+        presentation-order indices, or shown at these times (seconds), in the order asked (repeats allowed),
+        read with ReadFrames (each GOP decoded once; 1024 requests per ReadFrames, more are split).
+        frames is one contiguous array the batch owns: (N, H, W, C) for layout="NHWC", (N, C, H, W) for "NCHW".
+        pixel_format: "RGB" (default) and "BGR" are made here from trackd's BGRA (trackd has no 3-component
+        format yet); BGRA, RGBA, ARGB, y408, y416, l64r, b64a, L008, L016, 2vuy, yuvs, v216 come from trackd as
+        they are; 420v, 420f, y420, 422v, 444v, x420, xf20, v210 give (N, bytes) rows (see Batch).
+        width/height: scaled by the decoder (trackd's Width/Height); with only one, the other keeps the
+        track's display aspect ratio, rounded to the nearest integer."""
+        return _batch.get_frames(self, indices, times, track, pixel_format, layout, width, height)
+
+    def frames_in_range(self, start=0, stop=None, step=1, **kwargs):
+        """get_frames() of the frames range(start, stop, step) (Python slice rules; stop None: to the last
+        frame). Takes get_frames' keyword arguments."""
+        return _batch.frames_in_range(self, start, stop, step, **kwargs)
+
+    def sample_uniform(self, n, **kwargs):
+        """get_frames() of n frames spread evenly over the track (the middle frame of each of n equal parts;
+        repeats when n is more than the track's frames). Takes get_frames' keyword arguments."""
+        return _batch.sample_uniform(self, n, **kwargs)
+
+    def frame_count(self, track=None):
+        """The number of frames of a video track, from trackd's frame index (cached per asset)."""
+        return _batch.frame_count(self, track)
+
     def __repr__(self):
-        return '<trackd.Asset %r, %d tracks%s>' % (self.path, len(self.tracks), ', closed' if self._conn.closed else '')
+        return '<trackd.Asset %r, %d tracks%s>' % (self.name, len(self.tracks), ', closed' if self.closed else '')

@@ -1,10 +1,19 @@
 """One connection to trackd (one session, served by one worker): framing, descriptor passing, request ids,
-routing of replies and output events. Single-threaded: messages are read from the socket only when someone
-waits for one; messages for other request ids are queued (or handed to a drain handler)."""
+routing of replies and output events. Messages are read from the socket only when someone waits for one;
+messages for other request ids are queued (or handed to a drain handler).
+
+Threads: a connection may be used from several threads. Sends hold a send lock (short); one waiting thread at a
+time reads from the socket (the reader), routes what it reads to the other waiters' queues and wakes them, so a
+reply is never stuck behind another thread's wait. Lock order: the routing lock is never waited for while
+the send lock is held (a failed send closes the connection after letting go of it), and drain handlers, which
+send, run outside the routing lock. Fork: a connection belongs to the process that made it; in
+a child it refuses every use (ForkedConnection) and drops no-reply messages, so the parent's session is never
+touched from a child (trackd.Asset reconnects instead)."""
 
 import array
 import os
 import socket
+import threading
 from collections import deque, namedtuple
 
 from . import _wire as w
@@ -13,6 +22,22 @@ from .errors import DAEMON_UNREACHABLE, MEDIA_SERVICES_WERE_RESET, OPERATION_INT
 Message = namedtuple('Message', 'type request_id value fds')
 
 _CMSG_SPACE = socket.CMSG_SPACE(w.MAX_FDS * 4)
+
+
+class _SendFailed(Exception):
+    """A send failed: raised out of the send lock, then the connection is closed (lock order: never the routing
+    lock while holding the send lock)."""
+
+
+class ForkedConnection(TrackdError):
+    """A connection made in another process (before a fork) was used: trackd.Asset catches this and reconnects;
+    an Output or Frame from before the fork cannot be continued in the child."""
+
+    def __init__(self, pid):
+        super().__init__(MEDIA_SERVICES_WERE_RESET, 'this trackd connection was made by process %d before a fork; '
+                         'process %d cannot use it (open the asset again in this process; trackd.Asset does that '
+                         'by itself, but outputs and frames from before the fork stay with the parent)'
+                         % (pid, os.getpid()))
 
 
 def default_socket_path():
@@ -28,6 +53,10 @@ class Connection:
     def __init__(self, path=None, client_name='trackd-python', timeout=None):
         self.path = path or default_socket_path()
         self.timeout = timeout
+        self.pid = os.getpid()
+        self._send_lock = threading.RLock()   # whole frames on the socket; post() from a __del__ re-enters
+        self._cond = threading.Condition(threading.RLock())  # queues, drains, the reader role
+        self._reading = False                 # some thread is reading from the socket (the reader)
         self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
         self._sock.settimeout(timeout)
         try:
@@ -61,9 +90,26 @@ class Connection:
     def closed(self):
         return self._error is not None
 
+    @property
+    def forked(self):
+        """True in a child process of the one that made the connection."""
+        return self.pid != os.getpid()
+
     def close(self, reason=None):
-        if self._error is None:
+        """Closes the socket (in a child after a fork: only this process's copy of it; nothing is sent)."""
+        if self.pid != os.getpid():  # a child's copy: no locks (a parent thread may have held them at the fork)
+            if self._error is None:
+                self._error = ForkedConnection(self.pid)
+                self._sock.close()
+            return
+        with self._cond:
+            if self._error is not None:
+                return
             self._error = reason or TrackdError(MEDIA_SERVICES_WERE_RESET, 'the connection to trackd was closed')
+            try:  # ends the session even while a forked child still holds a copy of the socket
+                self._sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
             self._sock.close()
             while self._fds:
                 os.close(self._fds.popleft())
@@ -74,8 +120,11 @@ class Connection:
             self._queues.clear()
             self._drains.clear()
             self._posted.clear()
+            self._cond.notify_all()
 
     def _check_open(self):
+        if self.pid != os.getpid():
+            raise ForkedConnection(self.pid)
         if self._error is not None:
             raise TrackdError(MEDIA_SERVICES_WERE_RESET if self._error.code == PROTOCOL_VIOLATION else
                               self._error.code, self._error.message)
@@ -95,6 +144,15 @@ class Connection:
     def send(self, type_, payload, request_id=None, fd=None):
         """Sends one frame (with fd attached to its first byte when given). Requests that get a reply get a
         fresh non-zero request id (returned); others are sent with 0."""
+        if self.pid != os.getpid():
+            raise ForkedConnection(self.pid)
+        try:
+            with self._send_lock:
+                return self._send(type_, payload, request_id, fd)
+        except _SendFailed as e:  # closed outside the send lock: close() takes the routing lock
+            self._lost(str(e))
+
+    def _send(self, type_, payload, request_id, fd):
         self._check_open()
         if request_id is None:
             request_id = self._next_id
@@ -112,24 +170,36 @@ class Connection:
                     self._sock.sendall(data[sent:])
         except OSError as e:
             self._sending = False
-            self._lost('sending to trackd failed: %s' % (e.strerror or e))
+            raise _SendFailed('sending to trackd failed: %s' % (e.strerror or e)) from None
         self._sending = False
         self._flush_posted()
         return request_id
 
     def post(self, type_, payload):
         """A no-reply message (ReleaseSlots, CancelOutput) that may come from a __del__: sent now unless a
-        send is in progress (then after it); dropped when the connection is closed."""
-        if self._error is not None:
+        send is in progress in this thread (then after it); dropped when the connection is closed or was made
+        by another process (a child after a fork must not release the parent's slots)."""
+        if self._error is not None or self.pid != os.getpid():
             return
-        self._posted.append((type_, payload))
-        if not self._sending:
-            self._flush_posted()
+        try:
+            with self._send_lock:  # another thread's send finishes first; this thread's own (a __del__) defers
+                self._posted.append((type_, payload))
+                if not self._sending:
+                    self._flush_posted()
+        except _SendFailed as e:
+            self._lost(str(e))
 
     def _flush_posted(self):
-        while self._posted and self._error is None and not self._sending:
-            type_, payload = self._posted.pop(0)
-            self.send(type_, payload, request_id=0)
+        with self._send_lock:
+            while self._posted and self._error is None and not self._sending:
+                type_, payload = self._posted.pop(0)
+                self._send(type_, payload, 0, None)
+
+    def _flush(self):
+        try:
+            self._flush_posted()
+        except _SendFailed as e:
+            self._lost(str(e))
 
     # -- receiving
 
@@ -159,7 +229,7 @@ class Connection:
                             os.close(fd)
                         self._violation('message type 0x%04x: %s' % (type_, e.message))
                     return Message(type_, rid, value, fds)
-            self._flush_posted()
+            self._flush()
             try:
                 data, ancdata, flags, _ = self._sock.recvmsg(1 << 18, _CMSG_SPACE, socket.MSG_CMSG_CLOEXEC)
             except socket.timeout:  # TimeoutError from Python 3.10 on
@@ -186,27 +256,43 @@ class Connection:
             self._buf += data
 
     def next_message(self, request_id):
-        """The next message with this request id, reading (and routing) as many as needed."""
-        q = self._queues.get(request_id)
-        if q:
-            m = q.popleft()
-            if not q:
-                del self._queues[request_id]
-            return m
-        self._check_open()
-        while True:
-            m = self._read_message()
-            if m.request_id == request_id:
-                return m
-            if m.type == w.ERROR and m.request_id == 0:
-                err = TrackdError(*m.value)
-                self.close(err)
-                raise err
-            drain = self._drains.get(m.request_id)
-            if drain is not None:
-                drain(m)
-            else:
-                self._queues.setdefault(m.request_id, deque()).append(m)
+        """The next message with this request id, reading (and routing) as many as needed. Several threads may
+        wait at once: one reads, the others wait for it to route their messages to them."""
+        if self.pid != os.getpid():
+            raise ForkedConnection(self.pid)
+        with self._cond:
+            while True:
+                q = self._queues.get(request_id)
+                if q:
+                    m = q.popleft()
+                    if not q:
+                        del self._queues[request_id]
+                    return m
+                self._check_open()
+                if not self._reading:
+                    break
+                self._cond.wait()
+            self._reading = True
+        try:
+            while True:
+                m = self._read_message()  # only the reader touches the buffer and the received descriptors
+                with self._cond:
+                    if m.request_id == request_id:
+                        return m
+                    if m.type == w.ERROR and m.request_id == 0:
+                        err = TrackdError(*m.value)
+                        self.close(err)
+                        raise err
+                    drain = self._drains.get(m.request_id)
+                    if drain is None:
+                        self._queues.setdefault(m.request_id, deque()).append(m)
+                        self._cond.notify_all()
+                if drain is not None:  # outside the routing lock: it sends (ReleaseSlots)
+                    drain(m)
+        finally:
+            with self._cond:
+                self._reading = False
+                self._cond.notify_all()
 
     def reply(self, request_id, expected_type):
         """The reply to a request: its value, or TrackdError for an Error."""
@@ -225,8 +311,12 @@ class Connection:
 
     def drain(self, request_id, handler):
         """From now on messages for request_id go to handler as they arrive (queued ones at once)."""
-        if self._error is not None:
+        if self.pid != os.getpid():
             return
-        self._drains[request_id] = handler
-        for m in self._queues.pop(request_id, ()):
+        with self._cond:
+            if self._error is not None:
+                return
+            self._drains[request_id] = handler
+            queued = self._queues.pop(request_id, ())
+        for m in queued:  # outside the routing lock: the handler sends (ReleaseSlots)
             handler(m)

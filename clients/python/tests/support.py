@@ -1,0 +1,86 @@
+"""Shared by the test modules that need their own trackd: a daemon from $TRACKD_BUILD_DIR (default .build/debug)
+on a private socket, and media made by ffmpeg at test time."""
+
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..'))
+BUILD = os.environ.get('TRACKD_BUILD_DIR') or os.path.join(REPO, '.build', 'debug')
+TIMEOUT = 60  # a stalled read fails the test instead of hanging it (not a timed assertion)
+
+
+def md5(data):
+    return hashlib.md5(data).hexdigest()
+
+
+def make_clip(path, size='320x240', rate=30, seconds=2, audio=True, gop=15):
+    """H.264 with B-frames (as the Swift tests' Media.clip), AAC stereo 48 kHz when audio."""
+    args = ['ffmpeg', '-hide_banner', '-loglevel', 'error', '-y',
+            '-f', 'lavfi', '-i', 'testsrc2=size=%s:rate=%d:duration=%g' % (size, rate, seconds)]
+    if audio:
+        args += ['-f', 'lavfi', '-i', 'sine=frequency=440:sample_rate=48000:duration=%g' % seconds]
+    args += ['-c:v', 'libx264', '-preset', 'veryfast', '-bf', '2', '-g', str(gop), '-pix_fmt', 'yuv420p']
+    args += ['-c:a', 'aac', '-ac', '2'] if audio else []
+    subprocess.run(args + [path], check=True)
+    return path
+
+
+def make_song(path, seconds=1):
+    subprocess.run(['ffmpeg', '-hide_banner', '-loglevel', 'error', '-y', '-f', 'lavfi', '-i',
+                    'sine=frequency=440:sample_rate=44100:duration=%g' % seconds, '-ac', '2', path], check=True)
+    return path
+
+
+def ffprobe_frame_count(path):
+    out = subprocess.run(['ffprobe', '-v', 'error', '-select_streams', 'v:0', '-count_frames', '-show_entries',
+                          'stream=nb_read_frames', '-of', 'csv=p=0', path], check=True, capture_output=True,
+                         text=True).stdout
+    return int(out.strip())
+
+
+def ffmpeg_md5(path, pix_fmt, scale=None):
+    """ffmpeg -f framemd5 of the first video track decoded to pix_fmt: one md5 per frame."""
+    args = ['ffmpeg', '-hide_banner', '-loglevel', 'error', '-i', path, '-map', '0:v:0']
+    if scale:
+        args += ['-vf', 'scale=%d:%d' % scale]
+    out = subprocess.run(args + ['-pix_fmt', pix_fmt, '-f', 'framemd5', '-'], check=True, capture_output=True,
+                         text=True).stdout
+    return [line.split(',')[5].strip() for line in out.splitlines() if not line.startswith('#')]
+
+
+class Daemon:
+    """trackd on a socket in a temp dir (also the dir for the test's media)."""
+
+    def __init__(self, prefix='trackd-python-'):
+        self.dir = tempfile.mkdtemp(prefix=prefix)
+        self.socket = os.path.join(self.dir, 'trackd.sock')
+        self.log = os.path.join(self.dir, 'trackd.log')
+        with open(self.log, 'wb') as log:
+            self.process = subprocess.Popen([os.path.join(BUILD, 'trackd'), '--socket', self.socket], stderr=log)
+        for _ in range(400):
+            if os.path.exists(self.socket):
+                return
+            if self.process.poll() is not None:
+                with open(self.log) as f:
+                    raise RuntimeError('trackd exited: ' + f.read())
+            time.sleep(0.05)
+        self.stop()
+        raise RuntimeError('trackd did not create its socket')
+
+    def path(self, name):
+        return os.path.join(self.dir, name)
+
+    def trackctl_md5(self, *args):
+        """trackctl read --md5: one (pts, size, md5) per sample."""
+        out = subprocess.run([os.path.join(BUILD, 'trackctl'), '--socket', self.socket] + list(args) + ['--md5'],
+                             check=True, capture_output=True, text=True).stdout
+        return [(line.split()[1], int(line.split()[3]), line.split()[4]) for line in out.splitlines()]
+
+    def stop(self):
+        self.process.terminate()
+        self.process.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)

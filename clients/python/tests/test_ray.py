@@ -1,0 +1,97 @@
+"""trackd.ray.read_frames on a local Ray cluster (ray.init(num_cpus=2), started once for the module): frame md5s
+equal trackd's direct reads, frame counts equal ffprobe's. Needs ray (make test installs it into the test venv);
+without it the module is reported as skipped."""
+
+import logging
+import unittest
+from collections import defaultdict
+
+import trackd
+from support import TIMEOUT, Daemon, ffprobe_frame_count, make_clip, md5
+
+try:
+    import ray
+    import trackd.ray
+except ImportError:  # reported as skipped, never as passed
+    ray = None
+
+daemon = clips = None
+
+
+def setUpModule():
+    global daemon, clips
+    if ray is None:
+        raise unittest.SkipTest('ray is not installed (make test installs it into .build/venv-test)')
+    daemon = Daemon()
+    clips = [make_clip(daemon.path('a.mp4')),
+             make_clip(daemon.path('b.mp4'), size='176x144', rate=25, seconds=1.2, audio=False, gop=12),
+             make_clip(daemon.path('c.mkv'), size='128x96', rate=24, seconds=0.5, gop=6)]
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, object_store_memory=256 << 20,
+             runtime_env={'env_vars': {'TRACKD_SOCKET': daemon.socket}})
+    ray.data.DataContext.get_current().enable_progress_bars = False
+    logging.getLogger('ray.data').setLevel(logging.WARNING)  # no execution progress lines in the test log
+
+
+def tearDownModule():
+    if ray is not None and ray.is_initialized():
+        ray.shutdown()
+    if daemon is not None:
+        daemon.stop()
+
+
+def direct(path, pixel_format, **kwargs):
+    """{frame index: (pts, md5)} of every frame read with the client directly."""
+    with trackd.open(path, socket=daemon.socket, timeout=TIMEOUT) as asset:
+        batch = asset.frames_in_range(0, None, pixel_format=pixel_format, **kwargs)
+    return {int(i): (float(p), md5(f.tobytes())) for i, p, f in zip(batch.indices, batch.pts, batch.frames)}
+
+
+def by_path(rows):
+    out = defaultdict(dict)
+    for row in rows:
+        out[row['path']][int(row['frame_index'])] = (float(row['pts']), md5(row['frame'].tobytes()))
+    return out
+
+
+class RayTests(unittest.TestCase):
+    def test_every_frame_equals_direct_reads_and_ffprobe(self):
+        ds = trackd.ray.read_frames(clips, pixel_format='BGRA', socket=daemon.socket, frames_per_block=16)
+        rows = ds.take_all()
+        got = by_path(rows)
+        self.assertEqual(sorted(got), sorted(clips))
+        for path in clips:
+            self.assertEqual(len(got[path]), ffprobe_frame_count(path), path)
+            self.assertEqual(got[path], direct(path, 'BGRA'), path)
+        first = next(r for r in rows if r['path'] == clips[1])
+        self.assertEqual(first['frame'].shape, (144, 176, 4))
+
+    def test_rgb_scaled_sampled_from_a_pyarrow_filesystem(self):
+        import pyarrow.fs
+        # The socket from the runtime env (each node's default), the files streamed into memfds.
+        ds = trackd.ray.read_frames(clips[:2], frames=5, width=64, filesystem=pyarrow.fs.LocalFileSystem())
+        got = by_path(ds.take_all())
+        for path in clips[:2]:
+            reference = direct(path, 'RGB', width=64)
+            count = len(reference)
+            want = [min(count - 1, int((k + 0.5) * count / 5)) for k in range(5)]
+            self.assertEqual(sorted(got[path]), sorted(want))
+            self.assertEqual(got[path], {i: reference[i] for i in want})
+        rows = trackd.ray.read_frames('file://' + clips[0], fps=4, height=24, socket=daemon.socket).take_all()
+        self.assertEqual([r['frame_index'] for r in rows], [0, 7, 15, 22, 30, 37, 45, 52])  # 0.25 s apart at 30 fps
+        self.assertEqual(rows[0]['frame'].shape, (24, 32, 3))
+
+    def test_readme_example(self):
+        from test_readme import run_blocks
+        run_blocks(self, daemon, lambda code: 'trackd.ray' in code)
+
+    def test_errors(self):
+        with self.assertRaisesRegex(ValueError, 'pixel_format'):
+            trackd.ray.read_frames(clips, pixel_format='y420')
+        with self.assertRaises(TypeError):
+            trackd.ray.read_frames(clips, frames=3, fps=2)
+        with self.assertRaises(ValueError):
+            trackd.ray.read_frames([])
+
+
+if __name__ == '__main__':
+    unittest.main()

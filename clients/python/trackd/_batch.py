@@ -1,0 +1,239 @@
+"""Batches: many frames of one track as one contiguous numpy array, read with ReadFrames (PROTOCOL.md §8: each
+GOP decoded once, frames in the order asked), plus their presentation times and frame numbers."""
+
+import operator
+import re
+
+from . import _wire as w
+from .errors import INVALID_ARGUMENT, TrackdError
+
+try:
+    import numpy as _np
+except ImportError:
+    _np = None
+
+# Formats made here from the daemon's BGRA (trackd has no 3-component format yet): name -> BGRA channel order.
+CLIENT_FORMATS = {'RGB': [2, 1, 0], 'BGR': [0, 1, 2]}
+# Daemon formats with one plane of whole pixels: components per pixel.
+PACKED_FORMATS = {'BGRA': 4, 'RGBA': 4, '0x00000020': 4, 'y408': 4, 'y416': 4, 'l64r': 4, 'b64a': 4,
+                  'L008': 1, 'L016': 1, '2vuy': 2, 'yuvs': 2, 'v216': 2}
+# Daemon formats a batch holds as each frame's packed bytes, plane after plane (frame.tobytes()).
+PLANAR_FORMATS = ('420v', '420f', 'y420', '422v', '444v', 'x420', 'xf20', 'v210')
+_MAX_REQUESTS = w.MAX_READ_FRAMES
+
+
+class Batch:
+    """get_frames()'s result; unpacks as `frames, pts = batch`.
+
+    frames: one C-contiguous numpy array the batch owns (a copy out of trackd's pool, writable):
+    (N, H, W, C) for layout "NHWC", (N, C, H, W) for "NCHW" — C is 3 for RGB/BGR, 4 for BGRA/RGBA/ARGB/y408
+    (uint16 for y416/l64r, big-endian uint16 for b64a), 2 for 2vuy/yuvs (uint16 for v216), 1 for L008 (uint16
+    for L016); for formats with several planes (420v, y420, x420, ..., v210) (N, L) uint8, each row the frame's
+    planes packed (frame.tobytes(); for an even W x H y420 or 420v, .reshape(N, H * 3 // 2, W) is the
+    usual "I420/NV12 as one image" layout). pts: float64 seconds, (N,). indices: int64 frame numbers, (N,).
+    numpy.from_dlpack(batch) and torch.from_dlpack(batch) share batch.frames' memory (no copy)."""
+
+    __slots__ = ('frames', 'pts', 'indices', 'pixel_format', 'layout')
+
+    def __init__(self, frames, pts, indices, pixel_format, layout):
+        self.frames, self.pts, self.indices = frames, pts, indices
+        self.pixel_format, self.layout = pixel_format, layout
+
+    def __iter__(self):
+        return iter((self.frames, self.pts))
+
+    def __dlpack__(self, **kwargs):
+        return self.frames.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        return self.frames.__dlpack_device__()
+
+    def __array__(self, dtype=None, copy=None):
+        return self.frames if dtype is None else self.frames.astype(dtype, copy=False)
+
+    def __repr__(self):
+        return '<trackd.Batch %s %s %s %s>' % (self.pixel_format, self.layout, self.frames.shape, self.frames.dtype)
+
+
+def _size(name, value):
+    if value is None:
+        return None
+    try:
+        if isinstance(value, bool):
+            raise TypeError
+        value = operator.index(value)  # int, numpy integers
+    except TypeError:
+        raise ValueError('%s must be a non-negative int, not %r' % (name, value)) from None
+    if value < 0:
+        raise ValueError('%s must be a non-negative int, not %r' % (name, value))
+    return value
+
+
+def output_size(track, width, height):
+    """The output size for Width/Height when one may be missing: the missing side keeps the track's display
+    aspect ratio (its pixel aspect ratio applied, since trackd's scaled output has square pixels), rounded to the
+    nearest integer (at least 1). trackd itself needs no even sizes (odd 4:2:0 sizes have ceil(W/2) chroma).
+    None when neither is given (the track's own size)."""
+    width, height = _size('width', width), _size('height', height)
+    if not width and not height:
+        return None
+    if width and height:
+        return width, height
+    if not track.width or not track.height:
+        raise ValueError('the track does not say its size: give both width and height')
+    n, d = track.pixel_aspect_ratio or (1, 1)
+    display_width = track.width * n / d
+    if width:
+        return width, max(1, round(width * track.height / display_width))
+    return max(1, round(height * display_width / track.height)), height
+
+
+def _plan(pixel_format, layout):
+    """(daemon format, kind) for a batch pixel format: kind is 'client', 'packed' or 'planar'."""
+    if layout not in ('NHWC', 'NCHW'):
+        raise ValueError('layout is "NHWC" or "NCHW", not %r' % (layout,))
+    if pixel_format in CLIENT_FORMATS:
+        return 'BGRA', 'client'
+    if pixel_format in ('ARGB', '32ARGB'):
+        pixel_format = '0x00000020'
+    if pixel_format in PACKED_FORMATS:
+        return (0x20 if pixel_format == '0x00000020' else pixel_format), 'packed'
+    if pixel_format in PLANAR_FORMATS:
+        if layout != 'NHWC':
+            raise ValueError('%s has several planes: a batch of it is (N, bytes), without a channel axis to '
+                             'move; use layout="NHWC" (the default) or a packed format (RGB, BGRA, L008, ...)'
+                             % pixel_format)
+        return pixel_format, 'planar'
+    raise ValueError('batches take pixel_format %s, not %r' % (
+        ', '.join(list(CLIENT_FORMATS) + list(PACKED_FORMATS) + list(PLANAR_FORMATS)), pixel_format))
+
+
+def _frame_array(frame, kind, pixel_format):
+    """This frame as one batch item, (H, W, C) or (L,)."""
+    if kind == 'planar':
+        return _np.concatenate([_np.ascontiguousarray(p).view(_np.uint8).reshape(-1) for p in frame.planes])
+    a = frame.array
+    if kind == 'client':
+        return a[..., CLIENT_FORMATS[pixel_format]]
+    return a[..., None] if a.ndim == 2 else a
+
+
+def iter_batches(asset, indices=None, times=None, track=None, pixel_format='RGB', layout='NHWC', width=None,
+                 height=None, batch_size=None):
+    """Batches of at most batch_size frames (default: all in one) of the frames asked for, in order, as they
+    are decoded: one ReadFrames per 1024 requests, so a long request list is planned (each GOP decoded once)
+    across batch boundaries."""
+    if _np is None:
+        raise RuntimeError('batches need numpy')
+    if (indices is None) == (times is None):
+        raise TypeError('get_frames takes indices= or times=, one of them')
+    requests = list(indices if indices is not None else times)
+    if not requests:
+        raise ValueError('get_frames was asked for no frames')
+    if batch_size is not None and (not isinstance(batch_size, int) or batch_size < 1):
+        raise ValueError('batch_size must be a positive int, not %r' % (batch_size,))
+    t = asset.track(track, None if track is not None else 'video')
+    daemon_format, kind = _plan(pixel_format, layout)
+    size = output_size(t, width, height)
+    n = len(requests)
+    batch_size = batch_size or n
+    filler = _Filler(n, batch_size, pixel_format, layout)
+    for start in range(0, n, _MAX_REQUESTS):
+        chunk = requests[start:start + _MAX_REQUESTS]
+        kwargs = dict(times=chunk) if times is not None else dict(indices=chunk)
+        if size:
+            kwargs.update(width=size[0], height=size[1])
+        with asset.frames_at(track=t, pixel_format=daemon_format, **kwargs) as output:
+            for frame in output:
+                with frame:
+                    batch = filler.add(frame, _frame_array(frame, kind, pixel_format))
+                if batch is not None:
+                    yield batch
+
+
+class _Filler:
+    """Copies frames into batch arrays of batch_size (the last one smaller), all of the first frame's shape."""
+
+    def __init__(self, n, batch_size, pixel_format, layout):
+        self.left, self.batch_size, self.pixel_format, self.layout = n, batch_size, pixel_format, layout
+        self.out = self.first = None
+
+    def add(self, frame, item):
+        if self.first is None:
+            self.first = (frame.width, frame.height, item.shape, item.dtype)
+        elif item.shape != self.first[2]:
+            raise ValueError("frame %s is %dx%d, the batch's first frame %dx%d: pass width= and height= to read "
+                             'frames of one size' % (frame.index, frame.width, frame.height, *self.first[:2]))
+        if self.out is None:
+            count = min(self.batch_size, self.left)
+            shape = item.shape if self.layout == 'NHWC' else (item.shape[2],) + item.shape[:2]
+            self.out = _np.empty((count,) + shape, dtype=item.dtype)
+            self.pts = _np.empty(count, dtype=_np.float64)
+            self.numbers = _np.empty(count, dtype=_np.int64)
+            self.i = 0
+        self.out[self.i] = item if self.layout == 'NHWC' else item.transpose(2, 0, 1)
+        self.pts[self.i] = frame.pts
+        self.numbers[self.i] = frame.index
+        self.i += 1
+        self.left -= 1
+        if self.i < len(self.out):
+            return None
+        batch = Batch(self.out, self.pts, self.numbers, self.pixel_format, self.layout)
+        self.out = None
+        return batch
+
+
+def get_frames(asset, indices=None, times=None, track=None, pixel_format='RGB', layout='NHWC', width=None,
+               height=None):
+    batches = list(iter_batches(asset, indices, times, track, pixel_format, layout, width, height))
+    if len(batches) != 1:  # trackd sends exactly one frame per request (PROTOCOL.md §8 ReadFrames)
+        raise TrackdError(INVALID_ARGUMENT, 'ReadFrames delivered %d batches, not 1' % len(batches))
+    return batches[0]
+
+
+_COUNT = re.compile(r'the track has (\d+) frames')
+
+
+def frame_count(asset, track=None):
+    """The number of frames of a video track (every frame, presentation order), from trackd's frame index."""
+    t = asset.track(track, None if track is not None else 'video')
+    if t.id in asset._frame_counts:
+        return asset._frame_counts[t.id]
+    # The protocol has no frame count; asking for the last possible index is refused with trackd's message
+    # naming the count (FrameIndex.resolve). Should the message change, the frame shown at the track's end is
+    # resolved instead (FramesResolved, then the output is cancelled).
+    try:
+        output = asset.frames_at(indices=[2 ** 64 - 1], track=t)
+    except TrackdError as e:
+        if e.code != INVALID_ARGUMENT:
+            raise
+        m = _COUNT.search(e.message)
+        if m:
+            asset._frame_counts[t.id] = int(m.group(1))
+            return asset._frame_counts[t.id]
+    else:
+        output.close()
+    end = t.time_range_start.seconds or 0.0
+    end += (t.duration.seconds or asset.duration or 0.0) - 1e-6
+    with asset.frames_at([max(end, 0.0)], track=t) as output:
+        frame = next(output)
+        asset._frame_counts[t.id] = frame.index + 1
+        frame.release()
+    return asset._frame_counts[t.id]
+
+
+def frames_in_range(asset, start=0, stop=None, step=1, **kwargs):
+    count = frame_count(asset, kwargs.get('track'))
+    indices = range(count)[slice(start, stop, step)]
+    if not indices:
+        raise ValueError('frames_in_range(%r, %r, %r) holds no frame of the %d' % (start, stop, step, count))
+    return get_frames(asset, indices=list(indices), **kwargs)
+
+
+def sample_uniform(asset, n, **kwargs):
+    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+        raise ValueError('sample_uniform takes a positive number of frames, not %r' % (n,))
+    count = frame_count(asset, kwargs.get('track'))
+    # The centres of n equal parts of the track: spread over all of it, never both ends' edges twice.
+    indices = [min(count - 1, int((k + 0.5) * count / n)) for k in range(n)]
+    return get_frames(asset, indices=indices, **kwargs)

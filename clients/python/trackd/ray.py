@@ -1,0 +1,150 @@
+"""Ray Data: decoded video frames as a ray.data.Dataset, read by trackd on each node (Ray Data's public
+Datasource API; ray and pyarrow are imported when read_frames is called, not with trackd).
+
+    import trackd.ray
+    ds = trackd.ray.read_frames(["a.mp4", "s3://bucket/b.mp4"], fps=2, width=224)
+    for row in ds.iter_rows():        # path, frame_index, pts, frame (H, W, 3) uint8
+        ...
+
+Each read task opens its files through the trackd of the node it runs on (socket=, else that node's
+$TRACKD_SOCKET, $XDG_RUNTIME_DIR/trackd.sock or /run/trackd/trackd.sock): a local path's descriptor is passed to
+trackd, a file on a pyarrow filesystem (an s3://, gs://, hdfs:// URI, or any path with filesystem=) is streamed
+into a sealed memfd first. Only paths (and the remote file's bytes, from its store to the reading node) cross
+the network; decoded frames stay in the node's memory until Ray moves the blocks downstream.
+"""
+
+import os
+
+from . import _batch
+from ._asset import open as _open
+from ._source import MAX_SOURCE_BYTES
+
+SUPPORTED_PIXEL_FORMATS = tuple(_batch.CLIENT_FORMATS) + tuple(_batch.PACKED_FORMATS)
+"""pixel_format values: RGB (default) and BGR are made by the client from trackd's BGRA until trackd decodes to
+RGB itself (issue #14); the others are trackd's own packed formats (docs/SETTINGS.md). Formats with several
+planes (420v, y420, ...) are batch-only: a Ray row holds an (H, W, C) image."""
+
+
+def read_frames(paths, *, pixel_format='RGB', frames=None, fps=None, width=None, height=None, socket=None,
+                filesystem=None, frames_per_block=32, max_bytes=MAX_SOURCE_BYTES, **read_args):
+    """A ray.data.Dataset of decoded video frames, one row per frame: path (str), frame_index (int64, the
+    frame's 0-based number in presentation order), pts (float64 seconds), frame (uint8 or uint16 array,
+    (H, W, C)).
+
+    paths: a path or URI, or a list of them. frames: None for every frame, an int n for n frames spread evenly
+    over each file (Asset.sample_uniform), or a list of frame indices taken from each file. fps: instead of
+    frames, the frames shown every 1/fps seconds from each track's start. width/height: decoder-side
+    scaling (one of them keeps the aspect ratio). socket: trackd's socket on every node (default: each node's
+    own default). filesystem: a pyarrow.fs.FileSystem for all paths (default: local paths are local; URIs are
+    resolved with pyarrow.fs.FileSystem.from_uri). frames_per_block: rows per block a read task yields.
+    max_bytes: limit for a remote file streamed into memory (trackd.MAX_SOURCE_BYTES). read_args go to
+    ray.data.read_datasource (override_num_blocks, concurrency, ray_remote_args, ...). One read task per file
+    at most (files are not split)."""
+    import ray.data
+
+    if pixel_format not in SUPPORTED_PIXEL_FORMATS:
+        raise ValueError('read_frames takes pixel_format %s, not %r' % (', '.join(SUPPORTED_PIXEL_FORMATS),
+                                                                       pixel_format))
+    if frames is not None and fps is not None:
+        raise TypeError('read_frames takes frames= or fps=, not both')
+    if fps is not None and not fps > 0:
+        raise ValueError('fps must be positive, not %r' % (fps,))
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    paths = [os.fspath(p) for p in paths]
+    if filesystem is None:  # read tasks run in other processes (and nodes): local paths must not be relative
+        paths = [p if '://' in p else os.path.abspath(p) for p in paths]
+    if not paths:
+        raise ValueError('read_frames was given no paths')
+    options = dict(pixel_format=pixel_format, frames=frames, fps=fps, width=width, height=height, socket=socket,
+                   filesystem=filesystem, frames_per_block=frames_per_block, max_bytes=max_bytes)
+    return ray.data.read_datasource(_datasource_class()(paths, options), **read_args)
+
+
+_class = None
+
+
+def _datasource_class():
+    """TrackdDatasource, defined on first use so that importing trackd.ray does not import ray."""
+    global _class
+    if _class is None:
+        from ray.data import Datasource
+
+        class TrackdDatasource(Datasource):
+            """Frames of video files through trackd: one ReadTask per group of files."""
+
+            def __init__(self, paths, options):
+                super().__init__()
+                self.paths, self.options = paths, options
+
+            def estimate_inmemory_data_size(self):
+                return None
+
+            def get_read_tasks(self, parallelism, per_task_row_limit=None, data_context=None):
+                from ray.data import ReadTask
+                from ray.data.block import BlockMetadata
+                count = max(1, min(parallelism if parallelism > 0 else len(self.paths), len(self.paths)))
+                groups = [self.paths[i::count] for i in range(count)]
+                tasks = []
+                for group in groups:
+                    metadata = BlockMetadata(num_rows=None, size_bytes=None, input_files=list(group),
+                                             exec_stats=None)
+                    tasks.append(ReadTask(lambda group=group, options=self.options: _read_files(group, options),
+                                          metadata, per_task_row_limit=per_task_row_limit))
+                return tasks
+
+        _class = TrackdDatasource
+    return _class
+
+
+def _open_source(path, options):
+    """(source for trackd.open, name): a local path as it is, a file on a pyarrow filesystem as a stream."""
+    fs = options['filesystem']
+    if fs is None and '://' in path:
+        import pyarrow.fs
+        fs, inner = pyarrow.fs.FileSystem.from_uri(path)
+    else:
+        inner = path
+    if fs is None:
+        return path, path
+    return fs.open_input_stream(inner), path
+
+
+def _requests(asset, options):
+    """get_frames' indices= or times= for one file."""
+    frames, fps = options['frames'], options['fps']
+    if fps is not None:
+        track = asset.track(None, 'video')
+        start = track.time_range_start.seconds or 0.0
+        length = track.duration.seconds or asset.duration
+        count = int(length * fps + 1e-9)
+        times = [start + k / fps for k in range(count)]
+        return dict(times=times or [start])
+    if frames is None:
+        return dict(indices=list(range(asset.frame_count())))
+    if isinstance(frames, int) and not isinstance(frames, bool):
+        count = asset.frame_count()
+        return dict(indices=[min(count - 1, int((k + 0.5) * count / frames)) for k in range(frames)])
+    return dict(indices=list(frames))
+
+
+def _read_files(paths, options):
+    import numpy as np
+    from ray.data.block import BlockAccessor
+    for path in paths:
+        source, name = _open_source(path, options)
+        try:
+            asset = _open(source, socket=options['socket'], name=name, max_bytes=options['max_bytes'])
+        finally:
+            if hasattr(source, 'close'):
+                source.close()
+        with asset:
+            for batch in _batch.iter_batches(asset, track=None, pixel_format=options['pixel_format'],
+                                             layout='NHWC', width=options['width'], height=options['height'],
+                                             batch_size=options['frames_per_block'], **_requests(asset, options)):
+                yield BlockAccessor.batch_to_block({
+                    'path': np.array([path] * len(batch.frames), dtype=object),
+                    'frame_index': batch.indices,
+                    'pts': batch.pts,
+                    'frame': batch.frames,
+                })
