@@ -37,13 +37,16 @@ let package = Package(
         .target(name: "Protocol", dependencies: ["CTrackSys"], swiftSettings: strict),
         // ── Swift: the supervisor's frame-index cache and its worker channel (daemon-internal, no GStreamer) ──
         .target(name: "IndexCache", dependencies: ["CTrackSys"], swiftSettings: strict),
+        // ── Swift: one output's pools, held slots and random-access state (no GStreamer, no socket) ──
+        .target(name: "SamplePools", swiftSettings: strict),
         // ── Swift: the only module that touches GStreamer (worker side) ───────────────────────
         .target(name: "GstBridge", dependencies: ["Protocol", "IndexCache", "CGStreamer", "CGstShim"], swiftSettings: strict),
         // ── Swift: client library with an AVFoundation-shaped API ─────────────────────────────
         .target(name: "TrackClient", dependencies: ["Protocol", "CTrackSys"], swiftSettings: strict),
         // ── Processes ─────────────────────────────────────────────────────────────────────────
         .executableTarget(
-            name: "trackd", dependencies: ["Protocol", "GstBridge", "IndexCache", "CTrackSys", "CSystemd", "CSandbox"],
+            name: "trackd",
+            dependencies: ["Protocol", "GstBridge", "IndexCache", "SamplePools", "CTrackSys", "CSystemd", "CSandbox"],
             swiftSettings: strict),
         .executableTarget(name: "trackctl", dependencies: ["TrackClient", "Protocol", "CMD5", "CCairo"], swiftSettings: strict),
         // ── Example: a typical AVAssetReader loop ported to TrackClient (run by ExampleTests) ────────
@@ -53,6 +56,7 @@ let package = Package(
         // ── Tests ─────────────────────────────────────────────────────────────────────────────
         .testTarget(name: "ProtocolTests", dependencies: ["Protocol"], swiftSettings: strict),
         .testTarget(name: "IndexCacheTests", dependencies: ["IndexCache", "CTrackSys"], swiftSettings: strict),
+        .testTarget(name: "SamplePoolsTests", dependencies: ["SamplePools"], swiftSettings: strict),
         .testTarget(name: "GstBridgeTests", dependencies: ["GstBridge", "Protocol"], swiftSettings: strict),
         .testTarget(
             name: "IntegrationTests", dependencies: ["TrackClient", "Protocol", "CMD5"], swiftSettings: strict),
