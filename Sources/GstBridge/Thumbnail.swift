@@ -15,28 +15,24 @@ public func generatePNG(source: MediaSource, trackID: UInt32, at time: MediaTime
     try Gst.initialize()
     let pipeline = try Pipeline()
     let parser = try pipeline.addSourceAndParser(fd: source.fd)
-    let elements = try makeElements(["queue", "decodebin", "videoconvert", "capsfilter", "pngenc", "appsink"])
-    let (queue, decodebin, convert, filter, encoder, sink) =
-        (elements[0], elements[1], elements[2], elements[3], elements[4], elements[5])
-    swift_gst_object_set_bool(sink, "sync", 0)
-    swift_gst_object_set_uint(sink, "max-buffers", 1)
-    swift_gst_object_set_bool(sink, "enable-last-sample", 0)
-    let caps = gst_caps_new_empty_simple("video/x-raw")!
-    let rgb = swift_gst_caps_with_string(caps, "format", "RGB")!
-    gst_caps_unref(caps)
-    swift_gst_object_set_caps(filter, "caps", rgb)
-    gst_caps_unref(rgb)
-    try pipeline.addChain([queue, decodebin])
-    try pipeline.addChain([convert, filter, encoder, sink])
-    DecodeLinker(target: gst_element_get_static_pad(convert, "sink")!, pipeline: pipeline.element).attach(to: decodebin)
+    let queue = try makeElement("queue"), decodebin = try makeElement("decodebin")
+    let convert = try makeElement("videoconvert"), filter = try makeElement("capsfilter")
+    let encoder = try makeElement("pngenc"), sink = try makeElement("appsink")
+    swift_gst_object_set_bool(sink.pointer, "sync", 0)
+    swift_gst_object_set_uint(sink.pointer, "max-buffers", 1)
+    swift_gst_object_set_bool(sink.pointer, "enable-last-sample", 0)
+    let caps = GstRef<GstCaps>(full: gst_caps_new_empty_simple("video/x-raw")!)
+    let rgb = GstRef<GstCaps>(full: swift_gst_caps_with_string(caps.pointer, "format", "RGB")!)
+    swift_gst_object_set_caps(filter.pointer, "caps", rgb.pointer)
+    try pipeline.addChain([queue.pointer, decodebin.pointer])
+    try pipeline.addChain([convert.pointer, filter.pointer, encoder.pointer, sink.pointer])
+    DecodeLinker(target: staticPad(convert, "sink"), pipeline: pipeline.element).attach(to: decodebin.pointer)
     var frameLimit = limits
     (frameLimit.videoBudgetPixels, frameLimit.audioBudgetSamples) = (.max, .max)
-    DecodeGuard(limits: frameLimit, audio: false, trackID: trackID, pipeline: pipeline.element).attach(to: convert)
+    DecodeGuard(limits: frameLimit, audio: false, trackID: trackID, pipeline: pipeline.element).attach(to: convert.pointer)
     let restorer = ClipRestorer()
-    let queueSrc = gst_element_get_static_pad(queue, "src")!
-    restorer.attach(to: queueSrc)
-    gst_object_unref(queueSrc)
-    PadRouter(wantedTrack: trackID, target: gst_element_get_static_pad(queue, "sink")!, pipeline: pipeline.element,
+    restorer.attach(to: staticPad(queue, "src").pointer)
+    PadRouter(wantedTrack: trackID, target: staticPad(queue, "sink"), pipeline: pipeline.element,
               requireVideo: true).attach(to: parser)
 
     let context = "Cannot generate an image of track \(trackID)"
@@ -51,8 +47,9 @@ public func generatePNG(source: MediaSource, trackID: UInt32, at time: MediaTime
                 ?? TrackError(.operationNotSupportedForAsset, "\(context): the demuxer refused to seek to \(ns) ns")
         }
         try pipeline.waitAsyncDone(timeoutNs: TrackPipeline.prerollTimeoutNs, context: context)
-        guard let sample = gst_app_sink_try_pull_preroll(appSink(sink), 0) else { return nil }  // EOS: no frame
-        defer { gst_sample_unref(sample) }
+        guard let pulled = gst_app_sink_try_pull_preroll(appSink(sink.pointer), 0) else { return nil }  // EOS: no frame
+        let owned = GstRef<GstSampleObject>(full: pulled)
+        let sample = owned.pointer
         guard let buffer = gst_sample_get_buffer(sample) else { return nil }  // transfer none
         let view = CapsView(gst_sample_get_caps(sample))
         let size = Int(gst_buffer_get_size(buffer))
