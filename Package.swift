@@ -57,7 +57,7 @@ let package = Package(
         .testTarget(name: "ProtocolTests", dependencies: ["Protocol"], swiftSettings: strict),
         .testTarget(name: "IndexCacheTests", dependencies: ["IndexCache", "CTrackSys"], swiftSettings: strict),
         .testTarget(name: "SamplePoolsTests", dependencies: ["SamplePools"], swiftSettings: strict),
-        .testTarget(name: "GstBridgeTests", dependencies: ["GstBridge", "Protocol"], swiftSettings: strict),
+        .testTarget(name: "GstBridgeTests", dependencies: ["GstBridge", "Protocol", "CGStreamer"], swiftSettings: strict),
         .testTarget(
             name: "IntegrationTests", dependencies: ["TrackClient", "Protocol", "CMD5"], swiftSettings: strict),
     ]
