@@ -61,18 +61,26 @@ gboolean swift_gst_load_element_plugin(const char *factory_name) {
     return TRUE;
 }
 
-int swift_gst_rehearsal_clip(char *error, size_t size) {
-    error[0] = '\0';
-    const char *encoder = NULL;
+// The launch description of the first H.264 encoder installed, or NULL.
+static const char *rehearsal_encoder(void) {
     static const char *const encoders[] = {
         // x264enc: B-frames (the reorder path of the decoder); openh264enc (plugins-bad) makes none.
         "x264enc speed-preset=veryfast bframes=2 key-int-max=30", "openh264enc", NULL,
     };
     static const char *const names[] = { "x264enc", "openh264enc", NULL };
-    for (int i = 0; names[i] != NULL && encoder == NULL; i++) {
+    for (int i = 0; names[i] != NULL; i++) {
         GstElementFactory *factory = gst_element_factory_find(names[i]);
-        if (factory != NULL) { encoder = encoders[i]; gst_object_unref(factory); }
+        if (factory != NULL) {
+            gst_object_unref(factory);
+            return encoders[i];
+        }
     }
+    return NULL;
+}
+
+int swift_gst_rehearsal_clip(char *error, size_t size) {
+    error[0] = '\0';
+    const char *encoder = rehearsal_encoder();
     if (encoder == NULL) {
         snprintf(error, size, "no H.264 encoder (x264enc or openh264enc) is installed");
         return -1;
