@@ -39,13 +39,18 @@ let package = Package(
         .target(name: "MediaIndex", dependencies: ["Protocol"], swiftSettings: strict),
         // ── Swift: the supervisor's frame-index cache and its worker channel (daemon-internal, no GStreamer) ──
         .target(name: "IndexCache", dependencies: ["CTrackSys", "MediaIndex"], swiftSettings: strict),
+        // ── Swift: one output's pools, held slots and random-access state (no GStreamer, no socket) ──
+        .target(name: "SamplePools", swiftSettings: strict),
         // ── Swift: the only module that touches GStreamer (worker side) ───────────────────────
         .target(name: "GstBridge", dependencies: ["Protocol", "MediaIndex", "CGStreamer", "CGstShim"], swiftSettings: strict),
         // ── Swift: client library with an AVFoundation-shaped API ─────────────────────────────
         .target(name: "TrackClient", dependencies: ["Protocol", "CTrackSys"], swiftSettings: strict),
         // ── Processes ─────────────────────────────────────────────────────────────────────────
         .executableTarget(
-            name: "trackd", dependencies: ["Protocol", "GstBridge", "IndexCache", "MediaIndex", "CTrackSys", "CSystemd", "CSandbox"],
+            name: "trackd",
+            dependencies: [
+                "Protocol", "GstBridge", "IndexCache", "MediaIndex", "SamplePools", "CTrackSys", "CSystemd", "CSandbox",
+            ],
             swiftSettings: strict),
         .executableTarget(name: "trackctl", dependencies: ["TrackClient", "Protocol", "CMD5", "CCairo"], swiftSettings: strict),
         // ── Example: a typical AVAssetReader loop ported to TrackClient (run by ExampleTests) ────────
@@ -56,7 +61,9 @@ let package = Package(
         .testTarget(name: "ProtocolTests", dependencies: ["Protocol"], swiftSettings: strict),
         .testTarget(name: "IndexCacheTests", dependencies: ["IndexCache", "CTrackSys"], swiftSettings: strict),
         .testTarget(name: "MediaIndexTests", dependencies: ["MediaIndex", "Protocol"], swiftSettings: strict),
-        .testTarget(name: "GstBridgeTests", dependencies: ["GstBridge", "MediaIndex", "Protocol"], swiftSettings: strict),
+        .testTarget(name: "SamplePoolsTests", dependencies: ["SamplePools"], swiftSettings: strict),
+        .testTarget(
+            name: "GstBridgeTests", dependencies: ["GstBridge", "MediaIndex", "Protocol", "CGStreamer"], swiftSettings: strict),
         .testTarget(
             name: "IntegrationTests", dependencies: ["TrackClient", "Protocol", "CMD5"], swiftSettings: strict),
     ]

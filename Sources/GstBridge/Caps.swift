@@ -146,9 +146,9 @@ struct CapsView {
 /// Describes one parsebin pad (caps, tags, duration) as a TrackDescription: from `caps` (the first buffer's) when given,
 /// else the pad's current caps.
 func describeTrack(pad: PadPtr, id: UInt32, firstPTS: GstClockTime?, caps firstCaps: CapsPtr? = nil) -> TrackDescription? {
-    guard let caps = firstCaps.map({ gst_caps_ref($0) }) ?? gst_pad_get_current_caps(pad) else { return nil }
-    defer { gst_caps_unref(caps) }
-    guard let view = CapsView(caps) else { return nil }
+    guard let owned = firstCaps.map({ GstRef<GstCaps>(none: $0) })
+            ?? gst_pad_get_current_caps(pad).map({ GstRef<GstCaps>(full: $0) }) else { return nil }
+    guard let view = CapsView(owned.pointer) else { return nil }
     var track = TrackDescription(id: id, mediaType: view.mediaType, codec: view.codec)
     switch track.mediaType {
     case .video:
@@ -163,7 +163,7 @@ func describeTrack(pad: PadPtr, id: UInt32, firstPTS: GstClockTime?, caps firstC
             track.pixelAspectRatio = PixelAspectRatio(numerator: UInt32(n), denominator: UInt32(d))
         }
         var cicp: [UInt8] = [0, 2, 2, 2]
-        if swift_gst_caps_colorimetry(caps, &cicp) != 0 {
+        if swift_gst_caps_colorimetry(owned.pointer, &cicp) != 0 {
             track.colorimetry = Colorimetry(range: cicp[0], matrix: cicp[1], primaries: cicp[2], transfer: cicp[3])
         }
     case .audio:
@@ -234,11 +234,10 @@ func channelLayoutName(channels: UInt32, mask: UInt64?, codec: FourCC) -> String
 /// Language, rotation and bit rate from the pad's sticky TAG events (stream-scoped and global).
 private func readTags(pad: PadPtr, into track: inout TrackDescription) {
     var index: guint = 0
-    while let event = gst_pad_get_sticky_event(pad, GST_EVENT_TAG, index) {
-        defer { gst_event_unref(event) }
+    while let event = gst_pad_get_sticky_event(pad, GST_EVENT_TAG, index).map({ GstRef<GstEvent>(full: $0) }) {
         index += 1
         var list: UnsafeMutablePointer<GstTagList>?
-        gst_event_parse_tag(event, &list)
+        gst_event_parse_tag(event.pointer, &list)
         guard let list else { continue }
         var value: UnsafeMutablePointer<gchar>?
         if track.language.isEmpty, gst_tag_list_get_string(list, "language-code", &value) != 0,
@@ -262,10 +261,11 @@ private func readTags(pad: PadPtr, into track: inout TrackDescription) {
 
 /// A copy of the pad's sticky SEGMENT (nil when none).
 func stickySegment(_ pad: PadPtr) -> GstSegment? {
-    guard let event = gst_pad_get_sticky_event(pad, GST_EVENT_SEGMENT, 0) else { return nil }
-    defer { gst_event_unref(event) }
+    guard let event = gst_pad_get_sticky_event(pad, GST_EVENT_SEGMENT, 0).map({ GstRef<GstEvent>(full: $0) }) else {
+        return nil
+    }
     var segment: UnsafePointer<GstSegment>?
-    gst_event_parse_segment(event, &segment)
+    gst_event_parse_segment(event.pointer, &segment)
     return segment?.pointee
 }
 

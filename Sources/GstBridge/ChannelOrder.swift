@@ -18,18 +18,16 @@ import Synchronization
 final class ChannelOrder: @unchecked Sendable {
     // @unchecked: `layout`, `baseCaps` and `filter` are set once; `resolved` lives in the Mutex.
     private let layout: ChannelLayout
-    private let baseCaps: CapsPtr  // one ref
+    private let baseCaps: GstRef<GstCaps>
     private let filter: ElementPtr  // borrowed from the pipeline
     /// The layout's positions in its order, once the decoder's caps are known.
     private let resolved = Mutex<[GstAudioChannelPosition]?>(nil)
 
     init(layout: ChannelLayout, baseCaps: CapsPtr, filter: ElementPtr) {
         self.layout = layout
-        self.baseCaps = gst_caps_ref(baseCaps)
+        self.baseCaps = GstRef(none: baseCaps)
         self.filter = filter
     }
-
-    deinit { gst_caps_unref(baseCaps) }
 
     static func position(_ speaker: ChannelLayout.Speaker, surroundIsSide: Bool) -> GstAudioChannelPosition {
         switch speaker {
@@ -87,9 +85,8 @@ final class ChannelOrder: @unchecked Sendable {
         guard wanted.count > 1 else { return }  // one channel: mono, no mask
         var mask: guint64 = 0
         guard gst_audio_channel_positions_to_mask(wanted, gint(wanted.count), 0, &mask) != 0 else { return }
-        let caps = swift_gst_caps_with_channel_mask(baseCaps, mask)!
-        swift_gst_object_set_caps(filter, "caps", caps)
-        gst_caps_unref(caps)
+        let caps = GstRef<GstCaps>(full: swift_gst_caps_with_channel_mask(baseCaps.pointer, mask)!)
+        swift_gst_object_set_caps(filter, "caps", caps.pointer)
     }
 
     /// For a sample whose caps are `caps`: nil when no reordering is needed; otherwise the output's channel c is

@@ -75,27 +75,13 @@ func takeString(_ p: UnsafeMutablePointer<gchar>?) -> String? {
     return String(cString: p)
 }
 
-/// gst_element_factory_make; a missing element is a broken installation.
-func makeElement(_ factory: String, _ name: String? = nil) throws(TrackError) -> ElementPtr {
+/// gst_element_factory_make; a missing element is a broken installation. The new element's floating reference is
+/// ours: a bin it is added to takes a reference of its own.
+func makeElement(_ factory: String, _ name: String? = nil) throws(TrackError) -> GstRef<GstElement> {
     guard let e = gst_element_factory_make(factory, name) else {
         throw TrackError(.decoderNotFound, "GStreamer element \"\(factory)\" is not installed")
     }
-    return e
-}
-
-/// Several elements at once; when one is missing, the ones already made are released (they are floating: not yet in
-/// a bin).
-func makeElements(_ factories: [String]) throws(TrackError) -> [ElementPtr] {
-    var made: [ElementPtr] = []
-    for factory in factories {
-        do {
-            made.append(try makeElement(factory))
-        } catch {
-            for e in made { gst_object_unref(e) }
-            throw error
-        }
-    }
-    return made
+    return GstRef(floating: e)
 }
 
 func capsToString(_ caps: UnsafePointer<GstCaps>?) -> String {
@@ -190,10 +176,13 @@ func waitForAsyncDone(_ bus: BusPtr, timeoutNs: UInt64, context: String,
     while true {
         let now = monotonicNs()
         guard now < deadline else { return .timedOut }
-        guard let message = gst_bus_timed_pop(bus, GstClockTime(deadline - now)) else { return .timedOut }
-        defer { gst_message_unref(message) }
-        if let error = checkMessage(message, context: context, ignoreMissingPlugins: ignoreMissingPlugins) { throw error }
-        if swift_gst_message_type(message) == GST_MESSAGE_ASYNC_DONE { return .done }
+        guard let message = gst_bus_timed_pop(bus, GstClockTime(deadline - now)).map({ GstRef<GstMessage>(full: $0) }) else {
+            return .timedOut
+        }
+        if let error = checkMessage(message.pointer, context: context, ignoreMissingPlugins: ignoreMissingPlugins) {
+            throw error
+        }
+        if swift_gst_message_type(message.pointer) == GST_MESSAGE_ASYNC_DONE { return .done }
     }
 }
 

@@ -69,11 +69,10 @@ final class DecodeGuard: @unchecked Sendable {
 
     /// `converter`: the element decoded data enters first; the probe goes on its sink pad.
     func attach(to converter: ElementPtr) {
-        let pad = gst_element_get_static_pad(converter, "sink")!
-        defer { gst_object_unref(pad) }
+        let pad = GstRef<GstPad>(full: gst_element_get_static_pad(converter, "sink")!)
         let mask = GST_PAD_PROBE_TYPE_BUFFER.rawValue | GST_PAD_PROBE_TYPE_BUFFER_LIST.rawValue
             | GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM.rawValue
-        _ = gst_pad_add_probe(pad, GstPadProbeType(rawValue: mask), { _, info, data in
+        _ = gst_pad_add_probe(pad.pointer, GstPadProbeType(rawValue: mask), { _, info, data in
             guard let info, let data else { return GST_PAD_PROBE_OK }
             return Unmanaged<DecodeGuard>.fromOpaque(data).takeUnretainedValue().probe(info)
         }, Unmanaged.passRetained(self).toOpaque(), { data in

@@ -97,8 +97,18 @@ public final class MediaSource: @unchecked Sendable {
 
         let context = "Cannot open the media file"
         try pipeline.setState(GST_STATE_PAUSED, context: context)
-        let deadline = monotonicNs() + Self.discoveryTimeoutNs
-        var timedOut = false
+        let timedOut = try Self.waitForStreams(pipeline, parser: parser, state: state, context: context)
+        let entries = state.state.withLock { $0.entries }
+        if timedOut && entries.isEmpty {
+            throw TrackError(.fileFailedToParse, "\(context): no streams found within \(Self.discoveryTimeoutNs / 1_000_000_000) s")
+        }
+        return try Self.describe(entries, parser: parser, context: context)
+    }
+
+    /// Waits until every stream is exposed and described (see discover); true when the deadline came first.
+    private static func waitForStreams(_ pipeline: Pipeline, parser: ElementPtr, state: DiscoveryState,
+                                       context: String) throws(TrackError) -> Bool {
+        let deadline = monotonicNs() + discoveryTimeoutNs
         var stalledSince: UInt64?
         var announced: Int?  // the streams parsebin's stream-collection message says it exposes
         while true {
@@ -113,7 +123,7 @@ public final class MediaSource: @unchecked Sendable {
             // appeared for a while. A track described early (a WebM's audio) must not end discovery before the next
             // one's pad is added.
             if described && (noMorePads || announced.map { count >= $0 } == true
-                             || monotonicNs() - lastChange >= Self.lastPadGraceNs) { break }
+                             || monotonicNs() - lastChange >= lastPadGraceNs) { return false }
             if noMorePads && count == 0 {
                 throw TrackError(.fileFormatNotRecognized, "\(context): no audio, video or subtitle streams found")
             }
@@ -125,7 +135,7 @@ public final class MediaSource: @unchecked Sendable {
             if count == 0 && swift_gst_bin_tasks_all_paused(bin(parser)) != 0 {
                 let since = stalledSince ?? monotonicNs()
                 stalledSince = since
-                if monotonicNs() - since >= Self.stalledDemuxerNs {
+                if monotonicNs() - since >= stalledDemuxerNs {
                     throw pipeline.popError(context: context)
                         ?? TrackError(.fileFailedToParse, "\(context): the demuxer stopped without finding a stream (a damaged or truncated file)")
                 }
@@ -133,39 +143,39 @@ public final class MediaSource: @unchecked Sendable {
                 stalledSince = nil
             }
             let now = monotonicNs()
-            if now >= deadline { timedOut = true; break }
-            if let message = gst_bus_timed_pop(pipeline.bus, GstClockTime(min(deadline - now, 10_000_000))) {
-                if swift_gst_message_type(message) == GST_MESSAGE_STREAM_COLLECTION,
-                   message.pointee.src == upcast(parser, to: GstObject.self) {
+            if now >= deadline { return true }
+            let timeout = GstClockTime(min(deadline - now, 10_000_000))
+            if let message = gst_bus_timed_pop(pipeline.bus, timeout).map({ GstRef<GstMessage>(full: $0) }) {
+                if swift_gst_message_type(message.pointer) == GST_MESSAGE_STREAM_COLLECTION,
+                   message.pointer.pointee.src == upcast(parser, to: GstObject.self) {
                     var collection: UnsafeMutablePointer<GstStreamCollection>?
-                    gst_message_parse_stream_collection(message, &collection)
-                    if let collection {
-                        announced = Int(gst_stream_collection_get_size(collection))
-                        gst_object_unref(collection)
+                    gst_message_parse_stream_collection(message.pointer, &collection)
+                    if let owned = collection.map({ GstRef<GstStreamCollection>(full: $0) }) {
+                        announced = Int(gst_stream_collection_get_size(owned.pointer))
                     }
                 }
-                let error = checkMessage(message, context: context, ignoreMissingPlugins: true)
-                gst_message_unref(message)
-                if let error { throw error }
+                if let error = checkMessage(message.pointer, context: context, ignoreMissingPlugins: true) { throw error }
             }
         }
-        let entries = state.state.withLock { $0.entries }
-        if timedOut && entries.isEmpty {
-            throw TrackError(.fileFailedToParse, "\(context): no streams found within \(Self.discoveryTimeoutNs / 1_000_000_000) s")
-        }
+    }
 
+    /// The tracks of the discovered pads, and the asset's duration.
+    private static func describe(_ entries: [DiscoveryState.Entry], parser: ElementPtr,
+                                 context: String) throws(TrackError) -> (duration: MediaTime, tracks: [TrackDescription]) {
         var tracks: [TrackDescription] = []
         for entry in entries {
-            let id = containerTrackID(entry.pad) ?? UInt32(entry.order)
-            if let track = describeTrack(pad: entry.pad, id: id, firstPTS: entry.firstPTS, caps: entry.firstCaps) {
+            let id = containerTrackID(entry.pad.pointer) ?? UInt32(entry.order)
+            if let track = describeTrack(pad: entry.pad.pointer, id: id, firstPTS: entry.firstPTS,
+                                         caps: entry.firstCaps?.pointer) {
                 tracks.append(track)
             }
         }
         if tracks.isEmpty || tracks.allSatisfy({ $0.mediaType == .other }) {
             let kinds = entries.compactMap { entry -> String? in
-                guard let caps = gst_pad_get_current_caps(entry.pad) else { return nil }
-                defer { gst_caps_unref(caps) }
-                return CapsView(caps)?.name
+                guard let caps = gst_pad_get_current_caps(entry.pad.pointer).map({ GstRef<GstCaps>(full: $0) }) else {
+                    return nil
+                }
+                return CapsView(caps.pointer)?.name
             }
             throw TrackError(.fileFormatNotRecognized,
                              "\(context): no audio, video or subtitle streams (found: \(kinds.joined(separator: ", ")))")
@@ -184,8 +194,8 @@ public final class MediaSource: @unchecked Sendable {
 /// Shared between discover() and parsebin's streaming threads.
 final class DiscoveryState: @unchecked Sendable {
     // @unchecked: every field is behind the Mutex; the pads are GObjects with thread-safe refcounts.
-    struct Entry: @unchecked Sendable {  // a raw pad pointer; the pad is refcounted and thread-safe
-        let pad: PadPtr  // one ref, dropped by releasePads()
+    struct Entry: Sendable {
+        let pad: GstRef<GstPad>  // dropped by releasePads()
         let order: Int
         /// Subtitle and other sparse tracks may not carry data for a long time: discovery does not wait for them.
         /// nil until the pad has caps: a pad exposed before its caps are set is waited for like a dense one.
@@ -194,7 +204,7 @@ final class DiscoveryState: @unchecked Sendable {
         /// The caps the first buffer came with (one ref, dropped by releasePads): the track is described as it
         /// starts — by the time discovery ends, the demuxer may have moved on to a later format (a stream whose
         /// size changes).
-        var firstCaps: CapsPtr?
+        var firstCaps: GstRef<GstCaps>?
         var done = false
     }
 
@@ -208,12 +218,10 @@ final class DiscoveryState: @unchecked Sendable {
     let state = Mutex(State())
 
     func padAdded(_ pad: PadPtr) {
-        _ = gst_object_ref(pad)
-        let caps = gst_pad_get_current_caps(pad)
-        let sparse = caps.map { Self.isSparse($0) }
-        if let caps { gst_caps_unref(caps) }
+        let caps = gst_pad_get_current_caps(pad).map { GstRef<GstCaps>(full: $0) }
+        let sparse = caps.map { Self.isSparse($0.pointer) }
         state.withLock {
-            $0.entries.append(Entry(pad: pad, order: $0.entries.count + 1, sparse: sparse))
+            $0.entries.append(Entry(pad: GstRef(none: pad), order: $0.entries.count + 1, sparse: sparse))
             $0.lastChange = monotonicNs()
         }
         let mask = GST_PAD_PROBE_TYPE_BUFFER.rawValue | GST_PAD_PROBE_TYPE_BUFFER_LIST.rawValue
@@ -230,10 +238,10 @@ final class DiscoveryState: @unchecked Sendable {
         let type = info.pointee.type.rawValue
         if type & GST_PAD_PROBE_TYPE_BUFFER.rawValue != 0 {
             let pts = swift_gst_pad_probe_info_buffer(info).map { swift_gst_buffer_pts($0) } ?? clockTimeNone
-            let seen = state.withLock { s in s.entries.first { $0.pad == pad }?.firstCaps != nil }
-            let caps = seen ? nil : gst_pad_get_current_caps(pad)
+            let seen = state.withLock { s in s.entries.first { $0.pad.pointer == pad }?.firstCaps != nil }
+            let caps = seen ? nil : gst_pad_get_current_caps(pad).map { GstRef<GstCaps>(full: $0) }
             update(pad) { entry in
-                if entry.firstCaps == nil { entry.firstCaps = caps } else if let caps { gst_caps_unref(caps) }
+                if entry.firstCaps == nil { entry.firstCaps = caps }
                 entry.done = true
                 if pts != clockTimeNone { entry.firstPTS = min(entry.firstPTS ?? pts, pts) }
             }
@@ -266,7 +274,7 @@ final class DiscoveryState: @unchecked Sendable {
 
     private func update(_ pad: PadPtr, _ body: (inout Entry) -> Void) {
         state.withLock { s in
-            guard let i = s.entries.firstIndex(where: { $0.pad == pad }) else { return }
+            guard let i = s.entries.firstIndex(where: { $0.pad.pointer == pad }) else { return }
             let wasDone = s.entries[i].done
             body(&s.entries[i])
             if !wasDone && s.entries[i].done { s.lastChange = monotonicNs() }
@@ -280,9 +288,6 @@ final class DiscoveryState: @unchecked Sendable {
             defer { s.entries = [] }
             return s.entries
         }
-        for entry in entries {
-            gst_object_unref(entry.pad)
-            if let caps = entry.firstCaps { gst_caps_unref(caps) }
-        }
+        _ = entries  // the GstRefs go with it, outside the lock
     }
 }

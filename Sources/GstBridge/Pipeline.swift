@@ -4,24 +4,22 @@ import Protocol
 
 /// Owns a GstPipeline and its bus. The pipeline is set to NULL before the last unref.
 final class Pipeline {
-    let element: ElementPtr
-    let bus: BusPtr
+    private let pipeline: GstRef<GstElement>
+    private let ownedBus: GstRef<GstBus>
+    var element: ElementPtr { pipeline.pointer }
+    var bus: BusPtr { ownedBus.pointer }
     /// Passthrough and discovery need no decoder: a missing-plugin message (qtdemux posts one for a codec it does not
     /// know) is then not an error.
     var ignoreMissingPlugins = false
 
     init() throws(TrackError) {
         guard let p = gst_pipeline_new(nil) else { throw TrackError(.unknown, "gst_pipeline_new failed") }
-        _ = gst_object_ref_sink(p)  // a toplevel pipeline has no parent to sink its floating ref
-        element = p
-        bus = gst_element_get_bus(p)  // transfer full
+        pipeline = GstRef(floating: p)  // a toplevel pipeline has no parent to sink its floating ref
+        ownedBus = GstRef(full: gst_element_get_bus(p))
     }
 
-    deinit {
-        _ = gst_element_set_state(element, GST_STATE_NULL)
-        gst_object_unref(bus)
-        gst_object_unref(element)
-    }
+    /// NULL before the references go (GstRef's deinits run after this).
+    deinit { _ = gst_element_set_state(element, GST_STATE_NULL) }
 
     /// Adds (bin takes the floating refs) and links the elements in order.
     func addChain(_ elements: [ElementPtr]) throws(TrackError) {
@@ -35,10 +33,11 @@ final class Pipeline {
 
     /// trackdfdsrc(fd) ! parsebin, added to the pipeline. Returns the parsebin (borrowed: the pipeline owns it).
     func addSourceAndParser(fd: Int32) throws(TrackError) -> ElementPtr {
-        let elements = try makeElements(["trackdfdsrc", "parsebin"])
-        swift_gst_object_set_int(elements[0], "fd", fd)
-        try addChain(elements)
-        return elements[1]
+        let source = try makeElement("trackdfdsrc")
+        let parser = try makeElement("parsebin")
+        swift_gst_object_set_int(source.pointer, "fd", fd)
+        try addChain([source.pointer, parser.pointer])
+        return parser.pointer
     }
 
     /// Sets `state`; a synchronous FAILURE is reported with the error the element posted.
@@ -60,9 +59,10 @@ final class Pipeline {
     /// Drains the bus without blocking; returns the first error found (non-error messages are dropped).
     func popError(context: String) -> TrackError? {
         var found: TrackError?
-        while let message = gst_bus_pop(bus) {
-            if found == nil { found = checkMessage(message, context: context, ignoreMissingPlugins: ignoreMissingPlugins) }
-            gst_message_unref(message)
+        while let message = gst_bus_pop(bus).map({ GstRef<GstMessage>(full: $0) }) {
+            if found == nil {
+                found = checkMessage(message.pointer, context: context, ignoreMissingPlugins: ignoreMissingPlugins)
+            }
         }
         return found
     }

@@ -15,7 +15,7 @@ func retained<T: AnyObject>(_ object: T) -> UnsafeMutableRawPointer { Unmanaged.
 final class PadRouter: @unchecked Sendable {
     // @unchecked: the pointers are set once in init; `linked`/`order` live in the Mutex.
     private let wantedTrack: UInt32
-    private let target: PadPtr  // one ref, dropped in deinit
+    private let target: GstRef<GstPad>
     private let pipeline: ElementPtr  // borrowed: the pipeline outlives parsebin's signal handlers
     /// Decoding: the media type the track must have (nil for passthrough).
     private let requiredType: MediaType?
@@ -26,18 +26,16 @@ final class PadRouter: @unchecked Sendable {
     }
     private let state = Mutex(State())
 
-    init(wantedTrack: UInt32, target: PadPtr, pipeline: ElementPtr, requiredType: MediaType?) {
+    init(wantedTrack: UInt32, target: GstRef<GstPad>, pipeline: ElementPtr, requiredType: MediaType?) {
         self.wantedTrack = wantedTrack
         self.target = target
         self.pipeline = pipeline
         self.requiredType = requiredType
     }
 
-    convenience init(wantedTrack: UInt32, target: PadPtr, pipeline: ElementPtr, requireVideo: Bool) {
+    convenience init(wantedTrack: UInt32, target: GstRef<GstPad>, pipeline: ElementPtr, requireVideo: Bool) {
         self.init(wantedTrack: wantedTrack, target: target, pipeline: pipeline, requiredType: requireVideo ? .video : nil)
     }
-
-    deinit { gst_object_unref(target) }
 
     /// Connects pad-added and no-more-pads of `parsebin`.
     func attach(to parsebin: ElementPtr) {
@@ -71,9 +69,8 @@ final class PadRouter: @unchecked Sendable {
             return
         }
         if let requiredType {
-            let caps = gst_pad_get_current_caps(pad) ?? gst_pad_query_caps(pad, nil)
-            defer { if let caps { gst_caps_unref(caps) } }
-            let type = CapsView(caps)?.mediaType ?? .other
+            let caps = (gst_pad_get_current_caps(pad) ?? gst_pad_query_caps(pad, nil)).map { GstRef<GstCaps>(full: $0) }
+            let type = CapsView(caps?.pointer)?.mediaType ?? .other
             if type != requiredType {
                 dropBuffers(pad)
                 AppMessage.post(pipeline, AppMessage.wrongMediaType,
@@ -81,7 +78,7 @@ final class PadRouter: @unchecked Sendable {
                 return
             }
         }
-        let result = gst_pad_link(pad, target)
+        let result = gst_pad_link(pad, target.pointer)
         if result != GST_PAD_LINK_OK {
             dropBuffers(pad)
             AppMessage.post(pipeline, AppMessage.notDecodable, text: "could not link track \(id) (link result \(result.rawValue))")
@@ -136,7 +133,7 @@ func dropBuffers(_ pad: PadPtr) {
 /// Links decodebin's raw video (or audio) pad to the converter; a non-raw pad means decodebin found no decoder.
 final class DecodeLinker: @unchecked Sendable {
     // @unchecked: set once in init; `linked` lives in the Mutex.
-    private let target: PadPtr  // one ref
+    private let target: GstRef<GstPad>
     private let pipeline: ElementPtr  // borrowed
     private let linked = Mutex(false)
     /// The caps name of decoded output: video/x-raw or audio/x-raw.
@@ -144,14 +141,12 @@ final class DecodeLinker: @unchecked Sendable {
     /// Audio with AVChannelLayoutKey: told the decoder's caps before the link, to pick the output positions.
     private let channelOrder: ChannelOrder?
 
-    init(target: PadPtr, pipeline: ElementPtr, rawName: String = "video/x-raw", channelOrder: ChannelOrder? = nil) {
+    init(target: GstRef<GstPad>, pipeline: ElementPtr, rawName: String = "video/x-raw", channelOrder: ChannelOrder? = nil) {
         self.target = target
         self.pipeline = pipeline
         self.rawName = rawName
         self.channelOrder = channelOrder
     }
-
-    deinit { gst_object_unref(target) }
 
     func attach(to decodebin: ElementPtr) {
         _ = swift_gst_connect_pad_added(decodebin, { _, pad, data in
@@ -163,12 +158,11 @@ final class DecodeLinker: @unchecked Sendable {
     }
 
     private func padAdded(_ pad: PadPtr) {
-        let caps = gst_pad_get_current_caps(pad) ?? gst_pad_query_caps(pad, nil)
-        defer { if let caps { gst_caps_unref(caps) } }
-        let name = CapsView(caps)?.name ?? ""
+        let caps = (gst_pad_get_current_caps(pad) ?? gst_pad_query_caps(pad, nil)).map { GstRef<GstCaps>(full: $0) }
+        let name = CapsView(caps?.pointer)?.name ?? ""
         guard name == rawName else {
             dropBuffers(pad)
-            AppMessage.post(pipeline, AppMessage.notDecodable, text: "no GStreamer decoder installed for \(capsToString(caps))")
+            AppMessage.post(pipeline, AppMessage.notDecodable, text: "no GStreamer decoder installed for \(capsToString(caps?.pointer))")
             return
         }
         let first = linked.withLock { l in
@@ -176,8 +170,8 @@ final class DecodeLinker: @unchecked Sendable {
             return !l
         }
         guard first else { dropBuffers(pad); return }
-        channelOrder?.decoderCapsKnown(caps)
-        let result = gst_pad_link(pad, target)
+        channelOrder?.decoderCapsKnown(caps?.pointer)
+        let result = gst_pad_link(pad, target.pointer)
         if result != GST_PAD_LINK_OK {
             AppMessage.post(pipeline, AppMessage.notDecodable, text: "could not link the decoder (link result \(result.rawValue))")
         }

@@ -14,36 +14,53 @@ public func generatePNG(source: MediaSource, trackID: UInt32, at time: MediaTime
 {
     try Gst.initialize()
     let pipeline = try Pipeline()
-    let parser = try pipeline.addSourceAndParser(fd: source.fd)
-    let elements = try makeElements(["queue", "decodebin", "videoconvert", "capsfilter", "pngenc", "appsink"])
-    let (queue, decodebin, convert, filter, encoder, sink) =
-        (elements[0], elements[1], elements[2], elements[3], elements[4], elements[5])
-    swift_gst_object_set_bool(sink, "sync", 0)
-    swift_gst_object_set_uint(sink, "max-buffers", 1)
-    swift_gst_object_set_bool(sink, "enable-last-sample", 0)
-    let caps = gst_caps_new_empty_simple("video/x-raw")!
-    let rgb = swift_gst_caps_with_string(caps, "format", "RGB")!
-    gst_caps_unref(caps)
-    swift_gst_object_set_caps(filter, "caps", rgb)
-    gst_caps_unref(rgb)
-    try pipeline.addChain([queue, decodebin])
-    try pipeline.addChain([convert, filter, encoder, sink])
-    DecodeLinker(target: gst_element_get_static_pad(convert, "sink")!, pipeline: pipeline.element).attach(to: decodebin)
-    var frameLimit = limits
-    (frameLimit.videoBudgetPixels, frameLimit.audioBudgetSamples) = (.max, .max)
-    DecodeGuard(limits: frameLimit, audio: false, trackID: trackID, pipeline: pipeline.element).attach(to: convert)
-    let restorer = ClipRestorer()
-    let queueSrc = gst_element_get_static_pad(queue, "src")!
-    restorer.attach(to: queueSrc)
-    gst_object_unref(queueSrc)
-    PadRouter(wantedTrack: trackID, target: gst_element_get_static_pad(queue, "sink")!, pipeline: pipeline.element,
-              requireVideo: true).attach(to: parser)
-
+    let chain = try ImageChain(pipeline, fd: source.fd, trackID: trackID, limits: limits)
     let context = "Cannot generate an image of track \(trackID)"
     try pipeline.setState(GST_STATE_PAUSED, context: context)
     try pipeline.waitAsyncDone(timeoutNs: TrackPipeline.prerollTimeoutNs, context: context)
 
-    func frame(at ns: Int64) throws(TrackError) -> (actualTime: MediaTime, width: UInt32, height: UInt32, png: [UInt8])? {
+    let target = max(0, time.nanoseconds ?? 0)
+    if let result = try chain.frame(at: target, pipeline, context: context) { return result }
+    // Past the last frame: the frame displayed just before the end.
+    var duration: gint64 = -1
+    if gst_element_query_duration(pipeline.element, GST_FORMAT_TIME, &duration) != 0, duration > 0,
+       Int64(duration) <= target, let result = try chain.frame(at: Int64(duration) - 1, pipeline, context: context) {
+        return result
+    }
+    throw TrackError(.invalidArgument, "\(context): no frame at \(time)")
+}
+
+/// The image pipeline's elements, by name, and the frame at one time.
+private struct ImageChain {
+    let sink: GstRef<GstElement>
+    let restorer = ClipRestorer()
+
+    init(_ pipeline: Pipeline, fd: Int32, trackID: UInt32, limits: DecodeLimits) throws(TrackError) {
+        let parser = try pipeline.addSourceAndParser(fd: fd)
+        let queue = try makeElement("queue"), decodebin = try makeElement("decodebin")
+        let convert = try makeElement("videoconvert"), filter = try makeElement("capsfilter")
+        let encoder = try makeElement("pngenc")
+        sink = try makeElement("appsink")
+        swift_gst_object_set_bool(sink.pointer, "sync", 0)
+        swift_gst_object_set_uint(sink.pointer, "max-buffers", 1)
+        swift_gst_object_set_bool(sink.pointer, "enable-last-sample", 0)
+        let caps = GstRef<GstCaps>(full: gst_caps_new_empty_simple("video/x-raw")!)
+        let rgb = GstRef<GstCaps>(full: swift_gst_caps_with_string(caps.pointer, "format", "RGB")!)
+        swift_gst_object_set_caps(filter.pointer, "caps", rgb.pointer)
+        try pipeline.addChain([queue.pointer, decodebin.pointer])
+        try pipeline.addChain([convert.pointer, filter.pointer, encoder.pointer, sink.pointer])
+        DecodeLinker(target: staticPad(convert, "sink"), pipeline: pipeline.element).attach(to: decodebin.pointer)
+        var frameLimit = limits
+        (frameLimit.videoBudgetPixels, frameLimit.audioBudgetSamples) = (.max, .max)
+        DecodeGuard(limits: frameLimit, audio: false, trackID: trackID, pipeline: pipeline.element).attach(to: convert.pointer)
+        restorer.attach(to: staticPad(queue, "src").pointer)
+        PadRouter(wantedTrack: trackID, target: staticPad(queue, "sink"), pipeline: pipeline.element,
+                  requireVideo: true).attach(to: parser)
+    }
+
+    /// Seeks (accurate) to `ns` and takes the prerolled PNG; nil at the end (no frame).
+    func frame(at ns: Int64, _ pipeline: Pipeline,
+               context: String) throws(TrackError) -> (actualTime: MediaTime, width: UInt32, height: UInt32, png: [UInt8])? {
         let flags = GST_SEEK_FLAG_FLUSH.rawValue | GST_SEEK_FLAG_ACCURATE.rawValue
         guard gst_element_seek(pipeline.element, 1.0, GST_FORMAT_TIME, GstSeekFlags(rawValue: flags), GST_SEEK_TYPE_SET,
                                gint64(ns), GST_SEEK_TYPE_NONE, -1) != 0 else {
@@ -51,28 +68,18 @@ public func generatePNG(source: MediaSource, trackID: UInt32, at time: MediaTime
                 ?? TrackError(.operationNotSupportedForAsset, "\(context): the demuxer refused to seek to \(ns) ns")
         }
         try pipeline.waitAsyncDone(timeoutNs: TrackPipeline.prerollTimeoutNs, context: context)
-        guard let sample = gst_app_sink_try_pull_preroll(appSink(sink), 0) else { return nil }  // EOS: no frame
-        defer { gst_sample_unref(sample) }
-        guard let buffer = gst_sample_get_buffer(sample) else { return nil }  // transfer none
-        let view = CapsView(gst_sample_get_caps(sample))
+        guard let pulled = gst_app_sink_try_pull_preroll(appSink(sink.pointer), 0) else { return nil }  // EOS: no frame
+        let sample = GstRef<GstSampleObject>(full: pulled)
+        guard let buffer = gst_sample_get_buffer(sample.pointer) else { return nil }  // transfer none
+        let view = CapsView(gst_sample_get_caps(sample.pointer))
         let size = Int(gst_buffer_get_size(buffer))
         let png = [UInt8](unsafeUninitializedCapacity: size) { out, count in
             count = Int(gst_buffer_extract(buffer, 0, out.baseAddress, gsize(size)))
         }
-        let segment = gst_sample_get_segment(sample)  // transfer none
+        let segment = gst_sample_get_segment(sample.pointer)  // transfer none
         let (pts, _) = restorer.restore(pts: swift_gst_buffer_pts(buffer), duration: swift_gst_buffer_duration(buffer),
                                         segment: segment)
         return (streamTime(pts, segment: segment), UInt32(max(0, view?.int("width") ?? 0)),
                 UInt32(max(0, view?.int("height") ?? 0)), png)
     }
-
-    let target = max(0, time.nanoseconds ?? 0)
-    if let result = try frame(at: target) { return result }
-    // Past the last frame: the frame displayed just before the end.
-    var duration: gint64 = -1
-    if gst_element_query_duration(pipeline.element, GST_FORMAT_TIME, &duration) != 0, duration > 0,
-       Int64(duration) <= target, let result = try frame(at: Int64(duration) - 1) {
-        return result
-    }
-    throw TrackError(.invalidArgument, "\(context): no frame at \(time)")
 }

@@ -1,0 +1,130 @@
+import CGStreamer
+import CGstShim
+import Protocol
+
+/// Decoded audio: linear PCM, one plane (interleaved) or one per channel (GstAudioMeta's offsets), and the frame
+/// count, trimmed to the range's frames (audioWindow): the decoder's segment clipping keeps partial buffers at both
+/// ends with its own rounding, AVAssetReader delivers exactly round(duration × rate) frames from round(start × rate).
+/// The trimming is a view change (which bytes copyBytes copies, PTS and duration).
+final class AudioSamples: SampleMaker {
+    private let request: AudioOutputRequest
+    /// A channel layout of more than one channel: the order samples are reordered to.
+    private let channelOrder: ChannelOrder?
+    private let restorer: ClipRestorer
+    /// The current range (reader timeRange, then each reset's), in nanoseconds.
+    private var range: (start: Int64, duration: Int64?)
+    /// How far the track's buffer timestamps run ahead of its timeline (ns; the edit list's media start, e.g. AAC
+    /// priming). qtdemux 1.22 ends a stream when a sample's *buffer* timestamp reaches the seek stop, which is on the
+    /// timeline: the last packets before the stop (the whole last AAC packet of a file) would never be pushed. Every
+    /// audio seek's stop is moved this much later; the sample-exact trimming cuts at the real end.
+    private var stopLead: Int64 = 0
+
+    init(request: AudioOutputRequest, channelOrder: ChannelOrder?, restorer: ClipRestorer, range: MediaTimeRange) {
+        self.request = request
+        self.channelOrder = channelOrder
+        self.restorer = restorer
+        self.range = TrackPipeline.trimRange(range)
+    }
+
+    func prerolled(sink: ElementPtr) -> Int64 {
+        stopLead = TrackPipeline.timestampLead(sink: sink)
+        return stopLead
+    }
+
+    func seeking(to range: MediaTimeRange, stop: Int64?) -> Int64? {
+        self.range = TrackPipeline.trimRange(range)
+        return stop.map { $0 + stopLead }
+    }
+
+    /// The frames [first, end) of a range at `rate`: first = round(start × rate), end = first + round(duration ×
+    /// rate) (nil: to the end) — AVAssetReader's sample-exact trimming.
+    static func window(_ range: (start: Int64, duration: Int64?), rate: Int) -> (first: Int64, end: Int64?) {
+        func frames(_ ns: Int64) -> Int64 {
+            Int64((Double(ns) * Double(rate) / 1e9).rounded())
+        }
+        let first = frames(range.start)
+        return (first, range.duration.map { first + frames($0) })
+    }
+
+    /// .skip when no frame of the buffer is in the range (the sample is released).
+    func make(_ sample: GstRef<GstSampleObject>) -> MadeSample {
+        let buffer = gst_sample_get_buffer(sample.pointer)!  // transfer none: the sample holds it
+        let caps = CapsView(gst_sample_get_caps(sample.pointer))
+        let channels = max(1, Int(caps?.int("channels") ?? 1))
+        let rate = Int(caps?.int("rate") ?? 0)
+        let bytesPerSample = request.bytesPerSample
+        var frames = Int(gst_buffer_get_size(buffer)) / (channels * bytesPerSample)
+        var offsets: [UInt64]? = nil  // non-interleaved: where each channel's plane starts in the buffer
+        if request.isNonInterleaved {
+            offsets = (0..<channels).map { UInt64($0 * frames * bytesPerSample) }
+            if let meta = gst_buffer_get_meta(buffer, gst_audio_meta_api_get_type()) {
+                let audioMeta = UnsafeRawPointer(meta).assumingMemoryBound(to: GstAudioMeta.self)
+                frames = Int(audioMeta.pointee.samples)
+                if let metaOffsets = audioMeta.pointee.offsets {
+                    offsets = (0..<min(channels, Int(audioMeta.pointee.info.channels))).map { UInt64(metaOffsets[$0]) }
+                }
+            }
+        }
+        // AVChannelLayoutKey: the layout's order (GStreamer's is canonical).
+        let reorder = channelOrder?.reordering(for: gst_sample_get_caps(sample.pointer))
+        if let reorder, let planeOffsets = offsets, planeOffsets.count == reorder.order.count {
+            offsets = reorder.order.map { planeOffsets[$0] }  // non-interleaved: permute the planes
+        }
+        guard let trim = trim(sample, buffer: buffer, frames: frames, rate: rate) else { return .skip }
+        frames = trim.keep
+        let row = frames * bytesPerSample
+        var layout = SampleLayout(format: "lpcm", planes: [], frameCount: UInt32(clamping: frames))
+        var pieces: [(from: Int, to: Int, length: Int)]? = nil
+        if let offsets {
+            let used = offsets.prefix(Wire.maxPlanes)
+            layout.planes = used.indices.map {
+                PlaneLayout(offset: UInt64($0 * row), bytesPerRow: UInt32(clamping: row), rowBytes: UInt32(clamping: row), height: 1)
+            }
+            layout.size = used.count * row
+            let tight = used.enumerated().allSatisfy { $0.element == UInt64($0.offset * row) }
+            if !tight || trim.skip > 0 {
+                // Each channel's kept frames, packed one plane after the other (copied per plane, no more bytes).
+                pieces = used.enumerated().map { (Int($0.element) + trim.skip * bytesPerSample, $0.offset * row, row) }
+            }
+            return .sample(PulledSample(sample, layout: layout, copy: .audio(pieces: pieces, reorder: nil), timing: trim.timing))
+        }
+        let frameBytes = channels * bytesPerSample
+        layout.planes = [PlaneLayout(offset: 0, bytesPerRow: UInt32(clamping: frames * frameBytes),
+                                     rowBytes: UInt32(clamping: frames * frameBytes), height: 1)]
+        layout.size = frames * frameBytes
+        if trim.skip > 0 { pieces = [(trim.skip * frameBytes, 0, frames * frameBytes)] }
+        let copy = CopyPlan.audio(pieces: pieces, reorder: reorder.map { .init(format: $0.format, from: $0.from, to: $0.to) })
+        return .sample(PulledSample(sample, layout: layout, copy: copy, timing: trim.timing))
+    }
+
+    /// Trimming: the buffer's first frame is its stream time × rate (rounded: frames are 1/rate apart, far more
+    /// than a nanosecond). Returns the frames to skip and keep, and the exact times when they are not the buffer's;
+    /// nil when none is kept.
+    private func trim(_ sample: GstRef<GstSampleObject>, buffer: UnsafeMutablePointer<GstBuffer>, frames: Int,
+                      rate: Int) -> (skip: Int, keep: Int, timing: (pts: MediaTime, duration: MediaTime)?)? {
+        let pts = swift_gst_buffer_pts(buffer)
+        let segment = gst_sample_get_segment(sample.pointer)
+        guard rate > 0, pts != GstClockTime.max, let ns = streamTime(pts, segment: segment).nanoseconds else {
+            return (0, frames, nil)  // GST_CLOCK_TIME_NONE or no rate: as it is
+        }
+        var first = Int64((Double(ns) * Double(rate) / 1e9).rounded())
+        let frameNs = GstClockTime(1_000_000_000 / rate + 1)
+        if let end = restorer.clippedEnd(pts: pts, duration: swift_gst_buffer_duration(buffer), segment: segment,
+                                         tolerance: frameNs),
+           let endNs = streamTime(end, segment: segment).nanoseconds {
+            // Clipped by the decoder: its frames end where the input packet ends.
+            first = Int64((Double(endNs) * Double(rate) / 1e9).rounded()) - Int64(frames)
+        }
+        let window = Self.window(range, rate: rate)
+        let skip = Int(clamping: max(0, window.first - first))
+        var keep = frames - skip
+        if let end = window.end { keep = min(keep, Int(clamping: end - first) - skip) }
+        if keep <= 0 { return nil }
+        // The decoder's clipping leaves the range start (not the first frame's time) as the PTS: restate it.
+        let aligned = abs(ns - first * 1_000_000_000 / Int64(rate)) <= 1
+        guard skip > 0 || keep < frames || !aligned else { return (skip, frames, nil) }
+        // Exact, in the output rate's timescale (frame numbers).
+        return (skip, keep, (MediaTime(value: first + Int64(skip), timescale: Int32(clamping: rate)),
+                             MediaTime(value: Int64(keep), timescale: Int32(clamping: rate))))
+    }
+}

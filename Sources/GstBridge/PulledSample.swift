@@ -1,0 +1,193 @@
+import CGStreamer
+import CGstShim
+import Protocol
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A decoded frame that already lives in shared memory: a memfd of `mapSize` bytes, the frame at its offset 0.
+/// The memfd itself is handed out once, with the first sample in that memory (PulledSample.takeSharedFD).
+public struct SharedMemory: Sendable {
+    /// Names the memory for its whole life (TrackPipeline.takeFreedSharedMemories reports it when freed).
+    public var id: UInt32
+    public var mapSize: Int
+}
+
+/// How a sample's bytes are written into a slot (PulledSample.copyBytes). One case per way; the sample makers
+/// (SampleMakers.swift, AudioSamples.swift) choose it.
+enum CopyPlan {
+    /// Bytes [start, end) of each of `rows` rows (from `offset`, `stride` apart) that a copy sets to zero.
+    struct RowPadding {
+        var offset: Int, stride: Int, start: Int, end: Int, rows: Int
+    }
+
+    /// Interleaved audio with AVChannelLayoutKey: the copied frames are reordered in place (gst_audio_reorder_channels).
+    struct Reorder {
+        var format: GstAudioFormat
+        var from: [GstAudioChannelPosition]
+        var to: [GstAudioChannelPosition]
+    }
+
+    /// The buffer's bytes from 0 (`size` of them).
+    case bytes
+    /// v210: the bytes, then each row's padding cleared (videoconvert leaves whatever the recycled buffer held).
+    case bytesClearingPadding(RowPadding)
+    /// x420/xf20 from a source of the other range: the bytes, then the P010 frame's range converted in place.
+    case bytesConvertingRange(SwiftGstVideoLayout, SwiftGstRangeConversion)
+    /// 420v/420f from the decoder's I420/NV12: written as tight NV12, the range converted on the way
+    /// (swift_gst_copy_as_nv12).
+    case tightNV12(SwiftGstVideoLayout, SwiftGstRangeConversion)
+    /// 420v/420f made NV12 in its memfd: the CbCr plane is past the buffer's size, in the memory's tail, so the copy
+    /// reads the memory rather than the buffer (swift_gst_memfd_copy).
+    case memoryWithTail
+    /// Decoded audio: these byte ranges of the buffer, each to its place (nil: the buffer from 0), then the channels
+    /// reordered when asked.
+    case audio(pieces: [(from: Int, to: Int, length: Int)]?, reorder: Reorder?)
+}
+
+/// What a sample maker says about a sample besides its bytes.
+struct SampleLayout {
+    /// Pixel format code (decode) or codec code (passthrough); "lpcm" for audio.
+    var format: FourCC
+    var width: UInt32 = 0
+    var height: UInt32 = 0
+    var colorimetry = Colorimetry()
+    /// Offsets from the start of what copyBytes writes.
+    var planes: [PlaneLayout]
+    /// The bytes copyBytes writes (nil: the buffer's size).
+    var size: Int?
+    /// Decoded audio: frames (one sample per channel); 0 otherwise.
+    var frameCount: UInt32 = 0
+}
+
+/// One sample pulled from appsink; holds a ref on the GstSample until deinit. Times are stream time (the asset's
+/// timeline), in nanoseconds.
+public final class PulledSample: @unchecked Sendable {
+    // @unchecked: immutable but for the memfd (in a Mutex); the GstSample and its buffer are read-only once pulled,
+    // and refcounted thread-safely.
+    private let sample: GstRef<GstSampleObject>
+    private let buffer: UnsafeMutablePointer<GstBuffer>  // transfer none: the sample holds it
+    private let copy: CopyPlan
+    /// Nanosecond timescale; .invalid when GStreamer has no timestamp.
+    public let presentationTime: MediaTime
+    public let decodeTime: MediaTime
+    public let duration: MediaTime
+    /// !GST_BUFFER_FLAG_DELTA_UNIT
+    public let isSync: Bool
+    /// GST_BUFFER_FLAG_DISCONT: the first buffer after a discontinuity (a seek, a gap).
+    public let isDiscontinuity: Bool
+    /// GST_BUFFER_FLAG_DROPPABLE: no other buffer depends on this one.
+    public let isDroppable: Bool
+    /// Pixel format code (decode) or codec code (passthrough).
+    public let format: FourCC
+    public let width: UInt32
+    public let height: UInt32
+    public let colorimetry: Colorimetry
+    /// Offsets from the start of what copyBytes writes. Passthrough: one plane covering the whole sample.
+    public let planes: [PlaneLayout]
+    /// The bytes copyBytes writes: gst_buffer_get_size, except for 420v/420f (tight NV12, see swift_gst_nv12_size).
+    public let size: Int
+    /// Decoded audio: frames (one sample per channel); 0 otherwise.
+    public let frameCount: UInt32
+    /// Zero-copy: the frame is already in a memfd memory (`size` bytes from its offset 0); keeping this object
+    /// keeps the memory out of the buffer pool, so nothing writes it while the client reads.
+    public let shared: SharedMemory?
+    /// The memory's fd when this is the first sample in it, until taken; closed in deinit otherwise.
+    private let sharedFD: Mutex<Int32>
+
+    /// `shared`: the memfd memory the frame is in and its fd (-1 unless this is the first sample in it), or nil.
+    /// `timing`: trimmed audio's exact times, instead of the buffer's. `restorer`: undoes the decoder's clipping of
+    /// the first frame after an accurate seek.
+    init(_ sample: GstRef<GstSampleObject>, layout: SampleLayout, copy: CopyPlan,
+         shared: (memory: SharedMemory, fd: Int32)? = nil, timing: (pts: MediaTime, duration: MediaTime)? = nil,
+         restorer: ClipRestorer? = nil) {
+        self.sample = sample
+        let buffer = gst_sample_get_buffer(sample.pointer)!  // transfer none; appsink samples always have one
+        self.buffer = buffer
+        self.copy = copy
+        self.shared = shared?.memory
+        sharedFD = Mutex(shared?.fd ?? -1)
+        // Buffer timestamps are in the demuxer's media time; the sample's segment maps them to the asset timeline
+        // (edit lists: an H.264 track with B-frames starts at PTS 0 there, not at the composition offset).
+        let segment = gst_sample_get_segment(sample.pointer)  // transfer none
+        var pts = swift_gst_buffer_pts(buffer), length = swift_gst_buffer_duration(buffer)
+        if let restorer { (pts, length) = restorer.restore(pts: pts, duration: length, segment: segment) }
+        presentationTime = timing?.pts ?? streamTime(pts, segment: segment)
+        let dts = streamTime(swift_gst_buffer_dts(buffer), segment: segment)
+        decodeTime = timing != nil && dts.isValid ? timing!.pts : dts  // trimmed audio: DTS = PTS when there is one
+        duration = timing?.duration ?? mediaTime(length)
+        isSync = swift_gst_buffer_is_delta_unit(buffer) == 0
+        let flags = buffer.pointee.mini_object.flags
+        isDiscontinuity = flags & GST_BUFFER_FLAG_DISCONT.rawValue != 0
+        isDroppable = flags & GST_BUFFER_FLAG_DROPPABLE.rawValue != 0
+        format = layout.format
+        width = layout.width
+        height = layout.height
+        colorimetry = layout.colorimetry
+        planes = layout.planes
+        size = layout.size ?? Int(gst_buffer_get_size(buffer))
+        frameCount = layout.frameCount
+    }
+
+    deinit { discardSharedFD() }
+
+    /// The memfd of `shared`, once: to send in PoolAdded (the caller closes it). nil when this sample is not the
+    /// first in its memory, or the fd was already taken or discarded.
+    public func takeSharedFD() -> Int32? {
+        let fd = sharedFD.withLock { fd in
+            defer { fd = -1 }
+            return fd
+        }
+        return fd >= 0 ? fd : nil
+    }
+
+    /// Closes the memfd if nobody took it (the frame is copied instead).
+    public func discardSharedFD() {
+        if let fd = takeSharedFD() { close(fd) }
+    }
+
+    /// Copies the whole sample (`size` bytes) to `destination`, as its CopyPlan says.
+    public func copyBytes(to destination: UnsafeMutableRawPointer) {
+        switch copy {
+        case .bytes:
+            _ = gst_buffer_extract(buffer, 0, destination, gsize(size))
+        case .bytesClearingPadding(let p):
+            _ = gst_buffer_extract(buffer, 0, destination, gsize(size))
+            for row in 0..<p.rows {
+                let start = p.offset + row * p.stride + p.start
+                let end = min(p.offset + row * p.stride + p.end, size)
+                if start < end { (destination + start).initializeMemory(as: UInt8.self, repeating: 0, count: end - start) }
+            }
+        case .bytesConvertingRange(var layout, let range):
+            _ = gst_buffer_extract(buffer, 0, destination, gsize(size))
+            _ = swift_gst_p010_convert_range(destination, gsize(size), &layout, range)
+        case .tightNV12(var layout, let range):
+            _ = swift_gst_copy_as_nv12(buffer, &layout, destination, range)
+        case .memoryWithTail:
+            _ = swift_gst_memfd_copy(buffer, destination, gsize(size))
+        case .audio(let pieces, let reorder):
+            if let pieces {
+                for piece in pieces {
+                    _ = gst_buffer_extract(buffer, gsize(piece.from), destination + piece.to, gsize(piece.length))
+                }
+            } else {
+                _ = gst_buffer_extract(buffer, 0, destination, gsize(size))
+            }
+            if let reorder {
+                _ = gst_audio_reorder_channels(destination, gsize(size), reorder.format, gint(reorder.from.count),
+                                               reorder.from, reorder.to)
+            }
+        }
+    }
+}
+
+/// Owns one ref on a memfd allocator (swift_gst_memfd_allocator_new).
+final class SharedAllocator: @unchecked Sendable {
+    // @unchecked: the allocator's state is behind its own mutex.
+    private let allocator: GstRef<GstAllocator>
+    var pointer: UnsafeMutablePointer<GstAllocator> { allocator.pointer }
+
+    init(maxLive: guint) { allocator = GstRef(full: swift_gst_memfd_allocator_new(maxLive)!) }
+}

@@ -1,0 +1,240 @@
+// The second layer of the output path: what becomes of one GstSample appsink hands out. One maker per mode
+// (passthrough, decoded video, decoded audio in AudioSamples.swift) decides the sample's layout, its times and its
+// CopyPlan — or that it shares the frame's memfd (zero-copy). TrackPipeline.pull calls the output's maker.
+import CGStreamer
+import CGstShim
+import Protocol
+
+/// What a maker made of one pulled GstSample.
+enum MadeSample {
+    case sample(PulledSample)
+    /// Nothing of it is delivered (audio entirely outside the range): pull the next one.
+    case skip
+    /// The range ended before it (passthrough): pull reports the end until the next seek.
+    case endOfRange
+}
+
+/// Turns the GstSamples of one output into PulledSamples, and keeps what that needs across seeks. Called only
+/// from the pulling thread (TrackPipeline.pull and seek).
+protocol SampleMaker: AnyObject {
+    /// Decoded outputs seek ACCURATE: the first sample is the one shown at the range start. Passthrough seeks
+    /// KEY_UNIT|SNAP_BEFORE: the first sample is the sync sample at or before the range start (what a decoder needs
+    /// to show the range, as AVAssetReader returns); its maker ends the range (see PassthroughSamples).
+    var seeksToKeyUnits: Bool { get }
+    /// After preroll: how far the demuxer's stops must be moved later (ns); 0 but for audio (AudioSamples).
+    func prerolled(sink: ElementPtr) -> Int64
+    /// A flush-seek to `range` whose end is `stop` (stream time, ns; nil: to the end) is about to be made. Returns
+    /// the stop to give the demuxer (nil: none).
+    func seeking(to range: MediaTimeRange, stop: Int64?) -> Int64?
+    /// The range ended (passthrough): pull reports the end without pulling.
+    var rangeEnded: Bool { get }
+    /// What appsink negotiated, known after preroll.
+    func negotiated(_ format: OutputFormat)
+    func make(_ sample: GstRef<GstSampleObject>) -> MadeSample
+    /// Decoded video, before a seek: what the decoder is given in the next range (ReadFrames; see DecodeStop).
+    func arm(neededSamples: [Int64]?, lastNeededSample: Int64?)
+    /// Decoded video: stored samples handed to the decoder and dropped before it, all ranges.
+    var samplesDecoded: UInt64 { get }
+    var samplesSkipped: UInt64 { get }
+    /// Zero-copy: the ids of memfd memories freed since the last call. Thread-safe.
+    func takeFreedSharedMemories() -> [UInt32]
+}
+
+extension SampleMaker {
+    var seeksToKeyUnits: Bool { false }
+    func prerolled(sink: ElementPtr) -> Int64 { 0 }
+    func seeking(to range: MediaTimeRange, stop: Int64?) -> Int64? { stop }
+    var rangeEnded: Bool { false }
+    func negotiated(_ format: OutputFormat) {}
+    func arm(neededSamples: [Int64]?, lastNeededSample: Int64?) {}
+    var samplesDecoded: UInt64 { 0 }
+    var samplesSkipped: UInt64 { 0 }
+    func takeFreedSharedMemories() -> [UInt32] { [] }
+}
+
+/// Passthrough: the stored sample as it is, one plane. The seek has no stop: the range ends at the first sample
+/// whose decode time (PTS when there is none) is at or after its end, so that every sample a frame shown before
+/// the end depends on is delivered (a demuxer's stop, by PTS, drops the P-frame that the last B-frames reference).
+final class PassthroughSamples: SampleMaker {
+    private var format = OutputFormat(format: "????", width: 0, height: 0, codecConfig: [])
+    /// The current range's end (stream time, ns; nil: to the end).
+    private var end: Int64?
+    private(set) var rangeEnded = false
+
+    func negotiated(_ format: OutputFormat) { self.format = format }
+
+    var seeksToKeyUnits: Bool { true }
+
+    func seeking(to range: MediaTimeRange, stop: Int64?) -> Int64? {
+        (end, rangeEnded) = (stop, false)
+        return nil
+    }
+
+    func make(_ sample: GstRef<GstSampleObject>) -> MadeSample {
+        let size = Int(gst_buffer_get_size(gst_sample_get_buffer(sample.pointer)!))
+        let plane = PlaneLayout(offset: 0, bytesPerRow: UInt32(clamping: size), rowBytes: UInt32(clamping: size), height: 1)
+        let pulled = PulledSample(sample, layout: SampleLayout(format: format.format, width: format.width,
+                                                               height: format.height, planes: [plane]), copy: .bytes)
+        if let end {
+            let time = pulled.decodeTime.isNumeric ? pulled.decodeTime : pulled.presentationTime
+            if let ns = time.nanoseconds, ns >= end {
+                rangeEnded = true
+                return .endOfRange
+            }
+        }
+        return .sample(pulled)
+    }
+}
+
+/// Decoded video: planes from the caps and the buffer's video meta; zero-copy when the frame is in a memfd memory
+/// of the output's allocator and needs no rewrite, else a CopyPlan.
+final class VideoSamples: SampleMaker, @unchecked Sendable {
+    // @unchecked: only `takeFreedSharedMemories` is called from another thread, and it reads immutable state (the
+    // allocator keeps its own lock); the rest runs on the pulling thread.
+    private let format: FourCC
+    /// 420v/420f/x420/xf20: the range the output must have (converted while copying when the decoder's differs). nil
+    /// for every other format: their samples carry the decoder's range.
+    private let targetRange: PixelFormat.Range?
+    private let allocator: SharedAllocator
+    private let restorer: ClipRestorer
+    /// Ends a range after its last needed sample (ReadFrames).
+    private let stop: DecodeStop
+    /// The layout of the last caps seen (the cache holds a ref, so the pointer stays unique).
+    private var layoutCache: (caps: GstRef<GstCaps>, layout: SwiftGstVideoLayout)?
+
+    init(format: FourCC, targetRange: PixelFormat.Range?, allocator: SharedAllocator, restorer: ClipRestorer,
+         stop: DecodeStop) {
+        self.format = format
+        self.targetRange = targetRange
+        self.allocator = allocator
+        self.restorer = restorer
+        self.stop = stop
+    }
+
+    func arm(neededSamples: [Int64]?, lastNeededSample: Int64?) {
+        stop.arm(needed: neededSamples, lastNeeded: lastNeededSample)
+    }
+
+    var samplesDecoded: UInt64 { stop.samplesDecoded }
+    var samplesSkipped: UInt64 { stop.samplesSkipped }
+
+    func takeFreedSharedMemories() -> [UInt32] {
+        var ids = [UInt32](repeating: 0, count: Int(VideoChain.maxSharedMemories))
+        let n = swift_gst_memfd_allocator_take_freed(allocator.pointer, &ids, guint(ids.count))
+        return Array(ids.prefix(Int(n)))
+    }
+
+    func make(_ sample: GstRef<GstSampleObject>) -> MadeSample {
+        let buffer = gst_sample_get_buffer(sample.pointer)!  // transfer none: the sample holds it
+        var layout = videoLayout(gst_sample_get_caps(sample.pointer))
+        _ = swift_gst_video_layout_apply_meta(buffer, &layout)
+        var colorimetry = Colorimetry(range: layout.range, matrix: layout.matrix, primaries: layout.primaries,
+                                      transfer: layout.transfer)
+        guard let target = targetRange,
+              layout.format == GST_VIDEO_FORMAT_NV12 || layout.format == GST_VIDEO_FORMAT_I420 else {
+            return .sample(plainFrame(sample, buffer: buffer, layout: layout, colorimetry: colorimetry))
+        }
+        // 420v/420f: NV12 made in the frame's memfd (nv12InPlace), else written as tight NV12 by copyBytes, the
+        // range converted when the decoder's differs (videoconvert 1.22 keeps the range between YCbCr formats of
+        // one matrix).
+        let conversion = Self.conversion(from: layout.range, to: target)
+        colorimetry.range = target.rawValue
+        if layout.format == GST_VIDEO_FORMAT_NV12 && conversion == SWIFT_GST_RANGE_KEEP {
+            // Already NV12 in the right range (a decoder that outputs NV12): as is, shared when it can be.
+            return .sample(plainFrame(sample, buffer: buffer, layout: layout, colorimetry: colorimetry))
+        }
+        if let nv12 = nv12InPlace(sample, buffer: buffer, layout: layout, conversion: conversion, colorimetry: colorimetry) {
+            return .sample(nv12)
+        }
+        let w = layout.width, h = layout.height, chromaRow = (w + 1) / 2 * 2
+        let planes = [PlaneLayout(offset: 0, bytesPerRow: w, rowBytes: w, height: h),
+                      PlaneLayout(offset: UInt64(w) * UInt64(h), bytesPerRow: chromaRow, rowBytes: chromaRow,
+                                  height: (h + 1) / 2)]
+        let tight = SampleLayout(format: format, width: w, height: h, colorimetry: colorimetry, planes: planes,
+                                 size: Int(swift_gst_nv12_size(w, h)))
+        return .sample(PulledSample(sample, layout: tight, copy: .tightNV12(layout, conversion), restorer: restorer))
+    }
+
+    /// The conversion from a decoder's CICP range (0: unknown, GStreamer's default, video) to `target`.
+    static func conversion(from range: UInt8, to target: PixelFormat.Range) -> SwiftGstRangeConversion {
+        let source = range == 0 ? PixelFormat.Range.video.rawValue : range
+        if source == target.rawValue { return SWIFT_GST_RANGE_KEEP }
+        return target == .full ? SWIFT_GST_RANGE_TO_FULL : SWIFT_GST_RANGE_TO_VIDEO
+    }
+
+    /// 420v/420f with zero copies: the frame made NV12 where it lies in its memfd (swift_gst_memfd_make_nv12) — the
+    /// luma plane as the decoder wrote it, the CbCr plane in the memory's tail (I420) or in place (NV12). nil when the
+    /// frame is not in a memfd memory with room: it is then written as tight NV12 into a copy pool.
+    private func nv12InPlace(_ sample: GstRef<GstSampleObject>, buffer: UnsafeMutablePointer<GstBuffer>,
+                             layout: SwiftGstVideoLayout, conversion: SwiftGstRangeConversion,
+                             colorimetry: Colorimetry) -> PulledSample? {
+        var layout = layout
+        var uvOffset: UInt64 = 0, uvStride: UInt32 = 0
+        guard swift_gst_memfd_make_nv12(allocator.pointer, buffer, &layout, conversion, &uvOffset, &uvStride) != 0 else {
+            return nil
+        }
+        var slot = SwiftGstMemfdSlot()
+        guard swift_gst_memfd_describe(allocator.pointer, buffer, &slot) != 0 else { return nil }
+        let w = layout.width, h = layout.height, chromaRow = (w + 1) / 2 * 2, chromaHeight = (h + 1) / 2
+        let planes = [PlaneLayout(offset: tuple(layout.offset, 0), bytesPerRow: UInt32(clamping: tuple(layout.stride, 0) as Int32),
+                                  rowBytes: w, height: h),
+                      PlaneLayout(offset: uvOffset, bytesPerRow: uvStride, rowBytes: chromaRow, height: chromaHeight)]
+        let end = planes.map { $0.offset + UInt64($0.bytesPerRow) * UInt64(max($0.height, 1) - 1) + UInt64($0.rowBytes) }.max()!
+        let made = SampleLayout(format: format, width: w, height: h, colorimetry: colorimetry, planes: planes, size: Int(end))
+        return PulledSample(sample, layout: made, copy: .memoryWithTail,
+                            shared: (SharedMemory(id: slot.id, mapSize: Int(slot.map_size)), slot.fd), restorer: restorer)
+    }
+
+    /// A decoded frame delivered as GStreamer wrote it (planes from its video meta), shared when it is in a memfd
+    /// memory, except for the rewrites below.
+    private func plainFrame(_ sample: GstRef<GstSampleObject>, buffer: UnsafeMutablePointer<GstBuffer>,
+                            layout: SwiftGstVideoLayout, colorimetry: Colorimetry) -> PulledSample {
+        var colorimetry = colorimetry
+        let planes = (0..<Int(min(layout.n_planes, 4))).map { i in
+            PlaneLayout(offset: tuple(layout.offset, i), bytesPerRow: UInt32(clamping: abs(tuple(layout.stride, i))),
+                        rowBytes: tuple(layout.row_bytes, i), height: tuple(layout.plane_height, i))
+        }
+        var copy = CopyPlan.bytes
+        if let target = targetRange, layout.format == GST_VIDEO_FORMAT_P010_10LE {
+            // x420/xf20: copyBytes converts the range in the slot after copying (swift_gst_p010_convert_range), for
+            // the reason above.
+            let conversion = Self.conversion(from: layout.range, to: target)
+            if conversion != SWIFT_GST_RANGE_KEEP { copy = .bytesConvertingRange(layout, conversion) }
+            colorimetry.range = target.rawValue
+        }
+        if layout.format == GST_VIDEO_FORMAT_v210, let plane = planes.first {
+            // v210 rows are 128 bytes per 48 pixels, but videoconvert writes only the ⌈width/6⌉ 16-byte groups that
+            // hold pixels: the rest of each row is whatever the recycled pool buffer held. CoreVideo and ffmpeg's
+            // v210 have zeros there, so the copy clears it (rowBytes covers the whole 128-byte-aligned row).
+            let visible = (Int(layout.width) + 5) / 6 * 16
+            if visible < Int(plane.rowBytes) {
+                copy = .bytesClearingPadding(.init(offset: Int(plane.offset), stride: Int(plane.bytesPerRow),
+                                                   start: visible, end: Int(plane.rowBytes), rows: Int(plane.height)))
+            }
+        }
+        var shared: (SharedMemory, Int32)?
+        var slot = SwiftGstMemfdSlot()
+        // Frames the worker must rewrite (v210 padding, a P010 range conversion) are copied into a copy pool.
+        if case .bytes = copy, swift_gst_memfd_describe(allocator.pointer, buffer, &slot) != 0 {
+            shared = (SharedMemory(id: slot.id, mapSize: Int(slot.map_size)), slot.fd)
+        }
+        let made = SampleLayout(format: format, width: layout.width, height: layout.height, colorimetry: colorimetry,
+                                planes: planes)
+        return PulledSample(sample, layout: made, copy: copy, shared: shared, restorer: restorer)
+    }
+
+    /// The layout for `caps`, parsed once per caps object.
+    private func videoLayout(_ caps: CapsPtr?) -> SwiftGstVideoLayout {
+        guard let caps else { return SwiftGstVideoLayout() }
+        if let cached = layoutCache, cached.caps.pointer == caps { return cached.layout }
+        var layout = SwiftGstVideoLayout()
+        _ = swift_gst_video_layout_from_caps(caps, &layout)
+        layoutCache = (GstRef(none: caps), layout)
+        return layout
+    }
+}
+
+/// Element `i` of a homogeneous C array imported as a tuple.
+func tuple<T, E>(_ t: T, _ i: Int) -> E {
+    withUnsafeBytes(of: t) { $0.load(fromByteOffset: i * MemoryLayout<E>.stride, as: E.self) }
+}

@@ -1,0 +1,149 @@
+import GstBridge
+import MediaIndex
+import Protocol
+
+/// What a ReadFrames output delivers: frame indices in request order, and the time ranges (ascending, each one
+/// accurate seek) that decode each of them with every GOP decoded once. The pipeline starts at `ranges[0]`.
+struct FramePlan: Sendable {
+    let index: FrameIndex
+    let order: [Int]
+    let ranges: [FrameIndex.DecodeRange]
+    /// The wanted frames each range must produce (their presentation times are in its time range).
+    let wantedByRange: [Set<Int>]
+
+    init(index: FrameIndex, order: [Int]) {
+        self.index = index
+        self.order = order
+        let ranges = index.plan(Set(order))
+        self.ranges = ranges
+        wantedByRange = ranges.map { r in
+            let start = r.range.start.nanoseconds ?? 0, end = start + (r.range.duration.nanoseconds ?? 0)
+            return Set(order.filter { (start..<end).contains(index.frames[$0].presentationTime) })
+        }
+    }
+
+    var resolved: [ResolvedFrame] {
+        order.map { ResolvedFrame(index: UInt64($0), presentationTime: .nanoseconds(index.frames[$0].presentationTime)) }
+    }
+}
+
+/// ReadFrames bookkeeping: the wanted frames kept as they come out of the decoder, and which of them can be sent
+/// now (the next ones in request order). A frame asked for more than once is copied for each request (one
+/// GStreamer buffer cannot fill two held slots).
+struct FrameOrder {
+    let plan: FramePlan
+    private var uses: [Int: Int] = [:]
+    private let single: Set<Int>
+    private var kept: [Int: PulledSample] = [:]
+    /// The next position in request order to send.
+    private(set) var next = 0
+    /// Wanted frames that came out of the decoder.
+    private(set) var arrived: Set<Int> = []
+
+    init(_ plan: FramePlan) {
+        self.plan = plan
+        for frame in plan.order { uses[frame, default: 0] += 1 }
+        single = Set(uses.filter { $0.value == 1 }.keys)
+    }
+
+    var isComplete: Bool { next == plan.order.count }
+
+    /// Keeps `sample` when it is a wanted frame not seen yet; false otherwise.
+    mutating func keep(_ sample: PulledSample) -> Bool {
+        guard let ns = sample.presentationTime.nanoseconds else { return false }
+        let frame = plan.index.nearest(ns)
+        guard (uses[frame] ?? 0) > 0, kept[frame] == nil, !arrived.contains(frame) else { return false }
+        arrived.insert(frame)
+        kept[frame] = sample
+        return true
+    }
+
+    /// The next frame in request order when it is at hand, and whether it may go zero-copy (asked for once).
+    func ready() -> (sample: PulledSample, zeroCopy: Bool)? {
+        guard next < plan.order.count, let sample = kept[plan.order[next]] else { return nil }
+        return (sample, single.contains(plan.order[next]))
+    }
+
+    /// The frame `ready()` gave was sent.
+    mutating func sent() {
+        let frame = plan.order[next]
+        next += 1
+        uses[frame]! -= 1
+        if uses[frame] == 0 { kept[frame] = nil }
+    }
+}
+
+extension OutputStreamer {
+    /// ReadFrames: decodes the plan's ranges one after the other (each an accurate seek), keeps the wanted frames
+    /// as they come, and sends them in request order as soon as the next one in that order is at hand.
+    func runFrames(_ plan: FramePlan) {
+        workerSlot.beginBusy()
+        defer {
+            workerSlot.endBusy()
+            pipeline.stop()
+        }
+        send(.framesResolved(outputID: id, frames: plan.resolved))
+        var order = FrameOrder(plan)
+        var range = 0
+        var decoded = 0  // frames that reached appsink (decoded and converted), wanted or not
+        var retried = false  // the current range was decoded again without the sample filter
+        defer {
+            Log.info("ReadFrames output \(id): \(plan.order.count) frames asked, \(pipeline.samplesDecoded) samples decoded (\(pipeline.samplesSkipped) skipped) and \(decoded) delivered by the decoder in \(plan.ranges.count) ranges")
+        }
+        while true {
+            if isCancelled { return finish(.cancelled) }
+            switch pipeline.pull(timeoutNs: Self.pullTimeoutNs) {
+            case .timeout:
+                continue
+            case .failed(let error):
+                if isCancelled { return finish(.cancelled) }
+                return finish(.failed, error)
+            case .endOfStream:
+                if isCancelled { return finish(.cancelled) }
+                switch endOfRange(&range, retried: &retried, order) {
+                case .next: continue
+                case .finished(let status, let error): return finish(status, error)
+                }
+            case .sample(let sample):
+                decoded += 1
+                guard order.keep(sample) else { continue }
+                while let (ready, zeroCopy) = order.ready() {
+                    guard deliver(ready, zeroCopy: zeroCopy) else { return finish(.cancelled) }
+                    order.sent()
+                }
+            }
+        }
+    }
+
+    enum RangeEnd { case next, finished(OutputStatus, TrackError?) }
+
+    /// The end of ReadFrames range `range`: decode it again if the sample filter kept back something a wanted frame
+    /// needed, else seek to the next range, else the output ends.
+    private func endOfRange(_ range: inout Int, retried: inout Bool, _ order: FrameOrder) -> RangeEnd {
+        let plan = order.plan
+        // Fail-safe: if the sample filter kept back something a wanted frame needed (an index whose times are not
+        // the demuxer's), decode the range again with every sample, as a plain accurate seek does.
+        let current = plan.ranges[range]
+        if !retried, current.neededSamples != nil || current.lastNeededSample != nil,
+           !plan.wantedByRange[range].isSubset(of: order.arrived) {
+            retried = true
+            let lacking = plan.wantedByRange[range].subtracting(order.arrived).sorted()
+            Log.warning("ReadFrames output \(id): range \(range) did not produce frame(s) \(lacking.prefix(8).map(String.init).joined(separator: ", ")) with the needed samples only; decoding it again with every sample")
+            if let error = seek(current.range) { return .finished(.failed, error) }
+            return .next
+        }
+        retried = false
+        range += 1
+        if range < plan.ranges.count {
+            let next = plan.ranges[range]
+            if let error = seek(next.range, neededSamples: next.neededSamples, lastNeededSample: next.lastNeededSample) {
+                return .finished(.failed, error)
+            }
+            return .next
+        }
+        if order.isComplete { return .finished(.completed, nil) }
+        let missing = plan.order[order.next]
+        return .finished(.failed, TrackError(.decodeFailed,
+            "frame \(missing) (at \(Double(plan.index.frames[missing].presentationTime) / 1e9) s) was not produced by the decoder"))
+    }
+}

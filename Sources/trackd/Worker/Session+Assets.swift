@@ -1,0 +1,126 @@
+import CTrackSys
+import Foundation
+import GstBridge
+import IndexCache
+import MediaIndex
+import Protocol
+import Synchronization
+
+extension Session {
+    struct Asset {
+        let source: MediaSource
+        let tracks: [TrackDescription]
+        let indexes = FrameIndexes()
+    }
+
+    /// Frame indexes of one asset's tracks, kept while it is open: on the first ReadFrames of a track, from the
+    /// supervisor's cache (shared by all workers, IndexCacheClient), else built and then given to the cache.
+    final class FrameIndexes: Sendable {
+        private let built = Mutex<[UInt32: FrameIndex]>([:])
+        private let building = Mutex(())  // one build at a time: a second request for the track waits for the first
+
+        func index(source: MediaSource, trackID: UInt32) throws(TrackError) -> FrameIndex {
+            if let index = built.withLock({ $0[trackID] }) { return index }
+            return try building.withLock { (_: inout ()) throws(TrackError) -> FrameIndex in
+                if let index = built.withLock({ $0[trackID] }) { return index }
+                let before = source.status()
+                let key = before.map { IndexCacheClient.key($0, trackID: trackID) }
+                if let key, let index = IndexCacheClient.get(key) {
+                    Log.info("frame index for track \(trackID): from the cache (\(index.frames.count) frames)")
+                    built.withLock { $0[trackID] = index }
+                    return index
+                }
+                let index: FrameIndex
+                if let fromTables = FrameIndex.fromContainer(source: source, trackID: trackID) {
+                    index = fromTables
+                    Log.info("frame index for track \(trackID): made from the container's sample tables (\(index.frames.count) frames)")
+                } else {
+                    index = try FrameIndex.build(source: source, trackID: trackID)
+                    Log.info("frame index for track \(trackID): made by a parse-only pass (\(index.frames.count) frames)")
+                }
+                built.withLock { $0[trackID] = index }
+                // Only when the file did not change while it was read (else the key would not match the frames).
+                if let key, source.status() == before { IndexCacheClient.put(key, index) }
+                return index
+            }
+        }
+    }
+
+    func openAsset(fd: Int32, name: String) throws(TrackError) -> Message {
+        let source = try MediaSource(fd: fd)  // owns fd from here, even when it throws
+        let (duration, tracks) = try describe(source)
+        let assetID = try state.withLock { (s: inout State) throws(TrackError) -> UInt32 in
+            guard s.assets.count < Self.maxAssets else {
+                throw TrackError(.limitExceeded, "a session may hold at most \(Self.maxAssets) open assets")
+            }
+            defer { s.nextAssetID += 1 }
+            s.assets[s.nextAssetID] = Asset(source: source, tracks: tracks)
+            return s.nextAssetID
+        }
+        Log.info("opened asset \(assetID) \"\(name)\": \(tracks.count) tracks")
+        return .assetOpened(AssetOpened(assetID: assetID, duration: duration, tracks: tracks))
+    }
+
+    /// What discovery finds in `source` — from the daemon's cache when this uid opened the same unchanged file
+    /// before (same device, inode, size and mtime, as for frame indexes), which saves the discovery pipeline
+    /// (10–20 ms); else discovered, and given to the cache.
+    func describe(_ source: MediaSource) throws(TrackError) -> (MediaTime, [TrackDescription]) {
+        let before = source.status()
+        let key = before.map { IndexCacheClient.key($0, trackID: IndexCacheWire.descriptionTrackID) }
+        if let key, let cached = IndexCacheClient.getDescription(key) {
+            Log.info("asset description from the cache: \(cached.tracks.count) tracks")
+            return (cached.duration, cached.tracks)
+        }
+        let found = try source.discover()
+        // Only when the file did not change while it was read (else the key would not match what was found), and
+        // only audio and video: discovery does not wait for a subtitle track's data, so its language tag may not
+        // have arrived yet — a description without it must not be the answer for every later open.
+        if let key, source.status() == before, found.tracks.allSatisfy({ $0.mediaType == .video || $0.mediaType == .audio }) {
+            IndexCacheClient.putDescription(key, duration: found.duration, tracks: found.tracks)
+        }
+        return found
+    }
+
+    /// The open asset and one of its tracks, or the error that names what does not exist.
+    func assetTrack(_ assetID: UInt32, _ trackID: UInt32) throws(TrackError) -> (Asset, TrackDescription) {
+        guard let asset = state.withLock({ $0.assets[assetID] }) else {
+            throw TrackError(.invalidArgument, "no open asset with id \(assetID)")
+        }
+        guard let track = asset.tracks.first(where: { $0.id == trackID }) else {
+            let ids = asset.tracks.map { String($0.id) }.joined(separator: ", ")
+            throw TrackError(.invalidArgument, "the asset has no track with id \(trackID) (its tracks: \(ids))")
+        }
+        return (asset, track)
+    }
+
+    /// Decodes the frame shown at the requested time, encodes it as PNG (GStreamer's pngenc) and puts the bytes
+    /// in a sealed memfd. Returns the reply and the fd (the caller sends it, then closes it).
+    func generateImage(_ request: GenerateImage, asset: Asset) throws(TrackError) -> (ImageReady, Int32) {
+        guard request.imageFormat == "png " else {
+            throw TrackError(.unsupportedOutputSettings, "image format \(request.imageFormat) is not supported; use 'png '")
+        }
+        guard asset.tracks.contains(where: { $0.id == request.trackID && $0.mediaType == .video }) else {
+            throw TrackError(.invalidArgument, "the asset has no video track with id \(request.trackID)")
+        }
+        guard request.time.isNumeric, request.time.seconds >= 0 else {
+            throw TrackError(.invalidArgument, "image time \(request.time) is not a valid time")
+        }
+        if let track = asset.tracks.first(where: { $0.id == request.trackID }) {
+            try context.sandbox.decode.checkFrame(width: UInt64(track.width), height: UInt64(track.height), "track \(track.id)")
+        }
+        let image = try generatePNG(source: asset.source, trackID: request.trackID, at: request.time,
+                                    limits: context.sandbox.decode)
+        let mapping: SharedMapping
+        let fd: Int32
+        do {
+            (mapping, fd) = try SharedMapping.create(name: "trackd-image", size: max(image.png.count, 1))
+        } catch {
+            throw TrackError(.limitExceeded, "cannot create shared memory for the image: \(error)")
+        }
+        image.png.withUnsafeBytes { mapping.base.copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
+        stats.bytesCopied.add(UInt64(image.png.count), ordering: .relaxed)
+        context.slot.countCopied(UInt64(image.png.count))
+        return (ImageReady(actualTime: image.actualTime, width: image.width, height: image.height,
+                           length: UInt64(image.png.count)), fd)
+    }
+}

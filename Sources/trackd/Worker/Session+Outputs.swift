@@ -1,0 +1,208 @@
+import CTrackSys
+import Foundation
+import GstBridge
+import IndexCache
+import MediaIndex
+import Protocol
+import Synchronization
+
+extension Session {
+    /// The requests about outputs: create one (CreateOutput, ReadFrames) and steer it (ReleaseSlots, CancelOutput,
+    /// ResetOutput, FinishOutput). A thrown error is a protocol violation, as in `handle`.
+    func handleOutputRequest(_ frame: ReceivedFrame,
+                             reply: @escaping @Sendable (() throws(TrackError) -> Message) -> Void) throws(TrackError) {
+        let rid = frame.requestID
+        switch frame.message {
+        case .createOutput(let request):
+            // The reply must precede the output's first PoolAdded/Sample, so the streamer starts after it.
+            background("create-output") { [self] in
+                var streamer: OutputStreamer?
+                reply { () throws(TrackError) -> Message in
+                    let (created, s) = try createOutput(request, requestID: rid)
+                    streamer = s
+                    return created
+                }
+                streamer?.start()
+            }
+        case .readFrames(let request):
+            background("read-frames") { [self] in
+                var streamer: OutputStreamer?
+                reply { () throws(TrackError) -> Message in
+                    let (created, s) = try readFrames(request, requestID: rid)
+                    streamer = s
+                    return created
+                }
+                streamer?.start()
+            }
+        case .releaseSlots(let outputID, let slots):
+            guard let streamer = state.withLock({ $0.outputs[outputID]?.streamer }) else {
+                throw TrackError(.protocolViolation, "ReleaseSlots names output \(outputID), which holds no slots")
+            }
+            do {
+                try streamer.release(slots)
+            } catch {
+                guard case .notHeld(let ref) = error else { return }
+                throw TrackError(.protocolViolation, "ReleaseSlots: slot \(ref.slot) of pool \(ref.poolID) of output \(outputID) is not held by the client")
+            }
+        case .cancelOutput(let outputID):
+            state.withLock { $0.outputs[outputID]?.streamer }?.cancel()
+        case .resetOutput(let outputID, let ranges):
+            guard MediaTimeRange.areAscendingAndDisjoint(ranges) else {
+                throw TrackError(.protocolViolation,
+                                 "ResetOutput: the ranges of output \(outputID) are not ascending, non-overlapping ranges with numeric starts ≥ 0 and durations ≥ 0 or +infinity")
+            }
+            guard let streamer = state.withLock({ $0.outputs[outputID]?.streamer }) else { return }  // finished: ignored
+            do {
+                try streamer.reset(ranges)
+            } catch {
+                switch error {
+                case .notRandomAccess:
+                    throw TrackError(.protocolViolation, "ResetOutput: output \(outputID) was not created with supportsRandomAccess")
+                case .notAwaiting:
+                    throw TrackError(.protocolViolation, "ResetOutput: output \(outputID) has not sent RangeEnded since it was last reset, or was finished")
+                }
+            }
+        case .finishOutput(let outputID):
+            state.withLock { $0.outputs[outputID]?.streamer }?.markFinal()
+        default:
+            return
+        }
+    }
+
+    /// Registers a new output over `pipeline` and answers OutputCreated; the caller starts the streamer after the
+    /// reply is sent.
+    func addOutput(assetID: UInt32, requestID: UInt32, pipeline: TrackPipeline, mediaType: MediaType,
+                           passthrough: Bool, supportsRandomAccess: Bool, frames: FramePlan? = nil)
+        throws(TrackError) -> (Message, OutputStreamer) {
+        let format = pipeline.outputFormat
+        let outputID = try state.withLock { (s: inout State) throws(TrackError) -> UInt32 in
+            guard s.outputs.count < Self.maxOutputs else {
+                throw TrackError(.limitExceeded, "a session may run at most \(Self.maxOutputs) outputs at once")
+            }
+            defer { s.nextOutputID += 1 }
+            return s.nextOutputID
+        }
+        let streamer = OutputStreamer(
+            id: outputID, requestID: requestID, pipeline: pipeline, passthrough: passthrough,
+            supportsRandomAccess: supportsRandomAccess, frames: frames, socket: socket, stats: stats, slot: context.slot,
+            onDrained: { [weak self] id in self?.state.withLock { _ = $0.outputs.removeValue(forKey: id) } })
+        state.withLock { $0.outputs[outputID] = (assetID, streamer) }
+        return (.outputCreated(OutputCreated(outputID: outputID, mediaType: mediaType, format: format.format,
+                                             width: format.width, height: format.height, codecConfig: format.codecConfig)),
+                streamer)
+    }
+
+    func createOutput(_ request: CreateOutput, requestID: UInt32) throws(TrackError) -> (Message, OutputStreamer) {
+        let (asset, track) = try assetTrack(request.assetID, request.trackID)
+        let range = request.timeRange
+        guard range.isValidReadingRange else {
+            throw TrackError(.invalidArgument, "time range \(range.start) + \(range.duration) is not a valid range")
+        }
+        let mode: OutputMode
+        if let settings = request.settings {
+            switch track.mediaType {
+            case .video:
+                mode = .decode(try OutputSettings.validateVideo(settings))
+            case .audio:
+                let request = try OutputSettings.validateAudio(settings)
+                let channels = request.channels ?? Int(track.channels)
+                if request.isNonInterleaved && channels > AudioOutputRequest.maxNonInterleavedChannels {
+                    throw TrackError(.unsupportedOutputSettings,
+                                     "AVLinearPCMIsNonInterleaved output has one plane per channel; trackd supports at most \(AudioOutputRequest.maxNonInterleavedChannels), not \(channels)")
+                }
+                mode = .audio(request)
+            default:
+                throw TrackError(.operationNotSupportedForAsset,
+                                 "decoded output of \(track.mediaType) tracks is not supported; read track \(track.id) with outputSettings nil (passthrough)")
+            }
+        } else {
+            mode = .passthrough
+        }
+        let limits = context.sandbox.decode
+        if case .decode(let video) = mode { try checkDecodeLimits(limits, track: track, video: video) }
+        let pipeline: TrackPipeline
+        do {
+            var threads: Int?
+            if case .decode = mode { threads = decodeThreads() }
+            pipeline = try TrackPipeline(source: asset.source, trackID: track.id, mode: mode, timeRange: range, limits: limits,
+                                         threads: threads)
+        } catch where error.knownCode == .invalidArgument {
+            // Discovery found the track; the demuxer did not expose it this time: the file is damaged (or changed).
+            throw TrackError(.fileFailedToParse,
+                             "track \(track.id) was found when the asset was opened but not when reading it again; the file is damaged or was changed (\(error.message))")
+        }
+        return try addOutput(assetID: request.assetID, requestID: requestID, pipeline: pipeline, mediaType: track.mediaType,
+                             passthrough: request.settings == nil, supportsRandomAccess: request.supportsRandomAccess)
+    }
+
+    /// Threads for a decoded video output's decoder and converter, from how many other workers are busy now.
+    func decodeThreads() -> Int? {
+        let others = context.slot.othersBusy
+        let threads = Self.decodeThreads(cpus: context.cpus, othersBusy: others)
+        if let threads { Log.info("decoder threads: \(threads) (\(others) other workers busy, \(context.cpus) CPUs)") }
+        return threads
+    }
+
+    /// nil (the decoder's automatic count: one per CPU, and frame threading) when no other worker is busy; else the
+    /// CPUs shared out, at least 1. Frame threading lets one decode use idle CPUs, but when every CPU has a decode
+    /// already it only adds threads and hand-offs: 8 decoders at once on 2 CPUs took 7–13% less time single-threaded
+    /// (gst-launch, 1080p H.264). Chosen when the output is created; a decode does not change it later.
+    static func decodeThreads(cpus: Int, othersBusy: Int) -> Int? {
+        othersBusy > 0 ? max(1, cpus / (othersBusy + 1)) : nil
+    }
+
+    /// Before anything is decoded: the container's declared size, then the requested output size, against
+    /// --max-frame-pixels.
+    func checkDecodeLimits(_ limits: DecodeLimits, track: TrackDescription, video: VideoOutputRequest) throws(TrackError) {
+        try limits.checkFrame(width: UInt64(track.width), height: UInt64(track.height), "track \(track.id)")
+        if let size = Self.outputSize(video, source: (UInt64(track.width), UInt64(track.height))) {
+            try limits.checkFrame(width: size.width, height: size.height, "the requested output size")
+        }
+    }
+
+    /// ReadFrames: resolves each request against the track's frame index (built on first use), plans the ranges
+    /// that decode every GOP once, and starts the output at the first range.
+    func readFrames(_ request: ReadFrames, requestID: UInt32) throws(TrackError) -> (Message, OutputStreamer) {
+        let (asset, track) = try assetTrack(request.assetID, request.trackID)
+        guard track.mediaType == .video else {
+            throw TrackError(.operationNotSupportedForAsset,
+                             "ReadFrames reads video frames; track \(track.id) is \(track.mediaType) (read it with CreateOutput and a time range)")
+        }
+        let video = try OutputSettings.validateVideo(request.settings)
+        let limits = context.sandbox.decode
+        try checkDecodeLimits(limits, track: track, video: video)
+        let index = try asset.indexes.index(source: asset.source, trackID: track.id)
+        var order: [Int] = []
+        for (i, frame) in request.frames.enumerated() {
+            do {
+                order.append(try index.resolve(frame))
+            } catch {
+                throw TrackError(rawCode: error.code, message: "ReadFrames request \(i): \(error.message)")
+            }
+        }
+        let plan = FramePlan(index: index, order: order)
+        // A first range that starts near the beginning needs no seek: the pipeline prerolls from the start anyway, and
+        // the samples before the range are dropped before the decoder.
+        let first = plan.ranges[0]
+        let start = first.firstPosition <= FrameIndex.maxSkippedSamples && first.neededSamples != nil ? .everything : first.range
+        let pipeline = try TrackPipeline(source: asset.source, trackID: track.id, mode: .decode(video), timeRange: start,
+                                         neededSamples: first.neededSamples, lastNeededSample: first.lastNeededSample,
+                                         limits: limits, threads: decodeThreads())
+        Log.info("ReadFrames on track \(track.id): \(order.count) frames, \(plan.ranges.count) decode ranges")
+        return try addOutput(assetID: request.assetID, requestID: requestID, pipeline: pipeline, mediaType: .video,
+                             passthrough: false, supportsRandomAccess: false, frames: plan)
+    }
+
+    /// The frame size a decoded output with Width and/or Height delivers (one missing side follows the source's
+    /// aspect ratio, as videoscale's); nil when neither is requested.
+    static func outputSize(_ request: VideoOutputRequest, source: (width: UInt64, height: UInt64))
+        -> (width: UInt64, height: UInt64)? {
+        let w = request.width.map { UInt64(max(0, $0)) }, h = request.height.map { UInt64(max(0, $0)) }
+        switch (w, h) {
+        case let (w?, h?): return (w, h)
+        case let (w?, nil): return (w, source.width > 0 ? w.multipliedFullWidth(by: source.height).low / source.width : 0)
+        case let (nil, h?): return (source.height > 0 ? h.multipliedFullWidth(by: source.width).low / source.height : 0, h)
+        case (nil, nil): return nil
+        }
+    }
+}
