@@ -33,17 +33,19 @@ let package = Package(
         .target(name: "CTrackSys", path: "Sources/CTrackSys"),
         .target(name: "CGstShim", dependencies: ["CGStreamer", "CTrackSys"], path: "Sources/CGstShim"),
         .target(name: "CSandbox", dependencies: ["CSeccomp"], path: "Sources/CSandbox"),
+        // ── Swift: system calls — errno captured at the call, EINTR retried in one place, owned descriptors ──
+        .target(name: "SystemCalls", dependencies: ["CTrackSys"], swiftSettings: strict),
         // ── Swift: the wire, shared by both ends (no GStreamer) ───────────────────────────────
-        .target(name: "Protocol", dependencies: ["CTrackSys"], swiftSettings: strict),
+        .target(name: "Protocol", dependencies: ["SystemCalls", "CTrackSys"], swiftSettings: strict),
         // ── Swift: the supervisor's frame-index cache and its worker channel (daemon-internal, no GStreamer) ──
-        .target(name: "IndexCache", dependencies: ["CTrackSys"], swiftSettings: strict),
+        .target(name: "IndexCache", dependencies: ["SystemCalls", "CTrackSys"], swiftSettings: strict),
         // ── Swift: the only module that touches GStreamer (worker side) ───────────────────────
         .target(name: "GstBridge", dependencies: ["Protocol", "IndexCache", "CGStreamer", "CGstShim"], swiftSettings: strict),
         // ── Swift: client library with an AVFoundation-shaped API ─────────────────────────────
-        .target(name: "TrackClient", dependencies: ["Protocol", "CTrackSys"], swiftSettings: strict),
+        .target(name: "TrackClient", dependencies: ["Protocol", "SystemCalls", "CTrackSys"], swiftSettings: strict),
         // ── Processes ─────────────────────────────────────────────────────────────────────────
         .executableTarget(
-            name: "trackd", dependencies: ["Protocol", "GstBridge", "IndexCache", "CTrackSys", "CSystemd", "CSandbox"],
+            name: "trackd", dependencies: ["Protocol", "GstBridge", "IndexCache", "SystemCalls", "CTrackSys", "CSystemd", "CSandbox"],
             swiftSettings: strict),
         .executableTarget(name: "trackctl", dependencies: ["TrackClient", "Protocol", "CMD5", "CCairo"], swiftSettings: strict),
         // ── Example: a typical AVAssetReader loop ported to TrackClient (run by ExampleTests) ────────
