@@ -53,6 +53,7 @@ let package = Package(
             name: "trackd-example-reader", dependencies: ["TrackClient", "Protocol"],
             path: "Examples/trackd-example-reader", swiftSettings: strict),
         // ── Tests ─────────────────────────────────────────────────────────────────────────────
+        .testTarget(name: "SystemCallsTests", dependencies: ["SystemCalls"], swiftSettings: strict),
         .testTarget(name: "ProtocolTests", dependencies: ["Protocol"], swiftSettings: strict),
         .testTarget(name: "IndexCacheTests", dependencies: ["IndexCache", "CTrackSys"], swiftSettings: strict),
         .testTarget(name: "GstBridgeTests", dependencies: ["GstBridge", "Protocol"], swiftSettings: strict),
