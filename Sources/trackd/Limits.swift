@@ -1,5 +1,3 @@
-import Foundation
-
 /// The supervisor's limits (issue #4). Each is a `trackd` option with a documented default (docs/SECURITY.md,
 /// docs/PROTOCOL.md §5). The supervisor enforces the connection limits and the watchdog itself and passes the
 /// rest to each worker on its command line (Options: one row per limit, made from `options`).

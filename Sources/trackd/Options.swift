@@ -1,3 +1,5 @@
+import Foundation
+
 /// Everything trackd's command line sets, for both roles: the supervisor parses `trackd [OPTIONS]` into it, and
 /// passes each worker the part it needs as `trackd worker [OPTIONS]`, which the worker parses with the same rows
 /// (`Options.table`) into its own copy. The initial values are the defaults.
