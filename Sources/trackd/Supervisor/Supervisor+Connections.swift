@@ -1,5 +1,6 @@
 import CTrackSys
 import Protocol
+import Synchronization
 import SystemCalls
 
 #if canImport(Glibc)

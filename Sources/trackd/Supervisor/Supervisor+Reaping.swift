@@ -1,5 +1,7 @@
 import CTrackSys
 import Foundation
+import Synchronization
+import SystemCalls
 
 #if canImport(Glibc)
 import Glibc

@@ -1,5 +1,7 @@
 import CTrackSys
 import Dispatch
+import IndexCache
+import Synchronization
 import SystemCalls
 
 #if canImport(Glibc)
