@@ -33,23 +33,26 @@ let package = Package(
         .target(name: "CTrackSys", path: "Sources/CTrackSys"),
         .target(name: "CGstShim", dependencies: ["CGStreamer", "CTrackSys"], path: "Sources/CGstShim"),
         .target(name: "CSandbox", dependencies: ["CSeccomp"], path: "Sources/CSandbox"),
+        // ── Swift: system calls — errno captured at the call, EINTR retried in one place, owned descriptors ──
+        .target(name: "SystemCalls", dependencies: ["CTrackSys"], swiftSettings: strict),
         // ── Swift: the wire, shared by both ends (no GStreamer) ───────────────────────────────
-        .target(name: "Protocol", dependencies: ["CTrackSys"], swiftSettings: strict),
+        .target(name: "Protocol", dependencies: ["SystemCalls", "CTrackSys"], swiftSettings: strict),
         // ── Swift: frame indexes — MP4 sample tables, the frame a time names, decode planning (no GStreamer) ──
         .target(name: "MediaIndex", dependencies: ["Protocol"], swiftSettings: strict),
         // ── Swift: the supervisor's frame-index cache and its worker channel (daemon-internal, no GStreamer) ──
-        .target(name: "IndexCache", dependencies: ["CTrackSys", "MediaIndex"], swiftSettings: strict),
+        .target(name: "IndexCache", dependencies: ["SystemCalls", "CTrackSys", "MediaIndex"], swiftSettings: strict),
         // ── Swift: one output's pools, held slots and random-access state (no GStreamer, no socket) ──
         .target(name: "SamplePools", swiftSettings: strict),
         // ── Swift: the only module that touches GStreamer (worker side) ───────────────────────
         .target(name: "GstBridge", dependencies: ["Protocol", "MediaIndex", "CGStreamer", "CGstShim"], swiftSettings: strict),
         // ── Swift: client library with an AVFoundation-shaped API ─────────────────────────────
-        .target(name: "TrackClient", dependencies: ["Protocol", "CTrackSys"], swiftSettings: strict),
+        .target(name: "TrackClient", dependencies: ["Protocol", "SystemCalls", "CTrackSys"], swiftSettings: strict),
         // ── Processes ─────────────────────────────────────────────────────────────────────────
         .executableTarget(
             name: "trackd",
             dependencies: [
-                "Protocol", "GstBridge", "IndexCache", "MediaIndex", "SamplePools", "CTrackSys", "CSystemd", "CSandbox",
+                "Protocol", "GstBridge", "IndexCache", "MediaIndex", "SamplePools", "SystemCalls", "CTrackSys", "CSystemd",
+                "CSandbox",
             ],
             swiftSettings: strict),
         .executableTarget(name: "trackctl", dependencies: ["TrackClient", "Protocol", "CMD5", "CCairo"], swiftSettings: strict),
@@ -58,6 +61,7 @@ let package = Package(
             name: "trackd-example-reader", dependencies: ["TrackClient", "Protocol"],
             path: "Examples/trackd-example-reader", swiftSettings: strict),
         // ── Tests ─────────────────────────────────────────────────────────────────────────────
+        .testTarget(name: "SystemCallsTests", dependencies: ["SystemCalls"], swiftSettings: strict),
         .testTarget(name: "ProtocolTests", dependencies: ["Protocol"], swiftSettings: strict),
         .testTarget(name: "IndexCacheTests", dependencies: ["IndexCache", "CTrackSys"], swiftSettings: strict),
         .testTarget(name: "MediaIndexTests", dependencies: ["MediaIndex", "Protocol"], swiftSettings: strict),

@@ -1,6 +1,6 @@
-import CTrackSys
 import Foundation
 import Synchronization
+import SystemCalls
 
 #if canImport(Glibc)
 import Glibc
@@ -27,41 +27,45 @@ public final class IndexService: Sendable {
         self.warn = warn
     }
 
-    /// A new channel and the worker's end (at fd ≥ 100, see trackd_spawn_with_fds; the caller passes it to the
-    /// worker and closes it), with its serving thread started; nil when the socketpair cannot be made.
-    public func open(uid: UInt32?) -> (channel: Channel, workerEnd: Int32)? {
-        var pair: [Int32] = [-1, -1]
-        guard socketpair(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &pair) == 0 else { return nil }
-        let high = fcntl(pair[1], F_DUPFD_CLOEXEC, 100)
-        close(pair[1])
-        guard high >= 0 else {
-            close(pair[0])
-            return nil
-        }
+    /// A new channel and its worker's end, which the supervisor passes to the worker (as fd 6) and then closes.
+    public struct WorkerChannel: ~Copyable {
+        public let channel: Channel
+        /// At fd ≥ 100 (see trackd_spawn_with_fds).
+        public var workerEnd: FileDescriptor
+    }
+
+    /// A new channel with its serving thread started.
+    public func openChannel(uid: UInt32?) throws(SystemError) -> WorkerChannel {
+        let pair = try SocketPair(.sequencedPackets)
+        let workerEnd = try pair.second.duplicate(atLeast: 100)
         let channel = Channel(uid: uid)
-        let fd = pair[0]
-        let thread = Thread { [self] in serve(fd, channel) }
+        let serviceEnd = DescriptorHandoff(pair.first)
+        let thread = Thread { [self] in
+            guard let socket = serviceEnd.take() else { return }
+            serve(socket, channel)  // closed when the worker is gone
+        }
         thread.name = "index"
         thread.stackSize = 256 << 10
         thread.start()
-        return (channel, high)
+        return WorkerChannel(channel: channel, workerEnd: workerEnd)
+    }
+
+    /// `openChannel` with the worker's end as a raw descriptor the caller owns; nil when the socketpair cannot be made.
+    public func open(uid: UInt32?) -> (channel: Channel, workerEnd: Int32)? {
+        guard let opened = try? openChannel(uid: uid) else { return nil }
+        let channel = opened.channel
+        return (channel, opened.workerEnd.take())
     }
 
     /// Until the worker closes its end (it exits) or breaks the protocol.
-    private func serve(_ fd: Int32, _ channel: Channel) {
-        defer { close(fd) }
+    private func serve(_ socket: borrowing FileDescriptor, _ channel: Channel) {
         var buffer = [UInt8](repeating: 0, count: IndexCacheWire.requestBytes + 1)
         while true {
-            var fds: [Int32] = [-1, -1]
-            var nfds: Int32 = 0
-            var truncated: Int32 = 0
-            let n = buffer.withUnsafeMutableBytes {
-                trackd_recv_with_fds(fd, $0.baseAddress, $0.count, &fds, Int32(fds.count), &nfds, &truncated)
+            let result = buffer.withUnsafeMutableBytes { raw in
+                Result { () throws(SystemError) in try socket.receive(into: raw, maxDescriptors: 2) }
             }
-            let received = Array(fds.prefix(Int(max(nfds, 0))))
-            defer { for f in received where f >= 0 { close(f) } }
-            guard n > 0 else { return }
-            guard truncated == 0, let (op, key) = IndexCacheWire.parseRequest(buffer[0..<n]),
+            guard case .success(let (n, received, truncated)) = result, n > 0 else { return }
+            guard !truncated, let (op, key) = IndexCacheWire.parseRequest(buffer[0..<n]),
                   received.count == (op == .put ? 1 : 0) else {
                 warn("frame-index cache: a worker sent a malformed request (\(n) bytes, \(received.count) descriptors); closing its channel")
                 return
@@ -70,70 +74,63 @@ public final class IndexService: Sendable {
             switch op {
             case .get:
                 let blob = uid.flatMap { store.get(IndexCacheWire.StoreKey(uid: $0, file: key)) }
-                guard reply(fd, blob) else { return }
+                guard reply(socket, blob) else { return }
             case .put:
                 var kept = false
-                if let uid {  // (a warm worker has no client yet)
-                    if let blob = readBlob(received[0]) {
-                        kept = store.put(IndexCacheWire.StoreKey(uid: uid, file: key), blob)
-                        if !kept {
-                            warn("frame-index cache: a worker of uid \(uid) sent a blob that does not decode or exceeds the cache (\(blob.count) bytes); ignored")
-                        }
-                    } else {
-                        warn("frame-index cache: a worker of uid \(uid) sent an unreadable or oversized index; ignored")
-                    }
+                if let uid, let memfd = received.takeFirst() {  // (a warm worker has no client yet)
+                    kept = keep(memfd, uid: uid, key: key)
                 }
-                let ack: [UInt8] = [kept ? 1 : 0]
-                guard ack.withUnsafeBytes({ trackd_send_with_fds(fd, $0.baseAddress, 1, nil, 0) }) == 0 else { return }
+                guard (try? socket.send([kept ? 1 : 0])) != nil else { return }
             }
         }
     }
 
-    /// 1 byte (0 = miss, 1 = hit) and, on a hit, a sealed memfd holding the blob. False when the worker is gone.
-    private func reply(_ fd: Int32, _ blob: [UInt8]?) -> Bool {
-        guard let blob else {
-            let miss: [UInt8] = [0]
-            return miss.withUnsafeBytes { trackd_send_with_fds(fd, $0.baseAddress, 1, nil, 0) } == 0
+    /// A PUT's blob, kept when it decodes and fits.
+    private func keep(_ memfd: borrowing FileDescriptor, uid: UInt32, key: IndexCacheWire.FileKey) -> Bool {
+        guard let blob = IndexCacheWire.readBlob(memfd, maxBytes: min(IndexCacheWire.maxBlobBytes, store.budget)),
+              blob.count >= IndexCacheWire.headerBytes else {
+            warn("frame-index cache: a worker of uid \(uid) sent an unreadable or oversized index; ignored")
+            return false
         }
-        let memfd = trackd_memfd_sealed("trackd-index", UInt64(blob.count))
-        guard memfd >= 0 else {
-            let miss: [UInt8] = [0]
-            return miss.withUnsafeBytes { trackd_send_with_fds(fd, $0.baseAddress, 1, nil, 0) } == 0
+        guard store.put(IndexCacheWire.StoreKey(uid: uid, file: key), blob) else {
+            warn("frame-index cache: a worker of uid \(uid) sent a blob that does not decode or exceeds the cache (\(blob.count) bytes); ignored")
+            return false
         }
-        defer { close(memfd) }
-        var done = 0
-        while done < blob.count {
-            let w = blob.withUnsafeBytes { pwrite(memfd, $0.baseAddress! + done, $0.count - done, off_t(done)) }
-            if w <= 0 { break }
-            done += w
-        }
-        let hit: [UInt8] = [done == blob.count ? 1 : 0]
-        var fds = [memfd]
-        return hit.withUnsafeBytes { trackd_send_with_fds(fd, $0.baseAddress, 1, &fds, done == blob.count ? 1 : 0) } == 0
+        return true
     }
 
-    /// The blob in a worker's descriptor, no larger than the store could keep.
-    private func readBlob(_ fd: Int32) -> [UInt8]? {
-        guard let blob = IndexCacheWire.readBlob(fd, maxBytes: min(IndexCacheWire.maxBlobBytes, store.budget)),
-              blob.count >= IndexCacheWire.headerBytes else { return nil }
-        return blob
+    /// 1 byte (0 = miss, 1 = hit) and, on a hit, a sealed memfd holding the blob. False when the worker is gone.
+    private func reply(_ socket: borrowing FileDescriptor, _ blob: [UInt8]?) -> Bool {
+        do throws(SystemError) {
+            guard let blob else {
+                try socket.send([0])
+                return true
+            }
+            guard let memfd = try? Self.memfd(holding: blob) else {
+                try socket.send([0])
+                return true
+            }
+            try socket.send([1], passing: memfd)
+            return true
+        } catch {
+            return false
+        }
+    }
+
+    /// A new sealed memfd holding `blob` (written with pwrite: the sandbox of the other end allows it).
+    static func memfd(holding blob: [UInt8]) throws(SystemError) -> FileDescriptor {
+        let memfd = try FileDescriptor.sealedMemfd(name: "trackd-index", size: blob.count)
+        try blob.withUnsafeBytes { raw in Result { () throws(SystemError) in try memfd.pwriteFully(raw) } }.get()
+        return memfd
     }
 }
 
 extension IndexCacheWire {
     /// A blob passed as a descriptor: a regular file (a memfd) of at most `maxBytes`, read with pread (whoever
     /// shrinks it meanwhile causes a short read, never a SIGBUS). nil when it is not that or cannot be read.
-    public static func readBlob(_ fd: Int32, maxBytes: Int) -> [UInt8]? {
-        var regular: Int32 = 0
-        var size: UInt64 = 0
-        guard trackd_fd_is_regular(fd, &regular, &size) == 0, regular == 1, size <= UInt64(maxBytes) else { return nil }
-        var blob = [UInt8](repeating: 0, count: Int(size))
-        var got = 0
-        while got < blob.count {
-            let r = blob.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + got, $0.count - got, off_t(got)) }
-            if r <= 0 { return nil }
-            got += r
-        }
+    public static func readBlob(_ fd: borrowing FileDescriptor, maxBytes: Int) -> [UInt8]? {
+        guard let size = try? fd.regularFileSize(), size <= UInt64(maxBytes),
+              let blob = try? [UInt8](preading: fd, count: Int(size)), blob.count == Int(size) else { return nil }
         return blob
     }
 }

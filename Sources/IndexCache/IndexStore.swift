@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import SystemCalls
 
 #if canImport(Glibc)
 import Glibc
@@ -108,9 +109,11 @@ public final class IndexStore: Sendable {
             return "cannot create \(directory): \(error.localizedDescription)"
         }
         let probe = directory + "/.probe-\(getpid())"
-        let fd = open(probe, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { return "cannot write in \(directory): \(String(cString: strerror(errno)))" }
-        close(fd)
+        do {
+            try FileDescriptor("open") { open(probe, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600) }.close()
+        } catch {
+            return "cannot write in \(directory): \(error.reason)"
+        }
         unlink(probe)
         return nil
     }
@@ -141,20 +144,11 @@ public final class IndexStore: Sendable {
         let name = key.hashName + ".idx"
         let path = directory + "/" + name
         let header = Self.fileMagic.count + IndexCacheWire.StoreKey.encodedBytes
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var st = stat()
-        guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG else { return nil }
-        let size = Int(st.st_size)
-        var bytes = [UInt8](repeating: 0, count: max(0, min(size, header + IndexCacheWire.maxBlobBytes)))
-        var got = 0
-        while got < bytes.count {
-            let n = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + got, $0.count - got, off_t(got)) }
-            if n <= 0 { break }
-            got += n
-        }
-        guard size <= header + IndexCacheWire.maxBlobBytes, got == size, size > header,
+        guard let fd = try? FileDescriptor("open", { open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW) }),
+              let fileSize = try? fd.regularFileSize() else { return nil }
+        let size = Int(fileSize)
+        let bytes = (try? [UInt8](preading: fd, count: max(0, min(size, header + IndexCacheWire.maxBlobBytes)))) ?? []
+        guard size <= header + IndexCacheWire.maxBlobBytes, bytes.count == size, size > header,
               bytes[0..<Self.fileMagic.count].elementsEqual(Self.fileMagic),
               IndexCacheWire.StoreKey(decoding: bytes[Self.fileMagic.count..<header]) == key,
               IndexCacheWire.isValidBlob(Array(bytes[header...])) else {
@@ -178,16 +172,11 @@ public final class IndexStore: Sendable {
         let contents = Self.fileMagic + key.encoded + blob
         guard contents.count <= budget else { return }
         let temp = directory + "/.tmp-\(name)-\(getpid())-\(UInt64.random(in: 0 ... .max))"
-        let fd = open(temp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard fd >= 0 else { return }
-        var done = 0
-        while done < contents.count {
-            let n = contents.withUnsafeBytes { write(fd, $0.baseAddress! + done, $0.count - done) }
-            if n <= 0 { break }
-            done += n
-        }
-        close(fd)
-        guard done == contents.count, rename(temp, directory + "/" + name) == 0 else {
+        guard let fd = try? FileDescriptor("open", { open(temp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600) })
+        else { return }
+        let written = contents.withUnsafeBytes { raw in Result { () throws(SystemError) in try fd.writeFully(raw) } }
+        fd.close()
+        guard case .success = written, rename(temp, directory + "/" + name) == 0 else {
             unlink(temp)
             return
         }

@@ -76,19 +76,6 @@ public struct TrackError: Error, Sendable, Equatable, CustomStringConvertible {
     }
 }
 
-/// A failed system call: the call's name and errno.
-public struct SystemError: Error, Sendable, CustomStringConvertible {
-    public var call: String
-    public var errno: Int32
-
-    public init(_ call: String, errno: Int32) {
-        self.call = call
-        self.errno = errno
-    }
-
-    public var description: String { "\(call): \(String(cString: strerror(errno)))" }
-}
-
 #if canImport(Glibc)
 import Glibc
 #endif

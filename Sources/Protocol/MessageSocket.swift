@@ -1,5 +1,5 @@
-import CTrackSys
 import Synchronization
+import SystemCalls
 
 #if canImport(Glibc)
 import Glibc
@@ -13,7 +13,9 @@ import Glibc
 /// declares more than have arrived, descriptors left over once every received byte is decoded into whole
 /// frames, or a read the kernel truncated (MSG_CTRUNC), is a protocol error.
 public final class MessageSocket: Sendable {
-    public let fd: Int32
+    private let descriptor: FileDescriptor
+    /// The socket's descriptor, for a call that borrows it (it stays this socket's).
+    public var fd: Int32 { descriptor.rawValue }
     private let sendLock = Mutex(())
     private let receiveState: Mutex<ReceiveState>
 
@@ -24,17 +26,23 @@ public final class MessageSocket: Sendable {
         var buffer = [UInt8](repeating: 0, count: 64 * 1024)
     }
 
-    /// Takes ownership of `fd` (closed by `close()` or deinit).
-    public init(fd: Int32, maxMessageSize: UInt32 = Wire.defaultMaxMessageSize, maxFds: Int = Int(Wire.maxFdsPerMessage)) {
-        self.fd = fd
+    /// Takes ownership of `fd` (closed in deinit).
+    public init(fd: consuming FileDescriptor, maxMessageSize: UInt32 = Wire.defaultMaxMessageSize,
+                maxFds: Int = Int(Wire.maxFdsPerMessage)) {
+        self.descriptor = fd
         self.receiveState = Mutex(ReceiveState(decoder: FrameDecoder(maxMessageSize: maxMessageSize), maxFds: maxFds))
+    }
+
+    /// Takes ownership of the raw descriptor `fd` (closed in deinit).
+    public convenience init(fd: Int32, maxMessageSize: UInt32 = Wire.defaultMaxMessageSize,
+                            maxFds: Int = Int(Wire.maxFdsPerMessage)) {
+        self.init(fd: FileDescriptor(taking: fd), maxMessageSize: maxMessageSize, maxFds: maxFds)
     }
 
     deinit {
         receiveState.withLock { state in
             for fd in state.pendingFds { Glibc.close(fd) }
         }
-        Glibc.close(fd)
     }
 
     /// Changes the receive limit after the handshake.
@@ -47,14 +55,9 @@ public final class MessageSocket: Sendable {
     public func send(_ message: Message, requestID: UInt32, fds: [Int32] = []) throws(SystemError) {
         precondition(fds.count == message.type.fdCount, "\(message.type) carries \(message.type.fdCount) fds")
         let bytes = Codec.frame(message, requestID: requestID)
-        let rc = sendLock.withLock { _ in
-            bytes.withUnsafeBytes { raw in
-                fds.withUnsafeBufferPointer { fdp in
-                    trackd_send_with_fds(fd, raw.baseAddress, raw.count, fdp.baseAddress, Int32(fdp.count))
-                }
-            }
-        }
-        if rc != 0 { throw SystemError("sendmsg", errno: trackd_errno()) }
+        try sendLock.withLock { _ in
+            bytes.withUnsafeBytes { raw in Result { () throws(SystemError) in try descriptor.send(raw, descriptors: fds) } }
+        }.get()
     }
 
     public enum ReceiveError: Error, Sendable {
@@ -98,22 +101,20 @@ public final class MessageSocket: Sendable {
                     if let error = check(state.decoder.pendingBytes) { throw .broken(error) }
                     var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
                     let ready = poll(&pfd, 1, pollMs)
-                    if ready == 0 || (ready < 0 && trackd_errno() == EINTR) { continue }
+                    if ready == 0 || (ready < 0 && currentErrno() == EINTR) { continue }
                 }
-                var fds = [Int32](repeating: -1, count: max(state.maxFds, 1))
-                var nfds: Int32 = 0
-                var truncated: Int32 = 0
-                let maxFds = Int32(state.maxFds)
-                let n = state.buffer.withUnsafeMutableBytes { raw in
-                    trackd_recv_with_fds(fd, raw.baseAddress, raw.count, &fds, maxFds, &nfds, &truncated)
+                let maxFds = state.maxFds
+                let received = state.buffer.withUnsafeMutableBytes { raw in
+                    Result { () throws(SystemError) in try descriptor.receive(into: raw, maxDescriptors: maxFds) }
                 }
                 didRead?()
-                if n < 0 {
-                    let e = trackd_errno()
-                    throw .broken(TrackError(.protocolViolation, "recvmsg: \(String(cString: strerror(e)))"))
+                let (n, fds, truncated): (Int, ReceivedDescriptors, Bool)
+                switch received {
+                case .success(let r): (n, fds, truncated) = r
+                case .failure(let error): throw .broken(TrackError(.protocolViolation, "\(error)"))
                 }
-                state.pendingFds.append(contentsOf: fds.prefix(Int(nfds)))
-                if truncated != 0 {
+                state.pendingFds.append(contentsOf: fds.takeAll())
+                if truncated {
                     throw .broken(TrackError(.protocolViolation,
                                              "peer sent more descriptors than the \(state.maxFds) allowed per message (MSG_CTRUNC)"))
                 }

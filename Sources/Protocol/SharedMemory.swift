@@ -1,4 +1,5 @@
 import CTrackSys
+import SystemCalls
 
 #if canImport(Glibc)
 import Glibc
@@ -11,16 +12,12 @@ public final class SharedMapping: @unchecked Sendable {
     public let base: UnsafeMutableRawPointer
     public let size: Int
 
-    /// Creates a new sealed pool of `size` bytes (worker side). Returns the mapping and the fd (caller owns it).
+    /// Creates a new sealed pool of `size` bytes (worker side). Returns the mapping and the fd, which the caller
+    /// owns (as a raw descriptor: it goes into a message's descriptor list).
     public static func create(name: String, size: Int) throws(SystemError) -> (SharedMapping, Int32) {
-        let fd = trackd_memfd_sealed(name, UInt64(size))
-        guard fd >= 0 else { throw SystemError("memfd_create", errno: trackd_errno()) }
-        do {
-            return (try SharedMapping(fd: fd, size: size, writable: true), fd)
-        } catch {
-            Glibc.close(fd)
-            throw error
-        }
+        let fd = try FileDescriptor.sealedMemfd(name: name, size: size)
+        let mapping = try SharedMapping(fd: fd.rawValue, size: size, writable: true)
+        return (mapping, fd.take())
     }
 
     /// Maps `size` bytes of `fd`. A client checks the seals first (see `verifySealed`) so that the pool cannot
@@ -28,7 +25,7 @@ public final class SharedMapping: @unchecked Sendable {
     public init(fd: Int32, size: Int, writable: Bool) throws(SystemError) {
         let prot = writable ? (PROT_READ | PROT_WRITE) : PROT_READ
         let p = mmap(nil, size, prot, MAP_SHARED, fd, 0)
-        guard let p, p != MAP_FAILED else { throw SystemError("mmap", errno: trackd_errno()) }
+        guard let p, p != MAP_FAILED else { throw SystemError("mmap", errno: currentErrno()) }
         base = p
         self.size = size
     }

@@ -1,3 +1,5 @@
+import SystemCalls
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -5,10 +7,8 @@ import Glibc
 /// Unix stream socket set-up shared by trackd and its clients.
 public enum UnixSocket {
     /// A new close-on-exec AF_UNIX stream socket.
-    public static func make() throws(SystemError) -> Int32 {
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw SystemError("socket", errno: errno) }
-        return fd
+    public static func make() throws(SystemError) -> FileDescriptor {
+        try FileDescriptor("socket") { socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0) }
     }
 
     /// Calls `body` with `path` as a sockaddr_un.
@@ -28,15 +28,18 @@ public enum UnixSocket {
         }
     }
 
-    /// A socket connected to `path`. The caller owns the returned fd.
+    /// A socket connected to `path`, as a raw descriptor the caller owns (for code that hands it to C calls; else
+    /// use `connected(to:)`).
     public static func connect(to path: String) throws(SystemError) -> Int32 {
+        try connected(to: path).take()
+    }
+
+    /// A socket connected to `path`.
+    public static func connected(to path: String) throws(SystemError) -> FileDescriptor {
         let fd = try make()
-        let rc = try withAddress(path) { Glibc.connect(fd, $0, $1) }
-        if rc != 0 {
-            let e = errno
-            close(fd)
-            throw SystemError("connect \(path)", errno: e)
-        }
+        // Not retried on EINTR: the connection then completes asynchronously, and a second connect fails.
+        let (rc, e) = try withAddress(path) { (Glibc.connect(fd.rawValue, $0, $1), currentErrno()) }
+        guard rc == 0 else { throw SystemError("connect \(path)", errno: e) }
         return fd
     }
 }

@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import Protocol
 import Synchronization
+import SystemCalls
 
 /// One connection to trackd, which is one session with one isolated worker process. Requests are synchronous
 /// for the caller (as AVAssetReader's API is); a dedicated thread receives every frame and routes it: replies to
@@ -31,13 +32,11 @@ final class Connection: Sendable {
 
     /// Connects and performs the Hello handshake.
     init(socketPath: String, clientName: String) throws(TrackError) {
-        let fd: Int32
         do {
-            fd = try UnixSocket.connect(to: socketPath)
+            socket = MessageSocket(fd: try UnixSocket.connected(to: socketPath), maxMessageSize: Wire.maxMessageSizeCeiling)
         } catch {
-            throw Self.unreachable(socketPath, String(cString: strerror(error.errno)))
+            throw Self.unreachable(socketPath, error.reason)
         }
-        socket = MessageSocket(fd: fd, maxMessageSize: Wire.maxMessageSizeCeiling)
         do {
             // A refusal (a connection limit) may be sent and the connection closed before Hello goes out: then
             // sending fails, but the Error is waiting to be read, so it is read either way.
@@ -146,7 +145,7 @@ final class Connection: Sendable {
                 channel.deliver(frame)
                 if case .outputFinished = frame.message { forget(channelOf: frame.requestID) }
             } else {
-                frame.fds.forEach { Glibc.close($0) }
+                for fd in frame.fds { FileDescriptor(taking: fd).close() }  // nobody waits for them
             }
         }
         let failure: TrackError

@@ -1,8 +1,6 @@
-import Foundation
-
 /// The supervisor's limits (issue #4). Each is a `trackd` option with a documented default (docs/SECURITY.md,
 /// docs/PROTOCOL.md §5). The supervisor enforces the connection limits and the watchdog itself and passes the
-/// rest to each worker on its command line (`workerArguments`), which parses them with `set`.
+/// rest to each worker on its command line (Options: one row per limit, made from `options`).
 struct Limits: Sendable, Equatable {
     var maxConnections: UInt64 = 64
     var maxConnectionsPerUID: UInt64 = 16
@@ -23,7 +21,7 @@ struct Limits: Sendable, Equatable {
         let help: String
     }
 
-    /// One row per option: the parser, the workers' arguments and `trackd --help` all come from this table.
+    /// One row per limit; Options.table turns each into a `trackd` option (parsing, the workers' arguments, `--help`).
     static var options: [Option] {
         [
             Option(name: "--max-connections", keyPath: \.maxConnections, range: 1...4096, worker: false,
@@ -41,32 +39,5 @@ struct Limits: Sendable, Equatable {
             Option(name: "--watchdog", keyPath: \.watchdog, range: 0...3600, worker: false,
                    help: "seconds a worker may make no progress while its client waits before it is killed (0 = off)"),
         ]
-    }
-
-    static var workerOptions: Set<String> { Set(options.filter(\.worker).map(\.name)) }
-
-    /// Sets the option called `name`; false when there is no such option or `value` is out of its range.
-    mutating func set(_ name: String, _ value: UInt64) -> Bool {
-        guard let option = Self.options.first(where: { $0.name == name }), option.range.contains(value) else { return false }
-        self[keyPath: option.keyPath] = value
-        return true
-    }
-
-    /// "--name needs …" for a value that does not parse or is out of range.
-    static func complaint(_ name: String) -> String {
-        guard let option = options.first(where: { $0.name == name }) else { return "unknown option \(name)" }
-        return "\(name) needs a whole number from \(option.range.lowerBound) to \(option.range.upperBound)"
-    }
-
-    var workerArguments: [String] {
-        Self.options.filter(\.worker).flatMap { [$0.name, "\(self[keyPath: $0.keyPath])"] }
-    }
-
-    /// The options' lines for `trackd --help`.
-    static var usage: String {
-        options.map { option in
-            let flag = "\(option.name) N".padding(toLength: 31, withPad: " ", startingAt: 0)
-            return "  \(flag) \(option.help) (default \(defaults[keyPath: option.keyPath]))"
-        }.joined(separator: "\n")
     }
 }

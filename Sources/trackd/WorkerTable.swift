@@ -1,5 +1,6 @@
 import CTrackSys
 import Protocol
+import SystemCalls
 
 #if canImport(Glibc)
 import Glibc
@@ -36,20 +37,21 @@ final class WorkerTable: @unchecked Sendable {
 
     let mapping: SharedMapping
     let slots: Int
+    /// The supervisor's read-write descriptor of the table, at fd ≥ 100 (see trackd_spawn_with_fds), which every
+    /// worker gets as fd 5; nil in a worker.
+    let descriptor: SharedDescriptor?
 
-    init(mapping: SharedMapping, slots: Int) {
+    init(mapping: SharedMapping, slots: Int, descriptor: SharedDescriptor? = nil) {
         self.mapping = mapping
         self.slots = slots
+        self.descriptor = descriptor
     }
 
-    /// The supervisor's table: a new sealed memfd of `slots` slots. Returns the table and its read-write fd,
-    /// moved to ≥ 100 (see trackd_spawn_with_fds).
-    static func create(slots: Int) throws(SystemError) -> (WorkerTable, Int32) {
-        let (mapping, fd) = try SharedMapping.create(name: "trackd-workers", size: slots * slotBytes)
-        defer { close(fd) }
-        let high = fcntl(fd, F_DUPFD_CLOEXEC, 100)
-        guard high >= 0 else { throw SystemError("fcntl F_DUPFD_CLOEXEC", errno: errno) }
-        return (WorkerTable(mapping: mapping, slots: slots), high)
+    /// The supervisor's table: a new sealed memfd of `slots` slots.
+    static func create(slots: Int) throws(SystemError) -> WorkerTable {
+        let memfd = try FileDescriptor.sealedMemfd(name: "trackd-workers", size: slots * slotBytes)
+        let mapping = try SharedMapping(fd: memfd.rawValue, size: slots * slotBytes, writable: true)
+        return WorkerTable(mapping: mapping, slots: slots, descriptor: SharedDescriptor(try memfd.duplicate(atLeast: 100)))
     }
 
     /// A worker's view of the table passed as `fd`, or nil when there is none (a worker started by hand).

@@ -1,7 +1,8 @@
 // CTrackSys — the Linux system calls Swift cannot call directly, each with the reason it needs C.
 //
 // Every function returns -1 and leaves errno set on failure (no exceptions, no hidden retries except
-// where a comment says EINTR is retried). Callers wrap them in Swift's SystemError.
+// where a comment says EINTR is retried). Swift wraps the fallible ones with the SystemCalls module (`syscall`, which
+// captures errno and retries EINTR, and FileDescriptor), which turns a failure into a SystemError.
 #ifndef CTRACKSYS_H
 #define CTRACKSYS_H
 

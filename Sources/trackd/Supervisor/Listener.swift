@@ -1,5 +1,6 @@
 import CSystemd
 import Protocol
+import SystemCalls
 
 #if canImport(Glibc)
 import Glibc
@@ -7,8 +8,8 @@ import Glibc
 
 /// The listening Unix stream socket: either handed over by systemd (socket activation, LISTEN_FDS) or bound
 /// by trackd itself at `--socket PATH`.
-struct Listener {
-    let fd: Int32
+struct Listener: ~Copyable, Sendable {
+    let descriptor: FileDescriptor
     /// The path trackd bound (and unlinks on exit); nil when systemd owns the socket.
     let ownedPath: String?
 
@@ -23,30 +24,26 @@ struct Listener {
             throw SystemError("LISTEN_FDS: fd 3 is not a listening Unix stream socket", errno: EINVAL)
         }
         _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-        return Listener(fd: fd, ownedPath: nil)
+        return Listener(descriptor: FileDescriptor(taking: fd), ownedPath: nil)
     }
 
     static func bind(path: String) throws(SystemError) -> Listener {
         // A stale socket from a crashed trackd is replaced; a live one (something answers) is not.
-        if let probe = try? UnixSocket.connect(to: path) {
-            close(probe)
+        if let probe = try? UnixSocket.connected(to: path) {
+            probe.close()
             throw SystemError("another trackd is already listening on \(path)", errno: EADDRINUSE)
         }
         var st = stat()
         if lstat(path, &st) == 0 && (st.st_mode & S_IFMT) == S_IFSOCK { unlink(path) }
         let fd = try UnixSocket.make()
-        let rc = try UnixSocket.withAddress(path) { Glibc.bind(fd, $0, $1) }
-        guard rc == 0 else {
-            let e = errno
-            close(fd)
-            throw SystemError("bind \(path)", errno: e)
-        }
-        guard listen(fd, 128) == 0 else {
-            let e = errno
-            close(fd)
+        let (rc, e) = try UnixSocket.withAddress(path) { (Glibc.bind(fd.rawValue, $0, $1), currentErrno()) }
+        guard rc == 0 else { throw SystemError("bind \(path)", errno: e) }
+        do {
+            _ = try syscall("listen") { listen(fd.rawValue, 128) }
+        } catch {
             unlink(path)
-            throw SystemError("listen", errno: e)
+            throw error
         }
-        return Listener(fd: fd, ownedPath: path)
+        return Listener(descriptor: fd, ownedPath: path)
     }
 }

@@ -1,4 +1,5 @@
 import Protocol
+import SystemCalls
 
 #if canImport(Glibc)
 import Glibc
@@ -14,20 +15,17 @@ final class SharedStatistics: @unchecked Sendable {
     static let size = 8 * 8
     let mapping: SharedMapping
     /// A read-only open file description of the memfd, kept at fd ≥ 100 (see trackd_spawn_with_fds).
-    let readOnlyFD: Int32
+    let readOnly: FileDescriptor
 
     init() throws(SystemError) {
-        let (mapping, fd) = try SharedMapping.create(name: "trackd-statistics", size: Self.size)
-        defer { close(fd) }
+        let memfd = try FileDescriptor.sealedMemfd(name: "trackd-statistics", size: Self.size)
+        let mapping = try SharedMapping(fd: memfd.rawValue, size: Self.size, writable: true)
         // Reopening through /proc gives a descriptor whose file description is O_RDONLY: a worker cannot map it
         // writable, whatever it does.
-        let readOnly = open("/proc/self/fd/\(fd)", O_RDONLY | O_CLOEXEC)
-        guard readOnly >= 0 else { throw SystemError("open /proc/self/fd/\(fd)", errno: errno) }
-        let high = fcntl(readOnly, F_DUPFD_CLOEXEC, 100)
-        close(readOnly)
-        guard high >= 0 else { throw SystemError("fcntl F_DUPFD_CLOEXEC", errno: errno) }
+        let path = "/proc/self/fd/\(memfd.rawValue)"
+        let readOnly = try FileDescriptor("open \(path)") { open(path, O_RDONLY | O_CLOEXEC) }
+        self.readOnly = try readOnly.duplicate(atLeast: 100)
         self.mapping = mapping
-        self.readOnlyFD = high
         let words = mapping.base.assumingMemoryBound(to: UInt64.self)
         words[0] = UInt64(getpid())
         words[1] = Supervisor.nowMs()

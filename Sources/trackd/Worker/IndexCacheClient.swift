@@ -1,9 +1,9 @@
-import CTrackSys
 import GstBridge
 import IndexCache
 import MediaIndex
 import Protocol
 import Synchronization
+import SystemCalls
 
 #if canImport(Glibc)
 import Glibc
@@ -14,7 +14,8 @@ import Glibc
 /// worker then builds the index itself, as it would without the cache.
 enum IndexCacheClient {
     static let fd: Int32 = 6
-    private static let lock = Mutex(())
+    /// The channel, open for the worker's life; one request and its reply at a time.
+    private static let channel = Mutex(SharedDescriptor(FileDescriptor(taking: fd)))
 
     static func key(_ status: MediaSource.FileStatus, trackID: UInt32) -> IndexCacheWire.FileKey {
         IndexCacheWire.FileKey(device: status.device, inode: status.inode, size: status.size,
@@ -55,47 +56,32 @@ enum IndexCacheClient {
 
     /// GET: the blob of a hit, nil on a miss or any failure.
     private static func getBlob(_ key: IndexCacheWire.FileKey) -> [UInt8]? {
-        let memfd: Int32? = lock.withLock { _ in
-            let request = IndexCacheWire.request(.get, key)
-            guard request.withUnsafeBytes({ trackd_send_with_fds(fd, $0.baseAddress, $0.count, nil, 0) }) == 0 else { return nil }
+        let memfd: FileDescriptor? = channel.withLock { socket in
+            guard (try? socket.descriptor.send(IndexCacheWire.request(.get, key))) != nil else { return nil }
             var reply: [UInt8] = [0, 0]
-            var fds: [Int32] = [-1, -1]
-            var nfds: Int32 = 0
-            var truncated: Int32 = 0
-            let n = reply.withUnsafeMutableBytes {
-                trackd_recv_with_fds(fd, $0.baseAddress, $0.count, &fds, Int32(fds.count), &nfds, &truncated)
+            let result = reply.withUnsafeMutableBytes { raw in
+                Result { () throws(SystemError) in try socket.descriptor.receive(into: raw, maxDescriptors: 2) }
             }
-            let received = fds.prefix(Int(max(nfds, 0)))
-            guard n == 1, reply[0] == 1, truncated == 0, received.count == 1 else {
-                for f in received where f >= 0 { close(f) }
-                return nil
-            }
-            return received[0]
+            guard case .success(let message) = result, message.count == 1, reply[0] == 1, !message.truncated,
+                  message.descriptors.count == 1 else { return nil }
+            return message.descriptors.takeFirst()
         }
         guard let memfd else { return nil }
-        defer { close(memfd) }
         return IndexCacheWire.readBlob(memfd, maxBytes: IndexCacheWire.maxBlobBytes)
     }
 
     /// PUT, waiting for the acknowledgement.
     private static func putBlob(_ key: IndexCacheWire.FileKey, _ blob: [UInt8]) {
-        let memfd = trackd_memfd_sealed("trackd-index", UInt64(blob.count))
-        guard memfd >= 0 else { return }
-        defer { close(memfd) }
-        var done = 0
-        while done < blob.count {
-            // write, not pwrite: the sandbox allows the one (the memfd is new, its offset 0).
-            let w = blob.withUnsafeBytes { write(memfd, $0.baseAddress! + done, $0.count - done) }
-            if w <= 0 { return }
-            done += w
-        }
+        guard let memfd = try? FileDescriptor.sealedMemfd(name: "trackd-index", size: blob.count),
+              // write, not pwrite: the sandbox allows the one (the memfd is new, its offset 0).
+              case .success = blob.withUnsafeBytes({ raw in Result { () throws(SystemError) in try memfd.writeFully(raw) } })
+        else { return }
         let request = IndexCacheWire.request(.put, key)
-        var fds = [memfd]
-        lock.withLock { _ in
-            guard request.withUnsafeBytes({ trackd_send_with_fds(fd, $0.baseAddress, $0.count, &fds, 1) }) == 0 else { return }
+        channel.withLock { socket in
+            guard (try? socket.descriptor.send(request, passing: memfd)) != nil else { return }
             // The acknowledgement: once it arrives, every other worker's GET finds the entry.
-            var ack: UInt8 = 0
-            _ = recv(fd, &ack, 1, 0)
+            var ack: [UInt8] = [0]
+            _ = ack.withUnsafeMutableBytes { raw in try? socket.descriptor.receive(into: raw, maxDescriptors: 0) }
         }
     }
 }

@@ -1,5 +1,8 @@
+import CSandbox
+import CTrackSys
 import GstBridge
 import Protocol
+import SystemCalls
 
 #if canImport(Glibc)
 import Glibc
@@ -26,6 +29,7 @@ struct WorkerContext: Sendable {
 /// Limits and identity of a sandboxed worker; the supervisor passes them on the worker's command line.
 struct WorkerSandbox: Sendable {
     static let defaultMemory: UInt64 = 4 << 30
+    static let minimumMemory: UInt64 = 256 << 20
     static let defaultCPUSeconds: UInt64 = 600
     static let openFiles: UInt64 = 256
 
@@ -36,14 +40,6 @@ struct WorkerSandbox: Sendable {
     var gid: UInt32?
     /// What one output may make a decoder produce (GstBridge's DecodeGuard; docs/SECURITY.md "Decode limits").
     var decode = DecodeLimits()
-
-    var arguments: [String] {
-        var args = ["--memory", "\(memoryBytes)", "--cpu", "\(cpuSeconds)"]
-        if let uid, let gid { args += ["--uid", "\(uid)", "--gid", "\(gid)"] }
-        args += ["--max-frame-pixels", "\(decode.maxFramePixels)", "--decode-budget", "\(decode.videoBudgetPixels)",
-                 "--audio-decode-budget", "\(decode.audioBudgetSamples)"]
-        return args
-    }
 
     /// rlimits, privilege drop, no_new_privs, seccomp (CSandbox). Irreversible.
     func enter() throws(TrackError) {
@@ -68,123 +64,117 @@ enum WorkerMain {
     static let indexFD: Int32 = IndexCacheClient.fd
 
     static func run(arguments: [String]) -> Int32 {
-        var context = WorkerContext()
-        var limits = Limits.defaults
-        var slotIndex = -1
-        var warm = false
-        var i = 0
-        while i + 1 < arguments.count {
-            let value = arguments[i + 1]
-            switch arguments[i] {
-            case "--client-pid": context.clientPID = Int32(value) ?? 0
-            case "--client-uid": context.clientUID = UInt32(value) ?? 0
-            case "--memory": context.sandbox.memoryBytes = UInt64(value) ?? WorkerSandbox.defaultMemory
-            case "--cpu": context.sandbox.cpuSeconds = UInt64(value) ?? WorkerSandbox.defaultCPUSeconds
-            case "--uid": context.sandbox.uid = UInt32(value)
-            case "--gid": context.sandbox.gid = UInt32(value)
-            case "--max-frame-pixels": context.sandbox.decode.maxFramePixels = UInt64(value) ?? DecodeLimits.defaultMaxFramePixels
-            case "--decode-budget": context.sandbox.decode.videoBudgetPixels = UInt64(value) ?? DecodeLimits.defaultVideoBudget
-            case "--audio-decode-budget": context.sandbox.decode.audioBudgetSamples = UInt64(value) ?? DecodeLimits.defaultAudioBudget
-            case "--slot": slotIndex = Int(value) ?? -1
-            case "--warm": warm = value == "1"
-            case let name where Limits.workerOptions.contains(name):
-                guard let v = UInt64(value), limits.set(name, v) else {
-                    Log.error("bad worker argument \(name) \(value)")
-                    return 2
-                }
-            default:
-                Log.error("unknown worker argument \(arguments[i])")
-                return 2
-            }
-            i += 2
+        let configuration: Configuration
+        switch Options.parse(arguments, as: .worker) {
+        case .run(let parsed): configuration = parsed
+        case .help: return 2
+        case .refused(let message, _):
+            Log.error("\(message) (workers are started by the trackd supervisor)")
+            return 2
         }
         signal(SIGPIPE, SIG_IGN)
-        var regular: Int32 = 0
-        var size: UInt64 = 0
-        guard trackd_fd_is_regular(connectionFD, &regular, &size) == 0, regular == 0 else {
+        let connection = FileDescriptor(taking: connectionFD)
+        do throws(SystemError) {
+            guard try connection.regularFileSize() == nil else { throw SystemError("fstat", errno: EINVAL) }
+        } catch {
             Log.error("worker started without a connection on fd 3; workers are started by the trackd supervisor")
             return 2
         }
-        context.statistics = SharedStatistics.attach(fd: statisticsFD)
-        close(statisticsFD)
-        let table = WorkerTable.attach(fd: tableFD)
-        close(tableFD)
-        context.cpus = max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
-        context.handshakeTimeout = limits.handshakeTimeout
-        context.idleTimeout = limits.idleTimeout
+        var context = WorkerContext(clientPID: configuration.clientPID, clientUID: configuration.clientUID,
+                                    sandbox: configuration.sandbox,
+                                    handshakeTimeout: configuration.limits.handshakeTimeout,
+                                    idleTimeout: configuration.limits.idleTimeout,
+                                    cpus: max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))))
+        let statistics = FileDescriptor(taking: statisticsFD)
+        context.statistics = SharedStatistics.attach(fd: statistics.rawValue)
+        statistics.close()
+        let tableDescriptor = FileDescriptor(taking: tableFD)
+        let table = WorkerTable.attach(fd: tableDescriptor.rawValue)
+        tableDescriptor.close()
+        guard prepare(context, warm: configuration.warm) else { return 1 }
+        var slotIndex = configuration.slot
+        if configuration.warm {
+            guard let handoff = waitAsWarmWorker(connection) else { return 0 }
+            (context.clientPID, context.clientUID, slotIndex) = (handoff.clientPID, handoff.clientUID, handoff.slot)
+        }
+        _ = trackd_set_thread_name("trackd-worker")
+        context.slot = WorkerSlot(table: table, index: slotIndex, poolBytesPerClient: configuration.limits.poolBytesPerClient,
+                                  poolBytesTotal: configuration.limits.poolBytesTotal)
+        let session = Session(socket: MessageSocket(fd: connection), context: context)
+        session.run()
+        return 0
+    }
+
+    /// GStreamer initialised, its plugins loaded (and a warm worker's rehearsal's), the sandbox entered: everything
+    /// that needs to open a file is done before the first byte from the client. False (logged) when it fails.
+    static func prepare(_ context: WorkerContext, warm: Bool) -> Bool {
         do {
             try Gst.initialize()
         } catch {
             Log.error("GStreamer failed to initialise: \(error.message)")
-            return 1
+            return false
         }
-        // Before the first byte from the client: everything that needs to open a file is done by now.
         Gst.preloadPlugins()
         if warm { Rehearsal.loadPlugins() }
         do {
             try context.sandbox.enter()
         } catch {
             Log.error("cannot enter the worker sandbox: \(error.message)")
-            return 1
+            return false
         }
-        if warm {
-            // A warm worker: fd 3 is the supervisor's control socket until the connection arrives on it.
-            // The rehearsal runs sandboxed already, like every decode. (Before the filter it let GLib's thread pool
-            // take scheduler settings it may read then and cannot set after: a GLib-CRITICAL for each later thread.)
-            // A client already waiting would wait for it longer than it saves: then it is skipped.
-            var pending = pollfd(fd: connectionFD, events: Int16(POLLIN), revents: 0)
-            if poll(&pending, 1, 0) == 0 {
-                do {
-                    let report = try Rehearsal.run()
-                    Log.write(.debug, "warm worker: rehearsed an H.264 read (\(report.frames) frames) in \(Int(report.milliseconds)) ms")
-                } catch {
-                    Log.notice("warm worker: no rehearsal (\(error.message)); this worker's first read starts slower")
-                }
-            } else {
-                Log.write(.debug, "warm worker: no rehearsal, a connection is waiting")
+        return true
+    }
+
+    /// A warm worker: fd 3 is the supervisor's control socket until the connection arrives on it. Rehearses a read
+    /// (sandboxed already, like every decode; before the filter it let GLib's thread pool take scheduler settings it
+    /// may read then and cannot set after: a GLib-CRITICAL for each later thread) unless a client is already waiting
+    /// (it would wait for it longer than it saves), says it is ready, and waits. nil when the supervisor is gone.
+    static func waitAsWarmWorker(_ control: borrowing FileDescriptor) -> (clientPID: Int32, clientUID: UInt32, slot: Int)? {
+        var pending = pollfd(fd: control.rawValue, events: Int16(POLLIN), revents: 0)
+        if poll(&pending, 1, 0) == 0 {
+            do {
+                let report = try Rehearsal.run()
+                Log.write(.debug, "warm worker: rehearsed an H.264 read (\(report.frames) frames) in \(Int(report.milliseconds)) ms")
+            } catch {
+                Log.notice("warm worker: no rehearsal (\(error.message)); this worker's first read starts slower")
             }
-            // Ready (one byte): from here on it reads its connection, so the supervisor may no longer give the
-            // connection to another worker should this one die. While it waits, ps and /proc/<pid>/comm call it
-            // trackd-warm.
-            var ready = Supervisor.warmReady
-            guard send(connectionFD, &ready, 1, 0) == 1 else { return 0 }  // the supervisor is gone (SIGPIPE is ignored)
-            _ = trackd_set_thread_name("trackd-warm")
-            guard let handoff = receiveConnection() else { return 0 }  // the supervisor stopped, or gave up on it
-            (context.clientPID, context.clientUID, slotIndex) = (handoff.clientPID, handoff.clientUID, handoff.slot)
+        } else {
+            Log.write(.debug, "warm worker: no rehearsal, a connection is waiting")
         }
-        _ = trackd_set_thread_name("trackd-worker")
-        context.slot = WorkerSlot(table: table, index: slotIndex,
-                                  poolBytesPerClient: limits.poolBytesPerClient, poolBytesTotal: limits.poolBytesTotal)
-        let session = Session(socket: MessageSocket(fd: connectionFD), context: context)
-        session.run()
-        return 0
+        // Ready (one byte): from here on it reads its connection, so the supervisor may no longer give the
+        // connection to another worker should this one die. While it waits, ps and /proc/<pid>/comm call it
+        // trackd-warm.
+        guard (try? control.send([Supervisor.warmReady])) != nil else { return nil }  // the supervisor is gone
+        _ = trackd_set_thread_name("trackd-warm")
+        return receiveConnection(control)  // nil: the supervisor stopped, or gave up on it
     }
 
     /// A warm worker's wait for its client: one message on the control socket (fd 3) — the client's pid, uid and
     /// the worker-table slot, three u32 LE — with the connection's descriptor, which then replaces the control
     /// socket as fd 3. nil when the supervisor closes the control socket or sends anything else.
-    static func receiveConnection() -> (clientPID: Int32, clientUID: UInt32, slot: Int)? {
+    static func receiveConnection(_ control: borrowing FileDescriptor) -> (clientPID: Int32, clientUID: UInt32, slot: Int)? {
         var payload = [UInt8](repeating: 0, count: 16)
-        var fds: [Int32] = [-1, -1]
-        var nfds: Int32 = 0
-        var truncated: Int32 = 0
-        let n = payload.withUnsafeMutableBytes {
-            trackd_recv_with_fds(connectionFD, $0.baseAddress, $0.count, &fds, Int32(fds.count), &nfds, &truncated)
+        let result = payload.withUnsafeMutableBytes { raw in
+            Result { () throws(SystemError) in try control.receive(into: raw, maxDescriptors: 2) }
         }
-        guard n == 12, nfds == 1, truncated == 0 else {
-            for fd in fds.prefix(Int(max(nfds, 0))) where fd >= 0 { close(fd) }
-            if n != 0 { Log.error("warm worker: unexpected message on the control socket (\(n) bytes, \(nfds) descriptors)") }
+        let n: Int, received: ReceivedDescriptors, truncated: Bool
+        switch result {
+        case .success(let message): (n, received, truncated) = message
+        case .failure(let error):
+            Log.error("warm worker: the control socket failed: \(error)")
             return nil
         }
-        guard trackd_move_fd(fds[0], connectionFD) == connectionFD else {
-            Log.error("warm worker: cannot move the connection to fd 3: \(String(cString: strerror(errno)))")
+        guard n == 12, received.count == 1, !truncated, let connection = received.takeFirst() else {
+            if n != 0 { Log.error("warm worker: unexpected message on the control socket (\(n) bytes, \(received.count) descriptors)") }
             return nil
         }
-        close(fds[0])
+        do {
+            try connection.move(onto: control)
+        } catch {
+            Log.error("\(error.context("warm worker: cannot move the connection to fd 3"))")
+            return nil
+        }
         func u32(_ at: Int) -> UInt32 { payload[at..<at + 4].reversed().reduce(0) { $0 << 8 | UInt32($1) } }
         return (Int32(bitPattern: u32(0)), u32(4), Int(u32(8)))
     }
 }
-
-import CSandbox
-import CTrackSys

@@ -1,0 +1,134 @@
+import CTrackSys
+import Foundation
+import Synchronization
+import SystemCalls
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Ending workers: reaping (SIGCHLD, and once a second as a backstop) and the watchdog that kills a stuck one.
+extension Supervisor {
+    /// Reaps every worker that has ended, logs how, and returns its slot and connection — or, for a warm worker
+    /// that died before it was ready, hands its connection to a new worker.
+    func reap() {
+        while true {
+            var status: Int32 = 0
+            var usage = rusage()
+            let pid = wait4(-1, &status, WNOHANG, &usage)
+            guard pid > 0 else { return }
+            // Peak resident memory (KiB): GStreamer, the pipeline and every pool page the worker touched; CPU time.
+            let cpu = Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec)
+                + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
+            let peak = "max RSS \(usage.ru_maxrss / 1024) MiB, CPU \(String(format: "%.2f", cpu)) s"
+            var restartedOn: pid_t?
+            let record = counters.withLock { c -> WorkerRecord? in
+                if let warm = c.warm, warm.pid == pid { c.warm = nil }  // died before it had a connection; the next handOff starts one
+                guard let r = c.workers.removeValue(forKey: pid) else {
+                    publish(c)
+                    return nil
+                }
+                if let restarted = restartIfNeverReady(&c, r, status: status) {
+                    restartedOn = restarted
+                } else {
+                    retire(&c, r, status: status)
+                }
+                publish(c)
+                return r
+            }
+            logEnd(pid, record, status: status, peak: peak, restartedOn: restartedOn)
+        }
+    }
+
+    /// A warm worker handed a connection that died before it read a byte of it (no ready byte on its control
+    /// socket): a worker started now serves the same connection from its first byte, in the same slot. Returns
+    /// its pid, or nil when the record's worker is not such a one or the new worker cannot start.
+    private func restartIfNeverReady(_ c: inout Counters, _ r: WorkerRecord, status: Int32) -> pid_t? {
+        guard let control = r.warmControl, !r.killed else { return nil }
+        var byte: UInt8 = 0
+        if recv(control.rawValue, &byte, 1, Int32(MSG_DONTWAIT)) == 1 && byte == Self.warmReady { return nil }
+        let child: pid_t
+        do {
+            child = try spawnWorker(conn: r.connection, pid: r.clientPID, uid: r.uid, slot: r.slot)
+        } catch {
+            Log.error("cannot start a worker for uid \(r.uid) pid \(r.clientPID): \(error)")
+            return nil
+        }
+        if (status & 0x7f) != 0 { c.crashes += 1 }
+        c.workers[child] = WorkerRecord(uid: r.uid, clientPID: r.clientPID, slot: r.slot, connection: r.connection)
+        startWarmWorkerAfterStartUps(&c, adding: (child, r.slot))
+        return child
+    }
+
+    /// Adds a reaped worker's counters to the retired totals and frees its slot (which returns the pool bytes of a
+    /// worker that died holding them). Its connection closes when the record goes.
+    private func retire(_ c: inout Counters, _ r: WorkerRecord, status: Int32) {
+        c.retired.samples &+= table.load(r.slot, .samplesSent)
+        c.retired.copied &+= table.load(r.slot, .bytesCopied)
+        c.retired.shared &+= table.load(r.slot, .bytesShared)
+        table.clear(r.slot)
+        c.freeSlots.append(r.slot)
+        if (status & 0x7f) != 0 && !r.killed { c.crashes += 1 }
+    }
+
+    private func logEnd(_ pid: pid_t, _ record: WorkerRecord?, status: Int32, peak: String, restartedOn: pid_t?) {
+        let who = record.map { "(client uid \($0.uid) pid \($0.clientPID))" } ?? ""
+        let termSignal = status & 0x7f
+        if let restartedOn {
+            let how = termSignal != 0 ? "killed by signal \(termSignal) (\(String(cString: strsignal(termSignal))))"
+                : "exited with status \((status >> 8) & 0xff)"
+            Log.warning("warm worker \(pid) \(who) \(how) before it was ready, \(peak); its connection goes to worker \(restartedOn)")
+        } else if termSignal != 0 {
+            Log.warning("worker \(pid) \(who) killed by signal \(termSignal) (\(String(cString: strsignal(termSignal)))), \(peak)")
+        } else if (status >> 8) & 0xff != 0 {
+            Log.notice("worker \(pid) \(who) exited with status \((status >> 8) & 0xff), \(peak)")
+        } else {
+            Log.info("worker \(pid) \(who) finished, \(peak)")
+        }
+    }
+
+    /// Once a second: kills a worker whose client waits on it while it makes no progress for `limits.watchdog`
+    /// seconds — busy (a request in progress or an output pulling with a free slot) without producing anything,
+    /// or leaving its client's bytes unread (its receive loop is stuck, or the process is stopped). A worker
+    /// whose client holds every slot, or is idle, is neither.
+    func watchdogTick() {
+        let limitMs = limits.watchdog * 1000
+        let now = trackd_monotonic_ms()
+        counters.withLock { c in
+            for (pid, var record) in c.workers where !record.killed {
+                guard table.load(record.slot, .armed) == 1 else { continue }  // still starting up
+                guard let reason = stuck(&record, now: now, limitMs: limitMs) else {
+                    c.workers[pid] = record
+                    continue
+                }
+                record.killed = true
+                c.watchdogKills += 1
+                Log.warning("watchdog: killing worker \(pid) (client uid \(record.uid) pid \(record.clientPID)): \(reason) (--watchdog \(limits.watchdog))")
+                kill(pid, SIGKILL)
+                c.workers[pid] = record
+            }
+        }
+    }
+
+    /// Why the worker of `record` counts as stuck now, or nil; updates its record of unread input.
+    private func stuck(_ record: inout WorkerRecord, now: UInt64, limitMs: UInt64) -> String? {
+        var reason: String?
+        let progress = table.load(record.slot, .progress)
+        if table.load(record.slot, .busy) > 0, now > progress, now - progress > limitMs {
+            reason = "its client has waited \((now - progress) / 1000) s without a sample or reply"
+        }
+        let unread = record.connection.descriptor.unreadBytes
+        let reads = table.load(record.slot, .reads)
+        if unread > 0 {
+            if record.unreadSince == nil || reads != record.readsSeen {
+                record.unreadSince = now
+                record.readsSeen = reads
+            } else if let since = record.unreadSince, now - since > limitMs {
+                reason = reason ?? "it has left \(unread) bytes from its client unread for \((now - since) / 1000) s"
+            }
+        } else {
+            record.unreadSince = nil
+        }
+        return reason
+    }
+}

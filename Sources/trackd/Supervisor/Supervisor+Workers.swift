@@ -1,0 +1,130 @@
+import CTrackSys
+import Dispatch
+import IndexCache
+import Synchronization
+import SystemCalls
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Starting workers: one for a connection, or the warm worker started ahead of the next connection.
+extension Supervisor {
+    /// A connection that takes a warm worker started less than this long ago (ms) means connections are coming
+    /// about as fast as warm workers start: the next one starts at once, without a grace.
+    static let warmBusyMs: UInt64 = 500
+
+    /// What a warm worker sends on its control socket, one byte, when it is ready and about to read its
+    /// connection (after its rehearsal).
+    static let warmReady: UInt8 = 1
+
+    /// Starts the next connection's worker now, so that it initialises GStreamer, loads its plugins and enters
+    /// its sandbox before the client connects (`trackd worker --warm 1`, with a control socket as fd 3 instead
+    /// of a connection). Call with the counters locked.
+    func startWarmWorker(_ c: inout Counters) {
+        guard configuration.warmWorker, c.warm == nil else { return }
+        do throws(SystemError) {
+            let pair = try SocketPair(.sequencedPackets)
+            let channel = try index.openChannel(uid: nil)
+            var warm = configuration
+            warm.warm = true
+            let child = try spawn(Options.workerArguments(warm), fd: pair.second, indexFD: channel.workerEnd)
+            c.warm = WarmWorker(pid: child, control: SharedDescriptor(pair.first), index: channel.channel,
+                                startedMs: trackd_monotonic_ms())
+        } catch {
+            Log.warning("\(error.context("cannot start a warm worker"))")
+        }
+    }
+
+    /// Starts the next warm worker once no new connection is starting up: when each has sent its first sample or
+    /// image, ended, or had `--warm-worker-grace`. A warm worker's own start-up (process, GStreamer, every plugin,
+    /// the rehearsal: about 100 ms of CPU) would otherwise run exactly while the connection that took the previous
+    /// one prerolls its first frame — on 2 CPUs that made the first frame 10–15 ms later. Connections that arrive
+    /// meanwhile get a worker started for them. `adding`: the worker of a connection just handed off. Call with the
+    /// counters locked; checks again every 5 ms on the timer queue while some connection is starting up.
+    func startWarmWorkerAfterStartUps(_ c: inout Counters, adding new: (pid: pid_t, slot: Int)? = nil) {
+        guard configuration.warmWorker else { return }
+        let now = trackd_monotonic_ms()
+        let graceMs = configuration.warmGraceMs
+        if let new, graceMs > 0 { c.startingUp[new.pid] = (new.slot, now + graceMs) }
+        c.startingUp = c.startingUp.filter { pid, starting in
+            c.workers[pid]?.slot == starting.slot && now < starting.untilMs
+                && table.load(starting.slot, .samplesSent) == 0 && table.load(starting.slot, .bytesCopied) == 0
+        }
+        guard c.startingUp.isEmpty else {
+            if !c.warmCheckScheduled {
+                c.warmCheckScheduled = true
+                timerQueue.asyncAfter(deadline: .now() + .milliseconds(5)) { [self] in
+                    counters.withLock { c in
+                        c.warmCheckScheduled = false
+                        startWarmWorkerAfterStartUps(&c)
+                    }
+                }
+            }
+            return
+        }
+        startWarmWorker(&c)
+    }
+
+    /// Gives the warm worker its connection — the client's pid, uid and the worker-table slot (12 bytes) with the
+    /// connection's descriptor — even while it is still starting: it reads it when ready, and a client that came
+    /// early waits for less than a new worker would take. Returns it (the caller keeps its control socket in the
+    /// worker's record), or nil when there is none or it is gone (then it is killed). A warm worker that dies
+    /// before it is ready (a broken plugin, a sandbox that kills its rehearsal) has not read a byte of the
+    /// connection, so reap() starts a worker for that connection instead: no client is lost to a failed start.
+    /// Call with the counters locked.
+    func handToWarmWorker(_ c: inout Counters, conn: SharedDescriptor, pid: Int32, uid: UInt32, slot: Int) -> WarmWorker? {
+        guard let warm = c.warm else { return nil }
+        c.warm = nil
+        var payload = [UInt8]()
+        for value in [UInt32(bitPattern: pid), uid, UInt32(slot)] {
+            withUnsafeBytes(of: value.littleEndian) { payload += $0 }
+        }
+        // Its frame-index requests are this client's from the moment it can have the connection.
+        warm.index.uid.withLock { $0 = uid }
+        do {
+            try warm.control.descriptor.send(payload, passing: conn.descriptor)
+        } catch {
+            Log.warning("warm worker \(warm.pid) did not take its connection (\(error.reason)); starting another")
+            kill(warm.pid, SIGKILL)
+            return nil  // (its control socket is closed with `warm`)
+        }
+        return warm
+    }
+
+    /// Starts a worker (not warm) for `conn`: the connection as its fd 3. Returns its pid.
+    func spawnWorker(conn: SharedDescriptor, pid: Int32, uid: UInt32, slot: Int) throws(SystemError) -> pid_t {
+        var worker = configuration
+        (worker.clientPID, worker.clientUID, worker.slot) = (pid, uid, slot)
+        let channel = try index.openChannel(uid: uid)
+        return try spawn(Options.workerArguments(worker), fd: conn.descriptor, indexFD: channel.workerEnd)
+    }
+
+    /// Starts `trackd worker` with `arguments`, the connection (or a warm worker's control socket) as fd 3, the
+    /// read-only statistics as fd 4, the worker table as fd 5 and its frame-index channel as fd 6.
+    private func spawn(_ arguments: [String], fd: borrowing FileDescriptor, indexFD: borrowing FileDescriptor)
+        throws(SystemError) -> pid_t {
+        var cArgs: [UnsafeMutablePointer<CChar>?] = ([executable, "worker"] + arguments).map { strdup($0) } + [nil]
+        defer { cArgs.forEach { free($0) } }
+        var cEnv: [UnsafeMutablePointer<CChar>?] = Self.workerEnvironment.map { strdup($0) } + [nil]
+        defer { cEnv.forEach { free($0) } }
+        let fds = [fd.rawValue, statistics.readOnly.rawValue, table.descriptor!.rawValue, indexFD.rawValue]
+        return try syscall("posix_spawn \(executable)", retryOnInterrupt: false) {
+            executable.withCString { path in trackd_spawn_with_fds(path, &cArgs, &cEnv, fds, Int32(fds.count)) }
+        }
+    }
+
+    /// The supervisor's environment, with Swift's crash backtracer off: in the sandbox it could not start
+    /// swift-backtrace anyway (exec is forbidden, and the filter would kill the worker with SIGSYS, hiding the
+    /// real signal), and a crashing worker should die at once, with the signal the supervisor then logs.
+    static let workerEnvironment: [String] = {
+        var env: [String] = []
+        var p = environ
+        while let entry = p.pointee {
+            let text = String(cString: entry)
+            if !text.hasPrefix("SWIFT_BACKTRACE=") { env.append(text) }
+            p += 1
+        }
+        return env + ["SWIFT_BACKTRACE=enable=no"]
+    }()
+}
