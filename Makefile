@@ -36,7 +36,7 @@ comma := ,
 empty :=
 space := $(empty) $(empty)
 
-.PHONY: help deps build build-debug build-dist install deb package-check test test-python test-torch venv-test verify-units fuzz-protocol fuzz-media run serve bench clean
+.PHONY: help deps build build-debug build-dist install deb package-check test test-python test-torch venv-test verify-units fuzz-protocol fuzz-media run serve bench bench-pipelines clean
 
 help:
 	@echo "make deps          install missing Debian packages (apt-get; prints the sudo command when not root)"
@@ -57,6 +57,7 @@ help:
 	@echo "make run           deps, release build, demo against a private trackd (FILE=clip.mp4 optional)"
 	@echo "make serve         release build, trackd in the foreground (SOCKET=path optional)"
 	@echo "make bench         release build, benchmark against gst-launch/ffmpeg -> docs/BENCHMARKS.md"
+	@echo "make bench-pipelines  Ray Data and DataLoader frames/s against read_videos/TorchCodec (QUICK=1: a check)"
 	@echo "make clean         remove .build/ and build/"
 
 deps:
@@ -178,6 +179,12 @@ serve: build
 
 bench: build
 	@BUILD_DIR=$(RELEASE_DIR) scripts/bench.sh
+
+# Issue #15: frames/s through Ray Data (trackd.ray.read_frames vs ray.data.read_videos) and a 2-worker DataLoader
+# (trackd.torch.VideoClips vs TorchCodec) on 8 generated 720p clips; its own venv (.build/venv-bench-pipelines,
+# several GB from PyPI). QUICK=1 checks that it works on 2 short clips. Report: build/bench/pipelines.md.
+bench-pipelines: build
+	@BUILD_DIR=$(RELEASE_DIR) $(if $(QUICK),QUICK=$(QUICK)) scripts/bench-pipelines.sh
 
 clean:
 	rm -rf .build build

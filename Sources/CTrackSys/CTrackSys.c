@@ -33,6 +33,12 @@ int trackd_memfd_sealed(const char *name, uint64_t size) {
 
 int trackd_memfd_get_seals(int fd) { return fcntl(fd, F_GET_SEALS); }
 
+int trackd_memfd_unsealed(const char *name) { return memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING); }
+
+int trackd_memfd_seal_contents(int fd) {
+    return fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL);
+}
+
 int trackd_send_with_fds(int sock, const void *buf, size_t len, const int *fds, int nfds) {
     if (nfds < 0 || nfds > TRACKD_MAX_FDS_HARD) { errno = EINVAL; return -1; }
     const char *p = buf;

@@ -9,6 +9,15 @@ import Glibc
 /// Mirrors `AVURLAsset`, with its tracks already loaded: `init(path:socketPath:)` does what
 /// `AVURLAsset(url:)` followed by `load(.tracks, .duration)` does, synchronously.
 ///
+/// **Sources.** A path (``init(path:socketPath:)``), bytes in memory (``init(data:name:socketPath:maxBytes:)``,
+/// ``init(bytes:name:socketPath:maxBytes:)``) or an open file descriptor
+/// (``init(fileDescriptor:name:socketPath:maxBytes:)``). A path is opened read-only and a regular file's
+/// descriptor is duplicated; bytes, and a descriptor that is not a regular file (a pipe, a socket), are copied into
+/// a sealed memfd — anonymous memory, never a file on disk, sealed against writing, shrinking and growing — so the
+/// worker reads exactly the bytes given. Such a copy is memory for as long as the asset is open, limited to
+/// `maxBytes` (default ``maxSourceBytes``, 4 GiB), and may not be empty. The same rules as the Python client's
+/// `trackd.open()`.
+///
 /// **Ownership.** Each Asset owns one connection to trackd, and so one trackd worker process, used by every
 /// reader, image request and frame request made from it; a crash while decoding it affects nothing else. The
 /// connection (and the worker) ends when the last reference to the Asset goes away — readers and outputs hold
@@ -21,8 +30,18 @@ import Glibc
 /// a while for large files); call them from a thread that may block, not from inside async code on the
 /// cooperative pool. ``AssetReaderTrackOutput/samples`` is the async way to read.
 public final class Asset: Sendable {
-    /// The path given to `init`, as given.
+    /// The default limit, 4 GiB, on a source copied into a memfd (bytes, a pipe): a memfd is memory, counted
+    /// against the process and its cgroup for as long as the asset is open. Pass `maxBytes:` to lower or raise it.
+    /// Paths and regular files are not copied and have no limit here. (Python: `trackd.MAX_SOURCE_BYTES`.)
+    public static let maxSourceBytes = 4 << 30
+
+    /// The path given to ``init(path:socketPath:)``, as given; for bytes or a descriptor, their ``name``.
     public let path: String
+    /// The name trackd logs for this asset: the path's last component, or the `name:` given with bytes or a
+    /// descriptor (by default `<N bytes>` or `fd N`).
+    public let name: String
+    /// The size in bytes of what trackd reads, when the asset was opened: the file's, or the memfd's holding a copy.
+    public let byteCount: UInt64
     /// The asset's duration (the longest track's), like `AVAsset.duration`.
     public let duration: MediaTime
     /// Every track trackd found, in the container's order (`AVAsset.tracks`).
@@ -33,15 +52,52 @@ public final class Asset: Sendable {
     /// Opens `path` for reading and asks trackd (at `socketPath`, default `SocketPath.resolveDefault()`) to
     /// discover its tracks. Errors: the file cannot be opened (-11822 with the system's reason), trackd cannot be
     /// reached (-11903), or the file is not media trackd understands (-11828 / -11829 …).
-    public init(path: String, socketPath: String? = nil) throws(TrackError) {
-        self.path = path
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else {
-            throw TrackError(.invalidSourceMedia, "cannot open \(path): \(String(cString: strerror(errno)))")
-        }
-        defer { close(fd) }
-        let connection = try Connection(socketPath: socketPath ?? SocketPath.resolveDefault(), clientName: "TrackClient")
+    public convenience init(path: String, socketPath: String? = nil) throws(TrackError) {
+        let fd = try SourceDescriptor.open(path: path)
         let name = path.split(separator: "/").last.map(String.init) ?? path
+        try self.init(owning: fd, path: path, name: name, socketPath: socketPath)
+    }
+
+    /// Media given as bytes: copied into a sealed memfd (never a temporary file) and read like a file. `name` is
+    /// what trackd logs and ``path`` holds (default `<N bytes>`). Errors besides ``init(path:socketPath:)``'s:
+    /// empty bytes (-11901, "the media source is empty (0 bytes)"), more than `maxBytes` (-11902).
+    public convenience init(data: [UInt8], name: String? = nil, socketPath: String? = nil,
+                            maxBytes: Int = Asset.maxSourceBytes) throws(TrackError) {
+        let name = name ?? "<\(data.count) bytes>"
+        let fd = try data.withUnsafeBytes { bytes in
+            Result { () throws(TrackError) in try SourceDescriptor.memfd(copying: bytes, name: name, maxBytes: maxBytes) }
+        }.get()
+        try self.init(owning: fd, path: name, name: name, socketPath: socketPath)
+    }
+
+    /// Media in memory the caller owns (a mapping, a `Data`'s or `ContiguousBytes`' `withUnsafeBytes`): copied into
+    /// a sealed memfd before this returns, so `bytes` need only live for the call. As ``init(data:name:socketPath:maxBytes:)``.
+    public convenience init(bytes: UnsafeRawBufferPointer, name: String? = nil, socketPath: String? = nil,
+                            maxBytes: Int = Asset.maxSourceBytes) throws(TrackError) {
+        let name = name ?? "<\(bytes.count) bytes>"
+        let fd = try SourceDescriptor.memfd(copying: bytes, name: name, maxBytes: maxBytes)
+        try self.init(owning: fd, path: name, name: name, socketPath: socketPath)
+    }
+
+    /// Media behind an open descriptor, which stays the caller's (to close when it likes; trackd gets its own).
+    /// A regular file is duplicated, not copied: trackd reads it with pread, so the caller's file offset does not
+    /// move. A pipe, socket or character device is read to its end (a pipe: until every writer has closed it) into
+    /// a sealed memfd, limited to `maxBytes`. `name` defaults to `fd N`. Errors: a descriptor that is not open or
+    /// is write-only, or nothing read from a pipe (-11901); a directory (-11822); more than `maxBytes` (-11902).
+    public convenience init(fileDescriptor: Int32, name: String? = nil, socketPath: String? = nil,
+                            maxBytes: Int = Asset.maxSourceBytes) throws(TrackError) {
+        let name = name ?? "fd \(fileDescriptor)"
+        let fd = try SourceDescriptor.descriptor(from: fileDescriptor, name: name, maxBytes: maxBytes)
+        try self.init(owning: fd, path: name, name: name, socketPath: socketPath)
+    }
+
+    /// Takes `fd` (closed here whatever happens), connects and opens it in a worker.
+    private init(owning fd: Int32, path: String, name: String, socketPath: String?) throws(TrackError) {
+        defer { close(fd) }
+        self.path = path
+        self.name = name
+        self.byteCount = SourceDescriptor.size(of: fd)
+        let connection = try Connection(socketPath: socketPath ?? SocketPath.resolveDefault(), clientName: "TrackClient")
         let reply: Message
         do {
             (reply, _) = try connection.request(.openAsset(name: name), fds: [fd])

@@ -16,6 +16,14 @@
 /// Returns the fd (caller owns it) or -1.
 int trackd_memfd_sealed(const char *name, uint64_t size);
 
+/// memfd_create(2) with MFD_CLOEXEC|MFD_ALLOW_SEALING and no seal yet, to be filled with write(2) and then sealed
+/// with trackd_memfd_seal_contents (TrackClient's media sources given as bytes or a pipe). Returns the fd or -1.
+int trackd_memfd_unsealed(const char *name);
+
+/// Seals a filled memfd against any change: F_SEAL_SHRINK|F_SEAL_GROW|F_SEAL_WRITE|F_SEAL_SEAL (F_SEAL_WRITE is
+/// _GNU_SOURCE-only too). Returns 0 or -1.
+int trackd_memfd_seal_contents(int fd);
+
 /// The seals currently on `fd` (F_GET_SEALS), or -1.
 int trackd_memfd_get_seals(int fd);
 

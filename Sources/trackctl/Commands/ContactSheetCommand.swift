@@ -83,8 +83,7 @@ struct ContactSheetCommand: Command {
 
     /// "clip.mp4  ·  320x240 H.264 30.000 fps  ·  00:00:02.000  ·  0.1 MiB".
     static func headline(_ asset: Asset, _ track: AssetTrack, duration: Double) -> String {
-        var info = stat()
-        let fileSize = stat(asset.path, &info) == 0 ? Double(info.st_size) : nil
+        let fileSize = asset.byteCount > 0 ? Double(asset.byteCount) : nil
         let name = asset.path.split(separator: "/").last.map(String.init) ?? asset.path
         var headline = "\(name)  ·  \(track.naturalSize.width)x\(track.naturalSize.height) \(codecName(track.codec) ?? track.codec.description)"
         if track.nominalFrameRate > 0 { headline += " \(fixed(track.nominalFrameRate, 3)) fps" }

@@ -4,7 +4,7 @@ import Protocol
 import TrackClient
 
 extension Argument {
-    static let file = Argument(name: "FILE", help: "the media file")
+    static let file = Argument(name: "FILE", help: "the media file; - reads standard input (a pipe is read into memory)")
 }
 
 extension Option where Value == UInt32 {
@@ -94,8 +94,11 @@ enum SampleOutput {
 }
 
 enum Open {
+    /// FILE opened: a path, or `-` for standard input — a regular file there is passed as it is, a pipe is read to
+    /// its end into a sealed memfd (TrackClient's `Asset(fileDescriptor:)`).
     static func asset(_ path: String, socketPath: String?) -> Asset {
         do {
+            if path == "-" { return try Asset(fileDescriptor: 0, name: "stdin", socketPath: socketPath) }
             return try Asset(path: path, socketPath: socketPath)
         } catch {
             Exit.failed(error)

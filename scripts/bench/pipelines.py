@@ -1,0 +1,227 @@
+"""The issue #15 benchmark: decoded frames per second through two data pipelines, trackd against what people use.
+
+1. Ray Data: trackd.ray.read_frames(clips) against ray.data.read_videos(clips) (decord inside), both RGB, every
+   frame of every clip, consumed with iter_batches.
+2. PyTorch: a DataLoader with 2 worker processes over clips of 16 frames: trackd.torch.VideoClips against the same
+   clips (the same file and frame indices per item) decoded by TorchCodec's VideoDecoder.get_frames_at, RGB
+   (N, C, H, W) uint8; in order, and shuffled with a fixed seed.
+
+Round-robin: one untimed warm-up pass over every row, then --runs passes; a row's value is the median. Counts are
+checked (every pipeline must deliver the same number of frames, equal to ffprobe's), else the script fails. Run by
+scripts/bench-pipelines.sh, which makes the clips, starts trackd and provides the venv.
+"""
+
+import argparse
+import json
+import logging
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+
+TARGET = 1.2
+
+
+def ffprobe_frames(path):
+    out = subprocess.run(['ffprobe', '-v', 'error', '-select_streams', 'v:0', '-count_frames', '-show_entries',
+                          'stream=nb_read_frames', '-of', 'csv=p=0', path], check=True, capture_output=True, text=True)
+    return int(out.stdout.strip())
+
+
+# ── Ray Data ────────────────────────────────────────────────────────────────────────────────────────────────────
+
+def ray_rows(clips, socket):
+    import ray.data
+    import trackd.ray
+
+    def consume(ds, column):
+        frames = 0
+        for batch in ds.iter_batches(batch_size=64, batch_format='numpy'):
+            frames += len(batch[column])
+            assert batch[column].ndim == 4 and batch[column].shape[-1] == 3, batch[column].shape
+        return frames
+
+    return [
+        ('Ray Data: read_frames / read_videos',
+         lambda: consume(trackd.ray.read_frames(clips, pixel_format='RGB', socket=socket), 'frame'),
+         lambda: consume(ray.data.read_videos(clips), 'frame')),
+    ]
+
+
+# ── PyTorch DataLoader ──────────────────────────────────────────────────────────────────────────────────────────
+
+class TorchCodecClips:
+    """The same items as a trackd VideoClips (items: (source, first frame) pairs), decoded by TorchCodec: a
+    VideoDecoder per file, opened in the worker process that reads it (at most max_open kept)."""
+
+    def __init__(self, sources, items, clip_length, threads, max_open=4):
+        self.sources, self.items, self.clip_length = sources, items, clip_length
+        self.threads, self.max_open = threads, max_open
+        self._pid, self._decoders = None, {}
+
+    def __len__(self):
+        return len(self.items)
+
+    def _decoder(self, source):
+        from torchcodec.decoders import VideoDecoder
+        if self._pid != os.getpid():
+            self._pid, self._decoders = os.getpid(), {}
+        decoder = self._decoders.pop(source, None)
+        if decoder is None:
+            decoder = VideoDecoder(self.sources[source], num_ffmpeg_threads=self.threads)
+        self._decoders[source] = decoder
+        while len(self._decoders) > self.max_open:
+            self._decoders.pop(next(iter(self._decoders)))
+        return decoder
+
+    def __getitem__(self, i):
+        import torch
+        source, first = self.items[i]
+        batch = self._decoder(source).get_frames_at(indices=list(range(first, first + self.clip_length)))
+        return dict(video=batch.data, pts=batch.pts_seconds.to(torch.float64), source=source)
+
+    def __getstate__(self):
+        return dict(self.__dict__, _pid=None, _decoders={})
+
+
+def torch_rows(clips, socket, clip_length, batch_size, workers, threads):
+    import torch
+    from torch.utils.data import DataLoader
+    from torchcodec.decoders import VideoDecoder
+    from trackd.torch import VideoClips
+
+    ours = VideoClips(clips, clip_length=clip_length, socket=socket)
+    items = [ours.clip_index(i) for i in range(len(ours))]
+    for path, count in zip(clips, ours.frame_counts):
+        theirs = VideoDecoder(path).metadata.num_frames
+        assert theirs == count, '%s: trackd counts %d frames, TorchCodec %d' % (path, count, theirs)
+    codec = TorchCodecClips(clips, items, clip_length, threads)
+    shape = None
+
+    def consume(dataset, shuffle):
+        nonlocal shape
+        generator = torch.Generator().manual_seed(15) if shuffle else None
+        loader = DataLoader(dataset, batch_size=batch_size, shuffle=shuffle, num_workers=workers, generator=generator)
+        frames = 0
+        for batch in loader:
+            video = batch['video']
+            assert video.dtype == torch.uint8 and video.ndim == 5, (video.dtype, video.shape)
+            assert shape is None or video.shape[1:] == shape, (video.shape, shape)
+            shape = video.shape[1:]
+            frames += video.shape[0] * video.shape[1]
+        return frames
+
+    return [
+        ('DataLoader, %d workers, in order: VideoClips / TorchCodec' % workers,
+         lambda: consume(ours, False), lambda: consume(codec, False)),
+        ('DataLoader, %d workers, shuffled: VideoClips / TorchCodec' % workers,
+         lambda: consume(ours, True), lambda: consume(codec, True)),
+    ]
+
+
+# ── Measuring and reporting ─────────────────────────────────────────────────────────────────────────────────────
+
+def measure(rows, runs, expected):
+    """{(row, side): [seconds...]}, after a warm-up pass; fails when a side delivers other than `expected` frames."""
+    times = {}
+    for n in range(runs + 1):
+        for name, ours, theirs in rows:
+            for side, fn in (('trackd', ours), ('other', theirs)):
+                start = time.perf_counter()
+                frames = fn()
+                seconds = time.perf_counter() - start
+                if frames != expected:
+                    raise SystemExit('%s (%s) delivered %d frames, expected %d' % (name, side, frames, expected))
+                if n > 0:
+                    times.setdefault((name, side), []).append(seconds)
+                print('  %s %-60s %-7s %7.2f s  %8.1f frames/s' % ('run %d' % n if n else 'warm-up', name, side,
+                                                                   seconds, frames / seconds), flush=True)
+    return times
+
+
+def table(rows, times, expected):
+    lines = ['| pipeline | trackd frames/s | other frames/s | ratio | ≥ %.1f× |' % TARGET, '|---|---:|---:|---:|:---:|']
+    verdicts = []
+    for name, _, _ in rows:
+        ours = expected / statistics.median(times[(name, 'trackd')])
+        theirs = expected / statistics.median(times[(name, 'other')])
+        ratio = ours / theirs
+        verdicts.append(ratio >= TARGET)
+        lines.append('| %s | %.1f | %.1f | %.2f× | %s |' % (name, ours, theirs, ratio, 'yes' if ratio >= TARGET else 'no'))
+    return lines, verdicts
+
+
+def versions():
+    found = {}
+    for module in ('ray', 'torch', 'torchcodec', 'decord', 'numpy'):
+        try:
+            found[module] = __import__(module).__version__
+        except Exception as e:  # noqa: BLE001 - reported, not fatal
+            found[module] = 'not importable (%s)' % type(e).__name__
+    return found
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('clips', nargs='+')
+    parser.add_argument('--socket', required=True)
+    parser.add_argument('--runs', type=int, default=3)
+    parser.add_argument('--cpus', type=int, default=os.cpu_count())
+    parser.add_argument('--clip-length', type=int, default=16)
+    parser.add_argument('--batch-size', type=int, default=4)
+    parser.add_argument('--workers', type=int, default=2)
+    parser.add_argument('--torchcodec-threads', type=int, default=0,
+                        help='num_ffmpeg_threads (0: FFmpeg picks, as trackd\'s and decord\'s decoders do)')
+    parser.add_argument('--only', choices=('ray', 'torch'))
+    parser.add_argument('--label', default='')
+    parser.add_argument('--out', required=True)
+    args = parser.parse_args()
+
+    counts = [ffprobe_frames(c) for c in args.clips]
+    total = sum(counts)
+    print('==> %d clips, %d frames (ffprobe)' % (len(args.clips), total), flush=True)
+    lines, verdicts = [], []
+    if args.only != 'torch':
+        import ray
+        ray.init(num_cpus=args.cpus, include_dashboard=False, log_to_driver=False, configure_logging=False)
+        try:
+            import ray.data
+            ray.data.DataContext.get_current().enable_progress_bars = False
+            logging.getLogger('ray.data').setLevel(logging.WARNING)  # no INFO line per dataset executed
+            rows = ray_rows(args.clips, args.socket)
+            print('==> Ray Data (ray.init(num_cpus=%d))' % args.cpus, flush=True)
+            times = measure(rows, args.runs, total)
+            more, ok = table(rows, times, total)
+            lines += more
+            verdicts += ok
+        finally:
+            ray.shutdown()
+    if args.only != 'ray':
+        rows = torch_rows(args.clips, args.socket, args.clip_length, args.batch_size, args.workers,
+                          args.torchcodec_threads)
+        per_clip = [(c - args.clip_length) // args.clip_length + 1 if c >= args.clip_length else 0 for c in counts]
+        expected = sum(per_clip) * args.clip_length
+        print('==> PyTorch DataLoader (%d workers, batches of %d clips of %d frames: %d frames)'
+              % (args.workers, args.batch_size, args.clip_length, expected), flush=True)
+        times = measure(rows, args.runs, expected)
+        more, ok = table(rows, times, expected)
+        lines += more if not lines else more[2:]
+        verdicts += ok
+
+    header = ['### Data pipelines (issue #15)%s' % (': ' + args.label if args.label else ''), '',
+              '%s, %d CPUs, load average %s at the end; %d clips, %d frames; median of %d runs after a warm-up; '
+              'versions %s.' % (time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime()), os.cpu_count(),
+                                ' '.join('%.2f' % x for x in os.getloadavg()), len(args.clips), total, args.runs,
+                                json.dumps(versions())), '']
+    verdict = ['', 'Target (trackd ≥ %.1f× frames/s in every row): %s.' % (TARGET, 'met' if all(verdicts) else 'NOT met')]
+    report = '\n'.join(header + lines + verdict) + '\n'
+    print('\n' + report)
+    with open(args.out, 'w') as f:
+        f.write(report)
+    print('wrote %s (%s)' % (args.out, platform.node()))
+
+
+if __name__ == '__main__':
+    sys.exit(main())
