@@ -51,10 +51,13 @@ let package = Package(
             name: "trackd-example-reader", dependencies: ["TrackClient", "Protocol"],
             path: "Examples/trackd-example-reader", swiftSettings: strict),
         // ── Tests ─────────────────────────────────────────────────────────────────────────────
-        .testTarget(name: "ProtocolTests", dependencies: ["Protocol"], swiftSettings: strict),
-        .testTarget(name: "IndexCacheTests", dependencies: ["IndexCache", "CTrackSys"], swiftSettings: strict),
-        .testTarget(name: "GstBridgeTests", dependencies: ["GstBridge", "Protocol"], swiftSettings: strict),
+        // Shared by the test targets only: processes, the daemon (with its log check), media, oracles, waiting,
+        // the seeded RNG and MD5.
+        .target(name: "TestSupport", dependencies: ["Protocol", "CMD5"], path: "Tests/TestSupport", swiftSettings: strict),
+        .testTarget(name: "ProtocolTests", dependencies: ["Protocol", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "IndexCacheTests", dependencies: ["IndexCache", "CTrackSys", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "GstBridgeTests", dependencies: ["GstBridge", "Protocol", "TestSupport"], swiftSettings: strict),
         .testTarget(
-            name: "IntegrationTests", dependencies: ["TrackClient", "Protocol", "CMD5"], swiftSettings: strict),
+            name: "IntegrationTests", dependencies: ["TrackClient", "Protocol", "TestSupport"], swiftSettings: strict),
     ]
 )
