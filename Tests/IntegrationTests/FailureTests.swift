@@ -1,5 +1,6 @@
 import Foundation
 import Protocol
+import TestSupport
 import Testing
 import TrackClient
 
@@ -8,7 +9,7 @@ import Glibc
 #endif
 
 /// Bad input gets a clear error and nothing else breaks; a worker's death is contained.
-@Suite(.serialized)
+@Suite(.serialized, .timeLimit(.minutes(TestLimits.minutes)))
 struct FailureTests {
     func openError(_ path: String, _ daemon: Daemon) -> TrackError? {
         do {
@@ -32,11 +33,11 @@ struct FailureTests {
         let missing = try #require(openError(Media.dir + "/no-such-file.mp4", daemon))
         #expect(missing.code == AVErrorCode.invalidSourceMedia.rawValue)
         #expect(missing.message.contains("No such file"))
-        // A truncated file (moov lost) either fails to open with a parse error or reads a clean prefix.
-        if let truncated = openError(Media.truncated, daemon) {
-            #expect([AVErrorCode.fileFailedToParse, .fileFormatNotRecognized, .failedToLoadMediaData]
-                .map(\.rawValue).contains(truncated.code), "\(truncated)")
-        }
+        // A truncated file: the first 40% of a file whose moov is at its end, so no sample table survives and it
+        // cannot open (the sample data alone is not a movie).
+        let truncated = try #require(openError(Media.truncated, daemon), "a file without its moov opened")
+        #expect([AVErrorCode.fileFailedToParse, .fileFormatNotRecognized, .failedToLoadMediaData]
+            .map(\.rawValue).contains(truncated.code), "\(truncated)")
         // Still serving.
         let asset = try Asset(path: Media.clip, socketPath: daemon.socketPath)
         #expect(asset.tracks.count == 2)
@@ -133,17 +134,13 @@ struct FailureTests {
         #expect(got >= 5 && got < 60)
         #expect(reader.status == .failed)
         #expect(reader.error?.code == AVErrorCode.mediaServicesWereReset.rawValue)
-        // The supervisor logged it and serves the next client.
+        // The supervisor counted it (a worker ended by a signal it did not send) and serves the next client.
         let next = try Asset(path: Media.clip, socketPath: daemon.socketPath)
         var crashes: UInt64 = 0
-        for _ in 0..<100 {  // the supervisor reaps asynchronously; its counters are live in every worker
-            crashes = try next.serverStatus().workerCrashes
-            if crashes > 0 { break }
-            usleep(20_000)
-        }
+        // The supervisor reaps asynchronously; its counters are live in every worker.
+        try waitUntil(timeout: .seconds(5)) { crashes = try next.serverStatus().workerCrashes; return crashes > 0 }
         #expect(crashes == 1)
         #expect(daemon.isRunning)
-        #expect(daemon.log.contains("killed by signal 9"))
     }
 }
 

@@ -1,5 +1,6 @@
 import Foundation
 import Protocol
+import TestSupport
 import Testing
 import TrackClient
 
@@ -10,7 +11,7 @@ import Glibc
 /// Clients that die at random points (SIGKILL) leave nothing behind in the supervisor: its descriptors, memfds,
 /// worker children and resident memory return to the baseline, and the next client is served. Seeded: the seed is
 /// printed and LEAK_SEED=n repeats the same kinds of clients and kill delays.
-@Suite(.serialized)
+@Suite(.serialized, .timeLimit(.minutes(TestLimits.minutes)))
 struct LeakTests {
     /// What the supervisor holds, from /proc/<pid>.
     struct Usage: Equatable, CustomStringConvertible {
@@ -75,13 +76,12 @@ struct LeakTests {
     /// in the listen backlog and be handed to a worker (a fresh socketpair for the next warm worker) a moment later.
     func settled(_ daemon: Daemon) throws -> Usage {
         var usage = try Usage(pid: daemon.pid)
-        var polls = 0, stable = 0
-        while (!usage.children.isEmpty || stable < 6) && polls < 400 {
-            polls += 1
-            usleep(50_000)
+        var unchangedSince = monotonicMs()
+        try waitUntil(timeout: .seconds(20), poll: .milliseconds(50)) {
             let next = try Usage(pid: daemon.pid)
-            stable = next.fds == usage.fds && next.children.isEmpty ? stable + 1 : 0
+            if next.fds != usage.fds || !next.children.isEmpty { unchangedSince = monotonicMs() }
             usage = next
+            return usage.children.isEmpty && monotonicMs() - unchangedSince >= 300
         }
         return usage
     }
@@ -122,7 +122,7 @@ struct LeakTests {
                                           hello.prefix(cut).map { String(format: "%02x", $0) }.joined()])
             delay = UInt32.random(in: 20_000..<300_000, using: &rng)
         }
-        usleep(delay)
+        usleep(delay)  // not a wait for a condition: the kill lands at a random point of the client's life
         kill(child.pid, SIGKILL)
         child.wait()
         return ["early", "mid-read", "holding slots", "partial Hello"][kind]
