@@ -103,8 +103,10 @@ struct FailureTests {
         var bogus = [UInt8](repeating: 0, count: 16)
         bogus[0] = 4  // length 4
         bogus[4] = 0x77  // unknown type
-        _ = bogus.withUnsafeBytes { write(raw.socket.fd, $0.baseAddress, $0.count) }
-        _ = [UInt8](repeating: 0, count: 4).withUnsafeBytes { write(raw.socket.fd, $0.baseAddress, $0.count) }
+        // MSG_NOSIGNAL: the worker may close on the header alone, and a write to the closed connection would
+        // raise SIGPIPE and kill this test process (it did, once, under load).
+        _ = bogus.withUnsafeBytes { send(raw.socket.fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        _ = [UInt8](repeating: 0, count: 4).withUnsafeBytes { send(raw.socket.fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
         let answer = try? raw.socket.receive()
         if case .error(let e)? = answer?.message {
             #expect(e.code == AVErrorCode.protocolViolation.rawValue)
