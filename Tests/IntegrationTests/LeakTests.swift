@@ -71,17 +71,22 @@ struct LeakTests {
         }
     }
 
-    /// Waits (polling, up to 20 s) until the supervisor has reaped every worker; returns its usage then.
-    /// Also waits until the descriptors have stayed the same for 300 ms: a killed client's connection can still sit
-    /// in the listen backlog and be handed to a worker (a fresh socketpair for the next warm worker) a moment later.
+    /// Waits (polling, up to 20 s) until the supervisor has reaped every worker but the one warm worker; returns its
+    /// usage then. A warm worker handed a connection while still starting keeps a warm worker's name and command
+    /// line until it is ready, then reads its killed client's end of file and exits: on a loaded machine several
+    /// such are alive for a second or two after the clients die (waiting for non-warm children only, the test
+    /// failed on them, at 4 "warm" workers and their descriptors). Also waits until the descriptors have stayed
+    /// the same for 300 ms: a killed client's connection can still sit in the listen backlog and be handed to a
+    /// worker (a fresh socketpair for the next warm worker) a moment later.
     func settled(_ daemon: Daemon) throws -> Usage {
         var usage = try Usage(pid: daemon.pid)
         var unchangedSince = monotonicMs()
         try waitUntil(timeout: .seconds(20), poll: .milliseconds(50)) {
             let next = try Usage(pid: daemon.pid)
-            if next.fds != usage.fds || !next.children.isEmpty { unchangedSince = monotonicMs() }
+            let reaped = next.children.isEmpty && next.warm.count <= 1
+            if next.fds != usage.fds || !reaped { unchangedSince = monotonicMs() }
             usage = next
-            return usage.children.isEmpty && monotonicMs() - unchangedSince >= 300
+            return reaped && monotonicMs() - unchangedSince >= 300
         }
         return usage
     }
