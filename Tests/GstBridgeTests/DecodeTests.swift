@@ -5,7 +5,7 @@ import Synchronization
 import TestSupport
 import Testing
 
-@Suite(.timeLimit(.minutes(TestLimits.minutes))) struct DecodeTests {
+@Suite(.timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs) struct DecodeTests {
     static let i420 = VideoOutputRequest(pixelFormat: PixelFormat.named("y420")!)
 
     /// Every decoded I420 frame, tightly packed, has ffmpeg's md5 and PTS — for moov-at-end and faststart files.
@@ -217,7 +217,7 @@ import Testing
     }
 }
 
-@Suite(.timeLimit(.minutes(TestLimits.minutes))) struct PassthroughTests {
+@Suite(.timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs) struct PassthroughTests {
     @Test func samplesInDecodeOrderWithConfig() throws {
         let path = try Fixtures.clip()
         let pipeline = try TrackPipeline(source: try Fixtures.source(path), trackID: 1, mode: .passthrough,

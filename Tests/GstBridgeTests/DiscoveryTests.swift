@@ -4,7 +4,7 @@ import Protocol
 import TestSupport
 import Testing
 
-@Suite(.timeLimit(.minutes(TestLimits.minutes))) struct DiscoveryTests {
+@Suite(.timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs) struct DiscoveryTests {
     @Test func mp4WithVideoAndAudio() throws {
         try Gst.initialize()
         let source = try Fixtures.source(try Fixtures.clip())

@@ -4,7 +4,7 @@ import Protocol
 import TestSupport
 import Testing
 
-@Suite(.timeLimit(.minutes(TestLimits.minutes))) struct ErrorTests {
+@Suite(.timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs) struct ErrorTests {
     func code(_ body: () throws -> Void) -> AVErrorCode? {
         do {
             try body()

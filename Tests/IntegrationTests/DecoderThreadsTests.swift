@@ -11,7 +11,7 @@ import Glibc
 /// A decoded output created while other workers are busy shares the CPUs out (libav's max-threads, videoconvert's
 /// n-threads) instead of taking a thread per CPU; a lone one keeps the decoder's own count. Either way the bytes
 /// are ffmpeg's.
-@Suite(.timeLimit(.minutes(TestLimits.minutes))) struct DecoderThreadsTests {
+@Suite(.timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs) struct DecoderThreadsTests {
     static let y420: [String: SettingValue] = [SettingsKey.pixelFormatType: .int(Int64(FourCC("y420").rawValue))]
 
     /// Reads every frame of Media.clip as y420 on a connection of its own and checks them against ffmpeg.

@@ -9,7 +9,7 @@ import Glibc
 #endif
 
 /// Bad input gets a clear error and nothing else breaks; a worker's death is contained.
-@Suite(.serialized, .timeLimit(.minutes(TestLimits.minutes)))
+@Suite(.serialized, .timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs)
 struct FailureTests {
     func openError(_ path: String, _ daemon: Daemon) -> TrackError? {
         do {

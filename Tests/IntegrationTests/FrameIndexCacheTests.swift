@@ -7,7 +7,7 @@ import TrackClient
 /// The supervisor's frame-index cache (docs/ARCHITECTURE.md "Frame index"): a track's index is built once per file
 /// and shared by every worker of the same uid, kept on disk across restarts, and invalidated by a change to the file.
 /// The workers' log lines tell a built index from a cached one; the frames are checked against ffmpeg each time.
-@Suite(.serialized, .timeLimit(.minutes(TestLimits.minutes)))
+@Suite(.serialized, .timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs)
 struct FrameIndexCacheTests {
     static let y420: [String: SettingValue] = [SettingsKey.pixelFormatType: .int(Int64(FourCC("y420").rawValue))]
     static let wanted = [45, 3, 17]
@@ -177,7 +177,7 @@ struct FrameIndexCacheTests {
 
 /// What opening a file finds (duration, track records) is kept by the same cache, under the file's key with track
 /// id 0: a later open of the unchanged file by the same uid skips the discovery pipeline and answers the same.
-@Suite(.timeLimit(.minutes(TestLimits.minutes))) struct AssetDescriptionCacheTests {
+@Suite(.timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs) struct AssetDescriptionCacheTests {
     static func opened(_ daemon: Daemon, _ file: String) throws -> AssetOpened {
         let raw = try RawClient(socketPath: daemon.socketPath)
         return try raw.openAsset(file)

@@ -100,7 +100,7 @@ enum HostileMedia {
 
 /// Hostile media (issue #4): damaged files give a clean error or clean partial output and the supervisor serves on;
 /// the decode limits stop a read cleanly.
-@Suite(.serialized, .timeLimit(.minutes(TestLimits.minutes)))
+@Suite(.serialized, .timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs)
 struct HostileMediaTests {
     @Test func damagedMediaGetsCleanResultsAndTheSupervisorServesOn() throws {
         let daemon = try Daemon()

@@ -11,7 +11,7 @@ import Glibc
 /// Clients that die at random points (SIGKILL) leave nothing behind in the supervisor: its descriptors, memfds,
 /// worker children and resident memory return to the baseline, and the next client is served. Seeded: the seed is
 /// printed and LEAK_SEED=n repeats the same kinds of clients and kill delays.
-@Suite(.serialized, .timeLimit(.minutes(TestLimits.minutes)))
+@Suite(.serialized, .timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs)
 struct LeakTests {
     /// What the supervisor holds, from /proc/<pid>.
     struct Usage: Equatable, CustomStringConvertible {

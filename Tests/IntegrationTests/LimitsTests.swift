@@ -12,7 +12,7 @@ import Glibc
 
 /// Issue #4's limits, each against a real trackd started with a small value: the client that hits a limit gets
 /// an explicit error naming it, the daemon logs it, and every other client goes on working.
-@Suite(.serialized, .timeLimit(.minutes(TestLimits.minutes)))
+@Suite(.serialized, .timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs)
 struct LimitsTests {
     /// The harness's bound on any wait for the daemon (never a measured time: a passing run is far quicker).
     static let harnessTimeout: Int = 30

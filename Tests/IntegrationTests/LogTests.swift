@@ -10,7 +10,7 @@ import Glibc
 
 /// trackd's stderr is for journald: every line starts with an sd-daemon priority prefix (`<3>` error … `<7>` debug,
 /// sd-daemon(3)), so journald files it at that level, then the process ("trackd" or "trackd-worker") and its pid.
-@Suite(.serialized, .timeLimit(.minutes(TestLimits.minutes)))
+@Suite(.serialized, .timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs)
 struct LogTests {
     @Test func everyLineCarriesItsPriority() throws {
         // Its own trackd (not Daemon, which deletes its log when it stops), so the log outlives the SIGTERM.

@@ -5,7 +5,7 @@ import Testing
 import TrackClient
 
 /// Several outputs on one reader, each read independently, in any interleaving.
-@Suite(.serialized, .timeLimit(.minutes(TestLimits.minutes)))
+@Suite(.serialized, .timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs)
 struct MultipleOutputsTests {
     enum Order: String, CaseIterable { case videoThenAudio, audioThenVideo, alternating }
 

@@ -11,7 +11,7 @@ import Glibc
 
 /// A client that receives a pool cannot resize it, reseal it or make the worker fault through it, and cannot
 /// release a slot it does not hold (docs/PROTOCOL.md §12.2–12.3, docs/SECURITY.md).
-@Suite(.serialized, .timeLimit(.minutes(TestLimits.minutes)))
+@Suite(.serialized, .timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs)
 struct PoolHostilityTests {
     static let fAddSeals: Int32 = 1033, fGetSeals: Int32 = 1034
     static let sealSeal: Int32 = 1, sealShrink: Int32 = 2, sealGrow: Int32 = 4, sealWrite: Int32 = 8

@@ -24,7 +24,7 @@ import Glibc
 ///
 /// Environment: FUZZ_SECONDS (default 5), FUZZ_SEED (default: random, printed), FUZZ_CASES (optional cap),
 /// FUZZ_VERBOSE (print every case).
-@Suite(.serialized, .timeLimit(.minutes(TestLimits.fuzzMinutes)))
+@Suite(.serialized, .timeLimit(.minutes(TestLimits.fuzzMinutes)), .endsTheRunIfItHangs)
 struct ProtocolFuzzTests {
     static let probeID: UInt32 = 0xFEED_0001
     static let timeoutSeconds = 5

@@ -6,7 +6,7 @@ import TrackClient
 
 /// supportsRandomAccess, reset(forReadingTimeRanges:) and markConfigurationAsFinal through a real trackd, checked
 /// against ffmpeg's decode of the same frames.
-@Suite(.serialized, .timeLimit(.minutes(TestLimits.minutes)))
+@Suite(.serialized, .timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs)
 struct RandomAccessTests {
     static let prefix = "-[AVAssetReaderOutput resetForReadingTimeRanges:] "
 

@@ -6,7 +6,7 @@ import TrackClient
 
 /// AVAssetReader's usage rules, through a real trackd: its exceptions become thrown AssetReaderUsageError with
 /// Apple's messages.
-@Suite(.serialized, .timeLimit(.minutes(TestLimits.minutes)))
+@Suite(.serialized, .timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs)
 struct ReaderSemanticsTests {
     @Test func misuseThrowsApplesMessages() throws {
         let daemon = try Daemon()

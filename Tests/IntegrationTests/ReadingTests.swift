@@ -9,7 +9,7 @@ import Glibc
 #endif
 
 /// End to end through a real trackd, real workers and real GStreamer, checked against ffmpeg/ffprobe.
-@Suite(.serialized, .timeLimit(.minutes(TestLimits.minutes)))
+@Suite(.serialized, .timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs)
 struct ReadingTests {
     /// Every sample of `track` decoded with `settings`, as (pts seconds, packed md5, packed size).
     func readAll(_ asset: Asset, settings: [String: SettingValue]?, copies: Bool = true)

@@ -14,7 +14,7 @@ import Glibc
 /// the unit's SystemCallFilter= (expanded by systemd-analyze, loaded with libseccomp), UMask and LimitNOFILE, with
 /// the unit's Environment= lines. The unit's `systemd-analyze security` score is
 /// checked by scripts/verify-units.sh.
-@Suite(.serialized, .timeLimit(.minutes(TestLimits.minutes)))
+@Suite(.serialized, .timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs)
 struct ServiceHardeningTests {
     static let unitPath = FileManager.default.currentDirectoryPath + "/systemd/trackd.service"
 

@@ -1,9 +1,10 @@
 import Foundation
+import Synchronization
 import TestSupport
 import Testing
 
 /// The shared test helpers, checked on their own: a helper that cannot fail would let every test using it pass.
-@Suite(.timeLimit(.minutes(TestLimits.minutes)))
+@Suite(.timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs)
 struct TestSupportTests {
     /// GLib's default handler's lines, with and without a domain, are found; trackd's own warnings are not.
     @Test func daemonLogCheckFindsGLibCriticalsAndWarnings() {
@@ -54,5 +55,21 @@ struct TestSupportTests {
         md5.update(Array("message ".utf8))
         md5.update(Array("digest".utf8))
         #expect(md5.finish() == "f96b697d7cb7938d525a2f31aaf161d0")
+    }
+}
+
+/// The hang guard's countdown fires once after its delay, and not at all once cancelled.
+@Suite(.timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs)
+struct CountdownTests {
+    @Test func firesAfterItsDelayUnlessCancelled() {
+        let fired = Mutex(0)
+        let start = monotonicMs()
+        let countdown = Countdown(after: .milliseconds(50)) { fired.withLock { $0 += 1 } }
+        #expect(waitUntil(timeout: .seconds(10)) { fired.withLock { $0 } == 1 })
+        #expect(monotonicMs() - start >= 50)
+        countdown.cancel()
+        let cancelled = Countdown(after: .milliseconds(50)) { fired.withLock { $0 += 1 } }
+        cancelled.cancel()
+        #expect(holds(for: .milliseconds(200)) { fired.withLock { $0 } == 1 })
     }
 }

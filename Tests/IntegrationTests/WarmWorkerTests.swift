@@ -10,7 +10,7 @@ import Glibc
 
 /// The warm worker: the supervisor starts the next connection's worker ahead of time — GStreamer initialised,
 /// plugins loaded, sandbox entered — and hands it the connection when a client arrives.
-@Suite(.timeLimit(.minutes(TestLimits.minutes)))
+@Suite(.timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs)
 struct WarmWorkerTests {
     /// The daemon's children that are warm workers ready and waiting for a connection (comm `trackd-warm`, set
     /// after it told the supervisor it is ready) — with `starting`, also those still starting. With `expectOne`,

@@ -10,7 +10,7 @@ import Glibc
 /// Zero-copy outputs (docs/design/zero-copy.md): for formats the converter or the decoder can write straight into a
 /// memfd, the worker copies no pixel bytes. The frames' bytes are checked against ffmpeg by FormatTests and
 /// ReadingTests, which take the same path; here the worker's own count says no copy happened.
-@Suite(.timeLimit(.minutes(TestLimits.minutes))) struct ZeroCopyTests {
+@Suite(.timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs) struct ZeroCopyTests {
     /// Reads every frame of `file` as `code` on one connection, releasing each slot at once, then asks the same
     /// worker for its counters. Returns (frames, pools announced, the Status, the Samples' bytes).
     func readAll(_ daemon: Daemon, _ file: String, _ code: FourCC?) throws -> (Int, Int, StatusReport, UInt64) {

@@ -61,7 +61,7 @@ func readTag(_ fd: Int32, size: Int = 4096) throws -> UInt64 {
     return mapping.base.load(as: UInt64.self)
 }
 
-@Suite(.timeLimit(.minutes(TestLimits.minutes))) struct MessageSocketTests {
+@Suite(.timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs) struct MessageSocketTests {
     @Test func framesWithoutDescriptors() throws {
         let (x, y) = socketPair()
         let a = MessageSocket(fd: x), b = MessageSocket(fd: y)
@@ -298,7 +298,7 @@ func readTag(_ fd: Int32, size: Int = 4096) throws -> UInt64 {
     }
 }
 
-@Suite(.timeLimit(.minutes(TestLimits.minutes))) struct SharedMappingTests {
+@Suite(.timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs) struct SharedMappingTests {
     /// memfd_create through dlsym: Swift's Glibc module does not declare it (it needs _GNU_SOURCE).
     static func memfd(_ name: String, flags: UInt32) -> Int32 {
         typealias MemfdCreate = @convention(c) (UnsafePointer<CChar>, UInt32) -> Int32
