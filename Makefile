@@ -97,8 +97,9 @@ package-check:
 
 # Tests find trackd and trackctl through TRACKD_BUILD_DIR.
 # `make test` cannot hang: each Swift suite has a per-test time limit (TestSupport's TestLimits: the test is named
-# when it runs over), and the Swift and Python runs each have one of their own here, which ends the run with every
-# process it started (timeout signals its whole process group: the test runner, its daemons and their workers).
+# when it runs over, and HangGuard ends the run a minute later if it still runs), and the Swift and Python runs
+# each have one of their own here, which ends the run with every process it started (timeout signals its whole
+# process group: the test runner, its daemons and their workers).
 # The whole Swift run takes about 11 minutes on a loaded 2-core machine, a few alone.
 SWIFT_TEST_TIMEOUT  ?= 45m
 PYTHON_TEST_TIMEOUT ?= 15m

@@ -54,7 +54,7 @@ extension Duration {
 }
 
 /// Time limits of the suites (Swift Testing's `.timeLimit`, per test; a minute is its unit). A test over its limit
-/// is reported by name as it happens; `make test`'s own limit then ends a run that still hangs. The limits are far
+/// is reported by name as it happens; `HangGuard` ends the run a minute later if it is still running. The limits are far
 /// above what a test needs alone (seconds): in a parallel run, blocking tests wait for the few threads of Swift
 /// Testing's pool, and on a loaded 2-core machine a test that does 3 s of work has reported 400 s from its start.
 public enum TestLimits {
