@@ -175,7 +175,7 @@ struct ServiceHardeningTests {
         let status = try hardened.trackctl(["status"])
         #expect(status.status == 0, "the supervisor stopped serving: \(status.stderr)\n\(hardened.log)")
         // The supervisor counts the crash when it reaps the worker, which may take a moment after the client's error.
+        // (At least one: a warm worker handed a connection may die in its rehearsal too, and count.)
         #expect(try waitUntil(poll: .milliseconds(100)) { try hardened.workerCrashes() ?? 0 > 0 }, "\(hardened.log)")
-        #expect(try hardened.workerCrashes() == 1, "\(hardened.log)")
     }
 }
