@@ -2,11 +2,12 @@ import Foundation
 import GstBridge
 import MediaIndex
 import Protocol
+import TestSupport
 import Testing
 
 /// ReadFrames decodes each planned range from its GOP's sync sample to the last sample its wanted frames need, and
 /// no further: the decoder is handed exactly those samples, and the wanted frames are the ones a full decode gives.
-@Suite struct DecodeStopTests {
+@Suite(.timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs) struct DecodeStopTests {
     static let i420 = VideoOutputRequest(pixelFormat: PixelFormat.named("y420")!)
 
     /// Samples (decode order) from the sync sample at or before `frame`'s to the last one the frames need.

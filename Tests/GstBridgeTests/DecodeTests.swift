@@ -1,9 +1,11 @@
 import Foundation
 import GstBridge
 import Protocol
+import Synchronization
+import TestSupport
 import Testing
 
-@Suite struct DecodeTests {
+@Suite(.timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs) struct DecodeTests {
     static let i420 = VideoOutputRequest(pixelFormat: PixelFormat.named("y420")!)
 
     /// Every decoded I420 frame, tightly packed, has ffmpeg's md5 and PTS — for moov-at-end and faststart files.
@@ -190,31 +192,32 @@ import Testing
     @Test func stopFromAnotherThread() throws {
         let pipeline = try TrackPipeline(source: try Fixtures.source(try Fixtures.clip()), trackID: 1,
                                          mode: .decode(Self.i420), timeRange: .everything)
-        let done = LockedData()
+        // (samples pulled, the loop ended)
+        let progress = Mutex<(count: Int, ended: Bool)>((0, false))
         let thread = Thread {
-            var count = 0
             loop: while true {
                 switch pipeline.pull(timeoutNs: 50_000_000) {
-                case .sample: count += 1; usleep(20_000)
+                case .sample:
+                    progress.withLock { $0.count += 1 }
+                    usleep(20_000)  // a slow consumer: the stop comes long before the 60th frame
                 case .timeout: continue
                 case .endOfStream, .failed: break loop
                 }
             }
-            done.set(Data([UInt8(min(count, 255))]))
+            progress.withLock { $0.ended = true }
         }
         thread.start()
-        usleep(100_000)
+        // Stopped mid-stream: after the first sample, while the loop is running.
+        #expect(waitUntil(timeout: .seconds(10)) { progress.withLock { $0.count > 0 } })
         pipeline.stop()
         pipeline.stop()
-        let deadline = Date().addingTimeInterval(5)
-        while !done.isSet && Date() < deadline { usleep(10_000) }
-        #expect(done.isSet)
-        #expect((done.get().first ?? 255) < 60)
+        #expect(waitUntil(timeout: .seconds(5)) { progress.withLock { $0.ended } })
+        #expect(progress.withLock { $0.count } < 60)
         if case .endOfStream = pipeline.pull(timeoutNs: 1_000_000) {} else { Issue.record("pull after stop") }
     }
 }
 
-@Suite struct PassthroughTests {
+@Suite(.timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs) struct PassthroughTests {
     @Test func samplesInDecodeOrderWithConfig() throws {
         let path = try Fixtures.clip()
         let pipeline = try TrackPipeline(source: try Fixtures.source(path), trackID: 1, mode: .passthrough,

@@ -1,9 +1,10 @@
 import Foundation
 import GstBridge
 import Protocol
+import TestSupport
 import Testing
 
-@Suite struct DiscoveryTests {
+@Suite(.timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs) struct DiscoveryTests {
     @Test func mp4WithVideoAndAudio() throws {
         try Gst.initialize()
         let source = try Fixtures.source(try Fixtures.clip())

@@ -1,9 +1,10 @@
 import Foundation
 import GstBridge
 import Protocol
+import TestSupport
 import Testing
 
-@Suite struct ErrorTests {
+@Suite(.timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs) struct ErrorTests {
     func code(_ body: () throws -> Void) -> AVErrorCode? {
         do {
             try body()
@@ -65,13 +66,8 @@ import Testing
     /// MPEG-audio frame sync with a few plausible headers after it) and be opened as a stream, and did once.
     @Test func randomBytes() throws {
         let path = Fixtures.directory.appendingPathComponent("noise.bin").path
-        var state: UInt64 = 0x5EED_1234_ABCD_0001  // xorshift64
-        let bytes = (0..<65536).map { _ -> UInt8 in
-            state ^= state << 13
-            state ^= state >> 7
-            state ^= state << 17
-            return UInt8(truncatingIfNeeded: state >> 32)
-        }
+        var rng = SplitMix64(seed: 0x5EED_1234_ABCD_0001)
+        let bytes = (0..<65536).map { _ in UInt8.random(in: 0...255, using: &rng) }
         #expect(FileManager.default.createFile(atPath: path, contents: Data(bytes)))
         #expect(code { _ = try Fixtures.source(path).discover() } == .fileFormatNotRecognized)
     }

@@ -1,6 +1,7 @@
 import Foundation
 import GstBridge
 import Protocol
+import TestSupport
 
 /// Media generated at test time with ffmpeg into one temporary directory (never committed).
 enum Fixtures {
@@ -12,28 +13,14 @@ enum Fixtures {
         return url
     }()
 
-    /// Runs a tool, returns stdout; throws with stderr on failure.
+    /// Runs a tool (in /usr/bin), returns stdout; throws with stderr on failure.
     @discardableResult
     static func run(_ tool: String, _ arguments: [String]) throws -> Data {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = [tool] + arguments
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        // Read both pipes before waiting so a large output cannot fill a pipe and block the child.
-        let errData = LockedData()
-        let errReader = Thread { errData.set(err.fileHandleForReading.readDataToEndOfFile()) }
-        errReader.start()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        while !errData.isSet { usleep(1000) }
-        guard process.terminationStatus == 0 else {
-            throw FixtureError(message: "\(tool) \(arguments.joined(separator: " ")) failed: "
-                + String(decoding: errData.get(), as: UTF8.self))
+        let result = try TestSupport.run(tool, arguments)
+        guard result.status == 0 else {
+            throw FixtureError(message: "\(tool) \(arguments.joined(separator: " ")) failed: \(result.stderr)")
         }
-        return data
+        return result.stdout
     }
 
     /// Generates `name` once per process with ffmpeg `arguments` (output path appended).
@@ -117,12 +104,4 @@ enum Fixtures {
 struct FixtureError: Error, CustomStringConvertible {
     var message: String
     var description: String { message }
-}
-
-final class LockedData: @unchecked Sendable {
-    private let lock = NSLock()
-    private var data: Data?
-    func set(_ d: Data) { lock.withLock { data = d } }
-    func get() -> Data { lock.withLock { data ?? Data() } }
-    var isSet: Bool { lock.withLock { data != nil } }
 }

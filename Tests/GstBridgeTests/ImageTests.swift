@@ -1,9 +1,10 @@
 import Foundation
 import GstBridge
 import Protocol
+import TestSupport
 import Testing
 
-@Suite struct ImageTests {
+@Suite(.timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs) struct ImageTests {
     /// A time between two frames gives the earlier frame exactly (not the keyframe), as PNG.
     @Test func exactFrameBetweenTwoFrames() throws {
         let path = try Fixtures.clip()

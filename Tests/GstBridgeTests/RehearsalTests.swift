@@ -1,10 +1,11 @@
 import GstBridge
 import Protocol
+import TestSupport
 import Testing
 
 /// The warm worker's rehearsal: GStreamer encodes a clip of its own into a memfd, and it is read back the way a
 /// client's first read goes. It must really decode — every frame the encoder made comes out.
-@Suite struct RehearsalTests {
+@Suite(.timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs) struct RehearsalTests {
     @Test func theRehearsalDecodesEveryFrameOfItsClip() throws {
         let report = try Rehearsal.run()
         #expect(report.frames == 5)

@@ -1,6 +1,7 @@
 import Foundation
 import Protocol
 import Synchronization
+import TestSupport
 import Testing
 import TrackClient
 
@@ -10,7 +11,7 @@ import Glibc
 
 /// `for try await sample in output.samples`: the same samples as copyNextSampleBuffer, the reader's error thrown,
 /// cancellation of the iterating task cancels the reader.
-@Suite(.serialized)
+@Suite(.serialized, .timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs)
 struct AsyncSamplesTests {
     static let bgra: [String: SettingValue] = [SettingsKey.pixelFormatType: .int(Int64(FourCC("BGRA").rawValue))]
 

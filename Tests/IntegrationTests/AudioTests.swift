@@ -1,5 +1,6 @@
 import Foundation
 import Protocol
+import TestSupport
 import Testing
 import TrackClient
 
@@ -20,7 +21,7 @@ enum AudioMedia {
 }
 
 /// Decoded linear PCM through a real trackd, checked against ffmpeg.
-@Suite(.serialized)
+@Suite(.serialized, .timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs)
 struct AudioTests {
     func ffmpegRaw(_ file: String, _ format: String, extra: [String] = []) throws -> Data {
         let r = try run("ffmpeg", ["-v", "error", "-i", file, "-map", "0:a:0"] + extra + ["-f", format, "-"])

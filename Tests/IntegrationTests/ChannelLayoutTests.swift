@@ -1,5 +1,6 @@
 import Foundation
 import Protocol
+import TestSupport
 import Testing
 
 /// Multichannel sources with a different constant level in every channel (0.1, 0.2 … in the file's order), so the
@@ -20,7 +21,7 @@ enum LayoutMedia {
 
 /// AVChannelLayoutKey applied: the output's channels follow the layout's order. Oracle: ffmpeg's channelmap filter
 /// with the same speakers (byte for byte, the levels being exact in 16 bits).
-@Suite(.serialized)
+@Suite(.serialized, .timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs)
 struct ChannelLayoutTests {
     static func tag(_ id: UInt32, _ channels: UInt32) -> String { "{\"mChannelLayoutTag\": \((id << 16) | channels)}" }
 

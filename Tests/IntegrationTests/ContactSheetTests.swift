@@ -1,5 +1,6 @@
 import Foundation
 import Protocol
+import TestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -8,7 +9,7 @@ import Glibc
 
 /// `trackctl contact-sheet`: the PNG's geometry is the documented grid, and each tile holds the exact frame shown
 /// at the centre of its slice of the track (compared byte for byte with `trackctl frames` of that frame).
-@Suite(.serialized)
+@Suite(.serialized, .timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs)
 struct ContactSheetTests {
     /// Media.clip: 320x240 (tiles 320x240, TH = 240), 2 s at 30 fps. --count 8: C = ⌈√(8·4·240/960)⌉ = 3
     /// columns, R = 3 rows (the last one partial); slice centres (i + ½)·2/8 s fall inside frames 3, 11, 18, …

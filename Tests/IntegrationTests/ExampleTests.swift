@@ -1,9 +1,10 @@
 import Foundation
 import Protocol
+import TestSupport
 import Testing
 
 /// Examples/trackd-example-reader: a typical AVAssetReader loop ported to TrackClient, run against a real trackd.
-@Suite(.serialized)
+@Suite(.serialized, .timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs)
 struct ExampleTests {
     static var example: String { Env.buildDir + "/trackd-example-reader" }
 

@@ -1,5 +1,6 @@
 import Foundation
 import Protocol
+import TestSupport
 import Testing
 import TrackClient
 
@@ -8,7 +9,7 @@ import Glibc
 #endif
 
 /// Bad input gets a clear error and nothing else breaks; a worker's death is contained.
-@Suite(.serialized)
+@Suite(.serialized, .timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs)
 struct FailureTests {
     func openError(_ path: String, _ daemon: Daemon) -> TrackError? {
         do {
@@ -32,11 +33,11 @@ struct FailureTests {
         let missing = try #require(openError(Media.dir + "/no-such-file.mp4", daemon))
         #expect(missing.code == AVErrorCode.invalidSourceMedia.rawValue)
         #expect(missing.message.contains("No such file"))
-        // A truncated file (moov lost) either fails to open with a parse error or reads a clean prefix.
-        if let truncated = openError(Media.truncated, daemon) {
-            #expect([AVErrorCode.fileFailedToParse, .fileFormatNotRecognized, .failedToLoadMediaData]
-                .map(\.rawValue).contains(truncated.code), "\(truncated)")
-        }
+        // A truncated file: the first 40% of a file whose moov is at its end, so no sample table survives and it
+        // cannot open (the sample data alone is not a movie).
+        let truncated = try #require(openError(Media.truncated, daemon), "a file without its moov opened")
+        #expect([AVErrorCode.fileFailedToParse, .fileFormatNotRecognized, .failedToLoadMediaData]
+            .map(\.rawValue).contains(truncated.code), "\(truncated)")
         // Still serving.
         let asset = try Asset(path: Media.clip, socketPath: daemon.socketPath)
         #expect(asset.tracks.count == 2)
@@ -102,8 +103,10 @@ struct FailureTests {
         var bogus = [UInt8](repeating: 0, count: 16)
         bogus[0] = 4  // length 4
         bogus[4] = 0x77  // unknown type
-        _ = bogus.withUnsafeBytes { write(raw.socket.fd, $0.baseAddress, $0.count) }
-        _ = [UInt8](repeating: 0, count: 4).withUnsafeBytes { write(raw.socket.fd, $0.baseAddress, $0.count) }
+        // MSG_NOSIGNAL: the worker may close on the header alone, and a write to the closed connection would
+        // raise SIGPIPE and kill this test process (it did, once, under load).
+        _ = bogus.withUnsafeBytes { send(raw.socket.fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        _ = [UInt8](repeating: 0, count: 4).withUnsafeBytes { send(raw.socket.fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
         let answer = try? raw.socket.receive()
         if case .error(let e)? = answer?.message {
             #expect(e.code == AVErrorCode.protocolViolation.rawValue)
@@ -133,17 +136,13 @@ struct FailureTests {
         #expect(got >= 5 && got < 60)
         #expect(reader.status == .failed)
         #expect(reader.error?.code == AVErrorCode.mediaServicesWereReset.rawValue)
-        // The supervisor logged it and serves the next client.
+        // The supervisor counted it (a worker ended by a signal it did not send) and serves the next client.
         let next = try Asset(path: Media.clip, socketPath: daemon.socketPath)
         var crashes: UInt64 = 0
-        for _ in 0..<100 {  // the supervisor reaps asynchronously; its counters are live in every worker
-            crashes = try next.serverStatus().workerCrashes
-            if crashes > 0 { break }
-            usleep(20_000)
-        }
+        // The supervisor reaps asynchronously; its counters are live in every worker.
+        try waitUntil(timeout: .seconds(5)) { crashes = try next.serverStatus().workerCrashes; return crashes > 0 }
         #expect(crashes == 1)
         #expect(daemon.isRunning)
-        #expect(daemon.log.contains("killed by signal 9"))
     }
 }
 

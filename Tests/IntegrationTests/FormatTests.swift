@@ -1,11 +1,12 @@
 import Foundation
 import Protocol
+import TestSupport
 import Testing
 import TrackClient
 
 /// The extra CoreVideo pixel formats end to end (real trackd, real GStreamer), each checked against ffmpeg: byte for
 /// byte where ffmpeg writes the same layout, otherwise against the exact relation to ffmpeg's decoded samples.
-@Suite(.serialized)
+@Suite(.serialized, .timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs)
 struct FormatTests {
     static let (w, h) = (160, 90)
 

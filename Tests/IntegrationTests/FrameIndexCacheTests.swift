@@ -1,12 +1,13 @@
 import Foundation
 import Protocol
+import TestSupport
 import Testing
 import TrackClient
 
 /// The supervisor's frame-index cache (docs/ARCHITECTURE.md "Frame index"): a track's index is built once per file
 /// and shared by every worker of the same uid, kept on disk across restarts, and invalidated by a change to the file.
 /// The workers' log lines tell a built index from a cached one; the frames are checked against ffmpeg each time.
-@Suite(.serialized)
+@Suite(.serialized, .timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs)
 struct FrameIndexCacheTests {
     static let y420: [String: SettingValue] = [SettingsKey.pixelFormatType: .int(Int64(FourCC("y420").rawValue))]
     static let wanted = [45, 3, 17]
@@ -54,6 +55,8 @@ struct FrameIndexCacheTests {
         return try #require(try indexFiles(in: cache).first)
     }
 
+    /// How often the workers logged "frame index for track 1: <what>". Where an index came from (made, from the
+    /// cache, rejected) is in the workers' log only: no reply or counter carries it.
     static func count(_ daemon: Daemon, _ what: String) -> Int {
         daemon.log.components(separatedBy: "frame index for track 1: \(what)").count - 1
     }
@@ -174,12 +177,13 @@ struct FrameIndexCacheTests {
 
 /// What opening a file finds (duration, track records) is kept by the same cache, under the file's key with track
 /// id 0: a later open of the unchanged file by the same uid skips the discovery pipeline and answers the same.
-@Suite struct AssetDescriptionCacheTests {
+@Suite(.timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs) struct AssetDescriptionCacheTests {
     static func opened(_ daemon: Daemon, _ file: String) throws -> AssetOpened {
         let raw = try RawClient(socketPath: daemon.socketPath)
         return try raw.openAsset(file)
     }
 
+    /// Cache hits of asset descriptions: logged only (the reply is the same either way, which the tests check).
     static func cached(_ daemon: Daemon) -> Int {
         daemon.log.components(separatedBy: "asset description from the cache").count - 1
     }

@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import Protocol
 import Synchronization
+import TestSupport
 import Testing
 import TrackClient
 
@@ -99,7 +100,7 @@ enum HostileMedia {
 
 /// Hostile media (issue #4): damaged files give a clean error or clean partial output and the supervisor serves on;
 /// the decode limits stop a read cleanly.
-@Suite(.serialized)
+@Suite(.serialized, .timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs)
 struct HostileMediaTests {
     @Test func damagedMediaGetsCleanResultsAndTheSupervisorServesOn() throws {
         let daemon = try Daemon()

@@ -2,25 +2,13 @@ import Dispatch
 import Foundation
 import Protocol
 import Synchronization
+import TestSupport
 import Testing
 import TrackClient
 
 #if canImport(Glibc)
 import Glibc
 #endif
-
-/// SplitMix64: a seeded, reproducible RNG (the fuzzers, damaged-media variants and the leak test print their seeds).
-struct SplitMix64: RandomNumberGenerator {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 /// ISO BMFF (MP4/MOV) boxes, found by walking the container boxes trackd's demuxer reads.
 enum MP4Boxes {
@@ -189,11 +177,7 @@ enum HostileRead {
 
     /// The supervisor's worker-crash counter (a GetStatus through a fresh connection).
     static func workerCrashes(_ daemon: Daemon) throws -> UInt64 {
-        let raw = try RawClient(socketPath: daemon.socketPath)
-        guard case .status(let status) = try raw.request(.getStatus) else {
-            throw TrackError(.unknown, "no Status reply")
-        }
-        return status.workerCrashes
+        try daemon.status().workerCrashes
     }
 
     /// A clean error: a code trackd documents, other than a lost connection or a protocol violation, and a message.

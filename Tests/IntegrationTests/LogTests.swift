@@ -1,6 +1,7 @@
 import Foundation
 import Protocol
 import TrackClient
+import TestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -9,7 +10,7 @@ import Glibc
 
 /// trackd's stderr is for journald: every line starts with an sd-daemon priority prefix (`<3>` error … `<7>` debug,
 /// sd-daemon(3)), so journald files it at that level, then the process ("trackd" or "trackd-worker") and its pid.
-@Suite(.serialized)
+@Suite(.serialized, .timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs)
 struct LogTests {
     @Test func everyLineCarriesItsPriority() throws {
         // Its own trackd (not Daemon, which deletes its log when it stops), so the log outlives the SIGTERM.
@@ -17,8 +18,9 @@ struct LogTests {
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let socket = dir + "/trackd.sock", logPath = dir + "/trackd.log"
         let trackd = try Child(Env.trackd, ["--socket", socket], stderr: logPath)
-        var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
-        for _ in 0..<200 where !FileManager.default.fileExists(atPath: socket) { usleep(25_000) }
+        // The log lines are the behaviour under test here.
+        var log: String { DaemonLog.read(logPath) }
+        #expect(waitUntil { log.contains("listening on") }, "\(log)")
         // Supervisor and worker lines: a read, a failed open, a worker killed mid-connection, then SIGTERM.
         let r = try run(Env.trackctl, ["--socket", socket, "read", Media.clip, "--pixel-format", "y420", "--md5"])
         #expect(r.status == 0, "\(r.stderr)")
@@ -27,7 +29,7 @@ struct LogTests {
         do {
             let asset = try Asset(path: Media.clip, socketPath: socket)
             kill(pid_t(try asset.serverStatus().workerPID), SIGKILL)
-            for _ in 0..<100 where !log.contains("killed by signal 9") { usleep(20_000) }
+            #expect(waitUntil { log.contains("killed by signal 9") }, "\(log)")
         }
         let supervisor = trackd.pid
         #expect(trackd.terminate() == 0)  // SIGTERM: "received signal 15; stopping", exit 0
@@ -41,5 +43,6 @@ struct LogTests {
                 "\(log)")
         #expect(lines.contains { $0.hasPrefix("<5>trackd[\(supervisor)]: received signal 15") }, "\(log)")
         #expect(lines.contains { $0.hasPrefix("<6>trackd-worker[") }, "\(log)")
+        DaemonLog.expectClean(log)
     }
 }

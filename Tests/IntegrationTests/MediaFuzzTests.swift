@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import Protocol
 import Synchronization
+import TestSupport
 import Testing
 import TrackClient
 
@@ -19,7 +20,7 @@ import Glibc
 /// Each daemon runs with FFmpeg's fuzzer frame limit (4096×4096) and small decode budgets. A supervisor crash or a
 /// hang fails the test; a worker crash is allowed when contained (the supervisor counts it and serves on) and is
 /// reported with the saved input.
-@Suite(.serialized)
+@Suite(.serialized, .timeLimit(.minutes(TestLimits.fuzzMinutes)), .endsTheRunIfItHangs)
 struct MediaFuzzTests {
     static let env = ProcessInfo.processInfo.environment
     static let daemonArgs = ["--max-frame-pixels", "\(4096 * 4096)", "--decode-budget", "\(1 << 28)",

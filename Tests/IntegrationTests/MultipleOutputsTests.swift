@@ -1,10 +1,11 @@
 import Foundation
 import Protocol
+import TestSupport
 import Testing
 import TrackClient
 
 /// Several outputs on one reader, each read independently, in any interleaving.
-@Suite(.serialized)
+@Suite(.serialized, .timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs)
 struct MultipleOutputsTests {
     enum Order: String, CaseIterable { case videoThenAudio, audioThenVideo, alternating }
 

@@ -1,6 +1,7 @@
 import CTrackSys
 import Foundation
 import Protocol
+import TestSupport
 import Testing
 import TrackClient
 
@@ -23,7 +24,7 @@ import Glibc
 ///
 /// Environment: FUZZ_SECONDS (default 5), FUZZ_SEED (default: random, printed), FUZZ_CASES (optional cap),
 /// FUZZ_VERBOSE (print every case).
-@Suite(.serialized)
+@Suite(.serialized, .timeLimit(.minutes(TestLimits.fuzzMinutes)), .endsTheRunIfItHangs)
 struct ProtocolFuzzTests {
     static let probeID: UInt32 = 0xFEED_0001
     static let timeoutSeconds = 5
@@ -124,11 +125,8 @@ struct ProtocolFuzzTests {
         #expect(try normalRead(daemon) == expectedFrames)
         let asset = try Asset(path: Media.faststart, socketPath: daemon.socketPath)
         var crashes: UInt64 = 0
-        for _ in 0..<25 {  // the supervisor counts a crash when it reaps the worker
-            crashes = try asset.serverStatus().workerCrashes
-            if crashes > 0 { break }
-            usleep(20_000)
-        }
+        // The supervisor counts a crash when it reaps the worker: a crash of the last case shows within 500 ms.
+        try waitUntil(timeout: .milliseconds(500)) { crashes = try asset.serverStatus().workerCrashes; return crashes > 0 }
         if crashes > 0 {
             let dir = URL(fileURLWithPath: Env.buildDir).deletingLastPathComponent().appendingPathComponent("fuzz").path
             try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)

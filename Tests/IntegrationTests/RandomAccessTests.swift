@@ -1,11 +1,12 @@
 import Foundation
 import Protocol
+import TestSupport
 import Testing
 import TrackClient
 
 /// supportsRandomAccess, reset(forReadingTimeRanges:) and markConfigurationAsFinal through a real trackd, checked
 /// against ffmpeg's decode of the same frames.
-@Suite(.serialized)
+@Suite(.serialized, .timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs)
 struct RandomAccessTests {
     static let prefix = "-[AVAssetReaderOutput resetForReadingTimeRanges:] "
 

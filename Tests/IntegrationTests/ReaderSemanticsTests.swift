@@ -1,11 +1,12 @@
 import Foundation
 import Protocol
+import TestSupport
 import Testing
 import TrackClient
 
 /// AVAssetReader's usage rules, through a real trackd: its exceptions become thrown AssetReaderUsageError with
 /// Apple's messages.
-@Suite(.serialized)
+@Suite(.serialized, .timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs)
 struct ReaderSemanticsTests {
     @Test func misuseThrowsApplesMessages() throws {
         let daemon = try Daemon()

@@ -1,5 +1,6 @@
 import Foundation
 import Protocol
+import TestSupport
 import Testing
 import TrackClient
 
@@ -8,7 +9,7 @@ import Glibc
 #endif
 
 /// End to end through a real trackd, real workers and real GStreamer, checked against ffmpeg/ffprobe.
-@Suite(.serialized)
+@Suite(.serialized, .timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs)
 struct ReadingTests {
     /// Every sample of `track` decoded with `settings`, as (pts seconds, packed md5, packed size).
     func readAll(_ asset: Asset, settings: [String: SettingValue]?, copies: Bool = true)
@@ -275,7 +276,8 @@ struct ReadingTests {
         #expect(try reader.startReading())
         var held: [SampleBuffer] = []
         for _ in 0..<8 { held.append(try #require(try output.copyNextSampleBuffer())) }  // a pool has at most 8 slots
-        usleep(300_000)  // give a worker without back-pressure time to run ahead
+        // A worker without back-pressure would run ahead: the count stays at 8 for 300 ms.
+        #expect(try holds(for: .milliseconds(300)) { try asset.serverStatus().samplesSent == 8 })
         let sent = try asset.serverStatus().samplesSent
         #expect(sent == 8, "the worker sent \(sent) samples while the client held every slot")
         held.removeAll()
@@ -313,15 +315,4 @@ final class Mutex2<T>: @unchecked Sendable {
         defer { lock.unlock() }
         return f(&value)
     }
-}
-
-import CMD5
-
-func md5Hex(_ bytes: [UInt8]) -> String {
-    var ctx = MD5_CTX()
-    MD5Init(&ctx)
-    bytes.withUnsafeBufferPointer { MD5Update(&ctx, $0.baseAddress, $0.count) }
-    var digest = [UInt8](repeating: 0, count: 16)
-    MD5Final(&digest, &ctx)
-    return digest.map { String(format: "%02x", $0) }.joined()
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Protocol
+import TestSupport
 import Testing
 import TrackClient
 
@@ -9,7 +10,7 @@ import Glibc
 
 /// The worker sandbox (docs/SECURITY.md): seccomp filter, no_new_privs, dropped uid, resource limits — checked from
 /// the outside, in /proc, on a worker that has just served a decode.
-@Suite(.serialized)
+@Suite(.serialized, .timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs)
 struct SandboxTests {
     /// /proc/<pid>/<file> of the worker serving `asset`.
     func workerProc(_ asset: Asset, _ file: String) throws -> String {

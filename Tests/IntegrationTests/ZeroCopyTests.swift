@@ -1,5 +1,6 @@
 import Foundation
 import Protocol
+import TestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -9,7 +10,7 @@ import Glibc
 /// Zero-copy outputs (docs/design/zero-copy.md): for formats the converter or the decoder can write straight into a
 /// memfd, the worker copies no pixel bytes. The frames' bytes are checked against ffmpeg by FormatTests and
 /// ReadingTests, which take the same path; here the worker's own count says no copy happened.
-@Suite struct ZeroCopyTests {
+@Suite(.timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs) struct ZeroCopyTests {
     /// Reads every frame of `file` as `code` on one connection, releasing each slot at once, then asks the same
     /// worker for its counters. Returns (frames, pools announced, the Status, the Samples' bytes).
     func readAll(_ daemon: Daemon, _ file: String, _ code: FourCC?) throws -> (Int, Int, StatusReport, UInt64) {
@@ -65,11 +66,10 @@ import Glibc
         #expect(copying.daemonSamplesSent == UInt64(frames + packets))
         // Both connections are closed; once their workers are reaped the totals stay.
         var report: [String: Any] = [:]
-        for _ in 0..<50 {
+        try waitUntil(poll: .milliseconds(100)) {
             let status = try daemon.trackctl(["status", "--json"])
             report = try #require(try JSONSerialization.jsonObject(with: status.stdout) as? [String: Any])
-            if report["activeConnections"] as? Int == 1 { break }
-            usleep(100_000)
+            return report["activeConnections"] as? Int == 1
         }
         #expect(report["activeConnections"] as? Int == 1)
         #expect(report["samplesSent"] as? Int == frames + packets)

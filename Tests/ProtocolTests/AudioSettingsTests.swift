@@ -1,8 +1,9 @@
 import Protocol
+import TestSupport
 import Testing
 
 /// §10.4 / §10.5: linear PCM output settings, every rule and its message.
-@Suite struct AudioSettingsTests {
+@Suite(.timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs) struct AudioSettingsTests {
     static func rejected(_ settings: [String: SettingValue]) -> String? {
         do throws(TrackError) {
             let request = try OutputSettings.validateAudio(settings)

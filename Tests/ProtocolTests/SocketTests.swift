@@ -1,6 +1,7 @@
 import CTrackSys
 import Dispatch
 import Protocol
+import TestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -60,7 +61,7 @@ func readTag(_ fd: Int32, size: Int = 4096) throws -> UInt64 {
     return mapping.base.load(as: UInt64.self)
 }
 
-@Suite struct MessageSocketTests {
+@Suite(.timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs) struct MessageSocketTests {
     @Test func framesWithoutDescriptors() throws {
         let (x, y) = socketPair()
         let a = MessageSocket(fd: x), b = MessageSocket(fd: y)
@@ -275,7 +276,10 @@ func readTag(_ fd: Int32, size: Int = 4096) throws -> UInt64 {
         DispatchQueue.global().async {
             if case .closed? = receiveFailure(receiver) { result.signal() }
         }
-        usleep(50_000)
+        // Shut down only once the receiver is blocked in recvmsg (a receive that starts after the shutdown would
+        // return .closed without testing the wake-up), and still blocked: nothing has arrived.
+        #expect(waitUntil(timeout: .seconds(10)) { Procfs.aThreadIsReceiving(on: y) }, "the receiver never blocked")
+        #expect(result.wait(timeout: .now()) == .timedOut, "the receive returned before the shutdown")
         receiver.shutdown()
         #expect(result.wait(timeout: .now() + .seconds(5)) == .success)
     }
@@ -294,7 +298,7 @@ func readTag(_ fd: Int32, size: Int = 4096) throws -> UInt64 {
     }
 }
 
-@Suite struct SharedMappingTests {
+@Suite(.timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs) struct SharedMappingTests {
     /// memfd_create through dlsym: Swift's Glibc module does not declare it (it needs _GNU_SOURCE).
     static func memfd(_ name: String, flags: UInt32) -> Int32 {
         typealias MemfdCreate = @convention(c) (UnsafePointer<CChar>, UInt32) -> Int32

@@ -1,0 +1,75 @@
+import Foundation
+import Synchronization
+import TestSupport
+import Testing
+
+/// The shared test helpers, checked on their own: a helper that cannot fail would let every test using it pass.
+@Suite(.timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs)
+struct TestSupportTests {
+    /// GLib's default handler's lines, with and without a domain, are found; trackd's own warnings are not.
+    @Test func daemonLogCheckFindsGLibCriticalsAndWarnings() {
+        let log = """
+            <6>trackd[10]: listening on /tmp/x/trackd.sock
+            <4>trackd[10]: worker 12 (client uid 0 pid 11) killed by signal 9 (Killed), max RSS 40 MiB, CPU 0.10 s
+            (trackd:12): GStreamer-CRITICAL **: 12:00:00.000: gst_sample_set_caps: assertion 'gst_sample_is_writable (sample)' failed
+            (trackd:12): GLib-GObject-WARNING **: 12:00:00.001: invalid cast from 'GstQueue' to 'GstAppSink'
+            ** (trackd:12): CRITICAL **: 12:00:00.002: no domain
+            <3>trackd-worker[12]: open failed: WARNING is not a GLib line here
+            """
+        let found = DaemonLog.glibWarnings(log)
+        #expect(found.count == 3, "\(found)")
+        #expect(found.allSatisfy { $0.contains("(trackd:12)") })
+        #expect(DaemonLog.glibWarnings(log, allowing: ["gst_sample_set_caps", "invalid cast", "no domain"]).isEmpty)
+        #expect(DaemonLog.glibWarnings("").isEmpty)
+    }
+
+    @Test func waitUntilWaitsForTheConditionAndNoLonger() {
+        let start = monotonicMs()
+        #expect(waitUntil(timeout: .seconds(5)) { monotonicMs() - start >= 50 })
+        #expect(monotonicMs() - start < 4000)
+        let late = monotonicMs()
+        #expect(!waitUntil(timeout: .milliseconds(100)) { false })
+        #expect(monotonicMs() - late >= 100)
+        var calls = 0
+        #expect(waitFor(timeout: .seconds(5)) { () -> Int? in calls += 1; return calls == 3 ? calls : nil } == 3)
+    }
+
+    @Test func holdsFailsAtTheFirstBrokenCheck() {
+        var checks = 0
+        #expect(!holds(for: .seconds(5), poll: .milliseconds(1)) { checks += 1; return checks < 3 })
+        #expect(checks == 3)
+        #expect(holds(for: .milliseconds(50)) { true })
+    }
+
+    /// SplitMix64's published first outputs for seed 0 (so a printed seed replays the same inputs everywhere).
+    @Test func splitMix64IsTheReferenceGenerator() {
+        var rng = SplitMix64(seed: 0)
+        #expect([rng.next(), rng.next(), rng.next()] == [0xE220_A839_7B1D_CDAF, 0x6E78_9E6A_A1B9_65F4, 0x06C4_5D18_8009_454F])
+    }
+
+    /// RFC 1321's test vectors, through libmd, in one piece and in parts.
+    @Test func md5IsRFC1321() {
+        #expect(md5Hex([]) == "d41d8cd98f00b204e9800998ecf8427e")
+        #expect(md5Hex(Array("abc".utf8)) == "900150983cd24fb0d6963f7d28e17f72")
+        var md5 = MD5()
+        md5.update(Array("message ".utf8))
+        md5.update(Array("digest".utf8))
+        #expect(md5.finish() == "f96b697d7cb7938d525a2f31aaf161d0")
+    }
+}
+
+/// The hang guard's countdown fires once after its delay, and not at all once cancelled.
+@Suite(.timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs)
+struct CountdownTests {
+    @Test func firesAfterItsDelayUnlessCancelled() {
+        let fired = Mutex(0)
+        let start = monotonicMs()
+        let countdown = Countdown(after: .milliseconds(50)) { fired.withLock { $0 += 1 } }
+        #expect(waitUntil(timeout: .seconds(10)) { fired.withLock { $0 } == 1 })
+        #expect(monotonicMs() - start >= 50)
+        countdown.cancel()
+        let cancelled = Countdown(after: .milliseconds(50)) { fired.withLock { $0 += 1 } }
+        cancelled.cancel()
+        #expect(holds(for: .milliseconds(200)) { fired.withLock { $0 } == 1 })
+    }
+}
