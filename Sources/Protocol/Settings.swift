@@ -28,6 +28,64 @@ public indirect enum SettingValue: Sendable, Hashable, CustomStringConvertible {
     }
 }
 
+// Settings on the wire (docs/PROTOCOL.md §10.1): a tag byte, then the value; a dictionary is a u16 count of
+// (string key, value) pairs in key order, no key twice; nesting at most `Wire.maxSettingsDepth` deep.
+extension SettingValue {
+    func encode(into w: inout ByteWriter) {
+        switch self {
+        case .int(let i): w.u8(1); w.i64(i)
+        case .double(let d): w.u8(2); w.f64(d)
+        case .bool(let b): w.u8(3); w.bool(b)
+        case .string(let s): w.u8(4); w.string(s)
+        case .array(let a): w.u8(5); w.list(a, max: Wire.maxSettingsItems) { w, item in item.encode(into: &w) }
+        case .dictionary(let d): w.u8(6); Self.encodeDictionary(d, into: &w)
+        }
+    }
+
+    static func encodeDictionary(_ d: [String: SettingValue], into w: inout ByteWriter) {
+        w.list(d.keys.sorted(), max: Wire.maxSettingsItems) { w, key in
+            w.string(key)
+            d[key]!.encode(into: &w)
+        }
+    }
+
+    /// `depth` is the nesting depth of the container that holds this value (the top-level dictionary is 1).
+    /// Every array or dictionary value is one level deeper than its container.
+    static func decode(from r: inout ByteReader, depth: Int) throws(TrackError) -> SettingValue {
+        switch try r.u8("settings.tag") {
+        case 1: return .int(try r.i64("settings.int"))
+        case 2: return .double(try r.f64("settings.double"))
+        case 3: return .bool(try r.bool("settings.bool"))
+        case 4: return .string(try r.string("settings.string"))
+        case 5:
+            try checkDepth(depth + 1)
+            return .array(try r.list("settings.arrayCount", max: Wire.maxSettingsItems) { r throws(TrackError) in
+                try decode(from: &r, depth: depth + 1)
+            })
+        case 6: return .dictionary(try decodeDictionary(from: &r, depth: depth + 1))
+        case let t: throw TrackError(.protocolViolation, "settings: unknown value tag \(t)")
+        }
+    }
+
+    static func decodeDictionary(from r: inout ByteReader, depth: Int) throws(TrackError) -> [String: SettingValue] {
+        try checkDepth(depth)
+        let n = try r.count("settings.dictionaryCount", max: Wire.maxSettingsItems)
+        var d: [String: SettingValue] = [:]
+        for _ in 0..<n {
+            let key = try r.string("settings.key")
+            guard d[key] == nil else { throw TrackError(.protocolViolation, "settings: key \"\(key)\" appears twice") }
+            d[key] = try decode(from: &r, depth: depth)
+        }
+        return d
+    }
+
+    private static func checkDepth(_ depth: Int) throws(TrackError) {
+        guard depth <= Wire.maxSettingsDepth else {
+            throw TrackError(.protocolViolation, "settings: nesting deeper than \(Wire.maxSettingsDepth)")
+        }
+    }
+}
+
 /// Output-settings keys, spelled as Apple's constants' string values (what an NSDictionary built with the
 /// constants holds), so a dictionary dumped on macOS can be sent unchanged.
 public enum SettingsKey {
