@@ -53,16 +53,11 @@ struct OpenAsset: WireMessage {
 }
 
 /// `Message.closeAsset`'s payload.
-struct CloseAsset: WireMessage {
+struct CloseAsset: IDMessage {
     static let messageType = MessageType.closeAsset
-    var assetID: UInt32
-    var asMessage: Message { .closeAsset(assetID: assetID) }
-
-    func encode(into w: inout ByteWriter) { w.u32(assetID) }
-
-    static func decode(from r: inout ByteReader) throws(TrackError) -> CloseAsset {
-        CloseAsset(assetID: try r.u32("closeAsset.assetID"))
-    }
+    static let field: StaticString = "closeAsset.assetID"
+    var id: UInt32
+    var asMessage: Message { .closeAsset(assetID: id) }
 }
 
 public struct CreateOutput: Sendable, Equatable {
@@ -137,16 +132,11 @@ struct ReleaseSlots: WireMessage {
 }
 
 /// `Message.cancelOutput`'s payload.
-struct CancelOutput: WireMessage {
+struct CancelOutput: IDMessage {
     static let messageType = MessageType.cancelOutput
-    var outputID: UInt32
-    var asMessage: Message { .cancelOutput(outputID: outputID) }
-
-    func encode(into w: inout ByteWriter) { w.u32(outputID) }
-
-    static func decode(from r: inout ByteReader) throws(TrackError) -> CancelOutput {
-        CancelOutput(outputID: try r.u32("cancelOutput.outputID"))
-    }
+    static let field: StaticString = "cancelOutput.outputID"
+    var id: UInt32
+    var asMessage: Message { .cancelOutput(outputID: id) }
 }
 
 public struct GenerateImage: Sendable, Equatable {
@@ -212,16 +202,11 @@ struct ResetOutput: WireMessage {
 }
 
 /// `Message.finishOutput`'s payload.
-struct FinishOutput: WireMessage {
+struct FinishOutput: IDMessage {
     static let messageType = MessageType.finishOutput
-    var outputID: UInt32
-    var asMessage: Message { .finishOutput(outputID: outputID) }
-
-    func encode(into w: inout ByteWriter) { w.u32(outputID) }
-
-    static func decode(from r: inout ByteReader) throws(TrackError) -> FinishOutput {
-        FinishOutput(outputID: try r.u32("finishOutput.outputID"))
-    }
+    static let field: StaticString = "finishOutput.outputID"
+    var id: UInt32
+    var asMessage: Message { .finishOutput(outputID: id) }
 }
 
 /// One frame asked for by ReadFrames: the frame shown at a time, or the frame with an index (0-based, in

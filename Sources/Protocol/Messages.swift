@@ -54,6 +54,19 @@ extension WireMessage {
     }
 }
 
+/// A payload that is one u32: the asset or output the message names. `field` names it in errors.
+protocol IDMessage: WireMessage {
+    static var field: StaticString { get }
+    var id: UInt32 { get }
+    init(id: UInt32)
+}
+
+extension IDMessage {
+    func encode(into w: inout ByteWriter) { w.u32(id) }
+
+    static func decode(from r: inout ByteReader) throws(TrackError) -> Self { Self(id: try r.u32(field)) }
+}
+
 /// One decoded message. The descriptors a message carries travel beside it (see `MessageSocket`).
 public enum Message: Sendable, Equatable {
     case hello(Hello)
@@ -93,14 +106,14 @@ public enum Message: Sendable, Equatable {
         switch self {
         case .hello(let hello): hello
         case .openAsset(let name): OpenAsset(name: name)
-        case .closeAsset(let assetID): CloseAsset(assetID: assetID)
+        case .closeAsset(let assetID): CloseAsset(id: assetID)
         case .createOutput(let create): create
         case .releaseSlots(let outputID, let slots): ReleaseSlots(outputID: outputID, slots: slots)
-        case .cancelOutput(let outputID): CancelOutput(outputID: outputID)
+        case .cancelOutput(let outputID): CancelOutput(id: outputID)
         case .generateImage(let generate): generate
         case .getStatus: GetStatus()
         case .resetOutput(let outputID, let ranges): ResetOutput(outputID: outputID, ranges: ranges)
-        case .finishOutput(let outputID): FinishOutput(outputID: outputID)
+        case .finishOutput(let outputID): FinishOutput(id: outputID)
         case .readFrames(let read): read
         case .helloReply(let reply): reply
         case .assetOpened(let opened): opened
@@ -112,7 +125,7 @@ public enum Message: Sendable, Equatable {
         case .outputFinished(let finished): finished
         case .image(let image): image
         case .status(let status): status
-        case .rangeEnded(let outputID): RangeEnded(outputID: outputID)
+        case .rangeEnded(let outputID): RangeEnded(id: outputID)
         case .framesResolved(let outputID, let frames): FramesResolved(outputID: outputID, frames: frames)
         case .error(let error): error
         }

@@ -203,16 +203,11 @@ extension OutputFinished: WireMessage {
 }
 
 /// `Message.rangeEnded`'s payload.
-struct RangeEnded: WireMessage {
+struct RangeEnded: IDMessage {
     static let messageType = MessageType.rangeEnded
-    var outputID: UInt32
-    var asMessage: Message { .rangeEnded(outputID: outputID) }
-
-    func encode(into w: inout ByteWriter) { w.u32(outputID) }
-
-    static func decode(from r: inout ByteReader) throws(TrackError) -> RangeEnded {
-        RangeEnded(outputID: try r.u32("rangeEnded.outputID"))
-    }
+    static let field: StaticString = "rangeEnded.outputID"
+    var id: UInt32
+    var asMessage: Message { .rangeEnded(outputID: id) }
 }
 
 /// What each ReadFrames request turned out to be: the frame's index and presentation time, in request order.
