@@ -31,20 +31,36 @@ public enum IndexCacheWire {
     /// A file description blob around `payload`; nil when it is empty or too large.
     public static func encodeDescription(_ payload: [UInt8]) -> [UInt8]? {
         guard !payload.isEmpty, payload.count <= maxDescriptionBytes else { return nil }
-        var out = descriptionMagic
-        put(&out, UInt64(version), 2)
-        put(&out, 0, 2)
-        put(&out, UInt64(payload.count), 8)
-        return out + payload
+        var out = header(descriptionMagic, count: payload.count)
+        out += payload
+        return out
     }
 
     /// The payload of a file description blob, or nil when the framing is wrong.
     public static func decodeDescription(_ bytes: [UInt8]) -> [UInt8]? {
-        guard bytes.count > headerBytes, bytes[0..<4].elementsEqual(descriptionMagic),
-              read(bytes, 4, 2) == UInt64(version), read(bytes, 6, 2) == 0 else { return nil }
-        let length = read(bytes, 8, 8)
-        guard length >= 1, length <= UInt64(maxDescriptionBytes), bytes.count == headerBytes + Int(length) else { return nil }
+        guard bytes.count > headerBytes, let length = try? readHeader(bytes, magic: descriptionMagic),
+              length >= 1, length <= UInt64(maxDescriptionBytes), bytes.count == headerBytes + Int(length) else { return nil }
         return Array(bytes[headerBytes...])
+    }
+
+    /// The 16-byte header both blob kinds open with: `magic`, u16 version, u16 0, u64 count (frames or bytes).
+    static func header(_ magic: [UInt8], count: Int) -> [UInt8] {
+        var out = magic
+        put(&out, UInt64(version), 2)
+        put(&out, 0, 2)
+        put(&out, UInt64(count), 8)
+        return out
+    }
+
+    /// The count field of a header opening with `magic` at this version; throws what is wrong with it otherwise.
+    static func readHeader<C: RandomAccessCollection>(_ bytes: C, magic: [UInt8]) throws(DecodeError) -> UInt64
+    where C.Element == UInt8, C.Index == Int {
+        guard bytes.count >= headerBytes else { throw .tooShort }
+        let base = bytes.startIndex
+        guard bytes[base..<base + 4].elementsEqual(magic) else { throw .badMagic }
+        let v = UInt16(read(bytes, base + 4, 2))
+        guard v == version, read(bytes, base + 6, 2) == 0 else { throw .unsupportedVersion(v) }
+        return read(bytes, base + 8, 8)
     }
 
     /// Whether the cache may keep `blob`: a frame index that decodes, or a well-framed file description.
@@ -65,12 +81,8 @@ public enum IndexCacheWire {
     /// nil when the frames break a rule `decode` checks (then they are not cached).
     public static func encode(_ frames: [Frame]) -> [UInt8]? {
         guard (try? validate(frames)) != nil else { return nil }
-        var out = [UInt8]()
+        var out = header(magic, count: frames.count)
         out.reserveCapacity(headerBytes + frames.count * frameBytes)
-        out += magic
-        put(&out, UInt64(version), 2)
-        put(&out, 0, 2)
-        put(&out, UInt64(frames.count), 8)
         for f in frames {
             put(&out, UInt64(bitPattern: f.presentationTime), 8)
             put(&out, UInt64(bitPattern: f.duration), 8)
@@ -82,18 +94,13 @@ public enum IndexCacheWire {
 
     /// Strict, bounded decoding: never traps, whatever the bytes.
     public static func decode<C: RandomAccessCollection>(_ bytes: C) throws(DecodeError) -> [Frame] where C.Element == UInt8, C.Index == Int {
-        guard bytes.count >= headerBytes else { throw .tooShort }
-        let base = bytes.startIndex
-        guard bytes[base..<base + 4].elementsEqual(magic) else { throw .badMagic }
-        let v = UInt16(read(bytes, base + 4, 2))
-        guard v == version, read(bytes, base + 6, 2) == 0 else { throw .unsupportedVersion(v) }
-        let count = read(bytes, base + 8, 8)
+        let count = try readHeader(bytes, magic: magic)
         guard count >= 1, count <= UInt64(maxFrames) else { throw .badFrameCount(count) }
         let expected = headerBytes + Int(count) * frameBytes
         guard bytes.count == expected else { throw .lengthMismatch(expected: expected, actual: bytes.count) }
         var frames = [Frame]()
         frames.reserveCapacity(Int(count))
-        var at = base + headerBytes
+        var at = bytes.startIndex + headerBytes
         for i in 0..<Int(count) {
             let flags = bytes[at + 20]
             guard flags & ~1 == 0 else { throw .badFrame(i, "unknown flags \(flags)") }

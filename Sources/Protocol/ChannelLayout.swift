@@ -134,13 +134,8 @@ public struct ChannelLayout: Sendable, Hashable {
         return known.map { "kAudioChannelLayoutTag_\($0) (\(hex))" } ?? "layout tag \(hex)"
     }
 
-    /// The layout a settings value describes, nil when the layout does not prescribe an order (DiscreteInOrder:
-    /// the channels in the track's own order). Throws a message naming what cannot be applied. Call only with
-    /// a value `OutputSettings.channelCount(ofLayout:)` accepts.
-    static func parse(_ value: SettingValue) throws(TrackError) -> ChannelLayout? {
-        func fail(_ message: String) -> TrackError {
-            TrackError(.unsupportedOutputSettings, "AVChannelLayoutKey: \(message)")
-        }
+    /// A settings value's mChannelLayoutTag, mChannelBitmap and the mChannelLabel of each channel description.
+    private static func fields(of value: SettingValue) throws(TrackError) -> (tag: UInt32, bitmap: UInt32, labels: [UInt32]) {
         var tag: UInt32 = 0, bitmap: UInt32 = 0
         var labels: [UInt32] = []
         switch value {
@@ -171,7 +166,18 @@ public struct ChannelLayout: Sendable, Hashable {
         default:
             throw fail("not an AudioChannelLayout")
         }
+        return (tag, bitmap, labels)
+    }
 
+    private static func fail(_ message: String) -> TrackError {
+        TrackError(.unsupportedOutputSettings, "AVChannelLayoutKey: \(message)")
+    }
+
+    /// The layout a settings value describes, nil when the layout does not prescribe an order (DiscreteInOrder:
+    /// the channels in the track's own order). Throws a message naming what cannot be applied. Call only with
+    /// a value `OutputSettings.channelCount(ofLayout:)` accepts.
+    static func parse(_ value: SettingValue) throws(TrackError) -> ChannelLayout? {
+        let (tag, bitmap, labels) = try fields(of: value)
         let layout: ChannelLayout
         switch tag {
         case useChannelDescriptions:

@@ -36,289 +36,35 @@ public enum MessageType: UInt16, Sendable, CaseIterable {
     }
 }
 
-public struct Hello: Sendable, Equatable {
-    public var minVersion: UInt16
-    public var maxVersion: UInt16
-    public var maxMessageSize: UInt32
-    public var maxFds: UInt16
-    public var clientName: String
+/// The payload of one message type: its layout, written beside its declaration (docs/PROTOCOL.md §8 and §9 give
+/// each byte by byte). `decode` is strict: every count and length bounded, every enum byte checked, a
+/// `.protocolViolation` naming the field otherwise. `Codec` adds the header and dispatches on the type code.
+protocol WireMessage: Sendable {
+    static var messageType: MessageType { get }
+    /// This payload as the `Message` that carries it.
+    var asMessage: Message { get }
+    func encode(into w: inout ByteWriter)
+    static func decode(from r: inout ByteReader) throws(TrackError) -> Self
+}
 
-    public init(minVersion: UInt16 = Wire.version, maxVersion: UInt16 = Wire.version,
-                maxMessageSize: UInt32 = Wire.defaultMaxMessageSize, maxFds: UInt16 = Wire.maxFdsPerMessage,
-                clientName: String) {
-        self.minVersion = minVersion
-        self.maxVersion = maxVersion
-        self.maxMessageSize = maxMessageSize
-        self.maxFds = maxFds
-        self.clientName = clientName
+extension WireMessage {
+    /// `decode`, as a `Message` (called through the dispatch table's `any WireMessage.Type`).
+    static func decodeMessage(from r: inout ByteReader) throws(TrackError) -> Message {
+        try decode(from: &r).asMessage
     }
 }
 
-public struct HelloReply: Sendable, Equatable {
-    public var version: UInt16
-    public var maxMessageSize: UInt32
-    public var maxFds: UInt16
-    public var workerPID: UInt32
-    public var serverVersion: String
-
-    public init(version: UInt16, maxMessageSize: UInt32, maxFds: UInt16, workerPID: UInt32, serverVersion: String) {
-        self.version = version
-        self.maxMessageSize = maxMessageSize
-        self.maxFds = maxFds
-        self.workerPID = workerPID
-        self.serverVersion = serverVersion
-    }
+/// A payload that is one u32: the asset or output the message names. `field` names it in errors.
+protocol IDMessage: WireMessage {
+    static var field: StaticString { get }
+    var id: UInt32 { get }
+    init(id: UInt32)
 }
 
-public struct AssetOpened: Sendable, Equatable {
-    public var assetID: UInt32
-    public var duration: MediaTime
-    public var tracks: [TrackDescription]
+extension IDMessage {
+    func encode(into w: inout ByteWriter) { w.u32(id) }
 
-    public init(assetID: UInt32, duration: MediaTime, tracks: [TrackDescription]) {
-        self.assetID = assetID
-        self.duration = duration
-        self.tracks = tracks
-    }
-}
-
-public struct CreateOutput: Sendable, Equatable {
-    public var assetID: UInt32
-    public var trackID: UInt32
-    public var timeRange: MediaTimeRange
-    /// nil: passthrough (samples as stored). Otherwise the output-settings dictionary.
-    public var settings: [String: SettingValue]?
-    /// AVAssetReaderOutput.supportsRandomAccess: the output ends each batch of ranges with RangeEnded and waits
-    /// for ResetOutput or FinishOutput instead of finishing.
-    public var supportsRandomAccess: Bool
-
-    /// Bits of the `flags` byte.
-    public static let flagSupportsRandomAccess: UInt8 = 1
-
-    public init(assetID: UInt32, trackID: UInt32, timeRange: MediaTimeRange, settings: [String: SettingValue]?,
-                supportsRandomAccess: Bool = false) {
-        self.assetID = assetID
-        self.trackID = trackID
-        self.timeRange = timeRange
-        self.settings = settings
-        self.supportsRandomAccess = supportsRandomAccess
-    }
-}
-
-/// One frame asked for by ReadFrames: the frame shown at a time, or the frame with an index (0-based, in
-/// presentation order, counting every frame of the track).
-public enum FrameRequest: Sendable, Equatable, Hashable {
-    case time(MediaTime)
-    case index(UInt64)
-}
-
-/// Exact random access: an output that delivers exactly the requested frames, decoded, in request order (each GOP
-/// decoded once), then finishes.
-public struct ReadFrames: Sendable, Equatable {
-    public var assetID: UInt32
-    public var trackID: UInt32
-    public var frames: [FrameRequest]
-    /// The output settings, as for CreateOutput; nil is not allowed (frames are decoded).
-    public var settings: [String: SettingValue]
-
-    public init(assetID: UInt32, trackID: UInt32, frames: [FrameRequest], settings: [String: SettingValue]) {
-        self.assetID = assetID
-        self.trackID = trackID
-        self.frames = frames
-        self.settings = settings
-    }
-}
-
-/// What each ReadFrames request turned out to be: the frame's index and presentation time, in request order.
-public struct ResolvedFrame: Sendable, Equatable {
-    public var index: UInt64
-    public var presentationTime: MediaTime
-
-    public init(index: UInt64, presentationTime: MediaTime) {
-        self.index = index
-        self.presentationTime = presentationTime
-    }
-}
-
-public struct OutputCreated: Sendable, Equatable {
-    public var outputID: UInt32
-    public var mediaType: MediaType
-    /// Decoded: the pixel format's code. Passthrough: the codec's code (avc1, …).
-    public var format: FourCC
-    public var width: UInt32
-    public var height: UInt32
-    /// Passthrough: the codec configuration record (avcC, hvcC, …) from the container; empty otherwise.
-    public var codecConfig: [UInt8]
-
-    public init(outputID: UInt32, mediaType: MediaType, format: FourCC, width: UInt32, height: UInt32,
-                codecConfig: [UInt8]) {
-        self.outputID = outputID
-        self.mediaType = mediaType
-        self.format = format
-        self.width = width
-        self.height = height
-        self.codecConfig = codecConfig
-    }
-}
-
-public struct PoolAdded: Sendable, Equatable {
-    public var outputID: UInt32
-    public var poolID: UInt32
-    public var slotCount: UInt32
-    public var slotSize: UInt64
-
-    public init(outputID: UInt32, poolID: UInt32, slotCount: UInt32, slotSize: UInt64) {
-        self.outputID = outputID
-        self.poolID = poolID
-        self.slotCount = slotCount
-        self.slotSize = slotSize
-    }
-}
-
-public struct SlotRef: Sendable, Hashable {
-    public var poolID: UInt32
-    public var slot: UInt32
-
-    public init(poolID: UInt32, slot: UInt32) {
-        self.poolID = poolID
-        self.slot = slot
-    }
-}
-
-public struct Sample: Sendable, Equatable {
-    public static let flagSync: UInt32 = 1
-    public static let flagHasDecodeTime: UInt32 = 2
-    /// The first sample after a discontinuity in the stream (GST_BUFFER_FLAG_DISCONT): after a seek or a gap.
-    public static let flagDiscontinuity: UInt32 = 4
-    /// No other sample depends on this one (GST_BUFFER_FLAG_DROPPABLE): IsDependedOnByOthers is false.
-    public static let flagDroppable: UInt32 = 8
-
-    public var outputID: UInt32
-    public var slot: SlotRef
-    /// Bytes of this sample, starting at the slot's offset (slot × slotSize) in the pool.
-    public var length: UInt64
-    public var presentationTime: MediaTime
-    public var decodeTime: MediaTime
-    public var duration: MediaTime
-    public var flags: UInt32
-    /// Pixel format code when decoded, codec code when passthrough.
-    public var format: FourCC
-    public var width: UInt32
-    public var height: UInt32
-    public var colorimetry: Colorimetry
-    public var planes: [PlaneLayout]
-    /// Decoded audio: the number of frames (one sample per channel) in this sample; 0 for video and passthrough.
-    public var frameCount: UInt32
-
-    public init(outputID: UInt32, slot: SlotRef, length: UInt64, presentationTime: MediaTime, decodeTime: MediaTime,
-                duration: MediaTime, flags: UInt32, format: FourCC, width: UInt32, height: UInt32,
-                colorimetry: Colorimetry, planes: [PlaneLayout], frameCount: UInt32 = 0) {
-        self.outputID = outputID
-        self.slot = slot
-        self.length = length
-        self.presentationTime = presentationTime
-        self.decodeTime = decodeTime
-        self.duration = duration
-        self.flags = flags
-        self.format = format
-        self.width = width
-        self.height = height
-        self.colorimetry = colorimetry
-        self.planes = planes
-        self.frameCount = frameCount
-    }
-
-    public var isSync: Bool { flags & Sample.flagSync != 0 }
-}
-
-/// Final state of an output, with AVAssetReaderStatus numbering.
-public enum OutputStatus: UInt8, Sendable {
-    case completed = 2, failed = 3, cancelled = 4
-}
-
-public struct OutputFinished: Sendable, Equatable {
-    public var outputID: UInt32
-    public var status: OutputStatus
-    /// 0 unless failed.
-    public var code: Int32
-    public var message: String
-
-    public init(outputID: UInt32, status: OutputStatus, code: Int32 = 0, message: String = "") {
-        self.outputID = outputID
-        self.status = status
-        self.code = code
-        self.message = message
-    }
-}
-
-public struct GenerateImage: Sendable, Equatable {
-    public var assetID: UInt32
-    public var trackID: UInt32
-    public var time: MediaTime
-    /// 'png ' is the only image format of version 1.
-    public var imageFormat: FourCC
-
-    public init(assetID: UInt32, trackID: UInt32, time: MediaTime, imageFormat: FourCC = "png ") {
-        self.assetID = assetID
-        self.trackID = trackID
-        self.time = time
-        self.imageFormat = imageFormat
-    }
-}
-
-public struct ImageReady: Sendable, Equatable {
-    public var actualTime: MediaTime
-    public var width: UInt32
-    public var height: UInt32
-    public var length: UInt64
-
-    public init(actualTime: MediaTime, width: UInt32, height: UInt32, length: UInt64) {
-        self.actualTime = actualTime
-        self.width = width
-        self.height = height
-        self.length = length
-    }
-}
-
-/// The Status reply: the supervisor's counters, this session's, and the whole daemon's sample traffic.
-public struct StatusReport: Sendable, Equatable {
-    public var workerPID: UInt32
-    public var supervisorPID: UInt32
-    public var supervisorUptimeMs: UInt64
-    public var connectionsAccepted: UInt64
-    public var activeConnections: UInt32
-    public var workerCrashes: UInt64
-    public var openAssets: UInt32
-    public var activeOutputs: UInt32
-    /// This session's Sample messages and the bytes its worker copied (into pools and image memfds).
-    public var samplesSent: UInt64
-    public var bytesCopied: UInt64
-    /// Every connection since the supervisor started, this one included: Sample messages, bytes copied, and bytes
-    /// of sample data sent zero-copy (frames GStreamer wrote straight into shared memory).
-    public var daemonSamplesSent: UInt64
-    public var daemonBytesCopied: UInt64
-    public var daemonBytesShared: UInt64
-    public var gstreamerVersion: String
-
-    public init(workerPID: UInt32, supervisorPID: UInt32, supervisorUptimeMs: UInt64, connectionsAccepted: UInt64,
-                activeConnections: UInt32, workerCrashes: UInt64, openAssets: UInt32, activeOutputs: UInt32,
-                samplesSent: UInt64, bytesCopied: UInt64, daemonSamplesSent: UInt64 = 0, daemonBytesCopied: UInt64 = 0,
-                daemonBytesShared: UInt64 = 0, gstreamerVersion: String) {
-        self.workerPID = workerPID
-        self.supervisorPID = supervisorPID
-        self.supervisorUptimeMs = supervisorUptimeMs
-        self.connectionsAccepted = connectionsAccepted
-        self.activeConnections = activeConnections
-        self.workerCrashes = workerCrashes
-        self.openAssets = openAssets
-        self.activeOutputs = activeOutputs
-        self.samplesSent = samplesSent
-        self.bytesCopied = bytesCopied
-        self.daemonSamplesSent = daemonSamplesSent
-        self.daemonBytesCopied = daemonBytesCopied
-        self.daemonBytesShared = daemonBytesShared
-        self.gstreamerVersion = gstreamerVersion
-    }
+    static func decode(from r: inout ByteReader) throws(TrackError) -> Self { Self(id: try r.u32(field)) }
 }
 
 /// One decoded message. The descriptors a message carries travel beside it (see `MessageSocket`).
@@ -352,32 +98,36 @@ public enum Message: Sendable, Equatable {
     case framesResolved(outputID: UInt32, frames: [ResolvedFrame])
     case error(TrackError)
 
-    public var type: MessageType {
+    public var type: MessageType { Swift.type(of: payload).messageType }
+
+    /// The payload, as the type that encodes it. The cases without a public struct of their own have a small
+    /// internal one beside the others (ClientMessages.swift, WorkerMessages.swift, OutputEvents.swift).
+    var payload: any WireMessage {
         switch self {
-        case .hello: .hello
-        case .openAsset: .openAsset
-        case .closeAsset: .closeAsset
-        case .createOutput: .createOutput
-        case .releaseSlots: .releaseSlots
-        case .cancelOutput: .cancelOutput
-        case .generateImage: .generateImage
-        case .getStatus: .getStatus
-        case .resetOutput: .resetOutput
-        case .finishOutput: .finishOutput
-        case .readFrames: .readFrames
-        case .helloReply: .helloReply
-        case .assetOpened: .assetOpened
-        case .ack: .ack
-        case .outputCreated: .outputCreated
-        case .poolAdded: .poolAdded
-        case .poolRemoved: .poolRemoved
-        case .sample: .sample
-        case .outputFinished: .outputFinished
-        case .image: .image
-        case .status: .status
-        case .rangeEnded: .rangeEnded
-        case .framesResolved: .framesResolved
-        case .error: .error
+        case .hello(let hello): hello
+        case .openAsset(let name): OpenAsset(name: name)
+        case .closeAsset(let assetID): CloseAsset(id: assetID)
+        case .createOutput(let create): create
+        case .releaseSlots(let outputID, let slots): ReleaseSlots(outputID: outputID, slots: slots)
+        case .cancelOutput(let outputID): CancelOutput(id: outputID)
+        case .generateImage(let generate): generate
+        case .getStatus: GetStatus()
+        case .resetOutput(let outputID, let ranges): ResetOutput(outputID: outputID, ranges: ranges)
+        case .finishOutput(let outputID): FinishOutput(id: outputID)
+        case .readFrames(let read): read
+        case .helloReply(let reply): reply
+        case .assetOpened(let opened): opened
+        case .ack: Ack()
+        case .outputCreated(let created): created
+        case .poolAdded(let pool): pool
+        case .poolRemoved(let outputID, let poolID): PoolRemoved(outputID: outputID, poolID: poolID)
+        case .sample(let sample): sample
+        case .outputFinished(let finished): finished
+        case .image(let image): image
+        case .status(let status): status
+        case .rangeEnded(let outputID): RangeEnded(id: outputID)
+        case .framesResolved(let outputID, let frames): FramesResolved(outputID: outputID, frames: frames)
+        case .error(let error): error
         }
     }
 }

@@ -28,6 +28,64 @@ public indirect enum SettingValue: Sendable, Hashable, CustomStringConvertible {
     }
 }
 
+// Settings on the wire (docs/PROTOCOL.md §10.1): a tag byte, then the value; a dictionary is a u16 count of
+// (string key, value) pairs in key order, no key twice; nesting at most `Wire.maxSettingsDepth` deep.
+extension SettingValue {
+    func encode(into w: inout ByteWriter) {
+        switch self {
+        case .int(let i): w.u8(1); w.i64(i)
+        case .double(let d): w.u8(2); w.f64(d)
+        case .bool(let b): w.u8(3); w.bool(b)
+        case .string(let s): w.u8(4); w.string(s)
+        case .array(let a): w.u8(5); w.list(a, max: Wire.maxSettingsItems) { w, item in item.encode(into: &w) }
+        case .dictionary(let d): w.u8(6); Self.encodeDictionary(d, into: &w)
+        }
+    }
+
+    static func encodeDictionary(_ d: [String: SettingValue], into w: inout ByteWriter) {
+        w.list(d.keys.sorted(), max: Wire.maxSettingsItems) { w, key in
+            w.string(key)
+            d[key]!.encode(into: &w)
+        }
+    }
+
+    /// `depth` is the nesting depth of the container that holds this value (the top-level dictionary is 1).
+    /// Every array or dictionary value is one level deeper than its container.
+    static func decode(from r: inout ByteReader, depth: Int) throws(TrackError) -> SettingValue {
+        switch try r.u8("settings.tag") {
+        case 1: return .int(try r.i64("settings.int"))
+        case 2: return .double(try r.f64("settings.double"))
+        case 3: return .bool(try r.bool("settings.bool"))
+        case 4: return .string(try r.string("settings.string"))
+        case 5:
+            try checkDepth(depth + 1)
+            return .array(try r.list("settings.arrayCount", max: Wire.maxSettingsItems) { r throws(TrackError) in
+                try decode(from: &r, depth: depth + 1)
+            })
+        case 6: return .dictionary(try decodeDictionary(from: &r, depth: depth + 1))
+        case let t: throw TrackError(.protocolViolation, "settings: unknown value tag \(t)")
+        }
+    }
+
+    static func decodeDictionary(from r: inout ByteReader, depth: Int) throws(TrackError) -> [String: SettingValue] {
+        try checkDepth(depth)
+        let n = try r.count("settings.dictionaryCount", max: Wire.maxSettingsItems)
+        var d: [String: SettingValue] = [:]
+        for _ in 0..<n {
+            let key = try r.string("settings.key")
+            guard d[key] == nil else { throw TrackError(.protocolViolation, "settings: key \"\(key)\" appears twice") }
+            d[key] = try decode(from: &r, depth: depth)
+        }
+        return d
+    }
+
+    private static func checkDepth(_ depth: Int) throws(TrackError) {
+        guard depth <= Wire.maxSettingsDepth else {
+            throw TrackError(.protocolViolation, "settings: nesting deeper than \(Wire.maxSettingsDepth)")
+        }
+    }
+}
+
 /// Output-settings keys, spelled as Apple's constants' string values (what an NSDictionary built with the
 /// constants holds), so a dictionary dumped on macOS can be sent unchanged.
 public enum SettingsKey {
@@ -103,6 +161,21 @@ public enum OutputSettings {
 
     /// Validates settings for a video track. `nil` settings mean passthrough and are not passed here.
     public static func validateVideo(_ settings: [String: SettingValue]) throws(TrackError) -> VideoOutputRequest {
+        let settings = try canonicalKeys(settings)
+        try checkVideoKeys(settings)
+        var format = PixelFormat.named("420v")!
+        if let value = settings[SettingsKey.pixelFormatType] { format = try pixelFormat(value) }
+        let width = try dimension(SettingsKey.width, in: settings)
+        let height = try dimension(SettingsKey.height, in: settings)
+        if !format.scalable && (width != nil || height != nil) {
+            throw TrackError(.unsupportedOutputSettings,
+                             "AVAssetReaderTrackOutput does not support scaling to Width/Height with pixel format \(format.code)")
+        }
+        return VideoOutputRequest(pixelFormat: format, width: width, height: height)
+    }
+
+    /// The settings with every key under its canonical name (`kCVPixelBufferWidthKey` → `Width`).
+    static func canonicalKeys(_ settings: [String: SettingValue]) throws(TrackError) -> [String: SettingValue] {
         var canonical: [String: SettingValue] = [:]
         for key in settings.keys.sorted() {
             let name = SettingsKey.canonical(key)
@@ -112,7 +185,11 @@ public enum OutputSettings {
             }
             canonical[name] = settings[key]
         }
-        let settings = canonical
+        return canonical
+    }
+
+    /// Refuses compressed output, audio keys, the video keys trackd does not support and unknown keys, in that order.
+    static func checkVideoKeys(_ settings: [String: SettingValue]) throws(TrackError) {
         if settings[SettingsKey.videoCodec] != nil {
             throw TrackError(.unsupportedOutputSettings, "AVAssetReaderOutput does not currently support compressed output")
         }
@@ -127,223 +204,47 @@ public enum OutputSettings {
             throw TrackError(.unsupportedOutputSettings,
                              "Output settings dictionary contains one or more invalid keys: \(unknown.joined(separator: ", "))")
         }
-        var format = PixelFormat.named("420v")!
-        if let value = settings[SettingsKey.pixelFormatType] {
-            let candidates: [SettingValue] = if case .array(let list) = value { list } else { [value] }
-            guard !candidates.isEmpty else {
-                throw TrackError(.unsupportedOutputSettings, "kCVPixelBufferPixelFormatTypeKey is an empty array")
-            }
-            var chosen: PixelFormat?
-            var named: [String] = []
-            var unsupported: UnsupportedPixelFormat?
-            for candidate in candidates {
-                let f: PixelFormat?
-                switch candidate {
-                case .int(let n) where n >= 0 && n <= Int64(UInt32.max):
-                    f = PixelFormat.named(FourCC(rawValue: UInt32(n)))
-                    named.append(FourCC(rawValue: UInt32(n)).description)
-                    if f == nil, unsupported == nil { unsupported = UnsupportedPixelFormat.named(FourCC(rawValue: UInt32(n))) }
-                case .string(let s):
-                    f = PixelFormat.parse(s)
-                    named.append(s)
-                    if f == nil, unsupported == nil { unsupported = UnsupportedPixelFormat.parse(s) }
-                default:
-                    throw TrackError(.unsupportedOutputSettings,
-                                     "kCVPixelBufferPixelFormatTypeKey must be a number or an array of numbers, not \(candidate)")
-                }
-                if let f { chosen = f; break }
-            }
-            guard let chosen else {
-                if let unsupported { throw TrackError(.unsupportedOutputSettings, unsupported.message) }
+    }
+
+    /// kCVPixelBufferPixelFormatTypeKey's value: a code or name, or an array of them (the first trackd supports wins).
+    static func pixelFormat(_ value: SettingValue) throws(TrackError) -> PixelFormat {
+        let candidates: [SettingValue] = if case .array(let list) = value { list } else { [value] }
+        guard !candidates.isEmpty else {
+            throw TrackError(.unsupportedOutputSettings, "kCVPixelBufferPixelFormatTypeKey is an empty array")
+        }
+        var named: [String] = []
+        var unsupported: UnsupportedPixelFormat?
+        for candidate in candidates {
+            let f: PixelFormat?
+            switch candidate {
+            case .int(let n) where n >= 0 && n <= Int64(UInt32.max):
+                f = PixelFormat.named(FourCC(rawValue: UInt32(n)))
+                named.append(FourCC(rawValue: UInt32(n)).description)
+                if f == nil, unsupported == nil { unsupported = UnsupportedPixelFormat.named(FourCC(rawValue: UInt32(n))) }
+            case .string(let s):
+                f = PixelFormat.parse(s)
+                named.append(s)
+                if f == nil, unsupported == nil { unsupported = UnsupportedPixelFormat.parse(s) }
+            default:
                 throw TrackError(.unsupportedOutputSettings,
-                                 "Unsupported pixel format \(named.joined(separator: ", ")) (see `trackctl read --pixel-format list`)")
+                                 "kCVPixelBufferPixelFormatTypeKey must be a number or an array of numbers, not \(candidate)")
             }
-            format = chosen
+            if let f { return f }
         }
-        func dimension(_ key: String) throws(TrackError) -> Int? {
-            guard let value = settings[key] else { return nil }
-            guard let n = value.intValue else {
-                throw TrackError(.unsupportedOutputSettings, "\(key) must be a number, not \(value)")
-            }
-            guard n >= 0 else { throw TrackError(.unsupportedOutputSettings, "\(key) must not be negative (\(n))") }
-            guard n <= 16384 else { throw TrackError(.unsupportedOutputSettings, "\(key) \(n) is larger than 16384") }
-            return n == 0 ? nil : Int(n)
+        if let unsupported { throw TrackError(.unsupportedOutputSettings, unsupported.message) }
+        throw TrackError(.unsupportedOutputSettings,
+                         "Unsupported pixel format \(named.joined(separator: ", ")) (see `trackctl read --pixel-format list`)")
+    }
+
+    /// Width or Height: nil when absent or 0 (the track's own), otherwise 1 … 16384.
+    static func dimension(_ key: String, in settings: [String: SettingValue]) throws(TrackError) -> Int? {
+        guard let value = settings[key] else { return nil }
+        guard let n = value.intValue else {
+            throw TrackError(.unsupportedOutputSettings, "\(key) must be a number, not \(value)")
         }
-        let width = try dimension(SettingsKey.width)
-        let height = try dimension(SettingsKey.height)
-        if !format.scalable && (width != nil || height != nil) {
-            throw TrackError(.unsupportedOutputSettings,
-                             "AVAssetReaderTrackOutput does not support scaling to Width/Height with pixel format \(format.code)")
-        }
-        return VideoOutputRequest(pixelFormat: format, width: width, height: height)
+        guard n >= 0 else { throw TrackError(.unsupportedOutputSettings, "\(key) must not be negative (\(n))") }
+        guard n <= 16384 else { throw TrackError(.unsupportedOutputSettings, "\(key) \(n) is larger than 16384") }
+        return n == 0 ? nil : Int(n)
     }
 }
 
-/// What a validated linear PCM audio output asks the pipeline for. nil rate/channels: the track's own.
-public struct AudioOutputRequest: Sendable, Hashable {
-    public var sampleRate: Int?
-    public var channels: Int?
-    /// 8, 16, 24 (packed, 3 bytes) or 32.
-    public var bitDepth: Int
-    /// 32-bit IEEE float; otherwise signed integer.
-    public var isFloat: Bool
-    public var isBigEndian: Bool
-    public var isNonInterleaved: Bool
-    /// AVChannelLayoutKey: the speaker of each output channel, in order (nil: GStreamer's default order).
-    public var channelLayout: ChannelLayout?
-
-    public init(sampleRate: Int? = nil, channels: Int? = nil, bitDepth: Int = 16, isFloat: Bool = false,
-                isBigEndian: Bool = false, isNonInterleaved: Bool = false, channelLayout: ChannelLayout? = nil) {
-        self.channelLayout = channelLayout
-        self.sampleRate = sampleRate
-        self.channels = channels
-        self.bitDepth = bitDepth
-        self.isFloat = isFloat
-        self.isBigEndian = isBigEndian
-        self.isNonInterleaved = isNonInterleaved
-    }
-
-    public var bytesPerSample: Int { bitDepth / 8 }
-
-    /// The GStreamer audio format with exactly this memory layout (S24LE/S24BE are packed 3-byte samples).
-    public var gstFormat: String {
-        if isFloat { return isBigEndian ? "F32BE" : "F32LE" }
-        if bitDepth == 8 { return "S8" }
-        return "S\(bitDepth)" + (isBigEndian ? "BE" : "LE")
-    }
-
-    /// The most channels trackd produces, and the most a non-interleaved output can have (one plane per channel,
-    /// and a Sample carries at most Wire.maxPlanes planes).
-    public static let maxChannels = 8
-    public static var maxNonInterleavedChannels: Int { Wire.maxPlanes }
-}
-
-extension OutputSettings {
-    /// Validates settings for an audio track (decoded linear PCM). Messages use Apple's wording where it has one.
-    public static func validateAudio(_ settings: [String: SettingValue]) throws(TrackError) -> AudioOutputRequest {
-        func fail(_ message: String) -> TrackError { TrackError(.unsupportedOutputSettings, message) }
-        if settings[SettingsKey.videoCodec] != nil {
-            throw fail("AVAssetReaderOutput does not currently support compressed output")
-        }
-        if let format = settings[SettingsKey.formatID] {
-            let isLPCM: Bool = switch format {
-            case .int(let n): n == 0x6C70_636D
-            case .string(let s): s == "lpcm"
-            default: false
-            }
-            guard isLPCM else { throw fail("AVAssetReaderOutput does not currently support compressed output") }
-        }
-        if settings.keys.contains(where: SettingsKey.videoKeys.contains) {
-            throw fail("Output settings are not compatible with media type soun")
-        }
-        if settings[SettingsKey.sampleRateConverterQuality] != nil {
-            throw fail("AVAssetReaderOutput does not support AVSampleRateConverterAudioQualityKey")
-        }
-        let encoder = settings.keys.filter(SettingsKey.encoderKeys.contains).sorted()
-        if !encoder.isEmpty {
-            throw fail("The following keys are not allowed when format ID is 'lpcm': \(encoder.joined(separator: ", "))")
-        }
-        let unknown = settings.keys.filter { !SettingsKey.linearPCMKeys.contains($0) }.sorted()
-        if !unknown.isEmpty {
-            throw fail("Output settings dictionary contains one or more invalid keys: \(unknown.joined(separator: ", "))")
-        }
-        func flag(_ key: String) throws(TrackError) -> Bool? {
-            switch settings[key] {
-            case nil: return nil
-            case .bool(let b): return b
-            case .int(let n) where n == 0 || n == 1: return n == 1
-            case let value?: throw fail("\(key) must be a boolean, not \(value)")
-            }
-        }
-        var request = AudioOutputRequest()
-        if let value = settings[SettingsKey.sampleRate] {
-            guard let n = value.intValue, n >= 8000, n <= 192_000 else {
-                throw fail("AVSampleRateKey must be a whole number of Hz between 8000 and 192000, not \(value)")
-            }
-            request.sampleRate = Int(n)
-        }
-        if let value = settings[SettingsKey.numberOfChannels] {
-            guard let n = value.intValue, n > 0 else {
-                throw fail("AVNumberOfChannelsKey must be greater than 0, not \(value)")
-            }
-            guard n <= AudioOutputRequest.maxChannels else {
-                throw fail("AVNumberOfChannelsKey \(n) is more than trackd supports (\(AudioOutputRequest.maxChannels))")
-            }
-            request.channels = Int(n)
-        }
-        if let layout = settings[SettingsKey.channelLayout] {
-            guard let count = channelCount(ofLayout: layout) else {
-                throw fail("AVChannelLayoutKey must be an AudioChannelLayout (data as an array of bytes, or a dictionary), not \(layout)")
-            }
-            guard let channels = request.channels else {
-                throw fail("AVChannelLayoutKey requires AVNumberOfChannelsKey")
-            }
-            guard count == channels else {
-                throw fail("The number of channels in AVChannelLayoutKey (\(count)) does not match AVNumberOfChannelsKey (\(channels))")
-            }
-            request.channelLayout = try ChannelLayout.parse(layout)
-        }
-        let isFloat = try flag(SettingsKey.isFloat)
-        let depthValue = settings[SettingsKey.bitDepth]
-        if (isFloat == nil) != (depthValue == nil) {
-            throw fail("AVLinearPCMIsFloatKey and AVLinearPCMBitDepthKey must be specified together")
-        }
-        if let depthValue, let isFloat {
-            guard let depth = depthValue.intValue, [8, 16, 24, 32].contains(depth) else {
-                throw fail("AVLinearPCMBitDepthKey must be 8, 16, 24 or 32, not \(depthValue)")
-            }
-            if isFloat && depth != 32 {
-                throw fail("AVLinearPCMBitDepthKey must be 32 when AVLinearPCMIsFloatKey is YES, not \(depth)")
-            }
-            request.bitDepth = Int(depth)
-            request.isFloat = isFloat
-        }
-        request.isBigEndian = try flag(SettingsKey.isBigEndian) ?? false
-        request.isNonInterleaved = try flag(SettingsKey.isNonInterleaved) ?? false
-        if request.isNonInterleaved, let channels = request.channels, channels > AudioOutputRequest.maxNonInterleavedChannels {
-            throw fail("AVLinearPCMIsNonInterleaved output has one plane per channel; trackd supports at most \(AudioOutputRequest.maxNonInterleavedChannels), not \(channels)")
-        }
-        return request
-    }
-
-    /// The channel count an AudioChannelLayout describes, or nil when the value is not a layout.
-    /// Data (an array of byte values): the C struct, little-endian — mChannelLayoutTag, mChannelBitmap,
-    /// mNumberChannelDescriptions (u32 each), then 20 bytes per description. Dictionary: the same fields by name
-    /// (`mChannelLayoutTag`, `mChannelBitmap`, `mChannelDescriptions` as an array).
-    /// Tag 0 (UseChannelDescriptions): the number of descriptions; 0x10000 (UseChannelBitmap): the bits set in
-    /// the bitmap; any other tag: its low 16 bits.
-    static func channelCount(ofLayout value: SettingValue) -> Int? {
-        func count(tag: UInt32, bitmap: UInt32, descriptions: Int) -> Int {
-            switch tag {
-            case 0: descriptions
-            case 0x10000: bitmap.nonzeroBitCount
-            default: Int(tag & 0xFFFF)
-            }
-        }
-        switch value {
-        case .array(let items):
-            var bytes: [UInt8] = []
-            for item in items {
-                guard case .int(let b) = item, (0...255).contains(b) else { return nil }
-                bytes.append(UInt8(b))
-            }
-            guard bytes.count >= 12 else { return nil }
-            func u32(_ i: Int) -> UInt32 { (0..<4).reduce(0) { $0 | UInt32(bytes[i + $1]) << (8 * $1) } }
-            let n = Int(u32(8))
-            guard bytes.count >= 12 + 20 * n else { return nil }
-            return count(tag: u32(0), bitmap: u32(4), descriptions: n)
-        case .dictionary(let d):
-            guard let tag = d["mChannelLayoutTag"]?.intValue, tag >= 0, tag <= Int64(UInt32.max) else { return nil }
-            let bitmap = d["mChannelBitmap"]?.intValue ?? 0
-            guard bitmap >= 0, bitmap <= Int64(UInt32.max) else { return nil }
-            var descriptions = 0
-            if let list = d["mChannelDescriptions"] {
-                guard case .array(let a) = list else { return nil }
-                descriptions = a.count
-            }
-            return count(tag: UInt32(tag), bitmap: UInt32(bitmap), descriptions: descriptions)
-        default:
-            return nil
-        }
-    }
-}

@@ -154,15 +154,12 @@ public struct TrackDescription: Sendable, Hashable {
         w.string(level)
         w.u32(pixelAspectRatio.numerator)
         w.u32(pixelAspectRatio.denominator)
-        w.u8(colorimetry.range)
-        w.u8(colorimetry.matrix)
-        w.u8(colorimetry.primaries)
-        w.u8(colorimetry.transfer)
+        colorimetry.encode(into: &w)
         w.u32(bitRate)
         w.string(channelLayout)
     }
 
-    static func decode(_ r: inout ByteReader) throws(TrackError) -> TrackDescription {
+    static func decode(from r: inout ByteReader) throws(TrackError) -> TrackDescription {
         TrackDescription(
             id: try r.u32("track.id"), mediaType: MediaType(rawValue: try r.u8("track.mediaType")) ?? .other,
             codec: try r.fourCC("track.codec"), width: try r.u32("track.width"), height: try r.u32("track.height"),
@@ -175,8 +172,7 @@ public struct TrackDescription: Sendable, Hashable {
             profile: try r.string("track.profile"), level: try r.string("track.level"),
             pixelAspectRatio: PixelAspectRatio(numerator: try r.u32("track.parNumerator"),
                                                denominator: try r.u32("track.parDenominator")),
-            colorimetry: Colorimetry(range: try r.u8("track.range"), matrix: try r.u8("track.matrix"),
-                                     primaries: try r.u8("track.primaries"), transfer: try r.u8("track.transfer")),
+            colorimetry: try Colorimetry.decode(from: &r, "track.range", "track.matrix", "track.primaries", "track.transfer"),
             bitRate: try r.u32("track.bitRate"), channelLayout: try r.string("track.channelLayout"))
     }
 }
@@ -196,6 +192,20 @@ public struct Colorimetry: Sendable, Hashable {
         self.primaries = primaries
         self.transfer = transfer
     }
+
+    /// Four bytes: range, matrix, primaries, transfer.
+    func encode(into w: inout ByteWriter) {
+        w.u8(range)
+        w.u8(matrix)
+        w.u8(primaries)
+        w.u8(transfer)
+    }
+
+    /// The four field names are for errors: they say which message's colorimetry was short.
+    static func decode(from r: inout ByteReader, _ range: StaticString, _ matrix: StaticString, _ primaries: StaticString,
+                       _ transfer: StaticString) throws(TrackError) -> Colorimetry {
+        Colorimetry(range: try r.u8(range), matrix: try r.u8(matrix), primaries: try r.u8(primaries), transfer: try r.u8(transfer))
+    }
 }
 
 /// Where one plane of a sample lies inside its slot.
@@ -214,5 +224,17 @@ public struct PlaneLayout: Sendable, Hashable {
         self.bytesPerRow = bytesPerRow
         self.rowBytes = rowBytes
         self.height = height
+    }
+
+    func encode(into w: inout ByteWriter) {
+        w.u64(offset)
+        w.u32(bytesPerRow)
+        w.u32(rowBytes)
+        w.u32(height)
+    }
+
+    static func decode(from r: inout ByteReader) throws(TrackError) -> PlaneLayout {
+        PlaneLayout(offset: try r.u64("plane.offset"), bytesPerRow: try r.u32("plane.bytesPerRow"),
+                    rowBytes: try r.u32("plane.rowBytes"), height: try r.u32("plane.height"))
     }
 }

@@ -38,6 +38,25 @@ public struct ByteWriter: Sendable {
         i32(t.timescale)
         u32(t.flags)
     }
+
+    public mutating func timeRange(_ r: MediaTimeRange) {
+        time(r.start)
+        time(r.duration)
+    }
+
+    /// A u16 count, then each item. At most `max` items are written: the receiver refuses a longer list.
+    public mutating func list<C: Collection>(_ items: C, max: Int, _ item: (inout ByteWriter, C.Element) -> Void) {
+        let written = items.prefix(max)
+        u16(UInt16(written.count))
+        for element in written { item(&self, element) }
+    }
+
+    /// A presence byte (0 absent, 1 present), then the value when present.
+    public mutating func optional<T>(_ value: T?, _ item: (inout ByteWriter, T) -> Void) {
+        guard let value else { return u8(0) }
+        u8(1)
+        item(&self, value)
+    }
 }
 
 public struct ByteReader {
@@ -109,11 +128,46 @@ public struct ByteReader {
         MediaTime(value: try i64(f), timescale: try i32(f), flags: try u32(f))
     }
 
+    public mutating func timeRange(_ start: StaticString, _ duration: StaticString) throws(TrackError) -> MediaTimeRange {
+        MediaTimeRange(start: try time(start), duration: try time(duration))
+    }
+
     /// A count of repeated items, bounded.
     public mutating func count(_ f: StaticString, max: Int) throws(TrackError) -> Int {
         let n = Int(try u16(f))
         guard n <= max else { throw TrackError(.protocolViolation, "\(f): count \(n) exceeds \(max)") }
         return n
+    }
+
+    /// A u16 count (`f`, at most `max`), then that many items, each read by `item`.
+    public mutating func list<T>(_ f: StaticString, max: Int,
+                                 _ item: (inout ByteReader) throws(TrackError) -> T) throws(TrackError) -> [T] {
+        try repeated(try count(f, max: max), item)
+    }
+
+    /// `n` items, each read by `item`.
+    public mutating func repeated<T>(_ n: Int, _ item: (inout ByteReader) throws(TrackError) -> T) throws(TrackError) -> [T] {
+        var items: [T] = []
+        items.reserveCapacity(n)
+        for _ in 0..<n { items.append(try item(&self)) }
+        return items
+    }
+
+    /// A presence byte (`f`: 0 absent, 1 present), then the value when present.
+    public mutating func optional<T>(_ f: StaticString,
+                                     _ item: (inout ByteReader) throws(TrackError) -> T) throws(TrackError) -> T? {
+        switch try u8(f) {
+        case 0: return nil
+        case 1: return try item(&self)
+        case let v: throw TrackError(.protocolViolation, "\(f): \(v) is neither 0 nor 1")
+        }
+    }
+
+    /// The u32 `Wire.magic` ("TRKD") that opens Hello and HelloReply.
+    public mutating func magic(_ f: StaticString, of message: StaticString) throws(TrackError) {
+        guard try u32(f) == Wire.magic else {
+            throw TrackError(.protocolViolation, "\(message): magic is not \"TRKD\"")
+        }
     }
 
     public func expectEnd(_ type: String) throws(TrackError) {
