@@ -414,7 +414,9 @@ start and imports included). Every library is at its best documented settings: P
 \`stream.thread_type = "AUTO"\` (frame and slice threads; PyAV's default is no threads, which is what the earlier
 PyAV row measured: kept as the "no threads" row), OpenCV's FFmpeg backend as it comes, decord with num_threads=0
 (it picks), TorchCodec with seek_mode="exact" and num_ffmpeg_threads=0 (FFmpeg picks; TorchCodec's default is 1
-thread), the ffmpeg CLI with its default threads. A row that could not run here is listed with the reason.
+thread), the ffmpeg CLI with its default threads. No row reads the pixels beyond making its arrays: PyAV's
+to_ndarray, OpenCV, decord's asnumpy and TorchCodec write each frame into new memory; trackd's arrays are views of
+the shared memory the worker wrote. A row that could not run here is listed with the reason.
 
 $table
 
