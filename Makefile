@@ -36,7 +36,7 @@ comma := ,
 empty :=
 space := $(empty) $(empty)
 
-.PHONY: help deps build build-debug build-dist install deb package-check test test-python test-torch venv-test verify-units fuzz-protocol fuzz-media run serve bench bench-pipelines clean
+.PHONY: help deps build build-debug build-dist install deb package-check test test-python test-torch venv-test verify-units fuzz-protocol fuzz-media run serve bench bench-venv bench-pipelines clean
 
 help:
 	@echo "make deps          install missing Debian packages (apt-get; prints the sudo command when not root)"
@@ -56,7 +56,9 @@ help:
 	@echo "                   crashing/hanging inputs go to .build/fuzz/; fails on a supervisor crash or a hang"
 	@echo "make run           deps, release build, demo against a private trackd (FILE=clip.mp4 optional)"
 	@echo "make serve         release build, trackd in the foreground (SOCKET=path optional)"
-	@echo "make bench         release build, benchmark against gst-launch/ffmpeg -> docs/BENCHMARKS.md"
+	@echo "make bench         release build, bench venv, benchmark against gst-launch/ffmpeg and PyAV/OpenCV/decord/TorchCodec"
+	@echo "                   -> docs/BENCHMARKS.md (full runs only; quick check: RUNS=1 BENCH_SECONDS=2 make bench)"
+	@echo "make bench-venv    make bench's Python venv (.build/venv-bench, from PyPI; BENCH_TORCH=auto|pypi|no)"
 	@echo "make bench-pipelines  Ray Data and DataLoader frames/s against read_videos/TorchCodec (QUICK=1: a check)"
 	@echo "make clean         remove .build/ and build/"
 
@@ -186,8 +188,15 @@ run: build
 serve: build
 	$(RELEASE_DIR)/trackd $(if $(SOCKET),--socket "$(SOCKET)")
 
-bench: build
-	@BUILD_DIR=$(RELEASE_DIR) scripts/bench.sh
+# make bench's own Python (never used by make test): the peer rows' libraries from PyPI, kept until
+# scripts/bench/requirements*.txt change, and the trackd client from clients/python.
+BENCH_VENV := $(CURDIR)/.build/venv-bench
+
+bench-venv:
+	@PYTHON=$(PYTHON) scripts/bench/venv.sh $(BENCH_VENV)
+
+bench: build bench-venv
+	@BUILD_DIR=$(RELEASE_DIR) BENCH_PYTHON=$(BENCH_VENV)/bin/python scripts/bench.sh
 
 # Issue #15: frames/s through Ray Data (trackd.ray.read_frames vs ray.data.read_videos) and a 2-worker DataLoader
 # (trackd.torch.VideoClips vs TorchCodec) on 8 generated 720p clips; its own venv (.build/venv-bench-pipelines,

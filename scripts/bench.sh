@@ -1,9 +1,15 @@
 #!/usr/bin/env bash
 # bench.sh — wall time of decoding a 1080p30 H.264 clip (600 frames, B-frames) through trackd, next to
-# GStreamer and ffmpeg doing the same work in one process. Round-robin: one warm-up pass over all rows, then RUNS
-# passes (default 5) that each run every row once, in order; a row's value is the median of its RUNS times. Prints a
-# Markdown table and writes it, with the machine and date, to docs/BENCHMARKS.md.
-# Environment: BUILD_DIR (default .build/release), RUNS (default 5), BENCH_OUT (default docs/BENCHMARKS.md).
+# GStreamer and ffmpeg doing the same work in one process, and next to the Python libraries users would pick instead
+# (PyAV, OpenCV, decord, TorchCodec: scripts/bench/peers.py, in make bench's venv). Round-robin: one warm-up pass
+# over all rows, then RUNS passes (default 5) that each run every row once, in order; a row's value is the median of
+# its RUNS times. Prints a Markdown table, peak memory and the targets of issue #14 (each ratio and whether it
+# holds), and writes them, with the machine and date, to docs/BENCHMARKS.md — only after a full run (the 20 s clip
+# and RUNS >= 5), unless BENCH_OUT is given.
+# Environment: BUILD_DIR (default .build/release), RUNS (default 5), BENCH_OUT (default docs/BENCHMARKS.md, full
+# runs only), BENCH_SECONDS (default 20: the clip's length; a shorter clip for a quick check, e.g.
+# RUNS=1 BENCH_SECONDS=2), BENCH_PYTHON (the Python with the peer libraries, made by `make bench-venv`; without it,
+# no peer rows).
 set -euo pipefail
 # shellcheck source=scripts/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -11,16 +17,22 @@ need gst-launch-1.0 gst-inspect-1.0 python3
 
 bin=${BUILD_DIR:-$REPO/.build/release}
 runs=${RUNS:-5}
-report=${BENCH_OUT:-$REPO/docs/BENCHMARKS.md}
+seconds=${BENCH_SECONDS:-20}
+[[ $runs =~ ^[1-9][0-9]*$ ]] || die "RUNS is '$runs', not a positive number"
+[[ $seconds =~ ^[1-9][0-9]*$ ]] || die "BENCH_SECONDS is '$seconds', not a positive number of seconds"
+frames=$(( seconds * 30 ))
+# The report is written by a full run (or where BENCH_OUT says): a quick check must not replace its numbers.
+report=${BENCH_OUT:-}
+if [[ -z $report ]] && (( seconds == 20 && runs >= 5 )); then report=$REPO/docs/BENCHMARKS.md; fi
 [[ -x $bin/trackctl ]] || die "$bin/trackctl not found (run 'make build')"
 gst-inspect-1.0 --exists avdec_h264 || die "avdec_h264 missing; install gstreamer1.0-libav"
 
 # The clip, made once and kept in build/bench/.
 cache=$REPO/build/bench
-clip=$cache/1080p30-600f-bframes.mp4
+clip=$cache/1080p30-${frames}f-bframes.mp4
 if [[ ! -s $clip ]]; then
   echo "==> making $clip (once)"
-  AUDIO=0 "$REPO/scripts/make-sample.sh" "$clip" 20 1920x1080 30
+  AUDIO=0 "$REPO/scripts/make-sample.sh" "$clip" "$seconds" 1920x1080 30
 fi
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/trackd-bench.XXXXXX")
@@ -43,7 +55,7 @@ DEC="gst-launch-1.0 -q filesrc location=$F ! qtdemux ! h264parse ! avdec_h264"
 # order — decoded by the floor's pipeline. Measured, not estimated from the floor's per-frame rate: frames do not all
 # cost the same (key frames, the GOP's first frames, process and decoder start), so such an estimate is off.
 # Needs ffprobe (the packet list) and ffmpeg (to cut the file); without them the reference row is left out.
-picks=$(python3 -c 'import random; r = random.Random(5); print(",".join(str(i) for i in sorted(r.sample(range(600), 10), key=lambda _: r.random())))')
+picks=$(python3 -c 'import random, sys; r = random.Random(5); print(",".join(str(i) for i in sorted(r.sample(range(int(sys.argv[1])), 10), key=lambda _: r.random())))' "$frames")
 gop_frames='' gops=''
 if command -v ffprobe >/dev/null && command -v ffmpeg >/dev/null; then
   # Prints the number of packets to keep, then the runs to keep as a sum of between(n,first,last) terms (n: the
@@ -83,21 +95,38 @@ print("+".join("between(n\\,%d\\,%d)" % (k, last) for k, last in sorted(needed.i
   fi
 fi
 
-names=() cmds=() refs=() selfs=() notes=()
+names=() cmds=() refs=() selfs=() notes=() missing=()
+declare -A at=()  # at[KEY]: the index of a row the targets use
 # add NAME CMD [REF]: REF is the index of the row this one is compared with (default: the floor, row 0).
 add() { names+=("$1"); cmds+=("$2"); refs+=("${3:-0}"); selfs+=(0); notes+=(""); }
 # add_self NAME CMD NOTE: a self-timed row. CMD prints its own measurement in seconds as the last line of its stdout,
 # and the runner takes that instead of the wall time (for what a whole-process time would bury: process start,
 # imports). NOTE goes into the reference column.
 add_self() { names+=("$1"); cmds+=("$2"); refs+=(0); selfs+=(1); notes+=("$3"); }
+# add_peer KEY NAME ROW [ARG...]: a Python row of scripts/bench/peers.py, run by $bpy: self-timed from open to the
+# last frame (its last line: "SECONDS MAXRSS_KIB"), imports excluded, and compared with the floor like the
+# issue's table; the runner also keeps the whole process's wall time and its peak RSS.
+add_peer() {
+  local key=$1 name=$2 row=$3; shift 3
+  at[$key]=${#cmds[@]}
+  names+=("$name"); cmds+=("$(q "$bpy") $(q "$REPO/scripts/bench/peers.py") $row $F --frames $frames${*:+ $*}")
+  refs+=(0); selfs+=(2); notes+=("")
+}
+# not_installed NAME WHY: a row that cannot run here; the table lists it with WHY.
+not_installed() { missing+=("$1"$'\t'"$2"); }
 add "gst: decode only (floor)"             "$DEC ! fakesink"
 add "gst: decode + videoconvert -> NV12"   "$DEC ! videoconvert ! video/x-raw,format=NV12 ! fakesink"
 bgra_ref=${#cmds[@]}
 add "gst: decode + videoconvert -> BGRA"   "$DEC ! videoconvert ! video/x-raw,format=BGRA ! fakesink"
 if command -v ffmpeg >/dev/null; then
+  at[ffmpeg_nv12]=${#cmds[@]}
   add "ffmpeg: decode -> rawvideo nv12"      "ffmpeg -nostdin -v error -i $F -f rawvideo -pix_fmt nv12 -y /dev/null"
+  at[ffmpeg_yuv]=${#cmds[@]}
+  add "ffmpeg: decode -> rawvideo yuv420p"   "ffmpeg -nostdin -v error -i $F -f rawvideo -pix_fmt yuv420p -y /dev/null"
 fi
+at[tc_420v]=${#cmds[@]}
 add "trackctl read --pixel-format 420v"    "$TC read $F --pixel-format 420v"
+at[tc_y420]=${#cmds[@]}
 add "trackctl read --pixel-format y420"    "$TC read $F --pixel-format y420"
 add "trackctl read --pixel-format BGRA"    "$TC read $F --pixel-format BGRA" "$bgra_ref"
 one_ref=${#cmds[@]}
@@ -115,7 +144,7 @@ for n in 4 8; do
   add "$n × trackctl read y420, at once"     "for i in \$(seq $n); do $TC read $F --pixel-format y420 >/dev/null & done; wait" "$ref"
 done
 
-# --- Python rows (clients/python): every frame as numpy arrays, next to PyAV decoding the same file. ---
+# --- Python rows (clients/python): every frame as numpy arrays, with Debian's Python and numpy. ---
 py=${PYTHON:-/usr/bin/python3}
 if "$py" -c 'import numpy' 2>/dev/null; then
   PYREAD="PYTHONPATH=$(q "$REPO/clients/python") $(q "$py") -c 'import sys, trackd; a = trackd.open(sys.argv[1], socket=sys.argv[2]); print(sum(len(f.planes) for f in a.read(pixel_format=sys.argv[3])))' $F $(q "$sock")"
@@ -127,13 +156,50 @@ if "$py" -c 'import numpy' 2>/dev/null; then
   add_self "python trackd: connect to first frame (in-process)" \
     "PYTHONPATH=$(q "$REPO/clients/python") $(q "$py") -c 'import sys, time, trackd; t0 = time.perf_counter(); a = trackd.open(sys.argv[1], socket=sys.argv[2]); next(iter(a.read(pixel_format=\"y420\"))); print(\"%.6f\" % (time.perf_counter() - t0)); a.close()' $F $(q "$sock")" \
     "target ≤ 0.030 s with a warm worker"
-  if "$py" -c 'import av' 2>/dev/null; then
-    add "PyAV: decode + to_ndarray nv12"      "$(q "$py") -c 'import sys, av; c = av.open(sys.argv[1]); print(sum(f.to_ndarray(format=\"nv12\").size > 0 for f in c.decode(video=0)))' $F"
-  else
-    echo "note: PyAV (python3-av) not installed: no PyAV row"
-  fi
 else
-  echo "note: numpy not importable by $py: no Python rows (make deps installs python3-numpy)"
+  echo "note: numpy not importable by $py: no Debian-Python rows (make deps installs python3-numpy)"
+fi
+
+# --- Peer rows: what users would pick instead of trackd, side by side with trackd's Python client, each library at
+# its best documented settings, in make bench's venv (BENCH_PYTHON; make bench-venv, scripts/bench/venv.sh). ---
+bpy=${BENCH_PYTHON:-}
+peer_names=("PyAV, thread_type AUTO: to_ndarray yuv420p" "PyAV, thread_type AUTO: to_ndarray rgb24"
+  "PyAV, no threads (PyAV's default; what the old PyAV row measured): to_ndarray nv12"
+  "OpenCV: VideoCapture.read() (BGR)" "decord: VideoReader.next().asnumpy() (RGB)"
+  "TorchCodec: VideoDecoder iteration (RGB, CHW tensors)" "trackd Python: read y420 (Y, Cb, Cr views)"
+  "trackd Python: read BGRA ((h, w, 4) views)" "TorchCodec: get_frames_at(indices=10 random), seek_mode exact (RGB)"
+  "trackd Python: frames_at(indices=10 random), BGRA" "trackd Python: frames_at(indices=10 random), y420")
+if [[ -n $bpy ]] && "$bpy" -c 'import numpy, trackd' 2>/dev/null; then
+  has() { "$bpy" -c "import $1" 2>/dev/null; }
+  tc_why="not installed"
+  tc_note=$(dirname "$(dirname "$bpy")")/torchcodec-missing
+  [[ -s $tc_note ]] && tc_why="not installed: $(<"$tc_note")"
+  if has av; then
+    add_peer pyav_yuv "${peer_names[0]}" pyav-yuv420p
+    add_peer pyav_rgb "${peer_names[1]}" pyav-rgb24
+    add_peer pyav_old "${peer_names[2]}" pyav-unthreaded-nv12
+  else
+    for n in 0 1 2; do not_installed "${peer_names[n]}" "not installed (av)"; done
+  fi
+  if has cv2; then add_peer opencv "${peer_names[3]}" opencv-bgr; else not_installed "${peer_names[3]}" "not installed"; fi
+  if has decord; then add_peer decord "${peer_names[4]}" decord-rgb; else not_installed "${peer_names[4]}" "not installed"; fi
+  if has torchcodec.decoders; then
+    add_peer tc_iter "${peer_names[5]}" torchcodec-iter
+  else
+    not_installed "${peer_names[5]}" "$tc_why"
+  fi
+  add_peer trackd_y420 "${peer_names[6]}" trackd-y420 --socket "$(q "$sock")"
+  add_peer trackd_bgra "${peer_names[7]}" trackd-bgra --socket "$(q "$sock")"
+  if has torchcodec.decoders; then
+    add_peer tc_exact "${peer_names[8]}" torchcodec-exact --indices "$picks"
+  else
+    not_installed "${peer_names[8]}" "$tc_why"
+  fi
+  add_peer trackd_exact_bgra "${peer_names[9]}" trackd-exact-bgra --socket "$(q "$sock")" --indices "$picks"
+  add_peer trackd_exact_y420 "${peer_names[10]}" trackd-exact-y420 --socket "$(q "$sock")" --indices "$picks"
+else
+  echo "note: BENCH_PYTHON is not a Python with numpy and trackd (make bench-venv makes one): no peer rows"
+  for n in "${!peer_names[@]}"; do not_installed "${peer_names[n]}" "no bench venv (make bench-venv)"; done
 fi
 # --- end of Python rows ---
 
@@ -142,46 +208,54 @@ fi
 # machine bias whole rows; interleaved, it spreads over all of them. (hyperfine is not used: it times one command's
 # runs back to back and cannot interleave commands.) Wall time comes from bash's $EPOCHREALTIME: no process is
 # started to read the clock. A failing run stops the benchmark, with the command's error output.
-# time_row I: runs row I once; prints its time in seconds (the wall time, or for a self-timed row the last line of
-# its stdout).
+# time_row I: runs row I once; prints "TIME WALL RSS": its time in seconds (the wall time, or for a self-timed row
+# the first number of the last line of its stdout), the wall time, and the peak RSS in KiB that a peer row printed
+# ("-" for other rows).
 time_row() {
-  local i=$1 t0 t1 us last out=/dev/null
+  local i=$1 t0 t1 us wall last out=/dev/null
   (( selfs[i] )) && out=$tmp/out  # other rows' output (trackctl's frames) is discarded, not written to a file
   t0=${EPOCHREALTIME//[.,]/}
   bash -c "${cmds[i]}" >"$out" 2>"$tmp/err" || { local rc=$?; echo "FAILED" >&2; cat "$tmp/err" >&2; die "failed (exit $rc): ${cmds[i]}"; }
   t1=${EPOCHREALTIME//[.,]/}
-  if (( selfs[i] )); then
-    last=$(tail -n 1 "$tmp/out")
-    [[ $last =~ ^[0-9]+(\.[0-9]+)?$ ]] || { cat "$tmp/err" >&2; die "self-timed row printed '$last', not seconds, last: ${cmds[i]}"; }
-    echo "$last"
+  us=$(( t1 - t0 ))
+  wall=$(printf '%d.%06d' $(( us / 1000000 )) $(( us % 1000000 )))
+  (( selfs[i] )) || { echo "$wall $wall -"; return; }
+  last=$(tail -n 1 "$tmp/out")
+  if (( selfs[i] == 2 )); then
+    [[ $last =~ ^[0-9]+(\.[0-9]+)?\ [0-9]+$ ]] || { cat "$tmp/err" >&2; die "peer row printed '$last', not 'SECONDS MAXRSS_KIB', last: ${cmds[i]}"; }
+    echo "${last% *} $wall ${last#* }"
   else
-    us=$(( t1 - t0 ))
-    printf '%d.%06d\n' $(( us / 1000000 )) $(( us % 1000000 ))
+    [[ $last =~ ^[0-9]+(\.[0-9]+)?$ ]] || { cat "$tmp/err" >&2; die "self-timed row printed '$last', not seconds, last: ${cmds[i]}"; }
+    echo "$last $wall -"
   fi
 }
 
 echo "==> timing ${#cmds[@]} commands round-robin: 1 warm-up pass + $runs passes"
-times=()  # times[I]: row I's times, space-separated
+times=() walls=() rsss=()  # row I's times, wall times and peak RSSs (KiB), space-separated, one per pass
 for (( pass = 0; pass <= runs; pass++ )); do
   label="pass $pass/$runs"; (( pass > 0 )) || label="warm-up"
   printf '  %-12s ' "$label"
   p0=$EPOCHREALTIME
   for i in "${!cmds[@]}"; do
-    t=$(time_row "$i")  # a plain assignment, so that set -e sees a failure
-    (( pass == 0 )) || times[i]+=" $t"
+    r=$(time_row "$i")  # a plain assignment, so that set -e sees a failure
+    read -r t w m <<<"$r"
+    (( pass == 0 )) || { times[i]+=" $t"; walls[i]+=" $w"; rsss[i]+=" $m"; }
     printf '.'
   done
   python3 -c 'import sys; print(" %d rows, %.1f s" % (int(sys.argv[1]), float(sys.argv[3].replace(",", ".")) - float(sys.argv[2].replace(",", "."))))' "${#cmds[@]}" "$p0" "$EPOCHREALTIME"
 done
-medians=()
+median() { python3 -c 'import statistics,sys; print("%.3f" % statistics.median(map(float, sys.argv[1:])))' "$@"; }
+medians=() wall_medians=()
 for i in "${!cmds[@]}"; do
   # shellcheck disable=SC2086  # word splitting intended: one argument per time
-  m=$(python3 -c 'import statistics,sys; print("%.3f" % statistics.median(map(float, sys.argv[1:])))' ${times[i]})
-  medians+=("$m")
-  printf '  %-52s %s s\n' "${names[i]}" "$m"
+  medians+=("$(median ${times[i]})")
+  # shellcheck disable=SC2086
+  wall_medians+=("$(median ${walls[i]})")
+  printf '  %-52s %s s\n' "${names[i]}" "${medians[i]}"
 done
 # Memory, after the timing: the peak resident memory of one worker reading every frame (the supervisor logs it when
-# it reaps the worker: wait4's ru_maxrss, pool pages it touched included), next to gst-launch decoding the same.
+# it reaps the worker: wait4's ru_maxrss, pool pages it touched included), next to gst-launch decoding the same, and
+# the peer rows' Python processes (each process's own ru_maxrss, the median over the passes).
 reaped() { grep -c 'finished, max RSS' "$tmp/trackd.log" || true; }
 worker_peak() {  # worker_peak FORMAT: prints MiB
   local before; before=$(reaped)
@@ -193,11 +267,24 @@ worker_peak() {  # worker_peak FORMAT: prints MiB
 echo "==> peak memory"
 gst_peak=$(python3 -c 'import resource, subprocess, sys; subprocess.run(sys.argv[1:], check=True); print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024)' \
   gst-launch-1.0 -q filesrc location="$clip" ! qtdemux ! h264parse ! avdec_h264 ! fakesink)
+declare -A worker_mib=()
+for f in y420 420v BGRA; do worker_mib[$f]=$(worker_peak "$f"); done
+rss_mib=()  # rss_mib[I]: a peer row's median peak RSS in MiB
+for i in "${!cmds[@]}"; do
+  if (( selfs[i] == 2 )); then
+    # shellcheck disable=SC2086
+    rss_mib[i]=$(python3 -c 'import statistics,sys; print("%.0f" % (statistics.median(map(int, sys.argv[1:])) / 1024))' ${rsss[i]})
+  fi
+done
 memory=$(
   echo "| what | peak RSS (MiB) |"
   echo "| --- | ---: |"
   echo "| gst: decode only (floor), the gst-launch process | $gst_peak |"
-  for f in y420 420v BGRA; do echo "| trackctl read --pixel-format $f, the worker process | $(worker_peak "$f") |"; done
+  for f in y420 420v BGRA; do echo "| trackctl read --pixel-format $f, the worker process | ${worker_mib[$f]} |"; done
+  for i in "${!cmds[@]}"; do
+    if (( selfs[i] == 2 )); then printf '| %s, the Python process | %s |\n' "${names[i]}" "${rss_mib[i]}"; fi
+  done
+  for m in "${missing[@]}"; do printf '| %s, the Python process | %s |\n' "${m%%$'\t'*}" "${m#*$'\t'}"; done
 )
 echo "$memory"
 [[ -s $tmp/trackd.log ]] && { echo "  (trackd log:"; sed 's/^/    /' "$tmp/trackd.log"; echo "  )"; }
@@ -206,30 +293,99 @@ stop_trackd
 floor=${medians[0]}
 ratio() { python3 -c 'import sys; print("%.2f" % (float(sys.argv[1]) / float(sys.argv[2])))' "$1" "$2"; }
 table=$(
-  echo "| what | median (s) | × floor | × its reference |"
-  echo "| --- | ---: | ---: | --- |"
+  echo "| what | median (s) | × floor | whole process (s) | × its reference |"
+  echo "| --- | ---: | ---: | ---: | --- |"
   for i in "${!cmds[@]}"; do
-    r=${refs[i]} against=${notes[i]}
+    r=${refs[i]} against=${notes[i]} whole=''
     if (( r != 0 )); then against="$(ratio "${medians[i]}" "${medians[r]}") × ${names[r]}"; fi
     x=$(ratio "${medians[i]}" "$floor")
-    (( selfs[i] )) && x=''  # an in-process time against a whole process: not a ratio that means anything
-    printf '| %s | %s | %s | %s |\n' "${names[i]}" "${medians[i]}" "$x" "$against"
+    (( selfs[i] == 1 )) && x=''  # an in-process time to the first frame against a whole process: no ratio that means anything
+    (( selfs[i] )) && whole=${wall_medians[i]}
+    printf '| %s | %s | %s | %s | %s |\n' "${names[i]}" "${medians[i]}" "$x" "$whole" "$against"
   done
+  for m in "${missing[@]}"; do printf '| %s | — |  |  | %s |\n' "${m%%$'\t'*}" "${m#*$'\t'}"; done
 )
 echo
 echo "$table"
 
+# Targets (issue #14): each a ratio of two rows measured in the same passes. Times: the median over the passes of
+# the ratio of the two rows' times in the same pass (A/B pairs: a pass's drift hits both); memory: of the medians.
+# target LABEL LIMIT A B [wall]: row A over row B (the rows' keys in at[]), wall times with "wall"; a row that did not
+# run makes the line "not measured".
+paired() {  # paired TIMES_A TIMES_B: the median of the per-pass ratios
+  python3 -c 'import statistics,sys; print("%.3f" % statistics.median(float(a) / float(b) for a, b in zip(sys.argv[1].split(), sys.argv[2].split())))' "$1" "$2"
+}
+target_line() {  # target_line LABEL LIMIT RATIO|"" WHY
+  local verdict shown="—"
+  if [[ -z $3 ]]; then
+    verdict="not measured: $4"
+  else
+    shown="$3×"
+    verdict=$(python3 -c 'import sys; print("holds" if float(sys.argv[1]) <= float(sys.argv[2]) else "does not hold")' "$3" "$2")
+  fi
+  printf '| %s | ≤ %s× | %s | %s |\n' "$1" "$2" "$shown" "$verdict"
+}
+target() {
+  local label=$1 limit=$2 a=${at[$3]:-} b=${at[$4]:-} kind=${5:-}
+  if [[ -z $a || -z $b ]]; then target_line "$label" "$limit" "" "a row did not run (see the table)"; return; fi
+  if [[ $kind == wall ]]; then
+    target_line "$label" "$limit" "$(paired "${walls[a]}" "${walls[b]}")"
+  else
+    target_line "$label" "$limit" "$(paired "${times[a]}" "${times[b]}")"
+  fi
+}
+targets=$(
+  echo "| target (issue #14) | limit | measured | |"
+  echo "| --- | ---: | ---: | --- |"
+  target "Every frame as 8-bit YCbCr arrays in Python: trackd Python y420 / PyAV threaded yuv420p (whole processes)" 1.0 trackd_y420 pyav_yuv wall
+  target "Every frame as packed RGB-family arrays: trackd Python BGRA (trackd has no RGB format yet) / OpenCV read() BGR" 1.0 trackd_bgra opencv
+  target "Every frame as packed RGB-family arrays: trackd Python BGRA (no RGB format yet) / TorchCodec iteration RGB" 0.8 trackd_bgra tc_iter
+  target "Ten random exact frames: trackd Python frames_at BGRA (no RGB format yet) / TorchCodec get_frames_at exact RGB" 0.8 trackd_exact_bgra tc_exact
+  target "trackctl read y420 / ffmpeg CLI -> rawvideo yuv420p (whole processes)" 1.0 tc_y420 ffmpeg_yuv
+  target "trackctl read 420v / ffmpeg CLI -> rawvideo nv12 (whole processes)" 1.0 tc_420v ffmpeg_nv12
+  if [[ -n ${at[pyav_yuv]:-} ]]; then
+    target_line "Memory: worker peak RSS (trackctl read y420) / PyAV threaded yuv420p process peak RSS" 1.3 \
+      "$(python3 -c 'import sys; print("%.3f" % (float(sys.argv[1]) / float(sys.argv[2])))' "${worker_mib[y420]}" "${rss_mib[${at[pyav_yuv]}]}")"
+  else
+    target_line "Memory: worker peak RSS (trackctl read y420) / PyAV threaded yuv420p process peak RSS" 1.3 "" "PyAV did not run"
+  fi
+)
+echo
+echo "Targets:"
+echo "$targets"
+
+if [[ -z $report ]]; then
+  echo
+  echo "not written to docs/BENCHMARKS.md: not a full run (BENCH_SECONDS=$seconds, RUNS=$runs; a full run is the 20 s clip with RUNS >= 5, or set BENCH_OUT)"
+  exit 0
+fi
+
 cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
 gst=$(gst-launch-1.0 --version | sed -n 's/^GStreamer //p' | head -n 1)
+peers=none
+if [[ -n $bpy ]]; then
+  peers=$("$bpy" - <<'PY' 2>/dev/null || echo unknown
+import importlib.metadata as m, sys
+names = ['numpy', 'av', 'opencv-python-headless', 'decord', 'torch', 'torchcodec']
+found = []
+for n in names:
+    try:
+        found.append('%s %s' % (n, m.version(n)))
+    except m.PackageNotFoundError:
+        pass
+print('Python %d.%d.%d; ' % sys.version_info[:3] + ', '.join(found))
+PY
+)
+fi
 mkdir -p "$(dirname "$report")"
 # shellcheck disable=SC2016  # the backquotes below are Markdown
 cat >"$report" <<MD
 # Benchmarks
 
 Made by \`make bench\` (scripts/bench.sh) on $(date -u '+%Y-%m-%d %H:%M UTC'); $(nproc) CPUs, ${cpu:-unknown CPU};
-GStreamer $gst. Regenerate with \`make bench\`; numbers from another machine are not comparable.
+GStreamer $gst; peer rows: $peers. Regenerate with \`make bench\`; numbers from another machine are not comparable.
 
-Clip: 1920x1080, 30 fps, 600 frames (20 s), H.264 High with B-frames (x264enc bframes=2, I-frame every
+Clip: 1920x1080, 30 fps, $frames frames ($seconds s), H.264 High with B-frames (x264enc bframes=2, I-frame every
 30 frames), no audio, made by scripts/make-sample.sh. Rows are timed round-robin: one warm-up pass over all rows,
 then $runs passes that each run every row once, in the table's order, so that a noisy machine's drift spreads over
 all rows instead of biasing some; each row's value is the median of its $runs times. A time is the wall time of the
@@ -248,14 +404,40 @@ trackd: connect to first frame (in-process)" is self-timed: time.perf_counter() 
 (which connects) to the arrival of the first y420 frame, without process start or imports; it has no "× floor", and
 its reference column holds the target, not a ratio.
 
+Peer rows (PyAV, OpenCV, decord, TorchCodec, and trackd's Python client next to them) are scripts/bench/peers.py,
+one fresh Python process per run in make bench's venv (.build/venv-bench: PyPI packages pinned in
+scripts/bench/requirements*.txt, the client installed from clients/python, numpy from PyPI). Each is self-timed
+from just before the file is opened (for trackd: before trackd.open, which connects) to the delivery of the last
+frame as the array or tensor a user of that library gets, imports excluded; "× floor" compares that with the
+floor's whole process, as issue #14's table does, and "whole process (s)" is the same run's wall time (interpreter
+start and imports included). Every library is at its best documented settings: PyAV with
+\`stream.thread_type = "AUTO"\` (frame and slice threads; PyAV's default is no threads, which is what the earlier
+PyAV row measured: kept as the "no threads" row), OpenCV's FFmpeg backend as it comes, decord with num_threads=0
+(it picks), TorchCodec with seek_mode="exact" and num_ffmpeg_threads=0 (FFmpeg picks; TorchCodec's default is 1
+thread), the ffmpeg CLI with its default threads. No row reads the pixels beyond making its arrays: PyAV's
+to_ndarray, OpenCV, decord's asnumpy and TorchCodec write each frame into new memory; trackd's arrays are views of
+the shared memory the worker wrote. A row that could not run here is listed with the reason.
+
 $table
 
 Memory: peak resident set of one worker reading every frame (logged by the supervisor from wait4's ru_maxrss when
-it reaps the worker; the shared-memory pool pages the worker touched count), and of gst-launch decoding the same
-clip. A worker holds the pipeline (GStreamer, libav's frame threads and reference frames) plus at most 8 frames in
-shared memory per output (PROTOCOL.md §12.2; 64 MiB per output at most).
+it reaps the worker; the shared-memory pool pages the worker touched count), of gst-launch decoding the same
+clip, and of each peer row's Python process (its own ru_maxrss when the last frame has been delivered: interpreter,
+imports and mapped pool pages included; the median over the passes). A worker holds the pipeline (GStreamer,
+libav's frame threads and reference frames) plus at most 8 frames in shared memory per output (PROTOCOL.md §12.2;
+64 MiB per output at most).
 
 $memory
+
+## Targets
+
+Issue #14's targets, each the ratio of two rows of this run. For times, the median over the $runs passes of the
+ratio of the two rows' times in the same pass (A/B pairs); whole processes where the line says so, else the peer
+rows' open-to-last-frame times. For memory, the ratio of the worker's peak RSS to the median peak RSS of PyAV's
+process reading the same frames. trackd has no RGB output yet (24RG, 24BG and planar RGB are to come): its RGB-family
+lines use BGRA, and say so. Not measured here: conversions per delivered frame (1.0 exactly), which tests assert.
+
+$targets
 
 | what | command |
 | --- | --- |
