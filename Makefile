@@ -35,7 +35,7 @@ comma := ,
 empty :=
 space := $(empty) $(empty)
 
-.PHONY: help deps build build-debug build-dist install deb package-check test test-python verify-units fuzz-protocol fuzz-media run serve bench clean
+.PHONY: help deps build build-debug build-dist install deb package-check test test-python verify-units fuzz-protocol fuzz-media fuzz fuzz-smoke run serve bench clean
 
 help:
 	@echo "make deps          install missing Debian packages (apt-get; prints the sudo command when not root)"
@@ -51,6 +51,9 @@ help:
 	@echo "make fuzz-protocol protocol mutation fuzzer against a real trackd (FUZZ_SECONDS=300, FUZZ_SEED=n)"
 	@echo "make fuzz-media    mutation fuzzer over media through real daemons (FUZZ_SECONDS=300, FUZZ_SEED=…);"
 	@echo "                   crashing/hanging inputs go to .build/fuzz/; fails on a supervisor crash or a hang"
+	@echo "make fuzz          libFuzzer on one parser: TARGET=wire|settings|indexcache|mp4|planner SECONDS=600;"
+	@echo "                   corpus in .build/fuzz-corpus/TARGET, crashes in .build/fuzz-corpus/TARGET-crashes/"
+	@echo "make fuzz-smoke    every libFuzzer target for FUZZ_SMOKE_SECONDS (5) each; fails on a crash (part of make test)"
 	@echo "make run           deps, release build, demo against a private trackd (FILE=clip.mp4 optional)"
 	@echo "make serve         release build, trackd in the foreground (SOCKET=path optional)"
 	@echo "make bench         release build, benchmark against gst-launch/ffmpeg -> docs/BENCHMARKS.md"
@@ -100,6 +103,7 @@ test: deps verify-units
 	$(SWIFT) build --build-tests
 	@$(MAKE) --no-print-directory package-check
 	TRACKD_BUILD_DIR=$(DEBUG_DIR) $(SWIFT) test --skip-build
+	@$(MAKE) --no-print-directory fuzz-smoke
 	@$(MAKE) --no-print-directory test-python
 
 # The Python client: installed offline with pip into a temp dir from a copy of clients/python (what
@@ -128,6 +132,17 @@ fuzz-media: deps
 	$(SWIFT) build --build-tests
 	FUZZ_SECONDS=$(FUZZ_SECONDS) $(if $(FUZZ_SEED),FUZZ_SEED=$(FUZZ_SEED)) FUZZ_DIR=$(CURDIR)/.build/fuzz \
 	  TRACKD_BUILD_DIR=$(DEBUG_DIR) $(SWIFT) test --skip-build --filter MediaFuzzTests
+
+# Coverage-guided fuzzing (libFuzzer, Fuzz/*.swift, scripts/fuzz.sh): the wire decoder, the settings decoder, the
+# index-cache wire, the MP4/MOV sample-table reader and the frame planner, built with -sanitize=fuzzer,address.
+TARGET ?= wire
+SECONDS ?= 600
+FUZZ_SMOKE_SECONDS ?= 5
+fuzz:
+	@scripts/fuzz.sh run $(TARGET) $(SECONDS)
+
+fuzz-smoke:
+	@scripts/fuzz.sh smoke $(FUZZ_SMOKE_SECONDS)
 
 run: build
 	@BUILD_DIR=$(RELEASE_DIR) FILE="$(FILE)" scripts/run-demo.sh
