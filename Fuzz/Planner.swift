@@ -16,7 +16,9 @@ public func fuzzInitialize(_ argc: UnsafeMutablePointer<Int32>?, _ argv: UnsafeM
         let gop: [UInt8] = [0x03, 0, 40, 0x02, 3, 40, 0x02, 0xFF, 40, 0x02, 0xFE, 40]
         let probes: [UInt8] = [3, 0, 1, 0, 2, 1, 5, 2, 0x80, 0, 0, 0, 0, 0, 0, 0x80]
         return [[4, 3] + gop + probes + [0, 3], [0, 11] + gop + gop + gop + probes + [1, 2, 5, 9, 11],
-                [120, 0, 0x01, 0, 0, 1, 0, 0]]
+                [120, 0, 0x01, 0, 0, 1, 0, 0],
+                // FuzzRegressionTests.nearestOfAnExtremeTimeDoesNotOverflow: a probe at Int64.max, frames before 0.
+                [0, 1, 5, 0x80, 0, 5, 0x80, 0, 1, 1, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x7F]]
     }
     return 0
 }

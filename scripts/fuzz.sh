@@ -39,15 +39,16 @@ harness_of() {
   esac
 }
 max_len_of() {
-  case "$1" in wire|settings) echo 16384 ;; mp4) echo 65536 ;; indexcache) echo 4096 ;; planner) echo 1024 ;; esac
+  case "$1" in wire) echo 8192 ;; settings) echo 16384 ;; mp4) echo 65536 ;; indexcache) echo 4096 ;; planner) echo 1024 ;; esac
 }
 
 # A module is rebuilt when one of its sources is newer than its object.
 stale() { local obj=$1; shift; [[ ! -f $obj ]] || [[ -n $(find "$@" -newer "$obj" 2>/dev/null | head -1) ]]; }
 
-swift_module() {  # name, sources...
-  local name=$1; shift
-  if stale "$OBJ/$name.o" "$@"; then
+swift_module() {  # name, the modules it imports (comma-separated), sources...
+  local name=$1 deps=$2; shift 2
+  local imported=(); [[ -n $deps ]] && for d in ${deps//,/ }; do imported+=("$OBJ/$d.o"); done
+  if stale "$OBJ/$name.o" "$@" "${imported[@]}"; then
     echo "fuzz: compiling $name" >&2
     swiftc "${SWIFTFLAGS[@]}" -wmo -c -module-name "$name" -emit-module -emit-module-path "$OBJ/$name.swiftmodule" \
       "$@" -o "$OBJ/$name.o"
@@ -60,9 +61,9 @@ build_modules() {
   if stale "$OBJ/CTrackSys.o" Sources/CTrackSys; then
     clang -O1 -g -fsanitize=fuzzer-no-link,address -I Sources/CTrackSys/include -c Sources/CTrackSys/CTrackSys.c -o "$OBJ/CTrackSys.o"
   fi
-  swift_module Protocol Sources/Protocol/*.swift
-  swift_module MediaIndex Sources/MediaIndex/*.swift
-  swift_module IndexCache Sources/IndexCache/*.swift
+  swift_module Protocol CTrackSys Sources/Protocol/*.swift
+  swift_module MediaIndex Protocol Sources/MediaIndex/*.swift
+  swift_module IndexCache CTrackSys,MediaIndex Sources/IndexCache/*.swift
 }
 
 build_target() {
