@@ -36,7 +36,7 @@ comma := ,
 empty :=
 space := $(empty) $(empty)
 
-.PHONY: help deps build build-debug build-dist install deb package-check test test-python test-torch venv-test verify-units fuzz-protocol fuzz-media run serve bench bench-venv bench-pipelines clean
+.PHONY: help deps build build-debug build-dist install deb package-check test test-python test-torch venv-test verify-units fuzz-protocol fuzz-media fuzz fuzz-smoke run serve bench bench-venv bench-pipelines clean
 
 help:
 	@echo "make deps          install missing Debian packages (apt-get; prints the sudo command when not root)"
@@ -54,6 +54,9 @@ help:
 	@echo "make fuzz-protocol protocol mutation fuzzer against a real trackd (FUZZ_SECONDS=300, FUZZ_SEED=n)"
 	@echo "make fuzz-media    mutation fuzzer over media through real daemons (FUZZ_SECONDS=300, FUZZ_SEED=…);"
 	@echo "                   crashing/hanging inputs go to .build/fuzz/; fails on a supervisor crash or a hang"
+	@echo "make fuzz          libFuzzer on one parser: TARGET=wire|settings|indexcache|mp4|planner SECONDS=600;"
+	@echo "                   corpus in .build/fuzz-corpus/TARGET, crashes in .build/fuzz-corpus/TARGET-crashes/"
+	@echo "make fuzz-smoke    every libFuzzer target for FUZZ_SMOKE_SECONDS (5) each; fails on a crash (part of make test)"
 	@echo "make run           deps, release build, demo against a private trackd (FILE=clip.mp4 optional)"
 	@echo "make serve         release build, trackd in the foreground (SOCKET=path optional)"
 	@echo "make bench         release build, bench venv, benchmark against gst-launch/ffmpeg and PyAV/OpenCV/decord/TorchCodec"
@@ -114,6 +117,7 @@ test: deps verify-units
 	@$(MAKE) --no-print-directory package-check
 	TRACKD_BUILD_DIR=$(DEBUG_DIR) timeout --kill-after=30s $(SWIFT_TEST_TIMEOUT) $(SWIFT) test --skip-build \
 	  || { rc=$$?; [ $$rc -ne 124 ] || echo "make test: swift test ran over $(SWIFT_TEST_TIMEOUT)" >&2; exit $$rc; }
+	@$(MAKE) --no-print-directory fuzz-smoke
 	@$(MAKE) --no-print-directory test-python
 
 # The Python tests' venv: ray (Ray Data), numpy, PyYAML from PyPI (clients/python/tests/requirements-test.txt),
@@ -181,6 +185,17 @@ fuzz-media: deps
 	$(SWIFT) build --build-tests
 	FUZZ_SECONDS=$(FUZZ_SECONDS) $(if $(FUZZ_SEED),FUZZ_SEED=$(FUZZ_SEED)) FUZZ_DIR=$(CURDIR)/.build/fuzz \
 	  TRACKD_BUILD_DIR=$(DEBUG_DIR) $(SWIFT) test --skip-build --filter MediaFuzzTests
+
+# Coverage-guided fuzzing (libFuzzer, Fuzz/*.swift, scripts/fuzz.sh): the wire decoder, the settings decoder, the
+# index-cache wire, the MP4/MOV sample-table reader and the frame planner, built with -sanitize=fuzzer,address.
+TARGET ?= wire
+SECONDS ?= 600
+FUZZ_SMOKE_SECONDS ?= 5
+fuzz:
+	@scripts/fuzz.sh run $(TARGET) $(SECONDS)
+
+fuzz-smoke:
+	@scripts/fuzz.sh smoke $(FUZZ_SMOKE_SECONDS)
 
 run: build
 	@BUILD_DIR=$(RELEASE_DIR) FILE="$(FILE)" scripts/run-demo.sh

@@ -132,7 +132,14 @@ public struct FrameIndex: Sendable {
             let mid = (low + high) / 2
             if frames[mid].presentationTime < ns { low = mid + 1 } else { high = mid }
         }
-        if low > 0 && abs(frames[low - 1].presentationTime - ns) <= abs(frames[low].presentationTime - ns) { return low - 1 }
+        if low > 0 && Self.distance(frames[low - 1].presentationTime, ns) <= Self.distance(frames[low].presentationTime, ns) {
+            return low - 1
+        }
         return low
+    }
+
+    /// |a − b|, which does not fit in an Int64 when a decoded sample's time is near ±2^63 (MediaTime saturates there).
+    static func distance(_ a: Int64, _ b: Int64) -> UInt64 {
+        a >= b ? UInt64(bitPattern: a &- b) : UInt64(bitPattern: b &- a)
     }
 }
