@@ -64,11 +64,11 @@ let package = Package(
         // Shared by the test targets only: processes, the daemon (with its log check), media, oracles, waiting,
         // the seeded RNG and MD5.
         .target(name: "TestSupport", dependencies: ["Protocol", "CMD5"], path: "Tests/TestSupport", swiftSettings: strict),
-        .testTarget(name: "SystemCallsTests", dependencies: ["SystemCalls"], swiftSettings: strict),
+        .testTarget(name: "SystemCallsTests", dependencies: ["SystemCalls", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "ProtocolTests", dependencies: ["Protocol", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "IndexCacheTests", dependencies: ["IndexCache", "CTrackSys", "TestSupport"], swiftSettings: strict),
-        .testTarget(name: "MediaIndexTests", dependencies: ["MediaIndex", "Protocol"], swiftSettings: strict),
-        .testTarget(name: "SamplePoolsTests", dependencies: ["SamplePools"], swiftSettings: strict),
+        .testTarget(name: "MediaIndexTests", dependencies: ["MediaIndex", "Protocol", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "SamplePoolsTests", dependencies: ["SamplePools", "TestSupport"], swiftSettings: strict),
         .testTarget(
             name: "GstBridgeTests", dependencies: ["GstBridge", "MediaIndex", "Protocol", "CGStreamer", "TestSupport"],
             swiftSettings: strict),

@@ -2,12 +2,13 @@ import Foundation
 import GstBridge
 import MediaIndex
 import Protocol
+import TestSupport
 import Testing
 
 /// The frame index read from an MP4/MOV's sample tables must be exactly the one the parse-only pass gets from
 /// qtdemux (the times decoded samples carry), or not be used at all. (The table reader's own tests — synthetic
 /// tables, cut and mutated files — are in MediaIndexTests.)
-@Suite struct ContainerIndexTests {
+@Suite(.timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs) struct ContainerIndexTests {
     /// Files that must take the fast path, made the ways ffmpeg makes MP4/MOV: B-frames with an edit list, moov
     /// first or last, three B-frames with a pyramid, variable frame rate, video as the second track, ProRes in MOV.
     static let fast: [(String, [String])] = [

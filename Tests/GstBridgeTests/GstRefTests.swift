@@ -1,9 +1,10 @@
 import CGStreamer
 @testable import GstBridge
+import TestSupport
 import Testing
 
 /// GstRef holds exactly one reference, taken as its initializer says, and drops it in deinit.
-@Suite struct GstRefTests {
+@Suite(.timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs) struct GstRefTests {
     init() throws { try Gst.initialize() }
 
     static func refcount(_ caps: UnsafeMutablePointer<GstCaps>) -> Int32 { caps.pointee.mini_object.refcount }

@@ -10,7 +10,7 @@ import Glibc
 
 /// Media given as bytes, as an open descriptor (a regular file or a pipe) and as trackctl's `-` (standard input)
 /// reads exactly what the same file read by path does; and each way a source can be wrong is a clear error.
-@Suite(.serialized)
+@Suite(.serialized, .timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs)
 struct ByteSourceTests {
     /// Every frame of the first video track decoded to y420, as MD5s of the packed planes.
     static func frameMD5s(_ asset: Asset) throws -> [String] {

@@ -8,7 +8,7 @@ import Glibc
 #endif
 
 /// trackctl's documented interface, driven as other tools drive it.
-@Suite(.serialized)
+@Suite(.serialized, .timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs)
 struct TrackctlTests {
     @Test func md5LinesMatchFFmpegFramemd5() throws {
         let daemon = try Daemon()
@@ -282,7 +282,7 @@ struct TrackctlTests {
 }
 
 /// `trackctl --help`, `trackctl COMMAND --help` and usage errors that say what to do next. No daemon needed.
-@Suite struct TrackctlHelpTests {
+@Suite(.timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs) struct TrackctlHelpTests {
     static let commands = ["tracks", "read", "frames", "frame", "contact-sheet", "status"]
 
     /// "  trackctl [--socket PATH] COMMAND …": a complete command line running `command`.
@@ -360,7 +360,7 @@ struct TrackctlTests {
 }
 
 /// trackd under systemd socket activation: systemd-socket-activate passes the listening socket (LISTEN_FDS).
-@Suite struct SocketActivationTests {
+@Suite(.timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs) struct SocketActivationTests {
     @Test func readsFramesThroughAnActivatedSocket() throws {
         let activate = "/usr/bin/systemd-socket-activate"
         try #require(FileManager.default.isExecutableFile(atPath: activate), "systemd-socket-activate is installed by make deps")
@@ -369,7 +369,8 @@ struct TrackctlTests {
         let socketPath = dir + "/activated.sock"
         let activated = try Child(activate, ["-l", socketPath, Env.trackd])
         defer { _ = activated.terminate() }
-        for _ in 0..<200 where !FileManager.default.fileExists(atPath: socketPath) { usleep(25_000) }
+        #expect(waitUntil(timeout: .seconds(5)) { FileManager.default.fileExists(atPath: socketPath) },
+                "systemd-socket-activate made \(socketPath)")
         let r = try run(Env.trackctl, ["--socket", socketPath, "read", Media.clip, "--md5"])
         #expect(r.status == 0, "\(r.stderr)")
         #expect(r.text.split(separator: "\n").count == 60)

@@ -4,7 +4,7 @@ import Testing
 /// trackctl's command lines as each command declares them: a command takes its own options and the global ones,
 /// nothing else; a mistake is a usage error (exit 2) that names it; the help and README's synopsis come from the
 /// same declarations. No daemon needed: every line here fails or is answered before trackd is contacted.
-@Suite struct TrackctlUsageTests {
+@Suite(.timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs) struct TrackctlUsageTests {
     static let commands = TrackctlHelpTests.commands
     /// A socket nobody listens on: a line that got past its usage checks would exit 3, not 2.
     static let nowhere = ["--socket", "/nonexistent/trackd.sock"]

@@ -3,7 +3,7 @@ import Testing
 
 /// `trackd worker` takes its options from the same table as `trackd` and refuses what it cannot use, naming the
 /// argument, instead of falling back to a default. (No daemon needed: the worker checks its arguments first.)
-@Suite(.timeLimit(.minutes(2)))
+@Suite(.timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs)
 struct WorkerArgumentsTests {
     @Test func badWorkerArgumentsAreRefusedByName() throws {
         for (args, named) in [(["--slot", "x"], "--slot"), (["--worker-memory", "1000"], "--worker-memory"),

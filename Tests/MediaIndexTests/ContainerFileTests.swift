@@ -1,11 +1,12 @@
 import Foundation
 import MediaIndex
+import TestSupport
 import Testing
 
 /// ContainerIndex on a file ffmpeg makes (H.264 with B-frames, moov first) and on damaged copies of it — the
 /// worker reads these tables from untrusted files. (That its times are exactly qtdemux's is GstBridgeTests'
 /// ContainerIndexTests, which need GStreamer.) Needs ffmpeg, no GStreamer and no daemon.
-@Suite struct ContainerFileTests {
+@Suite(.timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs) struct ContainerFileTests {
     static let directory: URL = {
         let url = FileManager.default.temporaryDirectory.appendingPathComponent("trackd-mediaindex-fixtures-v1")
         try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)

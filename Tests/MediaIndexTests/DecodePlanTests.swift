@@ -1,10 +1,11 @@
 import MediaIndex
 import Protocol
+import TestSupport
 import Testing
 
 /// `FrameIndex.plan`: every GOP decoded once and only as far as a wanted frame needs; runs of needed samples less
 /// than `maxSkippedSamples` apart share a range (one seek), the samples between them dropped.
-@Suite struct DecodePlanTests {
+@Suite(.timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs) struct DecodePlanTests {
     /// `count` frames without reordering: frame i at 10·i ns, lasting 10, decode position i; sync where `syncs` says.
     static func index(count: Int, syncs: Set<Int>) -> FrameIndex {
         FrameIndex(frames: (0..<count).map {

@@ -1,10 +1,11 @@
 import MediaIndex
 import Protocol
+import TestSupport
 import Testing
 
 /// Which frame a time names (`FrameIndex.frameDisplayed(at:)`, what ReadFrames' `resolve` uses): a frame is
 /// displayed from its presentation time until the next frame's; the last one until its end.
-@Suite struct FrameDisplayTests {
+@Suite(.timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs) struct FrameDisplayTests {
     typealias Frame = FrameIndex.Frame
 
     static func index(_ frames: [(pts: Int64, duration: Int64)]) -> FrameIndex {

@@ -1,8 +1,9 @@
 import MediaIndex
+import TestSupport
 import Testing
 
 /// Inputs the libFuzzer targets (Fuzz/, `make fuzz`) found that broke MediaIndex, each kept as a test.
-@Suite struct FuzzRegressionTests {
+@Suite(.timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs) struct FuzzRegressionTests {
     /// fuzz-planner: `nearest` trapped on an overflow computing |time − ns| when a decoded sample's time is near
     /// Int64.max (MediaTime.nanoseconds saturates there) and a frame's time is negative — a worker crash.
     /// Input (planner layout): 00 01 05 80 00 05 80 00 01 01 ff ff ff ff ff ff ff 7f.

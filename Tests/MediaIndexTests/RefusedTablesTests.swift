@@ -1,9 +1,10 @@
 import MediaIndex
+import TestSupport
 import Testing
 
 /// Tables ContainerIndex must refuse (nil: the parse-only pass builds the index): those qtdemux reads differently
 /// and those that do not fit in their boxes or their file.
-@Suite struct RefusedTablesTests {
+@Suite(.timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs) struct RefusedTablesTests {
     static let rate1: UInt32 = 0x0001_0000
 
     /// Each case changes one thing in a valid four-sample track.

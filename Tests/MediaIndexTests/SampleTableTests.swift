@@ -1,10 +1,11 @@
 import MediaIndex
+import TestSupport
 import Testing
 
 /// ContainerIndex on tables built in the test: the times qtdemux 1.22 gives (⌊t × 10⁹ / timescale⌋, minus the
 /// edit's start the same way), and a refusal (nil: the parse-only pass decides) for every table it does not
 /// reproduce exactly.
-@Suite struct SampleTableTests {
+@Suite(.timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs) struct SampleTableTests {
     typealias Frame = FrameIndex.Frame
     static let ms: Int64 = 1_000_000
 

@@ -1,7 +1,8 @@
 import Protocol
+import TestSupport
 import Testing
 
-@Suite struct RoundTripTests {
+@Suite(.timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs) struct RoundTripTests {
     @Test func fixturesCoverEveryMessageType() {
         #expect(Set(Fixtures.messages.map(\.type)) == Set(MessageType.allCases))
     }
@@ -232,7 +233,7 @@ import Testing
     }
 }
 
-@Suite struct StreamingTests {
+@Suite(.timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs) struct StreamingTests {
     static let stream: [UInt8] = Fixtures.messages.enumerated().flatMap { i, m in Codec.frame(m, requestID: UInt32(i + 1)) }
 
     static func check(_ frames: [(header: FrameHeader, message: Message)]) {

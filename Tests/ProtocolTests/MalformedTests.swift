@@ -1,8 +1,9 @@
 import Protocol
+import TestSupport
 import Testing
 
 /// Every malformed input is a `.protocolViolation` TrackError — never a trap, never a silently wrong message.
-@Suite struct MalformedTests {
+@Suite(.timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs) struct MalformedTests {
     static func expectViolation(_ bytes: [UInt8], _ fragment: String, maxMessageSize: UInt32 = Wire.maxMessageSizeCeiling,
                                 sourceLocation: SourceLocation = #_sourceLocation) {
         guard let error = decodeError(bytes, maxMessageSize: maxMessageSize) else {

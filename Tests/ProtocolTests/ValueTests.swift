@@ -1,7 +1,8 @@
 import Protocol
+import TestSupport
 import Testing
 
-@Suite struct OutputSettingsTests {
+@Suite(.timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs) struct OutputSettingsTests {
     static func rejected(_ settings: [String: SettingValue]) -> TrackError? {
         do throws(TrackError) {
             let request = try OutputSettings.validateVideo(settings)
@@ -166,7 +167,7 @@ import Testing
     }
 }
 
-@Suite struct PixelFormatTests {
+@Suite(.timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs) struct PixelFormatTests {
     @Test func table() {
         let expected: [(UInt32, String, String, Int)] = [
             (0x3432_3076, "kCVPixelFormatType_420YpCbCr8BiPlanarVideoRange", "NV12", 2),
@@ -214,7 +215,7 @@ import Testing
     }
 }
 
-@Suite struct FourCCTests {
+@Suite(.timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs) struct FourCCTests {
     @Test func basics() throws {
         let code: FourCC = "420v"
         #expect(code.rawValue == 0x3432_3076)
@@ -237,7 +238,7 @@ import Testing
     }
 }
 
-@Suite struct MediaTimeTests {
+@Suite(.timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs) struct MediaTimeTests {
     @Test func nanoseconds() {
         #expect(MediaTime.nanoseconds(1_500_000_000) == MediaTime(value: 1_500_000_000, timescale: 1_000_000_000, flags: 1))
         #expect(MediaTime.nanoseconds(1_500_000_000).seconds == 1.5)
@@ -289,7 +290,7 @@ import Testing
     }
 }
 
-@Suite struct ErrorCodeTests {
+@Suite(.timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs) struct ErrorCodeTests {
     @Test func numbersMatchAVFoundation() {
         let codes: [(AVErrorCode, Int32)] = [
             (.unknown, -11800), (.mediaServicesWereReset, -11819), (.decodeFailed, -11821), (.invalidSourceMedia, -11822),

@@ -1,4 +1,5 @@
 import SamplePools
+import TestSupport
 import Testing
 
 /// A resource that counts how many of its kind are alive: dropping a pool must drop it.
@@ -29,7 +30,7 @@ extension Ledger {
 
 struct LedgerTestError: Error { let message: String }
 
-@Suite struct PoolLedgerTests {
+@Suite(.timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs) struct PoolLedgerTests {
     @Test func anEmptyLedgerAsksForAPool() {
         var ledger = Ledger()
         guard case .needPool(removed: nil) = ledger.takeCopySlot(bytes: 100) else { Issue.record("expected needPool"); return }

@@ -1,9 +1,10 @@
 import Foundation
 import SamplePools
+import TestSupport
 import Testing
 import Synchronization
 
-@Suite struct RangeScheduleTests {
+@Suite(.timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs) struct RangeScheduleTests {
     @Test func theEndOfARangeAnnouncesOnceThenWaits() {
         var schedule = RangeSchedule<Int>()
         guard case .announce = schedule.next() else { Issue.record("expected announce"); return }
@@ -40,7 +41,7 @@ import Synchronization
     }
 }
 
-@Suite struct StateMonitorTests {
+@Suite(.timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs) struct StateMonitorTests {
     @Test func aWaiterWakesOnTheChangeItWaitsFor() {
         let monitor = StateMonitor(0)
         let done = DispatchSemaphore(value: 0)

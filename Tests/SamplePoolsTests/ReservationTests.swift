@@ -1,5 +1,6 @@
 import SamplePools
 import Synchronization
+import TestSupport
 import Testing
 
 /// Stands for a pool's reservation against the pool-byte limits: counts how many are still held.
@@ -18,7 +19,7 @@ final class Counter: Sendable {
 }
 
 /// A pool's resource (its mapping, its reservation) lives exactly as long as the pool is in the ledger.
-@Suite struct ReservationTests {
+@Suite(.timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs) struct ReservationTests {
     typealias Reserved = PoolLedger<Reservation, String>
 
     @Test func aRetiredPoolReturnsItsReservationWithItsLastSlot() {

@@ -1,8 +1,9 @@
 import SamplePools
+import TestSupport
 import Testing
 
 /// Zero-copy pools: one GStreamer memory, one slot, the sample kept while the client holds it.
-@Suite struct SharedPoolTests {
+@Suite(.timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs) struct SharedPoolTests {
     @Test func anUnknownMemoryIsAnnouncedWithItsSlotHeld() {
         var ledger = Ledger()
         guard case .unknown = ledger.holdShared(memoryID: 1, sample: "a") else { Issue.record("expected unknown"); return }
@@ -60,7 +61,7 @@ import Testing
 }
 
 /// The end of an output: OutputFinished, then the pools go as their last slots come back.
-@Suite struct FinishTests {
+@Suite(.timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs) struct FinishTests {
     @Test func finishingDropsWhatNobodyHoldsAndDrainsWithTheLastRelease() throws {
         var ledger = Ledger()
         let copy = ledger.addPool(size: 4096, count: 2)

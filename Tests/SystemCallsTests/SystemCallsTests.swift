@@ -1,12 +1,13 @@
 import Foundation
 import SystemCalls
+import TestSupport
 import Testing
 
 #if canImport(Glibc)
 import Glibc
 #endif
 
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs)
 struct SystemCallsTests {
     @Test func errorNamesTheCallAndContextOnce() {
         let error = SystemError("open /nowhere", errno: ENOENT)
