@@ -38,13 +38,13 @@ let package = Package(
         // ── Swift: the wire, shared by both ends (no GStreamer) ───────────────────────────────
         .target(name: "Protocol", dependencies: ["SystemCalls", "CTrackSys"], swiftSettings: strict),
         // ── Swift: frame indexes — MP4 sample tables, the frame a time names, decode planning (no GStreamer) ──
-        .target(name: "MediaIndex", dependencies: ["Protocol"], swiftSettings: strict),
+        .target(name: "MediaIndex", dependencies: ["Protocol", "SystemCalls"], swiftSettings: strict),
         // ── Swift: the supervisor's frame-index cache and its worker channel (daemon-internal, no GStreamer) ──
         .target(name: "IndexCache", dependencies: ["SystemCalls", "CTrackSys", "MediaIndex"], swiftSettings: strict),
         // ── Swift: one output's pools, held slots and random-access state (no GStreamer, no socket) ──
         .target(name: "SamplePools", swiftSettings: strict),
         // ── Swift: the only module that touches GStreamer (worker side) ───────────────────────
-        .target(name: "GstBridge", dependencies: ["Protocol", "MediaIndex", "CGStreamer", "CGstShim"], swiftSettings: strict),
+        .target(name: "GstBridge", dependencies: ["Protocol", "MediaIndex", "SystemCalls", "CGStreamer", "CGstShim"], swiftSettings: strict),
         // ── Swift: client library with an AVFoundation-shaped API ─────────────────────────────
         .target(name: "TrackClient", dependencies: ["Protocol", "SystemCalls", "CTrackSys"], swiftSettings: strict),
         // ── Processes ─────────────────────────────────────────────────────────────────────────
