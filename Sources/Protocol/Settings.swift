@@ -103,6 +103,30 @@ public enum OutputSettings {
 
     /// Validates settings for a video track. `nil` settings mean passthrough and are not passed here.
     public static func validateVideo(_ settings: [String: SettingValue]) throws(TrackError) -> VideoOutputRequest {
+        let settings = try checkVideoKeys(settings)
+        var format = PixelFormat.named("420v")!
+        if let value = settings[SettingsKey.pixelFormatType] { format = try pixelFormat(value) }
+        func dimension(_ key: String) throws(TrackError) -> Int? {
+            guard let value = settings[key] else { return nil }
+            guard let n = value.intValue else {
+                throw TrackError(.unsupportedOutputSettings, "\(key) must be a number, not \(value)")
+            }
+            guard n >= 0 else { throw TrackError(.unsupportedOutputSettings, "\(key) must not be negative (\(n))") }
+            guard n <= 16384 else { throw TrackError(.unsupportedOutputSettings, "\(key) \(n) is larger than 16384") }
+            return n == 0 ? nil : Int(n)
+        }
+        let width = try dimension(SettingsKey.width)
+        let height = try dimension(SettingsKey.height)
+        if !format.scalable && (width != nil || height != nil) {
+            throw TrackError(.unsupportedOutputSettings,
+                             "AVAssetReaderTrackOutput does not support scaling to Width/Height with pixel format \(format.code)")
+        }
+        return VideoOutputRequest(pixelFormat: format, width: width, height: height)
+    }
+
+    /// The settings under their canonical key names, after refusing compressed output, audio keys, the keys
+    /// AVAssetReaderTrackOutput does not support and unknown keys.
+    private static func checkVideoKeys(_ settings: [String: SettingValue]) throws(TrackError) -> [String: SettingValue] {
         var canonical: [String: SettingValue] = [:]
         for key in settings.keys.sorted() {
             let name = SettingsKey.canonical(key)
@@ -127,55 +151,41 @@ public enum OutputSettings {
             throw TrackError(.unsupportedOutputSettings,
                              "Output settings dictionary contains one or more invalid keys: \(unknown.joined(separator: ", "))")
         }
-        var format = PixelFormat.named("420v")!
-        if let value = settings[SettingsKey.pixelFormatType] {
-            let candidates: [SettingValue] = if case .array(let list) = value { list } else { [value] }
-            guard !candidates.isEmpty else {
-                throw TrackError(.unsupportedOutputSettings, "kCVPixelBufferPixelFormatTypeKey is an empty array")
-            }
-            var chosen: PixelFormat?
-            var named: [String] = []
-            var unsupported: UnsupportedPixelFormat?
-            for candidate in candidates {
-                let f: PixelFormat?
-                switch candidate {
-                case .int(let n) where n >= 0 && n <= Int64(UInt32.max):
-                    f = PixelFormat.named(FourCC(rawValue: UInt32(n)))
-                    named.append(FourCC(rawValue: UInt32(n)).description)
-                    if f == nil, unsupported == nil { unsupported = UnsupportedPixelFormat.named(FourCC(rawValue: UInt32(n))) }
-                case .string(let s):
-                    f = PixelFormat.parse(s)
-                    named.append(s)
-                    if f == nil, unsupported == nil { unsupported = UnsupportedPixelFormat.parse(s) }
-                default:
-                    throw TrackError(.unsupportedOutputSettings,
-                                     "kCVPixelBufferPixelFormatTypeKey must be a number or an array of numbers, not \(candidate)")
-                }
-                if let f { chosen = f; break }
-            }
-            guard let chosen else {
-                if let unsupported { throw TrackError(.unsupportedOutputSettings, unsupported.message) }
+        return settings
+    }
+
+    /// The first supported format of kCVPixelBufferPixelFormatTypeKey's value (a format or a list of them).
+    private static func pixelFormat(_ value: SettingValue) throws(TrackError) -> PixelFormat {
+        let candidates: [SettingValue] = if case .array(let list) = value { list } else { [value] }
+        guard !candidates.isEmpty else {
+            throw TrackError(.unsupportedOutputSettings, "kCVPixelBufferPixelFormatTypeKey is an empty array")
+        }
+        var chosen: PixelFormat?
+        var named: [String] = []
+        var unsupported: UnsupportedPixelFormat?
+        for candidate in candidates {
+            let f: PixelFormat?
+            switch candidate {
+            case .int(let n) where n >= 0 && n <= Int64(UInt32.max):
+                f = PixelFormat.named(FourCC(rawValue: UInt32(n)))
+                named.append(FourCC(rawValue: UInt32(n)).description)
+                if f == nil, unsupported == nil { unsupported = UnsupportedPixelFormat.named(FourCC(rawValue: UInt32(n))) }
+            case .string(let s):
+                f = PixelFormat.parse(s)
+                named.append(s)
+                if f == nil, unsupported == nil { unsupported = UnsupportedPixelFormat.parse(s) }
+            default:
                 throw TrackError(.unsupportedOutputSettings,
-                                 "Unsupported pixel format \(named.joined(separator: ", ")) (see `trackctl read --pixel-format list`)")
+                                 "kCVPixelBufferPixelFormatTypeKey must be a number or an array of numbers, not \(candidate)")
             }
-            format = chosen
+            if let f { chosen = f; break }
         }
-        func dimension(_ key: String) throws(TrackError) -> Int? {
-            guard let value = settings[key] else { return nil }
-            guard let n = value.intValue else {
-                throw TrackError(.unsupportedOutputSettings, "\(key) must be a number, not \(value)")
-            }
-            guard n >= 0 else { throw TrackError(.unsupportedOutputSettings, "\(key) must not be negative (\(n))") }
-            guard n <= 16384 else { throw TrackError(.unsupportedOutputSettings, "\(key) \(n) is larger than 16384") }
-            return n == 0 ? nil : Int(n)
-        }
-        let width = try dimension(SettingsKey.width)
-        let height = try dimension(SettingsKey.height)
-        if !format.scalable && (width != nil || height != nil) {
+        guard let chosen else {
+            if let unsupported { throw TrackError(.unsupportedOutputSettings, unsupported.message) }
             throw TrackError(.unsupportedOutputSettings,
-                             "AVAssetReaderTrackOutput does not support scaling to Width/Height with pixel format \(format.code)")
+                             "Unsupported pixel format \(named.joined(separator: ", ")) (see `trackctl read --pixel-format list`)")
         }
-        return VideoOutputRequest(pixelFormat: format, width: width, height: height)
+        return chosen
     }
 }
 
@@ -222,6 +232,43 @@ extension OutputSettings {
     /// Validates settings for an audio track (decoded linear PCM). Messages use Apple's wording where it has one.
     public static func validateAudio(_ settings: [String: SettingValue]) throws(TrackError) -> AudioOutputRequest {
         func fail(_ message: String) -> TrackError { TrackError(.unsupportedOutputSettings, message) }
+        try checkAudioKeys(settings)
+        func flag(_ key: String) throws(TrackError) -> Bool? {
+            switch settings[key] {
+            case nil: return nil
+            case .bool(let b): return b
+            case .int(let n) where n == 0 || n == 1: return n == 1
+            case let value?: throw fail("\(key) must be a boolean, not \(value)")
+            }
+        }
+        var request = AudioOutputRequest()
+        try readChannels(settings, into: &request)
+        let isFloat = try flag(SettingsKey.isFloat)
+        let depthValue = settings[SettingsKey.bitDepth]
+        if (isFloat == nil) != (depthValue == nil) {
+            throw fail("AVLinearPCMIsFloatKey and AVLinearPCMBitDepthKey must be specified together")
+        }
+        if let depthValue, let isFloat {
+            guard let depth = depthValue.intValue, [8, 16, 24, 32].contains(depth) else {
+                throw fail("AVLinearPCMBitDepthKey must be 8, 16, 24 or 32, not \(depthValue)")
+            }
+            if isFloat && depth != 32 {
+                throw fail("AVLinearPCMBitDepthKey must be 32 when AVLinearPCMIsFloatKey is YES, not \(depth)")
+            }
+            request.bitDepth = Int(depth)
+            request.isFloat = isFloat
+        }
+        request.isBigEndian = try flag(SettingsKey.isBigEndian) ?? false
+        request.isNonInterleaved = try flag(SettingsKey.isNonInterleaved) ?? false
+        if request.isNonInterleaved, let channels = request.channels, channels > AudioOutputRequest.maxNonInterleavedChannels {
+            throw fail("AVLinearPCMIsNonInterleaved output has one plane per channel; trackd supports at most \(AudioOutputRequest.maxNonInterleavedChannels), not \(channels)")
+        }
+        return request
+    }
+
+    /// Refuses compressed output, video keys, the encoder's keys and unknown keys.
+    private static func checkAudioKeys(_ settings: [String: SettingValue]) throws(TrackError) {
+        func fail(_ message: String) -> TrackError { TrackError(.unsupportedOutputSettings, message) }
         if settings[SettingsKey.videoCodec] != nil {
             throw fail("AVAssetReaderOutput does not currently support compressed output")
         }
@@ -247,15 +294,12 @@ extension OutputSettings {
         if !unknown.isEmpty {
             throw fail("Output settings dictionary contains one or more invalid keys: \(unknown.joined(separator: ", "))")
         }
-        func flag(_ key: String) throws(TrackError) -> Bool? {
-            switch settings[key] {
-            case nil: return nil
-            case .bool(let b): return b
-            case .int(let n) where n == 0 || n == 1: return n == 1
-            case let value?: throw fail("\(key) must be a boolean, not \(value)")
-            }
-        }
-        var request = AudioOutputRequest()
+    }
+
+    /// AVSampleRateKey, AVNumberOfChannelsKey and AVChannelLayoutKey.
+    private static func readChannels(_ settings: [String: SettingValue],
+                                     into request: inout AudioOutputRequest) throws(TrackError) {
+        func fail(_ message: String) -> TrackError { TrackError(.unsupportedOutputSettings, message) }
         if let value = settings[SettingsKey.sampleRate] {
             guard let n = value.intValue, n >= 8000, n <= 192_000 else {
                 throw fail("AVSampleRateKey must be a whole number of Hz between 8000 and 192000, not \(value)")
@@ -283,27 +327,6 @@ extension OutputSettings {
             }
             request.channelLayout = try ChannelLayout.parse(layout)
         }
-        let isFloat = try flag(SettingsKey.isFloat)
-        let depthValue = settings[SettingsKey.bitDepth]
-        if (isFloat == nil) != (depthValue == nil) {
-            throw fail("AVLinearPCMIsFloatKey and AVLinearPCMBitDepthKey must be specified together")
-        }
-        if let depthValue, let isFloat {
-            guard let depth = depthValue.intValue, [8, 16, 24, 32].contains(depth) else {
-                throw fail("AVLinearPCMBitDepthKey must be 8, 16, 24 or 32, not \(depthValue)")
-            }
-            if isFloat && depth != 32 {
-                throw fail("AVLinearPCMBitDepthKey must be 32 when AVLinearPCMIsFloatKey is YES, not \(depth)")
-            }
-            request.bitDepth = Int(depth)
-            request.isFloat = isFloat
-        }
-        request.isBigEndian = try flag(SettingsKey.isBigEndian) ?? false
-        request.isNonInterleaved = try flag(SettingsKey.isNonInterleaved) ?? false
-        if request.isNonInterleaved, let channels = request.channels, channels > AudioOutputRequest.maxNonInterleavedChannels {
-            throw fail("AVLinearPCMIsNonInterleaved output has one plane per channel; trackd supports at most \(AudioOutputRequest.maxNonInterleavedChannels), not \(channels)")
-        }
-        return request
     }
 
     /// The channel count an AudioChannelLayout describes, or nil when the value is not a layout.
