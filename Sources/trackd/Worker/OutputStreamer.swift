@@ -281,8 +281,7 @@ final class OutputStreamer: Sendable {
         case .cancelled: return .cancelled
         case .unknown: break
         }
-        guard let raw = sample.takeSharedFD() else { return .unusable }
-        let memfd = FileDescriptor(taking: raw)  // closed once PoolAdded has sent it
+        guard let memfd = sample.takeSharedFD() else { return .unusable }  // closed once PoolAdded has sent it
         let reservation: PoolReservation
         do throws(TrackError) {
             reservation = try PoolReservation(slot: workerSlot, bytes: UInt64(shared.mapSize))
