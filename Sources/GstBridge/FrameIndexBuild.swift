@@ -8,7 +8,7 @@ extension FrameIndex {
     /// The index from an MP4/QuickTime file's sample tables, without demuxing the track; nil for other files and
     /// for tables ContainerIndex does not reproduce exactly (then `build`).
     public static func fromContainer(source: MediaSource, trackID: UInt32) -> FrameIndex? {
-        ContainerIndex.mp4(fd: source.fd, trackID: trackID).map { FrameIndex(frames: $0) }
+        ContainerIndex.mp4(file: source.descriptor, trackID: trackID).map { FrameIndex(frames: $0) }
     }
 
     /// Reads every stored sample of `trackID` (passthrough, no decoding) and indexes them.

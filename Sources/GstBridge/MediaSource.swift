@@ -2,19 +2,21 @@ import CGStreamer
 import CGstShim
 import Protocol
 import Synchronization
+import SystemCalls
 
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// A client's media file. Takes ownership of `fd` (closes it in deinit — and when init throws). Every pipeline built
-/// on it reads the fd with pread(), so discovery, outputs and thumbnails can run at the same time.
-public final class MediaSource: @unchecked Sendable {
-    // @unchecked: `fd` is immutable and only ever read with pread()/fstat(), which are thread-safe.
-    let fd: Int32
+/// A client's media file, which it owns (closed when it goes — and when init throws). Every pipeline built on it
+/// reads the descriptor with pread(), so discovery, outputs and thumbnails can run at the same time.
+public final class MediaSource: Sendable {
+    /// Only ever read with pread()/fstat(), which are thread-safe.
+    let descriptor: FileDescriptor
 
-    /// Rejects non-regular files (directory, pipe, socket) with .invalidSourceMedia and empty files with
-    /// .fileFormatNotRecognized.
+    /// The descriptor's number, for a pipeline's trackdfdsrc (which borrows it for the pipeline's life).
+    var fd: Int32 { descriptor.rawValue }
+
     /// What fstat says about the file now: the frame-index cache's key (a changed file has another mtime or size).
     public struct FileStatus: Equatable, Sendable {
         public let device: UInt64
@@ -26,17 +28,25 @@ public final class MediaSource: @unchecked Sendable {
 
     public func status() -> FileStatus? {
         var st = stat()
-        guard fstat(fd, &st) == 0 else { return nil }
+        guard (try? syscall("fstat", { fstat(fd, &st) })) != nil else { return nil }
         return FileStatus(device: UInt64(st.st_dev), inode: UInt64(st.st_ino), size: UInt64(st.st_size),
                           mtimeSeconds: Int64(st.st_mtim.tv_sec), mtimeNanoseconds: Int64(st.st_mtim.tv_nsec))
     }
 
-    public init(fd: Int32) throws(TrackError) {
+    /// Takes ownership of `fd` (see `init(_:)`).
+    public convenience init(fd: Int32) throws(TrackError) {
+        try self.init(FileDescriptor(taking: fd))
+    }
+
+    /// Rejects non-regular files (directory, pipe, socket) with .invalidSourceMedia and empty files with
+    /// .fileFormatNotRecognized; the descriptor is closed then.
+    public init(_ descriptor: consuming FileDescriptor) throws(TrackError) {
         var st = stat()
-        guard fstat(fd, &st) == 0 else {
-            let reason = String(cString: strerror(errno))
-            if fd >= 0 { close(fd) }
-            throw TrackError(.invalidSourceMedia, "the media file descriptor cannot be examined: \(reason)")
+        let raw = descriptor.rawValue
+        do {
+            _ = try syscall("fstat") { fstat(raw, &st) }
+        } catch {
+            throw TrackError(.invalidSourceMedia, "the media file descriptor cannot be examined: \(error.reason)")
         }
         guard st.st_mode & S_IFMT == S_IFREG else {
             let kind = switch st.st_mode & S_IFMT {
@@ -46,17 +56,13 @@ public final class MediaSource: @unchecked Sendable {
             case S_IFCHR, S_IFBLK: "a device"
             default: "of an unknown type"
             }
-            close(fd)
             throw TrackError(.invalidSourceMedia, "the media file is not a regular file (it is \(kind))")
         }
         guard st.st_size > 0 else {
-            close(fd)
             throw TrackError(.fileFormatNotRecognized, "the media file is empty")
         }
-        self.fd = fd
+        self.descriptor = descriptor
     }
-
-    deinit { close(fd) }
 
     static let discoveryTimeoutNs: UInt64 = 5_000_000_000
     /// How long every streaming task must stay paused, with no stream exposed, before discovery gives up early.

@@ -2,6 +2,7 @@ import CGStreamer
 import CGstShim
 import Protocol
 import Synchronization
+import SystemCalls
 
 #if canImport(Glibc)
 import Glibc
@@ -94,8 +95,8 @@ public final class PulledSample: @unchecked Sendable {
     /// Zero-copy: the frame is already in a memfd memory (`size` bytes from its offset 0); keeping this object
     /// keeps the memory out of the buffer pool, so nothing writes it while the client reads.
     public let shared: SharedMemory?
-    /// The memory's fd when this is the first sample in it, until taken; closed in deinit otherwise.
-    private let sharedFD: Mutex<Int32>
+    /// The memory's fd when this is the first sample in it, until taken; closed with this sample otherwise.
+    private let sharedFD: Mutex<FileDescriptor?>
 
     /// `shared`: the memfd memory the frame is in and its fd (-1 unless this is the first sample in it), or nil.
     /// `timing`: trimmed audio's exact times, instead of the buffer's. `restorer`: undoes the decoder's clipping of
@@ -108,7 +109,9 @@ public final class PulledSample: @unchecked Sendable {
         self.buffer = buffer
         self.copy = copy
         self.shared = shared?.memory
-        sharedFD = Mutex(shared?.fd ?? -1)
+        var owned: FileDescriptor? = nil
+        if let fd = shared?.fd, fd >= 0 { owned = FileDescriptor(taking: fd) }
+        sharedFD = Mutex(owned)
         // Buffer timestamps are in the demuxer's media time; the sample's segment maps them to the asset timeline
         // (edit lists: an H.264 track with B-frames starts at PTS 0 there, not at the composition offset).
         let segment = gst_sample_get_segment(sample.pointer)  // transfer none
@@ -131,21 +134,15 @@ public final class PulledSample: @unchecked Sendable {
         frameCount = layout.frameCount
     }
 
-    deinit { discardSharedFD() }
-
-    /// The memfd of `shared`, once: to send in PoolAdded (the caller closes it). nil when this sample is not the
-    /// first in its memory, or the fd was already taken or discarded.
-    public func takeSharedFD() -> Int32? {
-        let fd = sharedFD.withLock { fd in
-            defer { fd = -1 }
-            return fd
-        }
-        return fd >= 0 ? fd : nil
+    /// The memfd of `shared`, once: to send in PoolAdded. nil when this sample is not the first in its memory, or
+    /// the fd was already taken or discarded.
+    public func takeSharedFD() -> FileDescriptor? {
+        sharedFD.withLock { $0.take() }
     }
 
     /// Closes the memfd if nobody took it (the frame is copied instead).
     public func discardSharedFD() {
-        if let fd = takeSharedFD() { close(fd) }
+        if let fd = takeSharedFD() { fd.close() }
     }
 
     /// Copies the whole sample (`size` bytes) to `destination`, as its CopyPlan says.

@@ -1,6 +1,4 @@
-#if canImport(Glibc)
-import Glibc
-#endif
+import SystemCalls
 
 /// A video track's frame index read from an MP4/QuickTime file's sample tables (moov/trak/mdia/minf/stbl: stts,
 /// ctts, stss; edts/elst), so ReadFrames need not demux the whole file first — a parse-only pass reads every byte
@@ -20,14 +18,20 @@ public enum ContainerIndex {
     /// million samples: 18 hours at 30 fps); more is not a file this reader indexes either (nor lets allocate).
     public static let maxSamples = 2_000_000
 
-    /// The frames of `trackID` (the tkhd track_ID, which is trackd's track id for MP4/MOV) in the file `fd` (read
-    /// with pread; the caller keeps the descriptor), or nil.
-    public static func mp4(fd: Int32, trackID: UInt32) -> [FrameIndex.Frame]? {
-        var st = stat()
-        guard fstat(fd, &st) == 0, st.st_size > 0 else { return nil }
-        let fileSize = UInt64(st.st_size)
-        guard let moov = readMovie(fd, fileSize: fileSize) else { return nil }
+    /// The frames of `trackID` (the tkhd track_ID, which is trackd's track id for MP4/MOV) in `file` (read with
+    /// pread), or nil.
+    public static func mp4(file: borrowing FileDescriptor, trackID: UInt32) -> [FrameIndex.Frame]? {
+        guard let fileSize = try? file.regularFileSize(), fileSize > 0 else { return nil }
+        guard let moov = readMovie(file, fileSize: fileSize) else { return nil }
         return frames(movie: moov, fileSize: fileSize, trackID: trackID)
+    }
+
+    /// `mp4(file:trackID:)` of a descriptor the caller keeps open.
+    public static func mp4(fd: Int32, trackID: UInt32) -> [FrameIndex.Frame]? {
+        let file = FileDescriptor(taking: fd)
+        let frames = mp4(file: file, trackID: trackID)
+        _ = file.take()  // the caller's descriptor: not closed here
+        return frames
     }
 
     /// The frames of `trackID` from a moov box's body, in a file of `fileSize` bytes (a track whose samples would
@@ -55,7 +59,7 @@ public enum ContainerIndex {
     }
 
     /// The moov box's body: top-level boxes are walked with pread (ftyp, mdat … are skipped, not read).
-    private static func readMovie(_ fd: Int32, fileSize: UInt64) -> ArraySlice<UInt8>? {
+    private static func readMovie(_ fd: borrowing FileDescriptor, fileSize: UInt64) -> ArraySlice<UInt8>? {
         var offset: UInt64 = 0
         var first = true
         while offset + 8 <= fileSize {
@@ -85,17 +89,9 @@ public enum ContainerIndex {
         return nil
     }
 
-    private static func pread(_ fd: Int32, at offset: UInt64, count: Int) -> [UInt8]? {
+    private static func pread(_ fd: borrowing FileDescriptor, at offset: UInt64, count: Int) -> [UInt8]? {
         guard count >= 0, offset <= UInt64(Int64.max) else { return nil }
-        var bytes = [UInt8](repeating: 0, count: count)
-        var done = 0
-        while done < count {
-            let n = bytes.withUnsafeMutableBytes { Glibc.pread(fd, $0.baseAddress! + done, count - done, off_t(offset) + off_t(done)) }
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { break }
-            done += n
-        }
-        return done == count ? bytes : Array(bytes.prefix(done))
+        return try? [UInt8](preading: fd, count: count, at: Int(offset))
     }
 
     /// mvhd's and mdhd's timescale, tkhd's track_ID: the u32 after a full box's version, flags and its creation and

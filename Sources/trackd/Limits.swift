@@ -14,7 +14,7 @@ struct Limits: Sendable, Equatable {
 
     struct Option {
         let name: String
-        let keyPath: WritableKeyPath<Limits, UInt64> & Sendable
+        let keyPath: any WritableKeyPath<Limits, UInt64> & Sendable
         let range: ClosedRange<UInt64>
         /// Passed on to workers.
         let worker: Bool

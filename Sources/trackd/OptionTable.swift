@@ -95,7 +95,7 @@ extension Options {
     /// A whole-number option in `range`, kept at `keyPath`; passed to workers (for `.both`/`.worker`) when `when` holds.
     private static func number<T: FixedWidthInteger & Sendable>(
         _ name: String, _ placeholder: String, _ role: TrackdOption.Role,
-        _ keyPath: WritableKeyPath<Configuration, T> & Sendable, _ range: ClosedRange<T>,
+        _ keyPath: any WritableKeyPath<Configuration, T> & Sendable, _ range: ClosedRange<T>,
         when passed: @escaping @Sendable (Configuration) -> Bool = { _ in true }, help: String, needs: String
     ) -> TrackdOption {
         number(name, placeholder, role, range, get: { $0[keyPath: keyPath] }, put: { $0[keyPath: keyPath] = $1 },

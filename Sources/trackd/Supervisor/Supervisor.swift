@@ -66,7 +66,7 @@ final class Supervisor: Sendable {
     let index: IndexService
     let counters: Mutex<Counters>
     let timerQueue = DispatchQueue(label: "trackd.timers")
-    nonisolated(unsafe) private var sources: [DispatchSourceTimer] = []
+    nonisolated(unsafe) private var sources: [any DispatchSourceTimer] = []
 
     var limits: Limits { configuration.limits }
 

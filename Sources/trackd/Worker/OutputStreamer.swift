@@ -4,6 +4,7 @@ import MediaIndex
 import Protocol
 import SamplePools
 import Synchronization
+import SystemCalls
 
 /// Counters a worker reports in Status.
 final class WorkerStats: Sendable {
@@ -280,8 +281,7 @@ final class OutputStreamer: Sendable {
         case .cancelled: return .cancelled
         case .unknown: break
         }
-        guard let fd = sample.takeSharedFD() else { return .unusable }
-        defer { close(fd) }
+        guard let memfd = sample.takeSharedFD() else { return .unusable }  // closed once PoolAdded has sent it
         let reservation: PoolReservation
         do throws(TrackError) {
             reservation = try PoolReservation(slot: workerSlot, bytes: UInt64(shared.mapSize))
@@ -294,7 +294,8 @@ final class OutputStreamer: Sendable {
         let poolID = state.withLock {
             $0.ledger.addSharedPool(memoryID: shared.id, size: shared.mapSize, resource: resource, holding: sample)
         }
-        send(.poolAdded(PoolAdded(outputID: id, poolID: poolID, slotCount: 1, slotSize: UInt64(shared.mapSize))), fds: [fd])
+        send(.poolAdded(PoolAdded(outputID: id, poolID: poolID, slotCount: 1, slotSize: UInt64(shared.mapSize))),
+             fds: [memfd.rawValue])
         return .pool(poolID)
     }
 
@@ -342,12 +343,12 @@ final class OutputStreamer: Sendable {
             return false
         }
         do {
-            let (mapping, fd) = try SharedMapping.create(name: "trackd-pool-\(id)-\(poolID)", size: slotSize * slotCount)
-            defer { close(fd) }
+            let memfd = try FileDescriptor.sealedMemfd(name: "trackd-pool-\(id)-\(poolID)", size: slotSize * slotCount)
+            let mapping = try SharedMapping(fd: memfd.rawValue, size: slotSize * slotCount, writable: true)
             let resource = PoolResource(reservation: reservation, mapping: mapping)
             state.withLock { $0.ledger.addCopyPool(id: poolID, slotSize: slotSize, slotCount: slotCount, resource: resource) }
             send(.poolAdded(PoolAdded(outputID: id, poolID: poolID, slotCount: UInt32(slotCount), slotSize: UInt64(slotSize))),
-                 fds: [fd])
+                 fds: [memfd.rawValue])
             return true
         } catch {
             failPool(TrackError(.limitExceeded, "cannot create a shared-memory pool of \(slotSize * slotCount) bytes: \(error)"))

@@ -5,6 +5,7 @@ import IndexCache
 import MediaIndex
 import Protocol
 import Synchronization
+import SystemCalls
 
 extension Session {
     struct Asset {
@@ -94,8 +95,8 @@ extension Session {
     }
 
     /// Decodes the frame shown at the requested time, encodes it as PNG (GStreamer's pngenc) and puts the bytes
-    /// in a sealed memfd. Returns the reply and the fd (the caller sends it, then closes it).
-    func generateImage(_ request: GenerateImage, asset: Asset) throws(TrackError) -> (ImageReady, Int32) {
+    /// in a sealed memfd. Returns the reply and the memfd (the caller sends it; it closes when the reply goes).
+    func generateImage(_ request: GenerateImage, asset: Asset) throws(TrackError) -> ImageReply {
         guard request.imageFormat == "png " else {
             throw TrackError(.unsupportedOutputSettings, "image format \(request.imageFormat) is not supported; use 'png '")
         }
@@ -111,16 +112,23 @@ extension Session {
         let image = try generatePNG(source: asset.source, trackID: request.trackID, at: request.time,
                                     limits: context.sandbox.decode)
         let mapping: SharedMapping
-        let fd: Int32
+        let raw: Int32
         do {
-            (mapping, fd) = try SharedMapping.create(name: "trackd-image", size: max(image.png.count, 1))
+            (mapping, raw) = try SharedMapping.create(name: "trackd-image", size: max(image.png.count, 1))
         } catch {
             throw TrackError(.limitExceeded, "cannot create shared memory for the image: \(error)")
         }
+        let memfd = FileDescriptor(taking: raw)
         image.png.withUnsafeBytes { mapping.base.copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
         stats.bytesCopied.add(UInt64(image.png.count), ordering: .relaxed)
         context.slot.countCopied(UInt64(image.png.count))
-        return (ImageReady(actualTime: image.actualTime, width: image.width, height: image.height,
-                           length: UInt64(image.png.count)), fd)
+        return ImageReply(image: ImageReady(actualTime: image.actualTime, width: image.width, height: image.height,
+                                            length: UInt64(image.png.count)), memfd: memfd)
     }
+}
+
+/// GenerateImage's reply and the sealed memfd that holds the PNG (sent with it, closed when this goes).
+struct ImageReply: ~Copyable {
+    let image: ImageReady
+    let memfd: FileDescriptor
 }

@@ -5,6 +5,7 @@ import IndexCache
 import MediaIndex
 import Protocol
 import Synchronization
+import SystemCalls
 
 /// One client connection, served by this worker process from Hello to disconnect. The receive loop runs on the
 /// process's main thread (blocking reads); each output pulls on its own thread (OutputStreamer); image requests
@@ -167,9 +168,8 @@ final class Session: Sendable {
             background("image") { [self] in
                 do throws(TrackError) {
                     guard let asset else { throw TrackError(.invalidArgument, "no open asset with id \(request.assetID)") }
-                    let (image, fd) = try generateImage(request, asset: asset)
-                    defer { close(fd) }
-                    try? socket.send(.image(image), requestID: rid, fds: [fd])
+                    let reply = try generateImage(request, asset: asset)
+                    try? socket.send(.image(reply.image), requestID: rid, fds: [reply.memfd.rawValue])
                 } catch {
                     try? socket.send(.error(error), requestID: rid)
                 }
