@@ -7,10 +7,6 @@ let strict: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny"),
     .enableUpcomingFeature("MemberImportVisibility"),
 ]
-/// The test targets: Swift 6 mode; ExistentialAny and MemberImportVisibility wait for the TestSupport restructuring
-/// (its files would need the imports).
-let strictTests: [SwiftSetting] = [.swiftLanguageMode(.v6)]
-
 let package = Package(
     name: "trackd",
     products: [
@@ -70,19 +66,19 @@ let package = Package(
         // ── Tests ─────────────────────────────────────────────────────────────────────────────
         // Shared by the test targets only: processes, the daemon (with its log check), media, oracles, waiting,
         // the seeded RNG and MD5.
-        .target(name: "TestSupport", dependencies: ["Protocol", "CMD5"], path: "Tests/TestSupport", swiftSettings: strictTests),
-        .testTarget(name: "SystemCallsTests", dependencies: ["SystemCalls", "TestSupport"], swiftSettings: strictTests),
-        .testTarget(name: "ProtocolTests", dependencies: ["Protocol", "CTrackSys", "TestSupport"], swiftSettings: strictTests),
+        .target(name: "TestSupport", dependencies: ["Protocol", "SystemCalls", "CMD5"], path: "Tests/TestSupport", swiftSettings: strict),
+        .testTarget(name: "SystemCallsTests", dependencies: ["SystemCalls", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "ProtocolTests", dependencies: ["Protocol", "SystemCalls", "CTrackSys", "TestSupport"], swiftSettings: strict),
         .testTarget(
-            name: "IndexCacheTests", dependencies: ["IndexCache", "CTrackSys", "TestSupport"], swiftSettings: strictTests),
+            name: "IndexCacheTests", dependencies: ["IndexCache", "MediaIndex", "CTrackSys", "TestSupport"], swiftSettings: strict),
         .testTarget(
-            name: "MediaIndexTests", dependencies: ["MediaIndex", "Protocol", "TestSupport"], swiftSettings: strictTests),
-        .testTarget(name: "SamplePoolsTests", dependencies: ["SamplePools", "TestSupport"], swiftSettings: strictTests),
+            name: "MediaIndexTests", dependencies: ["MediaIndex", "Protocol", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "SamplePoolsTests", dependencies: ["SamplePools", "TestSupport"], swiftSettings: strict),
         .testTarget(
             name: "GstBridgeTests", dependencies: ["GstBridge", "MediaIndex", "Protocol", "CGStreamer", "TestSupport"],
-            swiftSettings: strictTests),
+            swiftSettings: strict),
         .testTarget(
-            name: "IntegrationTests", dependencies: ["TrackClient", "Protocol", "CTrackSys", "TestSupport"],
-            swiftSettings: strictTests),
+            name: "IntegrationTests", dependencies: ["TrackClient", "Protocol", "CTrackSys", "CMD5", "TestSupport"],
+            swiftSettings: strict),
     ]
 )

@@ -1,5 +1,6 @@
 import Foundation
 import IndexCache
+import MediaIndex
 import TestSupport
 import XCTest
 

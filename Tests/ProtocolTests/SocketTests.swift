@@ -1,6 +1,7 @@
 import CTrackSys
 import Dispatch
 import Protocol
+import SystemCalls
 import TestSupport
 import Testing
 

@@ -1,5 +1,6 @@
 import Foundation
 import Protocol
+import SystemCalls
 
 #if canImport(Glibc)
 import Glibc
