@@ -58,14 +58,7 @@ for ((i = 0; i < clips; i++)); do
   files+=("$f")
 done
 
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/trackd-bench-pipelines.XXXXXX")
-cleanup() { stop_trackd; rm -rf "$tmp"; }
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-sock=$tmp/trackd.sock
-echo "==> starting $bin/trackd on $sock"
-CACHE_DIRECTORY=$tmp/cache start_trackd "$bin/trackd" "$sock" "$tmp/trackd.log"
+start_private_trackd "$bin/trackd" trackd-bench-pipelines
 
 # The client from the tree (pure Python; Ray's worker processes inherit PYTHONPATH).
 PYTHONPATH=$REPO/clients/python${PYTHONPATH:+:$PYTHONPATH} PYTHONDONTWRITEBYTECODE=1 TRACKD_SOCKET=$sock \

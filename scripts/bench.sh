@@ -35,15 +35,7 @@ if [[ ! -s $clip ]]; then
   AUDIO=0 "$REPO/scripts/make-sample.sh" "$clip" "$seconds" 1920x1080 30
 fi
 
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/trackd-bench.XXXXXX")
-cleanup() { stop_trackd; rm -rf "$tmp"; }
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-sock=$tmp/trackd.sock
-echo "==> starting trackd on $sock"
-# A frame-index cache of its own: no index left by an earlier run or another trackd (the warm-up pass fills it).
-CACHE_DIRECTORY=$tmp/cache start_trackd "$bin/trackd" "$sock" "$tmp/trackd.log"
+start_private_trackd "$bin/trackd" trackd-bench  # the warm-up pass fills its frame-index cache
 
 q() { printf '%q' "$1"; }
 F=$(q "$clip")

@@ -8,6 +8,10 @@
 #                 TRACKD_WAIT seconds (default 10) for the socket; sets TRACKD_PID.
 #   stop_trackd   SIGTERM the trackd started above and wait for it (safe to call twice); sets
 #                 TRACKD_STATUS to its exit status.
+#   start_private_trackd BIN PREFIX
+#                 a trackd of the script's own: a new temp dir (sets tmp) with its socket (sets sock), log and a
+#                 frame-index cache of its own (no index left by an earlier run or another trackd); on exit the
+#                 daemon is stopped and the dir removed.
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 
@@ -55,4 +59,15 @@ stop_trackd() {
   TRACKD_STATUS=0
   wait "$TRACKD_PID" 2>/dev/null || TRACKD_STATUS=$?
   TRACKD_PID=
+}
+
+start_private_trackd() {
+  local bin=$1
+  tmp=$(mktemp -d "${TMPDIR:-/tmp}/$2.XXXXXX")
+  trap 'stop_trackd; rm -rf "$tmp"' EXIT
+  trap 'exit 130' INT
+  trap 'exit 143' TERM
+  sock=$tmp/trackd.sock
+  echo "==> starting $bin on $sock"
+  CACHE_DIRECTORY=$tmp/cache start_trackd "$bin" "$sock" "$tmp/trackd.log"
 }
