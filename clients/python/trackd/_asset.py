@@ -236,8 +236,9 @@ class Frame:
     @property
     def array(self):
         """The natural numpy array of the sample, a view into the pool for zero-copy frames:
-        video with one plane: (height, width, components) — e.g. BGRA (h, w, 4) uint8, L008 (h, w), L016
-        (h, w) uint16, 2vuy/yuvs (h, w, 2), v210 (h, row bytes); video with several planes (420v, y420, ...):
+        video with one plane: (height, width, components) — e.g. BGRA (h, w, 4) uint8, RGB/BGR (h, w, 3), L008
+        (h, w), L016 (h, w) uint16, 2vuy/yuvs (h, w, 2), v210 (h, row bytes); planar RGB _RGP: (3, h, w);
+        video with other formats of several planes (420v, y420, ...):
         the whole sample as one uint8 vector (use .planes for the planes); audio: interleaved (frames, channels),
         non-interleaved (channels, frames) when the channel planes are evenly spaced (else see .planes),
         24-bit samples as a trailing axis of 3 bytes. Passthrough: the sample's bytes."""
@@ -599,8 +600,8 @@ class Asset:
              is_float=None, big_endian=None, non_interleaved=None):
         """Reads one track (CreateOutput): an iterator of Frames, in presentation order.
 
-        Video: pixel_format ('420v' default, 'y420', 'BGRA', ... or the integer code, or a list: the first
-        supported wins), width/height to scale. Audio (the default track when an audio option is given):
+        Video: pixel_format ('420v' default, 'y420', 'BGRA', 'RGB' for 24RGB, 'BGR' for 24BG, '_RGP', ... or the
+        integer code, or a list: the first supported wins), width/height to scale. Audio (the default track when an audio option is given):
         linear PCM, sample_rate, channels, bit_depth (8/16/24/32, default 16), is_float, big_endian,
         non_interleaved. settings: extra output-settings entries (docs/SETTINGS.md), replacing the options'.
         passthrough: the stored samples, not decoded. start/duration: seconds (the reader's time range).
