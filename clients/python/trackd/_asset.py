@@ -601,10 +601,10 @@ class Asset:
         """Reads one track (CreateOutput): an iterator of Frames, in presentation order.
 
         Video: pixel_format ('420v' default, 'y420', 'BGRA', 'RGB' for 24RGB, 'BGR' for 24BG, '_RGP', ... or the
-        integer code, or a list: the first supported wins), width/height to scale. Audio (the default track when an audio option is given):
-        linear PCM, sample_rate, channels, bit_depth (8/16/24/32, default 16), is_float, big_endian,
-        non_interleaved. settings: extra output-settings entries (docs/SETTINGS.md), replacing the options'.
-        passthrough: the stored samples, not decoded. start/duration: seconds (the reader's time range).
+        integer code, or a list: the first supported wins), width/height to scale. Audio (the default track when an
+        audio option is given): linear PCM, sample_rate, channels, bit_depth (8/16/24/32, default 16), is_float,
+        big_endian, non_interleaved. settings: extra output-settings entries (docs/SETTINGS.md), replacing the
+        options'. passthrough: the stored samples, not decoded. start/duration: seconds (the reader's time range).
         ranges: instead of start/duration, (start, duration) pairs in seconds (duration None: to the end), read
         in the order given by one random-access output (supportsRandomAccess, one ResetOutput per range).
         copy: frames own a copy of their bytes and their slots go back at once (for keeping frames)."""
