@@ -37,6 +37,13 @@ public struct PixelFormat: Sendable, Hashable {
                     range: nil, layout: "A R G B packed, 8-bit", planeCount: 1),
         PixelFormat(code: "RGBA", constantName: "kCVPixelFormatType_32RGBA", gstFormat: "RGBA",
                     range: nil, layout: "R G B A packed, 8-bit", planeCount: 1),
+        PixelFormat(code: FourCC(rawValue: 0x18), constantName: "kCVPixelFormatType_24RGB", gstFormat: "RGB",
+                    range: nil, layout: "R G B packed, 8-bit", planeCount: 1),
+        PixelFormat(code: "24BG", constantName: "kCVPixelFormatType_24BGR", gstFormat: "BGR",
+                    range: nil, layout: "B G R packed, 8-bit", planeCount: 1),
+        // trackd's extension, not a CoreVideo format: see `planarRGB`.
+        PixelFormat(code: planarRGB, constantName: "kTrackdPixelFormatType_24RGBPlanar", gstFormat: "RGBP",
+                    range: nil, layout: "R, G, B planes, 8-bit (trackd extension, channels first)", planeCount: 3),
         PixelFormat(code: "y408", constantName: "kCVPixelFormatType_4444AYpCbCr8", gstFormat: "AYUV",
                     range: nil, layout: "A Y Cb Cr packed, 4:4:4 8-bit", planeCount: 1),
         PixelFormat(code: "422v", constantName: "kCVPixelFormatType_422YpCbCr8BiPlanarVideoRange", gstFormat: "NV16",
@@ -68,13 +75,19 @@ public struct PixelFormat: Sendable, Hashable {
                     range: nil, layout: "R G B A packed, 16-bit little-endian", planeCount: 1),
     ]
 
+    /// `_RGP`: trackd's planar 8-bit RGB (three W × H planes R, G, B — channels first, as PyTorch takes them).
+    /// CoreVideo has no planar RGB. Apple's codes (CVPixelBuffer.h) are small integers or four letters, digits, `&`
+    /// or `-`, never `_`, so the underscore marks trackd's extensions and keeps them apart from Apple's.
+    public static let planarRGB: FourCC = "_RGP"
+
     public static func named(_ code: FourCC) -> PixelFormat? { all.first { $0.code == code } }
 
-    /// Parses what a person types: a four-char code (`420v`), CoreVideo's constant name, the ARGB alias `32ARGB`,
-    /// or a number (decimal or 0x-hex).
+    /// Parses what a person types: a four-char code (`420v`), CoreVideo's constant name, the aliases `32ARGB` and
+    /// `24RGB` (the two codes that are numbers), or a number (decimal or 0x-hex).
     public static func parse(_ text: String) -> PixelFormat? {
         if let f = all.first(where: { $0.constantName == text || $0.code.description == text }) { return f }
         if text == "32ARGB" { return named(FourCC(rawValue: 0x20)) }
+        if text == "24RGB" { return named(FourCC(rawValue: 0x18)) }
         if let code = FourCC(text), let f = named(code) { return f }
         let number = text.hasPrefix("0x") ? UInt32(text.dropFirst(2), radix: 16) : UInt32(text)
         return number.flatMap { named(FourCC(rawValue: $0)) }

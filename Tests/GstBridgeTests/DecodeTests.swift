@@ -140,7 +140,7 @@ import Testing
         let rowBytes: [FourCC: UInt32] = [
             "BGRA": 1280, "RGBA": 1280, FourCC(rawValue: 0x20): 1280, "y408": 1280, "2vuy": 640, "yuvs": 640,
             "L016": 640, "x420": 640, "xf20": 640, "v216": 1280, "y416": 2560, "b64a": 2560, "l64r": 2560,
-            "v210": (320 + 47) / 48 * 128,
+            "v210": (320 + 47) / 48 * 128, FourCC(rawValue: 0x18): 960, "24BG": 960,
         ]
         #expect(s.planes[0].rowBytes == rowBytes[code] ?? 320)
     }

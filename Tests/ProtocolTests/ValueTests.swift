@@ -178,6 +178,9 @@ import Testing
             (0x4247_5241, "kCVPixelFormatType_32BGRA", "BGRA", 1),
             (0x0000_0020, "kCVPixelFormatType_32ARGB", "ARGB", 1),
             (0x5247_4241, "kCVPixelFormatType_32RGBA", "RGBA", 1),
+            (0x0000_0018, "kCVPixelFormatType_24RGB", "RGB", 1),
+            (0x3234_4247, "kCVPixelFormatType_24BGR", "BGR", 1),
+            (0x5F52_4750, "kTrackdPixelFormatType_24RGBPlanar", "RGBP", 3),
             (0x7934_3038, "kCVPixelFormatType_4444AYpCbCr8", "AYUV", 1),
             (0x3432_3276, "kCVPixelFormatType_422YpCbCr8BiPlanarVideoRange", "NV16", 2),
             (0x3434_3476, "kCVPixelFormatType_444YpCbCr8BiPlanarVideoRange", "NV24", 2),
@@ -208,6 +211,9 @@ import Testing
             ("0x34323076", 0x3432_3076), ("875704438", 0x3432_3076), ("0x42475241", 0x4247_5241),
             ("bgra", nil), ("NV12", nil), ("", nil), ("0x", nil), ("0xZZ", nil), ("-1", nil), ("4294967296", nil),
             ("kCVPixelFormatType_32ABGR", nil), ("xxxx", nil),
+            ("kCVPixelFormatType_24RGB", 0x18), ("24RGB", 0x18), ("0x00000018", 0x18), ("24", 0x18),
+            ("24BG", 0x3234_4247), ("kCVPixelFormatType_24BGR", 0x3234_4247),
+            ("_RGP", 0x5F52_4750), ("kTrackdPixelFormatType_24RGBPlanar", 0x5F52_4750), ("RGBP", nil), ("24RG", nil),
         ]
         for (text, code) in cases {
             #expect(PixelFormat.parse(text)?.code.rawValue == code, "\(text)")

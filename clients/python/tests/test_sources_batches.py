@@ -164,6 +164,47 @@ class BatchTests(unittest.TestCase):
         everything = daemon.trackctl_md5('read', clip, '--pixel-format', 'BGRA')
         self.assertEqual([md5(a.tobytes()) for a in bgra.frames], [everything[i][2] for i in indices])
 
+    def test_rgb_formats_alias_and_shapes(self):
+        """pixel_format="RGB" is trackd's 24RGB (0x18) and "BGR" its 24BG: (h, w, 3) arrays of the BGRA frame's
+        colour components, reordered. "_RGP" is trackd's planar RGB, (3, h, w); from this 4:2:0 clip its chroma
+        is upsampled by interpolation (PROTOCOL.md §11), so it is close to, not equal to, RGB."""
+        indices = [0, 31]
+        with open_(clip) as asset:
+            bgra = [f.array.copy() for f in asset.frames_at(indices=indices, pixel_format='BGRA')]
+            for name, code in (('RGB', '0x00000018'), ('24RGB', '0x00000018'), (0x18, '0x00000018'),
+                               ('BGR', '24BG'), ('24BG', '24BG')):
+                frames = list(asset.frames_at(indices=indices, pixel_format=name))
+                self.assertEqual(len(frames), 2, name)
+                for frame, ref in zip(frames, bgra):
+                    with frame:
+                        self.assertEqual(frame.format, code, name)
+                        a = frame.array
+                        self.assertEqual((a.shape, a.dtype), ((240, 320, 3), np.uint8), name)
+                        order = [2, 1, 0] if code == '0x00000018' else [0, 1, 2]
+                        np.testing.assert_array_equal(a, ref[..., order], name)
+            planar = []
+            for frame, ref in zip(asset.frames_at(indices=indices, pixel_format='_RGP'), bgra):
+                with frame:
+                    self.assertEqual(frame.format, '_RGP')
+                    self.assertEqual(len(frame.planes), 3)
+                    a = frame.array
+                    self.assertEqual((a.shape, a.dtype), ((3, 240, 320), np.uint8))
+                    for c in range(3):
+                        np.testing.assert_array_equal(a[c], frame.planes[c][:, :320])
+                    difference = np.abs(a.astype(int) - ref[..., [2, 1, 0]].transpose(2, 0, 1).astype(int))
+                    self.assertLess(difference.mean(), 4)
+                    planar.append(a.copy())
+            rgb = asset.get_frames(indices=indices)
+            np.testing.assert_array_equal(rgb.frames, np.stack([r[..., [2, 1, 0]] for r in bgra]))
+            nchw = asset.get_frames(indices=indices, pixel_format='_RGP', layout='NCHW')
+            self.assertEqual(nchw.frames.shape, (2, 3, 240, 320))
+            self.assertTrue(nchw.frames.flags.c_contiguous)
+            np.testing.assert_array_equal(nchw.frames, np.stack(planar))
+            nhwc = asset.get_frames(indices=indices, pixel_format='_RGP')
+            self.assertEqual(nhwc.frames.shape, (2, 240, 320, 3))
+            np.testing.assert_array_equal(nhwc.frames, np.stack(planar).transpose(0, 2, 3, 1))
+            self.assertEqual(asset.get_frames(indices=[0], pixel_format='24RGB').frames.shape, (1, 240, 320, 3))
+
     def test_planar_rows_equal_ffmpeg(self):
         reference = ffmpeg_md5(clip, 'yuv420p')
         with open_(clip) as asset:

@@ -27,8 +27,12 @@ _VIDEO_DTYPE = {
 }
 _COMPONENTS = {
     'BGRA': 4, '0x00000020': 4, 'RGBA': 4, 'y408': 4, 'y416': 4, 'l64r': 4, 'b64a': 4, 'L008': 1, 'L016': 1,
-    '2vuy': 2, 'yuvs': 2, 'v216': 2,
+    '2vuy': 2, 'yuvs': 2, 'v216': 2, '0x00000018': 3, '24BG': 3,
 }
+# trackd's planar 8-bit RGB extension (PROTOCOL.md §11): planes R, G, B; .array is (3, h, w).
+PLANAR_RGB = '_RGP'
+# Names accepted for pixel_format besides four-char codes: CoreVideo's 24RGB is the number 0x18 (no code).
+_PIXEL_FORMAT_ALIASES = {'RGB': 0x18, '24RGB': 0x18, 'BGR': '24BG'}
 _AUDIO_KEYS = {'sample_rate': 'AVSampleRateKey', 'channels': 'AVNumberOfChannelsKey'}
 
 
@@ -232,8 +236,9 @@ class Frame:
     @property
     def array(self):
         """The natural numpy array of the sample, a view into the pool for zero-copy frames:
-        video with one plane: (height, width, components) — e.g. BGRA (h, w, 4) uint8, L008 (h, w), L016
-        (h, w) uint16, 2vuy/yuvs (h, w, 2), v210 (h, row bytes); video with several planes (420v, y420, ...):
+        video with one plane: (height, width, components) — e.g. BGRA (h, w, 4) uint8, RGB/BGR (h, w, 3), L008
+        (h, w), L016 (h, w) uint16, 2vuy/yuvs (h, w, 2), v210 (h, row bytes); planar RGB _RGP: (3, h, w);
+        video with other formats of several planes (420v, y420, ...):
         the whole sample as one uint8 vector (use .planes for the planes); audio: interleaved (frames, channels),
         non-interleaved (channels, frames) when the channel planes are evenly spaced (else see .planes),
         24-bit samples as a trailing axis of 3 bytes. Passthrough: the sample's bytes."""
@@ -241,6 +246,8 @@ class Frame:
         layouts = self.plane_layouts
         if self.format == 'lpcm':
             return self._audio_array(typestr)
+        if self.format == PLANAR_RGB and len(layouts) == 3:
+            return self._planar_rgb_array(layouts)
         if len(layouts) != 1 or self.format not in _COMPONENTS and self.format != 'v210':
             return self._array(0, (self.length,), (1,), '|u1')
         p = layouts[0]
@@ -251,6 +258,16 @@ class Frame:
         if comps == 1:
             return self._array(p.offset, (p.height, self.width), (p.bytes_per_row, item), typestr)
         return self._array(p.offset, (p.height, self.width, comps), (p.bytes_per_row, comps * item, item), typestr)
+
+    def _planar_rgb_array(self, layouts):
+        """_RGP as (3, h, w) uint8: a view when the planes are evenly spaced with one stride (as GStreamer
+        lays them out), else a copy of the three planes."""
+        p = layouts[0]
+        step = layouts[1].offset - p.offset
+        if (self.width and p.row_bytes >= self.width and layouts[2].offset - layouts[1].offset == step
+                and all(q.bytes_per_row == p.bytes_per_row and q.height == p.height for q in layouts)):
+            return self._array(p.offset, (3, p.height, self.width), (step, p.bytes_per_row, 1), '|u1')
+        return _np.stack([plane[:, :self.width] for plane in self.planes])
 
     def _audio_array(self, typestr):
         out = self._output
@@ -444,6 +461,10 @@ def _time(value, what):
 
 
 def _pixel_format(value):
+    """A pixel_format argument as PixelFormatType: 'RGB' (and '24RGB') is CoreVideo's 24RGB (0x18), 'BGR' is
+    '24BG', other four-char codes their integer; lists element by element."""
+    if isinstance(value, str):
+        value = _PIXEL_FORMAT_ALIASES.get(value, value)
     if isinstance(value, str) and len(value.encode()) == 4:
         return w.str_to_fourcc(value)
     if isinstance(value, (list, tuple)):
@@ -579,11 +600,11 @@ class Asset:
              is_float=None, big_endian=None, non_interleaved=None):
         """Reads one track (CreateOutput): an iterator of Frames, in presentation order.
 
-        Video: pixel_format ('420v' default, 'y420', 'BGRA', ... or the integer code, or a list: the first
-        supported wins), width/height to scale. Audio (the default track when an audio option is given):
-        linear PCM, sample_rate, channels, bit_depth (8/16/24/32, default 16), is_float, big_endian,
-        non_interleaved. settings: extra output-settings entries (docs/SETTINGS.md), replacing the options'.
-        passthrough: the stored samples, not decoded. start/duration: seconds (the reader's time range).
+        Video: pixel_format ('420v' default, 'y420', 'BGRA', 'RGB' for 24RGB, 'BGR' for 24BG, '_RGP', ... or the
+        integer code, or a list: the first supported wins), width/height to scale. Audio (the default track when an
+        audio option is given): linear PCM, sample_rate, channels, bit_depth (8/16/24/32, default 16), is_float,
+        big_endian, non_interleaved. settings: extra output-settings entries (docs/SETTINGS.md), replacing the
+        options'. passthrough: the stored samples, not decoded. start/duration: seconds (the reader's time range).
         ranges: instead of start/duration, (start, duration) pairs in seconds (duration None: to the end), read
         in the order given by one random-access output (supportsRandomAccess, one ResetOutput per range).
         copy: frames own a copy of their bytes and their slots go back at once (for keeping frames)."""
@@ -686,9 +707,9 @@ class Asset:
         presentation-order indices, or shown at these times (seconds), in the order asked (repeats allowed),
         read with ReadFrames (each GOP decoded once; 1024 requests per ReadFrames, more are split).
         frames is one contiguous array the batch owns: (N, H, W, C) for layout="NHWC", (N, C, H, W) for "NCHW".
-        pixel_format: "RGB" (default) and "BGR" are made here from trackd's BGRA (trackd has no 3-component
-        format yet); BGRA, RGBA, ARGB, y408, y416, l64r, b64a, L008, L016, 2vuy, yuvs, v216 come from trackd as
-        they are; 420v, 420f, y420, 422v, 444v, x420, xf20, v210 give (N, bytes) rows (see Batch).
+        pixel_format: "RGB" (default; trackd's 24RGB) and "BGR" (24BG), BGRA, RGBA, ARGB, y408, y416, l64r,
+        b64a, L008, L016, 2vuy, yuvs, v216 and planar "_RGP" (R, G, B planes: C = 3) come from trackd as they
+        are; 420v, 420f, y420, 422v, 444v, x420, xf20, v210 give (N, bytes) rows (see Batch).
         width/height: scaled by the decoder (trackd's Width/Height); with only one, the other keeps the
         track's display aspect ratio, rounded to the nearest integer."""
         return _batch.get_frames(self, indices, times, track, pixel_format, layout, width, height)

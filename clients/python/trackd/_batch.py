@@ -12,11 +12,14 @@ try:
 except ImportError:
     _np = None
 
-# Formats made here from the daemon's BGRA (trackd has no 3-component format yet): name -> BGRA channel order.
-CLIENT_FORMATS = {'RGB': [2, 1, 0], 'BGR': [0, 1, 2]}
-# Daemon formats with one plane of whole pixels: components per pixel.
-PACKED_FORMATS = {'BGRA': 4, 'RGBA': 4, '0x00000020': 4, 'y408': 4, 'y416': 4, 'l64r': 4, 'b64a': 4,
-                  'L008': 1, 'L016': 1, '2vuy': 2, 'yuvs': 2, 'v216': 2}
+# Daemon formats with one plane of whole pixels: components per pixel. RGB is CoreVideo's 24RGB (0x18), BGR
+# its 24BG.
+PACKED_FORMATS = {'RGB': 3, 'BGR': 3, '24BG': 3, 'BGRA': 4, 'RGBA': 4, '0x00000020': 4, 'y408': 4, 'y416': 4,
+                  'l64r': 4, 'b64a': 4, 'L008': 1, 'L016': 1, '2vuy': 2, 'yuvs': 2, 'v216': 2}
+# Daemon names of the aliases above that are not four-char codes.
+_DAEMON_NAMES = {'RGB': 0x18, 'BGR': '24BG', '0x00000020': 0x20}
+# trackd's planar RGB (R, G, B planes, channels first): one (3, H, W) array per frame.
+CHW_FORMATS = ('_RGP',)
 # Daemon formats a batch holds as each frame's packed bytes, plane after plane (frame.tobytes()).
 PLANAR_FORMATS = ('420v', '420f', 'y420', '422v', '444v', 'x420', 'xf20', 'v210')
 _MAX_REQUESTS = w.MAX_READ_FRAMES
@@ -26,7 +29,7 @@ class Batch:
     """get_frames()'s result; unpacks as `frames, pts = batch`.
 
     frames: one C-contiguous numpy array the batch owns (a copy out of trackd's pool, writable):
-    (N, H, W, C) for layout "NHWC", (N, C, H, W) for "NCHW" — C is 3 for RGB/BGR, 4 for BGRA/RGBA/ARGB/y408
+    (N, H, W, C) for layout "NHWC", (N, C, H, W) for "NCHW" — C is 3 for RGB/BGR/_RGP, 4 for BGRA/RGBA/ARGB/y408
     (uint16 for y416/l64r, big-endian uint16 for b64a), 2 for 2vuy/yuvs (uint16 for v216), 1 for L008 (uint16
     for L016); for formats with several planes (420v, y420, x420, ..., v210) (N, L) uint8, each row the frame's
     planes packed (frame.tobytes(); for an even W x H y420 or 420v, .reshape(N, H * 3 // 2, W) is the
@@ -89,15 +92,17 @@ def output_size(track, width, height):
 
 
 def _plan(pixel_format, layout):
-    """(daemon format, kind) for a batch pixel format: kind is 'client', 'packed' or 'planar'."""
+    """(daemon format, kind) for a batch pixel format: kind is 'packed', 'chw' or 'planar'."""
     if layout not in ('NHWC', 'NCHW'):
         raise ValueError('layout is "NHWC" or "NCHW", not %r' % (layout,))
-    if pixel_format in CLIENT_FORMATS:
-        return 'BGRA', 'client'
     if pixel_format in ('ARGB', '32ARGB'):
         pixel_format = '0x00000020'
+    if pixel_format in ('24RGB', '0x00000018'):
+        pixel_format = 'RGB'
     if pixel_format in PACKED_FORMATS:
-        return (0x20 if pixel_format == '0x00000020' else pixel_format), 'packed'
+        return _DAEMON_NAMES.get(pixel_format, pixel_format), 'packed'
+    if pixel_format in CHW_FORMATS:
+        return pixel_format, 'chw'
     if pixel_format in PLANAR_FORMATS:
         if layout != 'NHWC':
             raise ValueError('%s has several planes: a batch of it is (N, bytes), without a channel axis to '
@@ -105,7 +110,7 @@ def _plan(pixel_format, layout):
                              % pixel_format)
         return pixel_format, 'planar'
     raise ValueError('batches take pixel_format %s, not %r' % (
-        ', '.join(list(CLIENT_FORMATS) + list(PACKED_FORMATS) + list(PLANAR_FORMATS)), pixel_format))
+        ', '.join(list(PACKED_FORMATS) + list(CHW_FORMATS) + list(PLANAR_FORMATS)), pixel_format))
 
 
 def _frame_array(frame, kind, pixel_format):
@@ -113,8 +118,8 @@ def _frame_array(frame, kind, pixel_format):
     if kind == 'planar':
         return _np.concatenate([_np.ascontiguousarray(p).view(_np.uint8).reshape(-1) for p in frame.planes])
     a = frame.array
-    if kind == 'client':
-        return a[..., CLIENT_FORMATS[pixel_format]]
+    if kind == 'chw':  # (3, H, W) seen as (H, W, 3): the filler copies it back to (3, H, W) for NCHW
+        return a.transpose(1, 2, 0)
     return a[..., None] if a.ndim == 2 else a
 
 

@@ -19,9 +19,9 @@ from . import _batch
 from ._asset import open as _open
 from ._source import MAX_SOURCE_BYTES
 
-SUPPORTED_PIXEL_FORMATS = tuple(_batch.CLIENT_FORMATS) + tuple(_batch.PACKED_FORMATS)
-"""pixel_format values: RGB (default) and BGR are made by the client from trackd's BGRA until trackd decodes to
-RGB itself (issue #14); the others are trackd's own packed formats (docs/SETTINGS.md). Formats with several
+SUPPORTED_PIXEL_FORMATS = tuple(_batch.PACKED_FORMATS)
+"""pixel_format values: RGB (default; trackd's 24RGB), BGR (24BG) and trackd's other packed formats
+(docs/SETTINGS.md). Formats with several
 planes (420v, y420, ...) are batch-only: a Ray row holds an (H, W, C) image."""
 
 
