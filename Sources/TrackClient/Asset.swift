@@ -44,7 +44,7 @@ public final class Asset: Sendable {
     public let byteCount: UInt64
     /// The asset's duration (the longest track's), like `AVAsset.duration`.
     public let duration: MediaTime
-    /// Every track trackd found, in the container's order (`AVAsset.tracks`).
+    /// Every track trackd found, in ascending track-id order (`AVAsset.tracks`).
     public let tracks: [AssetTrack]
     let connection: Connection
     let assetID: UInt32

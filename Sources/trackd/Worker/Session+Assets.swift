@@ -64,15 +64,18 @@ extension Session {
 
     /// What discovery finds in `source` — from the daemon's cache when this uid opened the same unchanged file
     /// before (same device, inode, size and mtime, as for frame indexes), which saves the discovery pipeline
-    /// (10–20 ms); else discovered, and given to the cache.
+    /// (10–20 ms); else discovered, and given to the cache. The tracks come in ascending track-id order, as
+    /// AVAsset lists them (a demuxer exposes its pads in its own order: a MOV's tracks 1, 2, 3 as 1, 3, 2).
     func describe(_ source: MediaSource) throws(TrackError) -> (MediaTime, [TrackDescription]) {
         let before = source.status()
         let key = before.map { IndexCacheClient.key($0, trackID: IndexCacheWire.descriptionTrackID) }
         if let key, let cached = IndexCacheClient.getDescription(key) {
             Log.info("asset description from the cache: \(cached.tracks.count) tracks")
-            return (cached.duration, cached.tracks)
+            // Ordered here too: a description cached before tracks were ordered is still in the demuxer's order.
+            return (cached.duration, Self.inTrackIDOrder(cached.tracks))
         }
-        let found = try source.discover()
+        var found = try source.discover()
+        found.tracks = Self.inTrackIDOrder(found.tracks)  // what is cached and answered
         // Only when the file did not change while it was read (else the key would not match what was found), and
         // only audio and video: discovery does not wait for a subtitle track's data, so its language tag may not
         // have arrived yet — a description without it must not be the answer for every later open.
@@ -80,6 +83,11 @@ extension Session {
             IndexCacheClient.putDescription(key, duration: found.duration, tracks: found.tracks)
         }
         return found
+    }
+
+    /// Tracks by ascending id; tracks with the same id (none in a valid container) keep their discovery order.
+    static func inTrackIDOrder(_ tracks: [TrackDescription]) -> [TrackDescription] {
+        tracks.enumerated().sorted { ($0.element.id, $0.offset) < ($1.element.id, $1.offset) }.map(\.element)
     }
 
     /// The open asset and one of its tracks, or the error that names what does not exist.

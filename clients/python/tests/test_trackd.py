@@ -108,6 +108,24 @@ class TracksTests(unittest.TestCase):
             self.assertGreater(asset.worker_pid, 0)
             self.assertTrue(asset.server_version.startswith('trackd'))
 
+    def test_tracks_in_track_id_order(self):
+        # Video then two AAC tracks (ids 1, 2, 3): parsebin adds the audio pads in whichever order their parsers are
+        # ready, and was listed as 1, 3, 2 on some opens; AVAsset's order is the track id's.
+        path = os.path.join(tmp, 'three-tracks.mov')
+        subprocess.run(['ffmpeg', '-hide_banner', '-loglevel', 'error', '-y',
+                        '-f', 'lavfi', '-i', 'testsrc2=size=160x120:rate=25:duration=1',
+                        '-f', 'lavfi', '-i', 'sine=frequency=440:duration=1',
+                        '-f', 'lavfi', '-i', 'sine=frequency=880:sample_rate=22050:duration=1',
+                        '-map', '0', '-map', '1', '-map', '2', '-c:v', 'libx264', '-preset', 'veryfast',
+                        '-c:a', 'aac', path], check=True)
+        probe = json.loads(subprocess.run(['ffprobe', '-v', 'error', '-show_entries', 'stream=id,sample_rate',
+                                           '-of', 'json', path], check=True, capture_output=True).stdout)['streams']
+        expected = [(int(s['id'], 16), int(s.get('sample_rate', 0))) for s in probe]
+        self.assertEqual([i for i, _ in expected], [1, 2, 3])
+        for _ in range(4):
+            with open_clip(path) as asset:
+                self.assertEqual([(t.id, t.sample_rate) for t in asset.tracks], expected)
+
 
 class VideoTests(unittest.TestCase):
     def test_y420_equals_trackctl_and_ffmpeg(self):
