@@ -130,4 +130,41 @@ struct OpenConnectionLimitTests {
         }
         #expect(daemon.isRunning)
     }
+
+    /// `trackctl status` as `uid` (the tests run as root; setpriv drops the client to that uid and gid).
+    static func statusAs(_ uid: UInt32, _ daemon: Daemon) throws -> Run {
+        try run("/usr/bin/setpriv", ["--reuid", "\(uid)", "--regid", "\(uid)", "--clear-groups",
+                                     Env.trackctl, "--socket", daemon.socketPath, "status"])
+    }
+
+    @Test func eachUIDHasItsOwnLimit() throws {
+        try #require(getuid() == 0, "the test drops its clients to other uids, so it runs as root")
+        let daemon = try Daemon(extraArgs: ["--max-connections-per-uid", "2"])
+        defer { daemon.stop() }
+        // Other uids must reach the socket (its directory is the test's own).
+        chmod((daemon.socketPath as NSString).deletingLastPathComponent, 0o755)
+        chmod(daemon.socketPath, 0o666)
+        var open: [MessageSocket] = []
+        for _ in 0..<2 {
+            guard case .served(let socket) = try Self.connect(daemon.socketPath) else {
+                Issue.record("a connection of uid 0 within its limit was refused")
+                return
+            }
+            open.append(socket)
+        }
+        // uid 0 is at its limit: its own next client is refused, naming uid 0…
+        let refused = try daemon.trackctl(["status"])
+        #expect(refused.status != 0 && refused.stderr.contains("-11902"), "\(refused.stderr)")
+        #expect(refused.stderr.contains("uid 0 has 2 (--max-connections-per-uid)"), "\(refused.stderr)")
+        // …while three other uids are each served, three times in a row: more clients than their limit, one after
+        // another (each closed connection stops counting at once).
+        for uid: UInt32 in [1001, 1002, 1003] {
+            for _ in 0..<3 {
+                let served = try Self.statusAs(uid, daemon)
+                #expect(served.status == 0, "uid \(uid): \(served.stderr)")
+            }
+        }
+        #expect(!daemon.log.contains("refused connection from uid 100"))
+        #expect(open.count == 2)
+    }
 }
