@@ -27,6 +27,8 @@ extension Supervisor {
 
     /// Starts a worker for `conn`, or refuses the connection when a connection limit is reached. The supervisor
     /// keeps `conn` in the worker's record (until it reaps the worker); else it is closed when this returns.
+    /// The worker table has room for twice `--max-connections` workers: a worker whose client has closed its
+    /// connection no longer counts against the limits but keeps its slot until it is reaped.
     private func handOff(_ conn: SharedDescriptor) {
         let peer: (pid: Int32, uid: UInt32, gid: UInt32)
         do {
@@ -40,7 +42,7 @@ extension Supervisor {
         // fast-dying worker and two connections cannot both take the last place.
         counters.withLock { c in
             c.accepted += 1
-            if let refusal = refusal(c, uid: uid) {
+            if let refusal = refusal(&c, uid: uid) {
                 c.rejected += 1
                 Log.warning("limit: refused connection from uid \(uid) pid \(pid): \(refusal)")
                 refuse(conn, refusal)
@@ -75,10 +77,15 @@ extension Supervisor {
         }
     }
 
-    /// Why a connection of `uid` is refused now (a connection limit), or nil.
-    private func refusal(_ c: Counters, uid: UInt32) -> String? {
-        let open = UInt64(c.workers.count)
-        let ofUID = UInt64(c.workers.values.filter { $0.uid == uid }.count)
+    /// Why a connection of `uid` is refused now (a connection limit), or nil. A connection counts while it is
+    /// open: from its hand-off until its client closes it (seen here, at once) or its worker is reaped,
+    /// whichever is first. Each count is derived from the records, so none can be taken off twice.
+    private func refusal(_ c: inout Counters, uid: UInt32) -> String? {
+        var (open, ofUID) = openConnections(c, uid: uid)
+        if open >= limits.maxConnections || ofUID >= limits.maxConnectionsPerUID {
+            markClosedConnections(&c)
+            (open, ofUID) = openConnections(c, uid: uid)
+        }
         if open >= limits.maxConnections {
             return "trackd serves at most \(limits.maxConnections) connections at once; \(open) are open (--max-connections)"
         }
@@ -86,6 +93,28 @@ extension Supervisor {
             return "trackd serves at most \(limits.maxConnectionsPerUID) connections per uid; uid \(uid) has \(ofUID) (--max-connections-per-uid)"
         }
         return nil
+    }
+
+    /// The connections still open in all, and of `uid`.
+    private func openConnections(_ c: Counters, uid: UInt32) -> (all: UInt64, ofUID: UInt64) {
+        var (all, ofUID): (UInt64, UInt64) = (0, 0)
+        for record in c.workers.values where !record.peerClosed {
+            all += 1
+            if record.uid == uid { ofUID += 1 }
+        }
+        return (all, ofUID)
+    }
+
+    /// Marks every connection whose client has closed it (POLLHUP on the supervisor's copy: the kernel sets it
+    /// when the peer's last descriptor closes, so a client that closed before connecting again is seen here).
+    /// The worker may still be finishing; its record, slot and copy stay until it is reaped.
+    private func markClosedConnections(_ c: inout Counters) {
+        let pids = c.workers.filter { !$0.value.peerClosed }.map(\.key)
+        var fds = pids.map { pollfd(fd: c.workers[$0]!.connection.rawValue, events: 0, revents: 0) }
+        guard !fds.isEmpty, poll(&fds, nfds_t(fds.count), 0) > 0 else { return }
+        for (pid, fd) in zip(pids, fds) where fd.revents & Int16(POLLHUP) != 0 {
+            c.workers[pid]!.peerClosed = true
+        }
     }
 
     /// Tells a refused client why, in one Error frame with request id 0, without ever blocking: the socket is

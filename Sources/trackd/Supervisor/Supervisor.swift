@@ -26,6 +26,9 @@ final class Supervisor: Sendable {
         var readsSeen: UInt64 = 0
         var unreadSince: UInt64?
         var killed = false
+        /// Its client has closed the connection (the supervisor's copy reports POLLHUP): it no longer counts
+        /// against the connection limits, though its worker may still be finishing.
+        var peerClosed = false
         /// A warm worker's control socket, kept until it is reaped: the ready byte there says whether it got as
         /// far as reading its connection (see handToWarmWorker).
         var warmControl: SharedDescriptor?

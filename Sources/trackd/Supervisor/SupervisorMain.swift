@@ -81,7 +81,7 @@ enum SupervisorMain {
             return nil
         }
         do {
-            table = try WorkerTable.create(slots: Int(configuration.limits.maxConnections))
+            table = try WorkerTable.create(slots: 2 * Int(configuration.limits.maxConnections))
         } catch {
             Log.error("cannot create the worker table: \(error)")
             return nil
