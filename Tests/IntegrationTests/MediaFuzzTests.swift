@@ -129,7 +129,13 @@ struct MediaFuzzTests {
                      saveDir: String, shared: Shared) {
         let daemon: Daemon
         do {
-            daemon = try Daemon(extraArgs: daemonArgs)
+            // GStreamer's own elements may complain about mutated media in the worker decoding it: with
+            // FUZZ_SEED=1796146886679 a demuxer posts an element message on a non-element ("gst_element_message_full_with_details:
+            // assertion 'GST_IS_ELEMENT (element)' failed", with the daemon of 00f5b22 too). What this fuzzer checks is the
+            // supervisor and every other session (no crash, no hang, one outcome per input), so these lines are
+            // allowed here; the daemons of every other suite must log none.
+            daemon = try Daemon(extraArgs: daemonArgs, allowedWarnings: ["GStreamer-CRITICAL **", "GLib-GObject-WARNING **",
+                                                                         "GStreamer-WARNING **", "GLib-GObject-CRITICAL **"])
         } catch {
             shared.tally.withLock { $0.failures.append("lane \(lane): cannot start trackd: \(error)") }
             return
