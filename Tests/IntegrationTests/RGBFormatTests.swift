@@ -20,27 +20,10 @@ struct RGBFormatTests {
     static let tolerance = 6
     static let meanTolerance = 2.0
 
-    /// Every decoded sample of `Media.h264_444`'s video track in `code`.
+    /// Every decoded sample of `Media.h264_444`'s video track in `code` (FormatTests' reader: format, 160×90 and
+    /// the 10 frames checked there).
     func decode(_ code: FourCC) throws -> [SampleBuffer] {
-        let daemon = try Daemon()
-        defer { daemon.stop() }
-        let asset = try Asset(path: Media.h264_444, socketPath: daemon.socketPath)
-        let track = try #require(asset.tracks(withMediaType: .video).first)
-        let output = try AssetReaderTrackOutput(track: track, outputSettings: [
-            SettingsKey.pixelFormatType: .int(Int64(code.rawValue)),
-        ])
-        let reader = AssetReader(asset: asset)
-        try reader.add(output)
-        #expect(try reader.startReading(), "startReading: \(String(describing: reader.error))")
-        var samples: [SampleBuffer] = []
-        while let sample = try output.copyNextSampleBuffer() {
-            #expect(sample.format == code)
-            #expect(Int(sample.width) == Self.w && Int(sample.height) == Self.h)
-            samples.append(sample)
-        }
-        #expect(reader.status == .completed, "\(String(describing: reader.error))")
-        #expect(samples.count == 10)
-        return samples
+        try FormatTests().decode(Media.h264_444, code)
     }
 
     /// ffmpeg's frames of `Media.h264_444` in `pixFmt` (3 bytes per pixel, packed or planar).
