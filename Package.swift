@@ -39,46 +39,46 @@ let package = Package(
         // ── Swift: system calls — errno captured at the call, EINTR retried in one place, owned descriptors ──
         .target(name: "SystemCalls", dependencies: ["CTrackSys"], swiftSettings: strict),
         // ── Swift: the wire, shared by both ends (no GStreamer) ───────────────────────────────
-        .target(name: "Protocol", dependencies: ["SystemCalls", "CTrackSys"], swiftSettings: strict),
+        .target(name: "TrackdProtocol", dependencies: ["SystemCalls", "CTrackSys"], swiftSettings: strict),
         // ── Swift: frame indexes — MP4 sample tables, the frame a time names, decode planning (no GStreamer) ──
-        .target(name: "MediaIndex", dependencies: ["Protocol", "SystemCalls"], swiftSettings: strict),
+        .target(name: "MediaIndex", dependencies: ["TrackdProtocol", "SystemCalls"], swiftSettings: strict),
         // ── Swift: the supervisor's frame-index cache and its worker channel (daemon-internal, no GStreamer) ──
         .target(name: "IndexCache", dependencies: ["SystemCalls", "MediaIndex"], swiftSettings: strict),
         // ── Swift: one output's pools, held slots and random-access state (no GStreamer, no socket) ──
         .target(name: "SamplePools", swiftSettings: strict),
         // ── Swift: the only module that touches GStreamer (worker side) ───────────────────────
-        .target(name: "GstBridge", dependencies: ["Protocol", "MediaIndex", "SystemCalls", "CGStreamer", "CGstShim"], swiftSettings: strict),
+        .target(name: "GstBridge", dependencies: ["TrackdProtocol", "MediaIndex", "SystemCalls", "CGStreamer", "CGstShim"], swiftSettings: strict),
         // ── Swift: client library with an AVFoundation-shaped API ─────────────────────────────
-        .target(name: "TrackClient", dependencies: ["Protocol", "SystemCalls", "CTrackSys"], swiftSettings: strict),
+        .target(name: "TrackClient", dependencies: ["TrackdProtocol", "SystemCalls", "CTrackSys"], swiftSettings: strict),
         // ── Processes ─────────────────────────────────────────────────────────────────────────
         .executableTarget(
             name: "trackd",
             dependencies: [
-                "Protocol", "GstBridge", "IndexCache", "MediaIndex", "SamplePools", "SystemCalls", "CTrackSys", "CSystemd",
+                "TrackdProtocol", "GstBridge", "IndexCache", "MediaIndex", "SamplePools", "SystemCalls", "CTrackSys", "CSystemd",
                 "CSandbox",
             ],
             swiftSettings: strict),
-        .executableTarget(name: "trackctl", dependencies: ["TrackClient", "Protocol", "CMD5", "CCairo"], swiftSettings: strict),
+        .executableTarget(name: "trackctl", dependencies: ["TrackClient", "TrackdProtocol", "CMD5", "CCairo"], swiftSettings: strict),
         // ── Example: a typical AVAssetReader loop ported to TrackClient (run by ExampleTests) ────────
         .executableTarget(
-            name: "trackd-example-reader", dependencies: ["TrackClient", "Protocol"],
+            name: "trackd-example-reader", dependencies: ["TrackClient", "TrackdProtocol"],
             path: "Examples/trackd-example-reader", swiftSettings: strict),
         // ── Tests ─────────────────────────────────────────────────────────────────────────────
         // Shared by the test targets only: processes, the daemon (with its log check), media, oracles, waiting,
         // the seeded RNG and MD5.
-        .target(name: "TestSupport", dependencies: ["Protocol", "SystemCalls", "CMD5"], path: "Tests/TestSupport", swiftSettings: strict),
+        .target(name: "TestSupport", dependencies: ["TrackdProtocol", "SystemCalls", "CMD5"], path: "Tests/TestSupport", swiftSettings: strict),
         .testTarget(name: "SystemCallsTests", dependencies: ["SystemCalls", "TestSupport"], swiftSettings: strict),
-        .testTarget(name: "ProtocolTests", dependencies: ["Protocol", "SystemCalls", "CTrackSys", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "TrackdProtocolTests", dependencies: ["TrackdProtocol", "SystemCalls", "CTrackSys", "TestSupport"], swiftSettings: strict),
         .testTarget(
             name: "IndexCacheTests", dependencies: ["IndexCache", "MediaIndex", "CTrackSys", "TestSupport"], swiftSettings: strict),
         .testTarget(
-            name: "MediaIndexTests", dependencies: ["MediaIndex", "Protocol", "TestSupport"], swiftSettings: strict),
+            name: "MediaIndexTests", dependencies: ["MediaIndex", "TrackdProtocol", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "SamplePoolsTests", dependencies: ["SamplePools", "TestSupport"], swiftSettings: strict),
         .testTarget(
-            name: "GstBridgeTests", dependencies: ["GstBridge", "MediaIndex", "Protocol", "CGStreamer", "TestSupport"],
+            name: "GstBridgeTests", dependencies: ["GstBridge", "MediaIndex", "TrackdProtocol", "CGStreamer", "TestSupport"],
             swiftSettings: strict),
         .testTarget(
-            name: "IntegrationTests", dependencies: ["TrackClient", "Protocol", "CTrackSys", "CMD5", "TestSupport"],
+            name: "IntegrationTests", dependencies: ["TrackClient", "TrackdProtocol", "CTrackSys", "CMD5", "TestSupport"],
             swiftSettings: strict),
     ]
 )

@@ -5,7 +5,7 @@
 //    order, durations ≥ 0, decode positions a permutation of 0 ..< n;
 //  - FrameIndex and the planner handle them: the first, middle and last frames plan and each time names its frame.
 import MediaIndex
-import Protocol
+import TrackdProtocol
 
 @_cdecl("LLVMFuzzerInitialize")
 public func fuzzInitialize(_ argc: UnsafeMutablePointer<Int32>?, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>?) -> Int32 {

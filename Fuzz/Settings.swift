@@ -4,7 +4,7 @@
 //  - a decode failure is a `.protocolViolation`; a decoded dictionary re-encodes and decodes to the same one;
 //  - validation fails only with `.unsupportedOutputSettings`, gives the same answer twice, and what it accepts
 //    is within the documented ranges.
-import Protocol
+import TrackdProtocol
 
 @_cdecl("LLVMFuzzerInitialize")
 public func fuzzInitialize(_ argc: UnsafeMutablePointer<Int32>?, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>?) -> Int32 {

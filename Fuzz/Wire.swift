@@ -4,7 +4,7 @@
 //  - every decoded message re-encodes (Codec.frame) to bytes that decode to the same message, which re-encode
 //    to the same bytes (messages holding a NaN compare by bytes only);
 //  - feeding the same stream in small pieces yields the same frames and the same failure.
-import Protocol
+import TrackdProtocol
 
 @_cdecl("LLVMFuzzerInitialize")
 public func fuzzInitialize(_ argc: UnsafeMutablePointer<Int32>?, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>?) -> Int32 {

@@ -30,8 +30,8 @@ die() { echo "fuzz: $*" >&2; exit 2; }
 # Sources of each target beyond its harness and Fuzz/Common.swift; the largest input it is given.
 harness_of() {
   case "$1" in
-    wire) echo "Fuzz/Wire.swift Tests/ProtocolTests/Fixtures.swift" ;;
-    settings) echo "Fuzz/Settings.swift Tests/ProtocolTests/Fixtures.swift" ;;
+    wire) echo "Fuzz/Wire.swift Tests/TrackdProtocolTests/Fixtures.swift" ;;
+    settings) echo "Fuzz/Settings.swift Tests/TrackdProtocolTests/Fixtures.swift" ;;
     indexcache) echo "Fuzz/IndexCache.swift" ;;
     mp4) echo "Fuzz/MP4.swift Tests/MediaIndexTests/SyntheticMP4.swift" ;;
     planner) echo "Fuzz/Planner.swift" ;;
@@ -62,8 +62,8 @@ build_modules() {
     clang -O1 -g -fsanitize=fuzzer-no-link,address -I Sources/CTrackSys/include -c Sources/CTrackSys/CTrackSys.c -o "$OBJ/CTrackSys.o"
   fi
   swift_module SystemCalls CTrackSys Sources/SystemCalls/*.swift
-  swift_module Protocol CTrackSys,SystemCalls Sources/Protocol/*.swift
-  swift_module MediaIndex Protocol Sources/MediaIndex/*.swift
+  swift_module TrackdProtocol CTrackSys,SystemCalls Sources/TrackdProtocol/*.swift
+  swift_module MediaIndex TrackdProtocol Sources/MediaIndex/*.swift
   swift_module IndexCache CTrackSys,SystemCalls,MediaIndex Sources/IndexCache/*.swift
 }
 
@@ -74,7 +74,7 @@ build_target() {
   if stale "$bin" "${sources[@]}" Fuzz/Common.swift "$OBJ"/*.o; then
     echo "fuzz: linking fuzz-$target" >&2
     swiftc "${SWIFTFLAGS[@]}" -module-name "Fuzz_$target" "${sources[@]}" Fuzz/Common.swift \
-      "$OBJ"/{CTrackSys,SystemCalls,Protocol,MediaIndex,IndexCache}.o -use-ld=lld -o "$bin"
+      "$OBJ"/{CTrackSys,SystemCalls,TrackdProtocol,MediaIndex,IndexCache}.o -use-ld=lld -o "$bin"
   fi
 }
 

@@ -1,6 +1,6 @@
 import CGStreamer
 import CGstShim
-import Protocol
+import TrackdProtocol
 
 /// Decoded audio: linear PCM, one plane (interleaved) or one per channel (GstAudioMeta's offsets), and the frame
 /// count, trimmed to the range's frames (audioWindow): the decoder's segment clipping keeps partial buffers at both

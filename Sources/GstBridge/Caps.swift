@@ -1,7 +1,7 @@
 // Reading caps: always through gst_structure_get_* (never by splitting the caps string).
 import CGStreamer
 import CGstShim
-import Protocol
+import TrackdProtocol
 
 /// Typed access to the first structure of a caps (borrowed: valid while the caps is).
 struct CapsView {

@@ -2,7 +2,7 @@
 // the output is reordered from GStreamer's canonical order to the layout's.
 import CGStreamer
 import CGstShim
-import Protocol
+import TrackdProtocol
 import Synchronization
 
 /// The output channel order of an audio output with a channel layout. Raw audio caps can only say which positions

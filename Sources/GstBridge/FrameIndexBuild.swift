@@ -1,5 +1,5 @@
 import MediaIndex
-import Protocol
+import TrackdProtocol
 
 /// Where a track's frame index comes from in the worker (the index type, its rules and the MP4 table reader are in
 /// MediaIndex, which needs no GStreamer): the container's sample tables when ContainerIndex reproduces them

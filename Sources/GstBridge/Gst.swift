@@ -6,7 +6,7 @@
 // that are protected by a Mutex.
 import CGStreamer
 import CGstShim
-import Protocol
+import TrackdProtocol
 
 public enum Gst {
     private static let initResult: Result<String, TrackError> = {

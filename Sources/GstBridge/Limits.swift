@@ -1,6 +1,6 @@
 import CGStreamer
 import CGstShim
-import Protocol
+import TrackdProtocol
 import Synchronization
 
 /// Limits on what one decoded output (or image) may make a decoder produce (issue #4, docs/SECURITY.md "Decode

@@ -6,7 +6,7 @@
 //   passthrough: parsebin ─(track pad)→ appsink
 import CGStreamer
 import CGstShim
-import Protocol
+import TrackdProtocol
 
 /// What a chain built: the element the track's pad links to, the appsink, the media type the track must have, and
 /// the sample maker.

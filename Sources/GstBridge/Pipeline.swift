@@ -1,6 +1,6 @@
 import CGStreamer
 import CGstShim
-import Protocol
+import TrackdProtocol
 
 /// Owns a GstPipeline and its bus. The pipeline is set to NULL before the last unref.
 final class Pipeline {

@@ -1,6 +1,6 @@
 import CGStreamer
 import CGstShim
-import Protocol
+import TrackdProtocol
 
 #if canImport(Glibc)
 import Glibc

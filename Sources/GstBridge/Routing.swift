@@ -3,7 +3,7 @@
 // signal handler or probe that uses it.
 import CGStreamer
 import CGstShim
-import Protocol
+import TrackdProtocol
 import Synchronization
 
 /// Retains `object` for a C callback; the callback's destroy notify releases it.

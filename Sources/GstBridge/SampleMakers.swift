@@ -3,7 +3,7 @@
 // CopyPlan — or that it shares the frame's memfd (zero-copy). TrackPipeline.pull calls the output's maker.
 import CGStreamer
 import CGstShim
-import Protocol
+import TrackdProtocol
 
 /// What a maker made of one pulled GstSample.
 enum MadeSample {

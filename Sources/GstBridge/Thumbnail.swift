@@ -1,6 +1,6 @@
 import CGStreamer
 import CGstShim
-import Protocol
+import TrackdProtocol
 
 /// The frame displayed at `time` — the one with the largest PTS ≤ time, found with an ACCURATE seek (the decoder
 /// drops every frame that ends before the segment start) rather than the nearest keyframe — converted to RGB and

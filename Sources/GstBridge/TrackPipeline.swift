@@ -1,6 +1,6 @@
 import CGStreamer
 import CGstShim
-import Protocol
+import TrackdProtocol
 import Synchronization
 
 /// What an output delivers: the pixel format (decode) or codec (passthrough), the size, and for passthrough the

@@ -1,4 +1,4 @@
-import Protocol
+import TrackdProtocol
 
 extension FrameIndex {
     /// One accurate seek of a plan, and what to decode after it: the time range its wanted frames span, the

@@ -1,4 +1,4 @@
-import Protocol
+import TrackdProtocol
 
 #if canImport(Glibc)
 import Glibc

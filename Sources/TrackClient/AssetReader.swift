@@ -1,4 +1,4 @@
-import Protocol
+import TrackdProtocol
 import Synchronization
 
 /// Reads samples from an asset's tracks, like `AVAssetReader`: add outputs, call ``startReading()``, then pull

@@ -1,4 +1,4 @@
-import Protocol
+import TrackdProtocol
 import Synchronization
 
 /// Reads one track's samples, either as stored (`outputSettings` nil: passthrough, decode order, with DTS) or

@@ -1,4 +1,4 @@
-import Protocol
+import TrackdProtocol
 
 /// A frame delivered by exact random access (``Asset/frames(at:track:outputSettings:)``): its index in the track
 /// and the decoded sample, whose presentation time is the frame's own. AVFoundation has no direct equivalent;

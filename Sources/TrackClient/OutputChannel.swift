@@ -1,5 +1,5 @@
 import Dispatch
-import Protocol
+import TrackdProtocol
 import Synchronization
 
 #if canImport(Glibc)

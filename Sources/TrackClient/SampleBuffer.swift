@@ -1,4 +1,4 @@
-import Protocol
+import TrackdProtocol
 
 /// One sample, like a `CMSampleBuffer` (with its `CVPixelBuffer` for decoded video): timing, format, plane
 /// layout and the bytes.

@@ -1,4 +1,4 @@
-import Protocol
+import TrackdProtocol
 
 /// Questions for the daemon itself rather than about an asset. (No AVFoundation counterpart: AVFoundation runs
 /// in-process; trackd is a service.)

@@ -1,5 +1,5 @@
 import CTrackSys
-import Protocol
+import TrackdProtocol
 
 #if canImport(Glibc)
 import Glibc

@@ -3,7 +3,7 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
-import Protocol
+import TrackdProtocol
 
 /// `--setting KEY=VALUE`: one entry of the output-settings dictionary, so any dictionary can be sent.
 /// The rules are in the option's help and README.

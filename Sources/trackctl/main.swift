@@ -1,5 +1,5 @@
 // trackctl — the command-line client of trackd, built on TrackClient. See `trackctl --help`.
-import Protocol
+import TrackdProtocol
 import TrackClient
 
 #if canImport(Glibc)

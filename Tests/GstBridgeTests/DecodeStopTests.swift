@@ -1,7 +1,7 @@
 import Foundation
 import GstBridge
 import MediaIndex
-import Protocol
+import TrackdProtocol
 import TestSupport
 import Testing
 

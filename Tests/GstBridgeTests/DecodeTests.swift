@@ -1,6 +1,6 @@
 import Foundation
 import GstBridge
-import Protocol
+import TrackdProtocol
 import Synchronization
 import TestSupport
 import Testing

@@ -1,6 +1,6 @@
 import Foundation
 import GstBridge
-import Protocol
+import TrackdProtocol
 import TestSupport
 import Testing
 

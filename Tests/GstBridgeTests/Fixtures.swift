@@ -1,6 +1,6 @@
 import Foundation
 import GstBridge
-import Protocol
+import TrackdProtocol
 import TestSupport
 
 /// Media generated at test time with ffmpeg into one temporary directory (never committed).

@@ -1,6 +1,6 @@
 import Foundation
 import GstBridge
-import Protocol
+import TrackdProtocol
 
 /// Pulls every sample until the end (fails the test on .failed).
 func pullAll(_ pipeline: TrackPipeline, limit: Int = 100_000) throws -> [PulledSample] {

@@ -1,5 +1,5 @@
 import GstBridge
-import Protocol
+import TrackdProtocol
 import TestSupport
 import Testing
 

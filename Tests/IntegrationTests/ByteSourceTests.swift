@@ -1,6 +1,6 @@
 import CMD5
 import Foundation
-import Protocol
+import TrackdProtocol
 import Testing
 import TrackClient
 

@@ -1,6 +1,6 @@
 import Dispatch
 import Foundation
-import Protocol
+import TrackdProtocol
 import Synchronization
 import TestSupport
 import Testing

@@ -1,6 +1,6 @@
 import CTrackSys
 import Foundation
-import Protocol
+import TrackdProtocol
 import TestSupport
 import Testing
 import TrackClient

@@ -1,6 +1,6 @@
 import CTrackSys
 import Foundation
-import Protocol
+import TrackdProtocol
 import TestSupport
 import Testing
 import TrackClient
@@ -12,7 +12,7 @@ import Glibc
 /// Mutation fuzzer over protocol frames against a real trackd (`make fuzz-protocol` runs it longer).
 ///
 /// Each case is one connection: optionally a valid Hello (and a valid OpenAsset, and a valid CreateOutput), then
-/// 1–4 fuzzed frames — every message type of both directions encoded by the Protocol module and then mutated
+/// 1–4 fuzzed frames — every message type of both directions encoded by the TrackdProtocol module and then mutated
 /// (header length/type/fdCount/requestID/reserved, bit flips, boundary integers, truncation, extension), or fully
 /// random — each carrying 0, 1, 2 or 16 descriptors of assorted kinds. After each frame a GetStatus probe must be
 /// answered, or the connection must end (an Error −11900 first, best effort); when the bytes sent do not end on a

@@ -2,7 +2,7 @@
 // re-export keeps them visible to a test file of this target that does not import TestSupport itself.
 @_exported import TestSupport
 import Foundation
-import Protocol
+import TrackdProtocol
 import TestSupport
 import Testing
 import TrackClient

@@ -1,5 +1,5 @@
 import Foundation
-import Protocol
+import TrackdProtocol
 import TrackClient
 import Testing
 

@@ -1,5 +1,5 @@
 import MediaIndex
-import Protocol
+import TrackdProtocol
 import TestSupport
 import Testing
 

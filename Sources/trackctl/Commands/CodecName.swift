@@ -1,4 +1,4 @@
-import Protocol
+import TrackdProtocol
 
 /// The common name of a codec four-char code trackd reports (the ones GstBridge maps caps to), or nil.
 func codecName(_ codec: FourCC) -> String? {

@@ -1,5 +1,5 @@
 import CCairo
-import Protocol
+import TrackdProtocol
 import TrackClient
 
 #if canImport(Glibc)

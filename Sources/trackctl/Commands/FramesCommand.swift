@@ -1,4 +1,4 @@
-import Protocol
+import TrackdProtocol
 import TrackClient
 
 /// `trackctl frames FILE (--at … | --index …)`: exact random access, the frames at given times or indices.

@@ -1,6 +1,6 @@
 // Declarations and steps more than one command shares: FILE, --track, the decoded-video options of read and frames,
 // and the sample output options (--output, --md5, --json) of read and frames.
-import Protocol
+import TrackdProtocol
 import TrackClient
 
 extension Argument {

@@ -1,4 +1,4 @@
-import Protocol
+import TrackdProtocol
 import TrackClient
 
 /// `trackctl status [--json]`: the daemon's state, as a fresh worker reports it.

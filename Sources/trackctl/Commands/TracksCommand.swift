@@ -1,4 +1,4 @@
-import Protocol
+import TrackdProtocol
 import TrackClient
 
 /// `trackctl tracks FILE [--json]`: a file's tracks, as a table or JSON.

@@ -1,5 +1,5 @@
 import CSystemd
-import Protocol
+import TrackdProtocol
 import SystemCalls
 
 #if canImport(Glibc)

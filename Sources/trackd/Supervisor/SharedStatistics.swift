@@ -1,4 +1,4 @@
-import Protocol
+import TrackdProtocol
 import SystemCalls
 
 #if canImport(Glibc)

@@ -1,5 +1,5 @@
 import CTrackSys
-import Protocol
+import TrackdProtocol
 import Synchronization
 import SystemCalls
 

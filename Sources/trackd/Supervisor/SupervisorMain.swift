@@ -1,6 +1,6 @@
 import CSystemd
 import IndexCache
-import Protocol
+import TrackdProtocol
 
 #if canImport(Glibc)
 import Glibc

@@ -1,7 +1,7 @@
 import GstBridge
 import IndexCache
 import MediaIndex
-import Protocol
+import TrackdProtocol
 import Synchronization
 import SystemCalls
 

@@ -1,6 +1,6 @@
 import GstBridge
 import MediaIndex
-import Protocol
+import TrackdProtocol
 
 /// What a ReadFrames output delivers: frame indices in request order, and the time ranges (ascending, each one
 /// accurate seek) that decode each of them with every GOP decoded once. The pipeline starts at `ranges[0]`.

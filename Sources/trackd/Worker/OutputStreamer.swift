@@ -1,7 +1,7 @@
 import Foundation
 import GstBridge
 import MediaIndex
-import Protocol
+import TrackdProtocol
 import SamplePools
 import Synchronization
 import SystemCalls
@@ -244,12 +244,12 @@ final class OutputStreamer: Sendable {
         return true
     }
 
-    static func message(_ sample: PulledSample, output: UInt32, slot: SlotRef) -> Protocol.Sample {
-        var flags: UInt32 = sample.isSync ? Protocol.Sample.flagSync : 0
-        if sample.decodeTime.isValid { flags |= Protocol.Sample.flagHasDecodeTime }
-        if sample.isDiscontinuity { flags |= Protocol.Sample.flagDiscontinuity }
-        if sample.isDroppable { flags |= Protocol.Sample.flagDroppable }
-        return Protocol.Sample(
+    static func message(_ sample: PulledSample, output: UInt32, slot: SlotRef) -> TrackdProtocol.Sample {
+        var flags: UInt32 = sample.isSync ? TrackdProtocol.Sample.flagSync : 0
+        if sample.decodeTime.isValid { flags |= TrackdProtocol.Sample.flagHasDecodeTime }
+        if sample.isDiscontinuity { flags |= TrackdProtocol.Sample.flagDiscontinuity }
+        if sample.isDroppable { flags |= TrackdProtocol.Sample.flagDroppable }
+        return TrackdProtocol.Sample(
             outputID: output, slot: slot, length: UInt64(sample.size),
             presentationTime: sample.presentationTime, decodeTime: sample.decodeTime, duration: sample.duration,
             flags: flags, format: sample.format, width: sample.width, height: sample.height,

@@ -3,7 +3,7 @@ import Foundation
 import GstBridge
 import IndexCache
 import MediaIndex
-import Protocol
+import TrackdProtocol
 import Synchronization
 import SystemCalls
 

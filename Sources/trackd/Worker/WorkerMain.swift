@@ -1,7 +1,7 @@
 import CSandbox
 import CTrackSys
 import GstBridge
-import Protocol
+import TrackdProtocol
 import SystemCalls
 
 #if canImport(Glibc)

@@ -1,4 +1,4 @@
-import Protocol
+import TrackdProtocol
 import TestSupport
 import Testing
 

@@ -1,6 +1,6 @@
 import CTrackSys
 import Dispatch
-import Protocol
+import TrackdProtocol
 import SystemCalls
 import TestSupport
 import Testing

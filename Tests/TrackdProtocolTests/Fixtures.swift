@@ -1,4 +1,4 @@
-import Protocol
+import TrackdProtocol
 
 /// Messages covering every case of `Message`, with edge values in every field kind.
 enum Fixtures {
