@@ -58,7 +58,7 @@ let package = Package(
                 "CSandbox",
             ],
             swiftSettings: strict),
-        .executableTarget(name: "trackctl", dependencies: ["TrackClient", "TrackdProtocol", "CMD5", "CCairo"], swiftSettings: strict),
+        .executableTarget(name: "trackctl", dependencies: ["TrackClient", "TrackdProtocol", "SystemCalls", "CMD5", "CCairo"], swiftSettings: strict),
         // ── Example: a typical AVAssetReader loop ported to TrackClient (run by ExampleTests) ────────
         .executableTarget(
             name: "trackd-example-reader", dependencies: ["TrackClient", "TrackdProtocol"],

@@ -1,4 +1,5 @@
 import CTrackSys
+import SystemCalls
 import TrackdProtocol
 
 #if canImport(Glibc)
@@ -22,32 +23,30 @@ enum SourceDescriptor {
 
     /// `path` opened read-only. The daemon's worker judges what it is (a directory, an empty file: its errors).
     static func open(path: String) throws(TrackError) -> Int32 {
-        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else {
-            throw TrackError(.invalidSourceMedia, "cannot open \(path): \(String(cString: strerror(errno)))")
+        do {
+            return try FileDescriptor("open \(path)") { Glibc.open(path, O_RDONLY | O_CLOEXEC) }.take()
+        } catch {
+            throw TrackError(.invalidSourceMedia, "cannot open \(path): \(error.reason)")
         }
-        return fd
     }
 
     /// A sealed memfd holding `bytes`.
     static func memfd(copying bytes: UnsafeRawBufferPointer, name: String, maxBytes: Int) throws(TrackError) -> Int32 {
         guard bytes.count <= maxBytes else { throw tooLarge("a \(bytes.count)-byte buffer", maxBytes) }
         let fd = try newMemfd(name)
-        do throws(TrackError) {
-            try writeAll(fd, bytes, name)
-            return try seal(fd, size: bytes.count, name: name)
-        } catch {
-            close(fd)
-            throw error
-        }
+        try copy(bytes, into: fd, name)
+        return try seal(fd, size: bytes.count, name: name)
     }
 
     /// For `fd`, the caller's: a duplicate when it is a regular file open for reading; a sealed memfd holding what
     /// it reads to its end when it is a pipe, socket or device; an error for a directory or a closed descriptor.
     static func descriptor(from fd: Int32, name: String, maxBytes: Int) throws(TrackError) -> Int32 {
         var st = stat()
-        guard fd >= 0, fstat(fd, &st) == 0 else {
-            throw TrackError(.invalidArgument, "file descriptor \(fd) is not open (\(errnoText(fd >= 0 ? errno : EBADF)))")
+        do throws(SystemError) {
+            guard fd >= 0 else { throw SystemError("fstat", errno: EBADF) }
+            _ = try syscall("fstat") { fstat(fd, &st) }
+        } catch {
+            throw TrackError(.invalidArgument, "file descriptor \(fd) is not open (\(error.reason))")
         }
         let flags = fcntl(fd, F_GETFL)
         guard flags >= 0, flags & O_ACCMODE != O_WRONLY else {
@@ -57,38 +56,37 @@ enum SourceDescriptor {
         case S_IFDIR:
             throw TrackError(.invalidSourceMedia, "\(name) is a directory, not a media file")
         case S_IFREG:
-            let copy = fcntl(fd, F_DUPFD_CLOEXEC, 0)
-            guard copy >= 0 else { throw TrackError(.limitExceeded, "cannot duplicate file descriptor \(fd): \(errnoText())") }
-            return copy
+            do {
+                return try FileDescriptor("fcntl F_DUPFD_CLOEXEC") { fcntl(fd, F_DUPFD_CLOEXEC, 0) }.take()
+            } catch {
+                throw TrackError(.limitExceeded, "cannot duplicate file descriptor \(fd): \(error.reason)")
+            }
         default:
             return try memfd(reading: fd, name: name, maxBytes: maxBytes)
         }
     }
 
-    /// A sealed memfd holding what `fd` reads until end of file (a pipe: until every writer has closed it).
+    /// A sealed memfd holding what `source` reads until end of file (a pipe: until every writer has closed it).
     static func memfd(reading source: Int32, name: String, maxBytes: Int) throws(TrackError) -> Int32 {
         let fd = try newMemfd(name)
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: chunk, alignment: 16)
         defer { buffer.deallocate() }
-        do throws(TrackError) {
-            var size = 0
-            while true {
-                let n = read(source, buffer.baseAddress, buffer.count)
-                if n < 0 && errno == EINTR { continue }
-                if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {
-                    throw TrackError(.invalidArgument, "\(name) is non-blocking and had nothing to read; pass a blocking descriptor")
-                }
-                guard n >= 0 else { throw TrackError(.invalidSourceMedia, "cannot read \(name): \(errnoText())") }
-                if n == 0 { break }
-                size += n
-                guard size <= maxBytes else { throw tooLarge(name, maxBytes) }
-                try writeAll(fd, UnsafeRawBufferPointer(rebasing: buffer[..<n]), name)
+        var size = 0
+        while true {
+            let n: Int
+            do {
+                n = try syscall("read") { read(source, buffer.baseAddress, buffer.count) }
+            } catch where error.errno == EAGAIN || error.errno == EWOULDBLOCK {
+                throw TrackError(.invalidArgument, "\(name) is non-blocking and had nothing to read; pass a blocking descriptor")
+            } catch {
+                throw TrackError(.invalidSourceMedia, "cannot read \(name): \(error.reason)")
             }
-            return try seal(fd, size: size, name: name)
-        } catch {
-            close(fd)
-            throw error
+            if n == 0 { break }
+            size += n
+            guard size <= maxBytes else { throw tooLarge(name, maxBytes) }
+            try copy(UnsafeRawBufferPointer(rebasing: buffer[..<n]), into: fd, name)
         }
+        return try seal(fd, size: size, name: name)
     }
 
     /// Size of the file `fd` refers to (what trackd will read), or 0 when fstat fails.
@@ -97,36 +95,37 @@ enum SourceDescriptor {
         return trackd_fd_is_regular(fd, &isRegular, &size) == 0 ? size : 0
     }
 
-    // MARK: - Steps
+    // MARK: - Steps (each failure closes the memfd: it is owned by a FileDescriptor until `seal` hands it out)
 
-    private static func newMemfd(_ name: String) throws(TrackError) -> Int32 {
-        let fd = trackd_memfd_unsealed("trackd-source:" + String(decoding: name.utf8.prefix(200), as: UTF8.self))
-        guard fd >= 0 else { throw TrackError(.limitExceeded, "cannot create a memfd for \(name): \(errnoText())") }
-        return fd
-    }
-
-    private static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, _ name: String) throws(TrackError) {
-        var done = 0
-        while done < bytes.count {
-            let n = write(fd, bytes.baseAddress! + done, bytes.count - done)
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { throw TrackError(.limitExceeded, "cannot copy \(name) into a memfd: \(errnoText())") }
-            done += n
+    private static func newMemfd(_ name: String) throws(TrackError) -> FileDescriptor {
+        let label = "trackd-source:" + String(decoding: name.utf8.prefix(200), as: UTF8.self)
+        do {
+            return try FileDescriptor("memfd_create") { trackd_memfd_unsealed(label) }
+        } catch {
+            throw TrackError(.limitExceeded, "cannot create a memfd for \(name): \(error.reason)")
         }
     }
 
-    private static func seal(_ fd: Int32, size: Int, name: String) throws(TrackError) -> Int32 {
+    private static func copy(_ bytes: UnsafeRawBufferPointer, into fd: borrowing FileDescriptor, _ name: String) throws(TrackError) {
+        do {
+            try fd.writeFully(bytes)
+        } catch {
+            throw TrackError(.limitExceeded, "cannot copy \(name) into a memfd: \(error.reason)")
+        }
+    }
+
+    private static func seal(_ fd: consuming FileDescriptor, size: Int, name: String) throws(TrackError) -> Int32 {
         guard size > 0 else { throw TrackError(.invalidArgument, "the media source is empty (0 bytes)") }
-        guard trackd_memfd_seal_contents(fd) == 0 else {
-            throw TrackError(.limitExceeded, "cannot seal the memfd holding \(name): \(errnoText())")
+        do {
+            _ = try syscall("seal") { trackd_memfd_seal_contents(fd.rawValue) }
+        } catch {
+            throw TrackError(.limitExceeded, "cannot seal the memfd holding \(name): \(error.reason)")
         }
-        return fd
+        return fd.take()
     }
 
     private static func tooLarge(_ what: String, _ maxBytes: Int) -> TrackError {
         TrackError(.limitExceeded, "\(what) is larger than maxBytes=\(maxBytes) (Asset copies it into a memfd, which is "
                    + "memory; pass a larger maxBytes: or a path)")
     }
-
-    private static func errnoText(_ code: Int32 = errno) -> String { String(cString: strerror(code)) }
 }

@@ -1,4 +1,5 @@
 import TrackdProtocol
+import SystemCalls
 import TrackClient
 
 #if canImport(Glibc)
@@ -42,7 +43,7 @@ struct FrameCommand: Command {
             Exit.failed(error)
         }
         guard let file = fopen(path, "wb") else {
-            Exit.failed(TrackError(.unknown, "cannot write \(path): \(String(cString: strerror(errno)))"))
+            Exit.failed(TrackError(.unknown, "cannot write \(path): \(SystemError("fopen", errno: currentErrno()).reason)"))
         }
         let written = image.png.withUnsafeBytes { fwrite($0.baseAddress, 1, $0.count, file) }
         fclose(file)

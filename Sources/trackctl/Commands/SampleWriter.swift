@@ -1,4 +1,5 @@
 import TrackdProtocol
+import SystemCalls
 import TrackClient
 
 #if canImport(Glibc)
@@ -22,7 +23,7 @@ final class SampleWriter {
         if let path = output {
             sink = path == "-" ? IO.out : fopen(path, "wb")
             guard sink != nil else {
-                Exit.failed(TrackError(.unknown, "cannot write \(path): \(String(cString: strerror(errno)))"))
+                Exit.failed(TrackError(.unknown, "cannot write \(path): \(SystemError("fopen", errno: currentErrno()).reason)"))
             }
         }
     }
@@ -35,7 +36,7 @@ final class SampleWriter {
             size += row.count
             digest?.update(row)
             if let sink, let base = row.baseAddress, fwrite(base, 1, row.count, sink) != row.count {
-                Exit.failed(TrackError(.unknown, "writing the output failed: \(String(cString: strerror(errno)))"))
+                Exit.failed(TrackError(.unknown, "writing the output failed: \(SystemError("fwrite", errno: currentErrno()).reason)"))
             }
         }
         let pts = fixed(sample.presentationTimeStamp.seconds, 6)
