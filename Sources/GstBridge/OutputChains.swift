@@ -1,7 +1,7 @@
 // The first layer of the output path: one builder per output mode, each naming its elements. TrackPipeline makes
 // the source and parser, asks the mode's chain to build its branch, and links the track's pad to the branch's
 // target; the chain hands back the output's SampleMaker (the second layer).
-//   decode:      parsebin ─(track pad)→ queue ! decodebin ─→ queue ! videoconvert ! videoscale ! capsfilter ! appsink
+//   decode:      parsebin ─(track pad)→ queue ! decodebin ─→ [FrameGate] queue ! videoconvert ! videoscale ! capsfilter ! appsink
 //   audio:       parsebin ─(track pad)→ queue ! decodebin ─→ audioconvert ! audioresample ! capsfilter ! appsink
 //   passthrough: parsebin ─(track pad)→ appsink
 import CGStreamer
@@ -70,9 +70,10 @@ struct VideoChain {
     }
 
     /// `threads`: the most threads the decoder (libav's max-threads) and the converter may use; nil = their defaults.
-    /// `stop`: the ReadFrames sample filter (DecodeStop) on the decoder branch's input.
+    /// `stop`: the sample filter (DecodeStop) on the decoder branch's input. `selection`: the frames the first range
+    /// delivers (FrameGate, on the converter branch's input; nil: every frame).
     func build(_ pipeline: Pipeline, request: VideoOutputRequest, threads: Int?, limits: DecodeLimits, trackID: UInt32,
-               stop: DecodeStop) throws(TrackError) -> OutputBranch {
+               stop: DecodeStop, selection: FrameSelection?) throws(TrackError) -> OutputBranch {
         let shared = SharedAllocator(maxLive: Self.maxSharedMemories)
         swift_gst_appsink_offer_memfd_pool(appsink.pointer, shared.pointer, 2)
         if VideoCaps.copiesAsNV12(request.pixelFormat) { swift_gst_memfd_allocator_reserve_nv12(shared.pointer) }
@@ -91,14 +92,19 @@ struct VideoChain {
         try pipeline.addChain([convertQueue.pointer, convert.pointer, scale.pointer, filter.pointer, appsink.pointer])
         DecodeLinker(target: staticPad(convertQueue, "sink"), pipeline: pipeline.element, rawName: "video/x-raw")
             .attach(to: decodebin.pointer)
-        DecodeGuard(limits: limits, audio: false, trackID: trackID, pipeline: pipeline.element).attach(to: convert.pointer)
+        // On the converter branch's input, before FrameGate (probes run in the order they were added): every decoded
+        // frame counts against the budget, delivered or not.
+        DecodeGuard(limits: limits, audio: false, trackID: trackID, pipeline: pipeline.element).attach(to: convertQueue.pointer)
         let restorer = ClipRestorer()
         let queueSrc = staticPad(queue, "src")
         restorer.attach(to: queueSrc.pointer)
         stop.count(at: queueSrc.pointer)
         stop.attach(to: staticPad(queue, "sink").pointer)
+        let gate = FrameGate(selection: selection, restorer: restorer)
+        gate.attach(to: staticPad(convertQueue, "sink").pointer)
+        gate.countConversions(at: staticPad(convert, "sink").pointer)
         let samples = VideoSamples(format: request.pixelFormat.code, targetRange: request.pixelFormat.range,
-                                   allocator: shared, restorer: restorer, stop: stop)
+                                   allocator: shared, restorer: restorer, stop: stop, gate: gate, selection: selection)
         return OutputBranch(target: queue, appsink: appsink, requiredType: .video, samples: samples)
     }
 }

@@ -100,10 +100,11 @@ public final class PulledSample: @unchecked Sendable {
 
     /// `shared`: the memfd memory the frame is in and its fd (-1 unless this is the first sample in it), or nil.
     /// `timing`: trimmed audio's exact times, instead of the buffer's. `restorer`: undoes the decoder's clipping of
-    /// the first frame after an accurate seek.
+    /// the first frame after an accurate seek. `displayEnd`: until when the frame at a stream time is displayed (the
+    /// frame index's rule, FrameGate): the duration when it knows.
     init(_ sample: GstRef<GstSampleObject>, layout: SampleLayout, copy: CopyPlan,
          shared: (memory: SharedMemory, fd: Int32)? = nil, timing: (pts: MediaTime, duration: MediaTime)? = nil,
-         restorer: ClipRestorer? = nil) {
+         restorer: ClipRestorer? = nil, displayEnd: ((Int64) -> Int64?)? = nil) {
         self.sample = sample
         let buffer = gst_sample_get_buffer(sample.pointer)!  // transfer none; appsink samples always have one
         self.buffer = buffer
@@ -120,7 +121,11 @@ public final class PulledSample: @unchecked Sendable {
         presentationTime = timing?.pts ?? streamTime(pts, segment: segment)
         let dts = streamTime(swift_gst_buffer_dts(buffer), segment: segment)
         decodeTime = timing != nil && dts.isValid ? timing!.pts : dts  // trimmed audio: DTS = PTS when there is one
-        duration = timing?.duration ?? mediaTime(length)
+        if timing == nil, let ns = presentationTime.nanoseconds, let end = displayEnd?(ns), end > ns {
+            duration = .nanoseconds(end - ns)  // decoded video: displayed until the next frame (FrameGate)
+        } else {
+            duration = timing?.duration ?? mediaTime(length)
+        }
         isSync = swift_gst_buffer_is_delta_unit(buffer) == 0
         let flags = buffer.pointee.mini_object.flags
         isDiscontinuity = flags & GST_BUFFER_FLAG_DISCONT.rawValue != 0

@@ -33,9 +33,15 @@ protocol SampleMaker: AnyObject {
     func make(_ sample: GstRef<GstSampleObject>) -> MadeSample
     /// Decoded video, before a seek: what the decoder is given in the next range (ReadFrames; see DecodeStop).
     func arm(neededSamples: [Int64]?, lastNeededSample: Int64?)
+    /// Decoded video, before a seek: the frames the next range delivers (FrameGate); an empty selection ends the
+    /// range at once (rangeEnded).
+    func select(_ selection: FrameSelection?)
     /// Decoded video: stored samples handed to the decoder and dropped before it, all ranges.
     var samplesDecoded: UInt64 { get }
     var samplesSkipped: UInt64 { get }
+    /// Decoded video: frames the decoder gave, and frames converted (the others were not delivered), all ranges.
+    var framesDecoded: UInt64 { get }
+    var framesConverted: UInt64 { get }
     /// Zero-copy: the ids of memfd memories freed since the last call. Thread-safe.
     func takeFreedSharedMemories() -> [UInt32]
 }
@@ -47,8 +53,11 @@ extension SampleMaker {
     var rangeEnded: Bool { false }
     func negotiated(_ format: OutputFormat) {}
     func arm(neededSamples: [Int64]?, lastNeededSample: Int64?) {}
+    func select(_ selection: FrameSelection?) {}
     var samplesDecoded: UInt64 { 0 }
     var samplesSkipped: UInt64 { 0 }
+    var framesDecoded: UInt64 { 0 }
+    var framesConverted: UInt64 { 0 }
     func takeFreedSharedMemories() -> [UInt32] { [] }
 }
 
@@ -97,13 +106,19 @@ final class VideoSamples: SampleMaker, @unchecked Sendable {
     private let targetRange: PixelFormat.Range?
     private let allocator: SharedAllocator
     private let restorer: ClipRestorer
-    /// Ends a range after its last needed sample (ReadFrames).
+    /// Ends a range after its last needed sample (ReadFrames, ranges).
     private let stop: DecodeStop
+    /// Drops the frames a range does not deliver before conversion; their display intervals are the durations.
+    private let gate: FrameGate
+    /// The range delivers no frame: pull reports the end until the next seek.
+    private(set) var rangeEnded = false
     /// The layout of the last caps seen (the cache holds a ref, so the pointer stays unique).
     private var layoutCache: (caps: GstRef<GstCaps>, layout: SwiftGstVideoLayout)?
 
     init(format: FourCC, targetRange: PixelFormat.Range?, allocator: SharedAllocator, restorer: ClipRestorer,
-         stop: DecodeStop) {
+         stop: DecodeStop, gate: FrameGate, selection: FrameSelection?) {
+        self.gate = gate
+        rangeEnded = selection?.frames?.isEmpty == true
         self.format = format
         self.targetRange = targetRange
         self.allocator = allocator
@@ -115,8 +130,18 @@ final class VideoSamples: SampleMaker, @unchecked Sendable {
         stop.arm(needed: neededSamples, lastNeeded: lastNeededSample)
     }
 
+    func select(_ selection: FrameSelection?) {
+        gate.select(selection)
+        rangeEnded = selection?.frames?.isEmpty == true
+    }
+
     var samplesDecoded: UInt64 { stop.samplesDecoded }
     var samplesSkipped: UInt64 { stop.samplesSkipped }
+    var framesDecoded: UInt64 { gate.framesDecoded }
+    var framesConverted: UInt64 { gate.framesConverted }
+
+    /// The duration rule for PulledSample: displayed until the next frame, by the index.
+    private var displayEnd: (Int64) -> Int64? { { [gate] in gate.displayEnd(at: $0) } }
 
     func takeFreedSharedMemories() -> [UInt32] {
         var ids = [UInt32](repeating: 0, count: Int(VideoChain.maxSharedMemories))
@@ -152,7 +177,7 @@ final class VideoSamples: SampleMaker, @unchecked Sendable {
                                   height: (h + 1) / 2)]
         let tight = SampleLayout(format: format, width: w, height: h, colorimetry: colorimetry, planes: planes,
                                  size: Int(swift_gst_nv12_size(w, h)))
-        return .sample(PulledSample(sample, layout: tight, copy: .tightNV12(layout, conversion), restorer: restorer))
+        return .sample(PulledSample(sample, layout: tight, copy: .tightNV12(layout, conversion), restorer: restorer, displayEnd: displayEnd))
     }
 
     /// The conversion from a decoder's CICP range (0: unknown, GStreamer's default, video) to `target`.
@@ -182,7 +207,7 @@ final class VideoSamples: SampleMaker, @unchecked Sendable {
         let end = planes.map { $0.offset + UInt64($0.bytesPerRow) * UInt64(max($0.height, 1) - 1) + UInt64($0.rowBytes) }.max()!
         let made = SampleLayout(format: format, width: w, height: h, colorimetry: colorimetry, planes: planes, size: Int(end))
         return PulledSample(sample, layout: made, copy: .memoryWithTail,
-                            shared: (SharedMemory(id: slot.id, mapSize: Int(slot.map_size)), slot.fd), restorer: restorer)
+                            shared: (SharedMemory(id: slot.id, mapSize: Int(slot.map_size)), slot.fd), restorer: restorer, displayEnd: displayEnd)
     }
 
     /// A decoded frame delivered as GStreamer wrote it (planes from its video meta), shared when it is in a memfd
@@ -220,7 +245,7 @@ final class VideoSamples: SampleMaker, @unchecked Sendable {
         }
         let made = SampleLayout(format: format, width: layout.width, height: layout.height, colorimetry: colorimetry,
                                 planes: planes)
-        return PulledSample(sample, layout: made, copy: copy, shared: shared, restorer: restorer)
+        return PulledSample(sample, layout: made, copy: copy, shared: shared, restorer: restorer, displayEnd: displayEnd)
     }
 
     /// The layout for `caps`, parsed once per caps object.

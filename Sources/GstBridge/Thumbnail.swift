@@ -1,25 +1,47 @@
 import CGStreamer
 import CGstShim
+import MediaIndex
 import TrackdProtocol
 
-/// The frame displayed at `time` — the one with the largest PTS ≤ time, found with an ACCURATE seek (the decoder
-/// drops every frame that ends before the segment start) rather than the nearest keyframe — converted to RGB and
-/// encoded by pngenc. Returns the frame's own PTS, its size and the PNG bytes. Past the end: the last frame.
+/// What generatePNG made: the frame's own PTS, its size, the PNG bytes, and the frames the decoder gave and those
+/// converted (one, with an index: the others are dropped before conversion).
+public struct PNGImage: Sendable {
+    public let actualTime: MediaTime
+    public let width: UInt32
+    public let height: UInt32
+    public let png: [UInt8]
+    public let framesDecoded: UInt64
+    public let framesConverted: UInt64
+}
+
+/// The frame displayed at `time`, converted to RGB and encoded by pngenc. With the track's frame `index`, that is
+/// the index's rule (`FrameIndex.frameDisplayed(at:)`, the one ReadFrames and decoded ranges follow; past the end:
+/// the last frame): an ACCURATE seek to that frame's own PTS, and every other decoded frame dropped before
+/// conversion (FrameGate). Without one, the frame with the largest PTS ≤ time by an ACCURATE seek (the decoder drops
+/// every frame that ends before the segment start, by the container's durations).
 ///
-///   trackdfdsrc ! parsebin ─(track pad)→ queue ! decodebin ─→ videoconvert ! capsfilter(RGB) ! pngenc ! appsink
+///   trackdfdsrc ! parsebin ─(track pad)→ queue ! decodebin ─→ [FrameGate] videoconvert ! capsfilter(RGB) ! pngenc ! appsink
 /// `limits.maxFramePixels` is enforced on the decoder's output (DecodeGuard; one frame needs no budget).
-public func generatePNG(source: MediaSource, trackID: UInt32, at time: MediaTime,
-                        limits: DecodeLimits = DecodeLimits()) throws(TrackError)
-    -> (actualTime: MediaTime, width: UInt32, height: UInt32, png: [UInt8])
-{
+public func generatePNG(source: MediaSource, trackID: UInt32, at time: MediaTime, index: FrameIndex? = nil,
+                        limits: DecodeLimits = DecodeLimits()) throws(TrackError) -> PNGImage {
     try Gst.initialize()
     let pipeline = try Pipeline()
-    let chain = try ImageChain(pipeline, fd: source.fd, trackID: trackID, limits: limits)
+    // With an index, the preroll converts nothing: every frame is dropped (a GAP event) until the seek.
+    let chain = try ImageChain(pipeline, fd: source.fd, trackID: trackID, limits: limits,
+                               preroll: index.map { FrameSelection(index: $0, frames: []) })
     let context = "Cannot generate an image of track \(trackID)"
     try pipeline.setState(GST_STATE_PAUSED, context: context)
     try pipeline.waitAsyncDone(timeoutNs: TrackPipeline.prerollTimeoutNs, context: context)
 
     let target = max(0, time.nanoseconds ?? 0)
+    if let index, !index.frames.isEmpty {
+        let frame = index.frameDisplayed(at: max(0, index.streamTime(time) ?? 0)) ?? index.frames.count - 1
+        chain.gate.select(FrameSelection(index: index, frames: [frame]))
+        if let result = try chain.frame(at: index.frames[frame].presentationTime, pipeline, context: context) {
+            return result
+        }
+        throw TrackError(.decodeFailed, "\(context): frame \(frame) was not produced by the decoder")
+    }
     if let result = try chain.frame(at: target, pipeline, context: context) { return result }
     // Past the last frame: the frame displayed just before the end.
     var duration: gint64 = -1
@@ -34,8 +56,10 @@ public func generatePNG(source: MediaSource, trackID: UInt32, at time: MediaTime
 private struct ImageChain {
     let sink: GstRef<GstElement>
     let restorer = ClipRestorer()
+    let gate: FrameGate
 
-    init(_ pipeline: Pipeline, fd: Int32, trackID: UInt32, limits: DecodeLimits) throws(TrackError) {
+    init(_ pipeline: Pipeline, fd: Int32, trackID: UInt32, limits: DecodeLimits, preroll: FrameSelection?) throws(TrackError) {
+        gate = FrameGate(selection: preroll, restorer: restorer, gapsAfterSelect: false)
         let parser = try pipeline.addSourceAndParser(fd: fd)
         let queue = try makeElement("queue"), decodebin = try makeElement("decodebin")
         let convert = try makeElement("videoconvert"), filter = try makeElement("capsfilter")
@@ -54,13 +78,15 @@ private struct ImageChain {
         (frameLimit.videoBudgetPixels, frameLimit.audioBudgetSamples) = (.max, .max)
         DecodeGuard(limits: frameLimit, audio: false, trackID: trackID, pipeline: pipeline.element).attach(to: convert.pointer)
         restorer.attach(to: staticPad(queue, "src").pointer)
+        gate.attach(to: staticPad(convert, "sink").pointer)
+        gate.countConversions(at: staticPad(filter, "sink").pointer)  // what came out of the converter
         PadRouter(wantedTrack: trackID, target: staticPad(queue, "sink"), pipeline: pipeline.element,
                   requireVideo: true).attach(to: parser)
     }
 
     /// Seeks (accurate) to `ns` and takes the prerolled PNG; nil at the end (no frame).
     func frame(at ns: Int64, _ pipeline: Pipeline,
-               context: String) throws(TrackError) -> (actualTime: MediaTime, width: UInt32, height: UInt32, png: [UInt8])? {
+               context: String) throws(TrackError) -> PNGImage? {
         let flags = GST_SEEK_FLAG_FLUSH.rawValue | GST_SEEK_FLAG_ACCURATE.rawValue
         guard gst_element_seek(pipeline.element, 1.0, GST_FORMAT_TIME, GstSeekFlags(rawValue: flags), GST_SEEK_TYPE_SET,
                                gint64(ns), GST_SEEK_TYPE_NONE, -1) != 0 else {
@@ -79,7 +105,8 @@ private struct ImageChain {
         let segment = gst_sample_get_segment(sample.pointer)  // transfer none
         let (pts, _) = restorer.restore(pts: swift_gst_buffer_pts(buffer), duration: swift_gst_buffer_duration(buffer),
                                         segment: segment)
-        return (streamTime(pts, segment: segment), UInt32(max(0, view?.int("width") ?? 0)),
-                UInt32(max(0, view?.int("height") ?? 0)), png)
+        return PNGImage(actualTime: streamTime(pts, segment: segment), width: UInt32(max(0, view?.int("width") ?? 0)),
+                              height: UInt32(max(0, view?.int("height") ?? 0)), png: png,
+                              framesDecoded: gate.framesDecoded, framesConverted: gate.framesConverted)
     }
 }

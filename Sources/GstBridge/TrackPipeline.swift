@@ -59,8 +59,10 @@ public final class TrackPipeline: @unchecked Sendable {
     /// after the last instead of at the demuxer's stop (see DecodeStop).
     /// `threads` (decoded video): the most threads the decoder (libav's max-threads) and the converter may use; nil
     /// = their defaults (the decoder: one per CPU; the converter: 2).
+    /// `selection` (decoded video): the frames the first range delivers, the others dropped before conversion, and
+    /// their display intervals as durations (FrameGate); nil: every frame, the decoder's durations.
     public init(source: MediaSource, trackID: UInt32, mode: OutputMode, timeRange: MediaTimeRange,
-                neededSamples: [Int64]? = nil, lastNeededSample: Int64? = nil,
+                neededSamples: [Int64]? = nil, lastNeededSample: Int64? = nil, selection: FrameSelection? = nil,
                 limits: DecodeLimits = DecodeLimits(), threads: Int? = nil) throws(TrackError) {
         try Gst.initialize()
         self.source = source
@@ -72,7 +74,8 @@ public final class TrackPipeline: @unchecked Sendable {
             try PassthroughChain.build(pipeline, parser: parser)
         case .decode(let request):
             try VideoChain().build(pipeline, request: request, threads: threads, limits: limits, trackID: trackID,
-                                   stop: DecodeStop(needed: neededSamples, lastNeeded: lastNeededSample))
+                                   stop: DecodeStop(needed: neededSamples, lastNeeded: lastNeededSample),
+                                   selection: selection)
         case .audio(let request):
             try AudioChain().build(pipeline, request: request, limits: limits, trackID: trackID, range: timeRange)
         }
@@ -84,7 +87,8 @@ public final class TrackPipeline: @unchecked Sendable {
         let context = "Cannot read track \(trackID)"
         try pipeline.setState(GST_STATE_PAUSED, context: context)
         try pipeline.waitAsyncDone(timeoutNs: Self.prerollTimeoutNs, context: context)
-        try Self.seekAfterPreroll(pipeline, samples: samples, sink: sink.pointer, to: timeRange, context: context)
+        try Self.seekAfterPreroll(pipeline, samples: samples, sink: sink.pointer, to: timeRange, selection: selection,
+                                  context: context)
         outputFormat = Self.negotiatedFormat(sink: sink.pointer, mode: mode)
         samples.negotiated(outputFormat)
         try pipeline.setState(GST_STATE_PLAYING, context: context)
@@ -94,8 +98,10 @@ public final class TrackPipeline: @unchecked Sendable {
     /// stops need no lead (AudioSamples: with a lead, even reading everything needs a seek, because the demuxer's
     /// initial stop is the asset's duration).
     private static func seekAfterPreroll(_ pipeline: Pipeline, samples: any SampleMaker, sink: ElementPtr,
-                                         to timeRange: MediaTimeRange, context: String) throws(TrackError) {
+                                         to timeRange: MediaTimeRange, selection: FrameSelection?,
+                                         context: String) throws(TrackError) {
         let lead = samples.prerolled(sink: sink)
+        guard selection?.frames?.isEmpty != true else { return }  // no frame to deliver: no seek
         guard let bounds = lead > 0 ? seekBounds(timeRange) : seekRange(timeRange) else { return }
         let stop = samples.seeking(to: timeRange, stop: bounds.stop)
         let stopType = stop == nil && lead == 0 ? GST_SEEK_TYPE_NONE : GST_SEEK_TYPE_SET
@@ -115,6 +121,11 @@ public final class TrackPipeline: @unchecked Sendable {
 
     /// Decoded video: the stored samples dropped before the decoder as not needed (ReadFrames).
     public var samplesSkipped: UInt64 { samples.samplesSkipped }
+
+    /// Decoded video: frames the decoder gave, and frames that went through conversion (delivered ones only, when
+    /// a selection is set), all ranges.
+    public var framesDecoded: UInt64 { samples.framesDecoded }
+    public var framesConverted: UInt64 { samples.framesConverted }
 
     /// Zero-copy outputs: the ids of memfd memories (PulledSample.shared) freed since the last call — their pools
     /// are gone. Thread-safe.
@@ -141,9 +152,14 @@ public final class TrackPipeline: @unchecked Sendable {
     /// `range` (ACCURATE, stop at its end), so that pull delivers exactly that range's samples, then
     /// .endOfStream again. Call from the pulling thread.
     /// `neededSamples`, `lastNeededSample`: as in init — what the decoder is given (decoded video only).
-    public func seek(to range: MediaTimeRange, neededSamples: [Int64]? = nil, lastNeededSample: Int64? = nil) throws(TrackError) {
+    /// `selection` (decoded video): the frames the range delivers, as in init; an empty one ends the range at once,
+    /// without a seek.
+    public func seek(to range: MediaTimeRange, neededSamples: [Int64]? = nil, lastNeededSample: Int64? = nil,
+                     selection: FrameSelection? = nil) throws(TrackError) {
         if let failure { throw failure }
         samples.arm(neededSamples: neededSamples, lastNeededSample: lastNeededSample)
+        samples.select(selection)
+        if selection?.frames?.isEmpty == true { return }  // no frame to deliver: pull reports the end
         let bounds = Self.seekBounds(range)
         let stop = samples.seeking(to: range, stop: bounds.stop)
         let ok = gst_element_seek(pipeline.element, 1.0, GST_FORMAT_TIME, GstSeekFlags(rawValue: Self.seekFlags(samples)),

@@ -13,6 +13,8 @@ extension FrameIndex {
         public let lastNeededSample: Int64?
         /// Decode position of the range's first needed sample (a sync sample): how far into the track it starts.
         public let firstPosition: Int
+        /// The wanted frames (indices, ascending) the range produces.
+        public let frames: [Int]
     }
 
     /// Runs of needed samples this close (in samples) are decoded in one pass, the samples between them dropped
@@ -21,22 +23,25 @@ extension FrameIndex {
     /// GStreamer pipeline, against about 2 ms a sample decoded).
     public static let maxSkippedSamples = 120
 
-    /// A run of needed samples: first and last wanted frame (indices), first and last needed decode position.
-    private typealias Run = (first: Int, last: Int, start: Int, needed: Int)
+    /// A run of needed samples: the wanted frames it holds, first and last needed decode position.
+    private typealias Run = (frames: [Int], start: Int, needed: Int)
 
-    /// Plans the decoding of `wanted` frame indices: ranges, ascending, each decoded after one accurate seek, such
-    /// that every GOP is decoded once and only as far as a wanted frame needs. A run of needed samples goes from
-    /// the sync sample before a wanted frame's decode position to the last decode position a wanted frame of that
-    /// GOP has; runs less than `maxSkip` samples apart share a range.
+    /// Plans the decoding of `wanted` frame indices: ranges, ascending in decode order, each decoded after one
+    /// accurate seek, such that every GOP is decoded once and only as far as a wanted frame needs. A run of needed
+    /// samples goes from the sync sample before a wanted frame's decode position to the last decode position a
+    /// wanted frame of that GOP has; runs less than `maxSkip` samples apart share a range. Runs are built in decode
+    /// order — a crafted ctts can show a GOP before one that is decoded earlier, and a run built in presentation
+    /// order then started at the wrong sync sample and missed the frame.
     public func plan(_ wanted: Set<Int>, maxSkip: Int = FrameIndex.maxSkippedSamples) -> [DecodeRange] {
         var runs: [Run] = []
-        for i in wanted.sorted() {
+        for i in wanted.sorted(by: { (frames[$0].decodePosition, $0) < (frames[$1].decodePosition, $1) }) {
             let position = frames[i].decodePosition
             let gopStart = syncBefore[position]
             if let run = runs.last, gopStart <= run.needed {
-                runs[runs.count - 1] = (run.first, i, run.start, max(run.needed, position))
+                runs[runs.count - 1].frames.append(i)
+                runs[runs.count - 1].needed = max(run.needed, position)
             } else {
-                runs.append((i, i, gopStart, position))
+                runs.append(([i], gopStart, position))
             }
         }
         var groups: [[Run]] = []
@@ -50,16 +55,38 @@ extension FrameIndex {
         return groups.map(decodeRange)
     }
 
-    /// The range that decodes a group of runs (ascending, non-empty).
+    /// The range that decodes a group of runs (ascending in decode order, non-empty): its time range spans its
+    /// wanted frames.
     private func decodeRange(_ group: [Run]) -> DecodeRange {
-        let first = group[0], last = group[group.count - 1]
-        let start = frames[first.first].presentationTime
-        let end = frames[last.last].presentationTime + max(frames[last.last].duration, 1)
+        let wanted = group.flatMap(\.frames).sorted()
+        let start = frames[wanted[0]].presentationTime
+        let end = wanted.map { frames[$0].presentationTime + max(frames[$0].duration, 1) }.max()!
         let positions = group.flatMap { Array($0.start...$0.needed) }
         let times = positions.map { presentationAtPosition[$0] }
-        let stop = presentationAtPosition[last.needed]
+        let stop = presentationAtPosition[group[group.count - 1].needed]
         return DecodeRange(range: MediaTimeRange(start: .nanoseconds(start), duration: .nanoseconds(end - start)),
                            neededSamples: times.contains { $0 < 0 } ? nil : times.sorted(),
-                           lastNeededSample: stop >= 0 ? stop : nil, firstPosition: first.start)
+                           lastNeededSample: stop >= 0 ? stop : nil, firstPosition: group[0].start, frames: wanted)
+    }
+
+    /// How a decoded time range is read: the frames it delivers (`framesDisplayed(in:)`), the seek that starts it
+    /// (accurate, at the first of them — so the decoder clips nothing it delivers — with no stop) and the last
+    /// stored sample they need (decoding ends after it, DecodeStop; nil: at the track's end).
+    public struct RangeRead: Sendable, Equatable {
+        public let frames: [Int]
+        public let seek: MediaTimeRange
+        public let lastNeededSample: Int64?
+    }
+
+    public func read(_ range: MediaTimeRange) -> RangeRead {
+        let wanted = framesDisplayed(in: range)
+        guard let first = wanted.first else {
+            return RangeRead(frames: [], seek: range, lastNeededSample: nil)
+        }
+        let seek = MediaTimeRange(start: .nanoseconds(frames[first].presentationTime), duration: .positiveInfinity)
+        let lastPosition = wanted.map { frames[$0].decodePosition }.max()!
+        let stop = lastPosition >= 0 && lastPosition < presentationAtPosition.count ? presentationAtPosition[lastPosition] : -1
+        let toTheEnd = wanted.last == frames.count - 1
+        return RangeRead(frames: wanted, seek: seek, lastNeededSample: stop >= 0 && !toTheEnd ? stop : nil)
     }
 }

@@ -100,6 +100,59 @@ public struct FrameIndex: Sendable {
         return low
     }
 
+    /// Until when frame `i` is displayed (ns): the next frame's presentation time, the last frame until `end`.
+    /// Every decoded frame's duration is this interval (`displayEnd(of:) - presentationTime`), whatever the
+    /// container says its duration is.
+    public func displayEnd(of i: Int) -> Int64 {
+        i + 1 < frames.count ? frames[i + 1].presentationTime : end ?? frames[i].presentationTime
+    }
+
+    /// The frames a time range delivers (AVAssetReader's rule): every frame displayed at some time in
+    /// [start, start + duration) — from the frame displayed at the start to the last one presenting before the end
+    /// (a duration of +infinity or one past the track: to the last frame). Empty for an empty range or one starting
+    /// at or after the track's end. Frames are displayed as `frameDisplayed(at:)` says; a frame sharing its
+    /// presentation time with the next one is never displayed and is left out.
+    public func framesDisplayed(in range: MediaTimeRange) -> [Int] {
+        guard let start = streamTime(range.start), let first = frameDisplayed(at: start) else { return [] }
+        var stop = frames.count  // the frames before `stop` present before the range's end
+        if !range.duration.isPositiveInfinity {
+            guard let end = Self.rangeEnd(range).flatMap(streamTime), end > start else { return [] }
+            var low = first, high = frames.count  // the first frame at or after `end`
+            while low < high {
+                let mid = (low + high) / 2
+                if frames[mid].presentationTime < end { low = mid + 1 } else { high = mid }
+            }
+            stop = max(low, first + 1)  // the frame displayed at the start presents at or before it (or is frame 0)
+        }
+        return (first..<stop).filter { displayEnd(of: $0) > frames[$0].presentationTime }
+    }
+
+    /// The end of a numeric range, exact when start and duration share a timescale (the sum of two rounded times can
+    /// be a nanosecond short of the exact end), else in ns; nil when it is not numeric.
+    public static func rangeEnd(_ range: MediaTimeRange) -> MediaTime? {
+        let s = range.start, d = range.duration
+        if s.isNumeric, d.isNumeric, s.timescale == d.timescale {
+            let (sum, overflow) = s.value.addingReportingOverflow(d.value)
+            if !overflow { return MediaTime(value: sum, timescale: s.timescale) }
+        }
+        guard let start = s.nanoseconds, let duration = d.nanoseconds else { return nil }
+        let (sum, overflow) = start.addingReportingOverflow(duration)
+        return .nanoseconds(overflow ? (duration < 0 ? .min : .max) : sum)
+    }
+
+    /// A requested time on the frames' clock (stream time, ns). A whole number of nanoseconds is itself. A rational
+    /// time that is not lies between two, and demuxers round a frame's stored time either way (qtdemux up, others
+    /// down): `nanoseconds` truncates, so when a frame presents at the other of the two, the time is that frame's
+    /// (k·512/15360 s names frame k of a 30 fps MP4, whose PTS qtdemux gives as ⌈k/30 s⌉ in ns).
+    public func streamTime(_ t: MediaTime) -> Int64? {
+        guard let ns = t.nanoseconds else { return nil }
+        guard t.timescale > 0, t.timescale != MediaTime.nanosecondTimescale,
+              (Int128(t.value) * 1_000_000_000) % Int128(t.timescale) != 0, !frames.isEmpty else { return ns }
+        let (other, overflow) = ns.addingReportingOverflow(t.value < 0 ? -1 : 1)
+        guard !overflow else { return ns }
+        return frames[nearest(other)].presentationTime == other ? other : ns
+    }
+
     /// The frame index a ReadFrames request names: for a time, the frame displayed then (`frameDisplayed(at:)`);
     /// for an index, itself.
     public func resolve(_ request: FrameRequest) throws(TrackError) -> Int {
@@ -111,7 +164,7 @@ public struct FrameIndex: Sendable {
             return Int(i)
         case .time(let t):
             // Every numeric time has nanoseconds (saturated at ±2^63).
-            guard let ns = t.nanoseconds else {
+            guard let ns = streamTime(t) else {
                 throw TrackError(.invalidArgument, "frame time \(t) is not a numeric time")
             }
             guard let last = frames.last else {

@@ -167,11 +167,16 @@ public struct StatusReport: Sendable, Equatable {
     public var daemonBytesCopied: UInt64
     public var daemonBytesShared: UInt64
     public var gstreamerVersion: String
+    /// This session's decoded video frames: those the decoders gave, and those converted to the output format
+    /// (the others were decoded only as references or preroll and dropped before conversion).
+    public var framesDecoded: UInt64
+    public var framesConverted: UInt64
 
     public init(workerPID: UInt32, supervisorPID: UInt32, supervisorUptimeMs: UInt64, connectionsAccepted: UInt64,
                 activeConnections: UInt32, workerCrashes: UInt64, openAssets: UInt32, activeOutputs: UInt32,
                 samplesSent: UInt64, bytesCopied: UInt64, daemonSamplesSent: UInt64 = 0, daemonBytesCopied: UInt64 = 0,
-                daemonBytesShared: UInt64 = 0, gstreamerVersion: String) {
+                daemonBytesShared: UInt64 = 0, gstreamerVersion: String, framesDecoded: UInt64 = 0,
+                framesConverted: UInt64 = 0) {
         self.workerPID = workerPID
         self.supervisorPID = supervisorPID
         self.supervisorUptimeMs = supervisorUptimeMs
@@ -186,6 +191,8 @@ public struct StatusReport: Sendable, Equatable {
         self.daemonBytesCopied = daemonBytesCopied
         self.daemonBytesShared = daemonBytesShared
         self.gstreamerVersion = gstreamerVersion
+        self.framesDecoded = framesDecoded
+        self.framesConverted = framesConverted
     }
 }
 
@@ -208,6 +215,8 @@ extension StatusReport: WireMessage {
         w.u64(daemonBytesCopied)
         w.u64(daemonBytesShared)
         w.string(gstreamerVersion)
+        w.u64(framesDecoded)
+        w.u64(framesConverted)
     }
 
     static func decode(from r: inout ByteReader) throws(TrackError) -> StatusReport {
@@ -219,7 +228,8 @@ extension StatusReport: WireMessage {
             samplesSent: try r.u64("status.samples"), bytesCopied: try r.u64("status.copied"),
             daemonSamplesSent: try r.u64("status.daemonSamples"), daemonBytesCopied: try r.u64("status.daemonCopied"),
             daemonBytesShared: try r.u64("status.daemonShared"),
-            gstreamerVersion: try r.string("status.gstreamerVersion"))
+            gstreamerVersion: try r.string("status.gstreamerVersion"),
+            framesDecoded: try r.u64("status.framesDecoded"), framesConverted: try r.u64("status.framesConverted"))
     }
 }
 

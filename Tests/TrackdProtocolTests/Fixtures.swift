@@ -128,7 +128,7 @@ enum Fixtures {
         .status(StatusReport(workerPID: 1, supervisorPID: 2, supervisorUptimeMs: .max, connectionsAccepted: 4,
                              activeConnections: 5, workerCrashes: 6, openAssets: 7, activeOutputs: 8, samplesSent: 9,
                              bytesCopied: 10, daemonSamplesSent: 11, daemonBytesCopied: 12, daemonBytesShared: .max,
-                             gstreamerVersion: "GStreamer 1.22.0")),
+                             gstreamerVersion: "GStreamer 1.22.0", framesDecoded: .max, framesConverted: 13)),
         .rangeEnded(outputID: 1),
         .rangeEnded(outputID: 0xFFFF_FFFF),
         .framesResolved(outputID: 1, frames: []),

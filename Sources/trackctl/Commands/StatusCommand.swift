@@ -34,6 +34,8 @@ struct StatusCommand: Command {
                 ("samplesSent", .int(Int64(clamping: s.daemonSamplesSent))), ("bytesCopied", .int(Int64(clamping: s.daemonBytesCopied))),
                 ("bytesZeroCopy", .int(Int64(clamping: s.daemonBytesShared))), ("workerPid", .int(Int64(s.workerPID))),
                 ("gstreamer", .string(s.gstreamerVersion)),
+                ("framesDecoded", .int(Int64(clamping: s.framesDecoded))),
+                ("framesConverted", .int(Int64(clamping: s.framesConverted))),
             ])))
             return
         }
@@ -46,6 +48,7 @@ struct StatusCommand: Command {
             bytes copied          \(s.daemonBytesCopied) (into pools by the workers)
             bytes sent zero-copy  \(s.daemonBytesShared) (written by GStreamer into shared memory)
             this worker           pid \(s.workerPID), \(s.gstreamerVersion)
+            frames decoded        \(s.framesDecoded) (this connection; \(s.framesConverted) converted)
             """)
     }
 }

@@ -16,11 +16,11 @@ struct FramePlan: Sendable {
         self.order = order
         let ranges = index.plan(Set(order))
         self.ranges = ranges
-        wantedByRange = ranges.map { r in
-            let start = r.range.start.nanoseconds ?? 0, end = start + (r.range.duration.nanoseconds ?? 0)
-            return Set(order.filter { (start..<end).contains(index.frames[$0].presentationTime) })
-        }
+        wantedByRange = ranges.map { Set($0.frames) }
     }
+
+    /// What range `i` delivers: its wanted frames only; every other decoded frame is dropped before conversion.
+    func selection(_ i: Int) -> FrameSelection { FrameSelection(index: index, frames: ranges[i].frames) }
 
     var resolved: [ResolvedFrame] {
         order.map { ResolvedFrame(index: UInt64($0), presentationTime: .nanoseconds(index.frames[$0].presentationTime)) }
@@ -85,10 +85,9 @@ extension OutputStreamer {
         send(.framesResolved(outputID: id, frames: plan.resolved))
         var order = FrameOrder(plan)
         var range = 0
-        var decoded = 0  // frames that reached appsink (decoded and converted), wanted or not
         var retried = false  // the current range was decoded again without the sample filter
         defer {
-            Log.info("ReadFrames output \(id): \(plan.order.count) frames asked, \(pipeline.samplesDecoded) samples decoded (\(pipeline.samplesSkipped) skipped) and \(decoded) delivered by the decoder in \(plan.ranges.count) ranges")
+            Log.info("ReadFrames output \(id): \(plan.order.count) frames asked, \(pipeline.samplesDecoded) samples decoded (\(pipeline.samplesSkipped) skipped), \(pipeline.framesDecoded) frames out of the decoder, \(pipeline.framesConverted) converted, in \(plan.ranges.count) ranges")
         }
         while true {
             if isCancelled { return finish(.cancelled) }
@@ -105,7 +104,6 @@ extension OutputStreamer {
                 case .finished(let status, let error): return finish(status, error)
                 }
             case .sample(let sample):
-                decoded += 1
                 guard order.keep(sample) else { continue }
                 while let (ready, zeroCopy) = order.ready() {
                     guard deliver(ready, zeroCopy: zeroCopy) else { return finish(.cancelled) }
@@ -129,14 +127,18 @@ extension OutputStreamer {
             retried = true
             let lacking = plan.wantedByRange[range].subtracting(order.arrived).sorted()
             Log.warning("ReadFrames output \(id): range \(range) did not produce frame(s) \(lacking.prefix(8).map(String.init).joined(separator: ", ")) with the needed samples only; decoding it again with every sample")
-            if let error = seek(current.range) { return .finished(.failed, error) }
+            // Every decoded frame converted this time (the index's times cannot be trusted to pick them out).
+            if let error = seek(current.range, selection: FrameSelection(index: plan.index, frames: nil)) {
+                return .finished(.failed, error)
+            }
             return .next
         }
         retried = false
         range += 1
         if range < plan.ranges.count {
             let next = plan.ranges[range]
-            if let error = seek(next.range, neededSamples: next.neededSamples, lastNeededSample: next.lastNeededSample) {
+            if let error = seek(next.range, neededSamples: next.neededSamples, lastNeededSample: next.lastNeededSample,
+                                selection: plan.selection(range)) {
                 return .finished(.failed, error)
             }
             return .next
@@ -145,5 +147,28 @@ extension OutputStreamer {
         let missing = plan.order[order.next]
         return .finished(.failed, TrackError(.decodeFailed,
             "frame \(missing) (at \(Double(plan.index.frames[missing].presentationTime) / 1e9) s) was not produced by the decoder"))
+    }
+}
+
+extension OutputStreamer {
+    /// How a decoded video range is read: by the frame index when there is one (FrameIndex.read: the frames
+    /// displayed in it, an accurate seek to the first of them, decoding ending after the last sample they need, the
+    /// others dropped before conversion), else GStreamer's accurate seek and clipping.
+    struct DecodedRange {
+        let seek: MediaTimeRange
+        let lastNeededSample: Int64?
+        let selection: FrameSelection?
+
+        init(_ range: MediaTimeRange) { (seek, lastNeededSample, selection) = (range, nil, nil) }
+
+        init(_ range: MediaTimeRange, index: FrameIndex) {
+            let read = index.read(range)
+            seek = read.seek
+            lastNeededSample = read.lastNeededSample
+            // The whole track: every decoded frame goes out (durations still by the index), even one the index
+            // does not know.
+            let everything = read.frames.count == index.frames.count && read.frames.first == 0
+            selection = FrameSelection(index: index, frames: everything ? nil : read.frames)
+        }
     }
 }

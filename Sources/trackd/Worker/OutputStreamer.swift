@@ -11,6 +11,10 @@ final class WorkerStats: Sendable {
     let samplesSent = Atomic<UInt64>(0)
     /// Bytes of sample data the worker copied between GStreamer's buffers and the shared pool.
     let bytesCopied = Atomic<UInt64>(0)
+    /// Decoded video frames the decoders gave, and those that went through conversion (videoconvert/videoscale):
+    /// frames decoded only as references or preroll are dropped before it.
+    let framesDecoded = Atomic<UInt64>(0)
+    let framesConverted = Atomic<UInt64>(0)
 }
 
 /// What keeps one pool alive: its reservation against the pool-byte limits and, for a copy pool, its mapping (a
@@ -54,19 +58,24 @@ final class OutputStreamer: Sendable {
     let supportsRandomAccess: Bool
     /// ReadFrames: the frames to deliver, in request order, and the ranges to decode them from.
     let frames: FramePlan?
+    /// Decoded video ranges and resets: which frames each range delivers (DecodedRange); nil: GStreamer's clipping.
+    let index: FrameIndex?
     let pipeline: TrackPipeline
     private let socket: MessageSocket
     private let stats: WorkerStats
     let workerSlot: WorkerSlot
     private let state = StateMonitor(State())
+    /// The pipeline's frame counters already added to `stats`.
+    private let countedFrames = Mutex<(decoded: UInt64, converted: UInt64)>((0, 0))
     /// Called once when the output has finished and every slot is back (the session forgets it then).
     private let onDrained: @Sendable (UInt32) -> Void
 
     init(id: UInt32, requestID: UInt32, pipeline: TrackPipeline, passthrough: Bool, supportsRandomAccess: Bool,
-         frames: FramePlan? = nil, socket: MessageSocket, stats: WorkerStats, slot: WorkerSlot,
+         frames: FramePlan? = nil, index: FrameIndex? = nil, socket: MessageSocket, stats: WorkerStats, slot: WorkerSlot,
          onDrained: @escaping @Sendable (UInt32) -> Void) {
         self.id = id
         self.frames = frames
+        self.index = index
         self.supportsRandomAccess = supportsRandomAccess
         self.requestID = requestID
         self.pipeline = pipeline
@@ -149,7 +158,10 @@ final class OutputStreamer: Sendable {
                 guard supportsRandomAccess else { return finish(.completed) }
                 switch nextRange() {
                 case .range(let range):
-                    if let error = seek(range) { return finish(.failed, error) }
+                    let read = index.map { DecodedRange(range, index: $0) } ?? DecodedRange(range)
+                    if let error = seek(read.seek, lastNeededSample: read.lastNeededSample, selection: read.selection) {
+                        return finish(.failed, error)
+                    }
                 case .completed:
                     return finish(.completed)
                 case .cancelled:
@@ -182,15 +194,19 @@ final class OutputStreamer: Sendable {
             case .cancelled: return .cancelled
             case .next(.range(let range)): return .range(range)
             case .next(.completed): return .completed
-            case .next(.announce): send(.rangeEnded(outputID: id))
+            case .next(.announce):
+                countFrames()
+                send(.rangeEnded(outputID: id))
             case .next(.wait): continue  // not answered by the step
             }
         }
     }
 
-    func seek(_ range: MediaTimeRange, neededSamples: [Int64]? = nil, lastNeededSample: Int64? = nil) -> TrackError? {
+    func seek(_ range: MediaTimeRange, neededSamples: [Int64]? = nil, lastNeededSample: Int64? = nil,
+              selection: FrameSelection? = nil) -> TrackError? {
         do {
-            try pipeline.seek(to: range, neededSamples: neededSamples, lastNeededSample: lastNeededSample)
+            try pipeline.seek(to: range, neededSamples: neededSamples, lastNeededSample: lastNeededSample,
+                              selection: selection)
             return nil
         } catch {
             return error
@@ -200,10 +216,23 @@ final class OutputStreamer: Sendable {
     func finish(_ status: OutputStatus, _ error: TrackError? = nil) {
         let (first, drained) = state.withLock { $0.ledger.finish() }
         guard first else { return }
+        countFrames()
         // Gone from the session before the client hears it ended: a GetStatus sent right after OutputFinished
         // arrives must not count it (the receive loop could otherwise answer before this thread removed it).
         if drained { onDrained(id) }
         send(.outputFinished(OutputFinished(outputID: id, status: status, code: error?.code ?? 0, message: error?.message ?? "")))
+    }
+
+    /// Adds what the pipeline decoded and converted since the last call to the session's counters: before
+    /// RangeEnded and OutputFinished, so a Status the client sends after either counts the range.
+    private func countFrames() {
+        let now = (decoded: pipeline.framesDecoded, converted: pipeline.framesConverted)
+        let before = countedFrames.withLock { c in
+            defer { c = now }
+            return c
+        }
+        stats.framesDecoded.add(now.decoded &- before.decoded, ordering: .relaxed)
+        stats.framesConverted.add(now.converted &- before.converted, ordering: .relaxed)
     }
 
     /// A pool could not be made (a pool-byte limit, no shared memory): the output fails and stops.

@@ -118,7 +118,9 @@ extension Session {
             try context.sandbox.decode.checkFrame(width: UInt64(track.width), height: UInt64(track.height), "track \(track.id)")
         }
         let image = try generatePNG(source: asset.source, trackID: request.trackID, at: request.time,
-                                    limits: context.sandbox.decode)
+                                    index: decodedFrameIndex(asset, trackID: request.trackID), limits: context.sandbox.decode)
+        stats.framesDecoded.add(image.framesDecoded, ordering: .relaxed)
+        stats.framesConverted.add(image.framesConverted, ordering: .relaxed)
         let mapping: SharedMapping
         let raw: Int32
         do {

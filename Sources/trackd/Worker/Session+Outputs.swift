@@ -72,7 +72,8 @@ extension Session {
     /// Registers a new output over `pipeline` and answers OutputCreated; the caller starts the streamer after the
     /// reply is sent.
     func addOutput(assetID: UInt32, requestID: UInt32, pipeline: TrackPipeline, mediaType: MediaType,
-                           passthrough: Bool, supportsRandomAccess: Bool, frames: FramePlan? = nil)
+                           passthrough: Bool, supportsRandomAccess: Bool, frames: FramePlan? = nil,
+                           index: FrameIndex? = nil)
         throws(TrackError) -> (Message, OutputStreamer) {
         let format = pipeline.outputFormat
         let outputID = try state.withLock { (s: inout State) throws(TrackError) -> UInt32 in
@@ -84,7 +85,7 @@ extension Session {
         }
         let streamer = OutputStreamer(
             id: outputID, requestID: requestID, pipeline: pipeline, passthrough: passthrough,
-            supportsRandomAccess: supportsRandomAccess, frames: frames, socket: socket, stats: stats, slot: context.slot,
+            supportsRandomAccess: supportsRandomAccess, frames: frames, index: index, socket: socket, stats: stats, slot: context.slot,
             onDrained: { [weak self] id in self?.state.withLock { _ = $0.outputs.removeValue(forKey: id) } })
         state.withLock { $0.outputs[outputID] = (assetID, streamer) }
         return (.outputCreated(OutputCreated(outputID: outputID, mediaType: mediaType, format: format.format,
@@ -121,18 +122,37 @@ extension Session {
         let limits = context.sandbox.decode
         if case .decode(let video) = mode { try checkDecodeLimits(limits, track: track, video: video) }
         let pipeline: TrackPipeline
+        var index: FrameIndex?  // decoded video: which frames each range delivers (OutputStreamer.DecodedRange)
         do {
             var threads: Int?
-            if case .decode = mode { threads = decodeThreads() }
-            pipeline = try TrackPipeline(source: asset.source, trackID: track.id, mode: mode, timeRange: range, limits: limits,
-                                         threads: threads)
+            var read = OutputStreamer.DecodedRange(range)
+            if case .decode = mode {
+                threads = decodeThreads()
+                index = decodedFrameIndex(asset, trackID: track.id)
+                if let index { read = OutputStreamer.DecodedRange(range, index: index) }
+            }
+            pipeline = try TrackPipeline(source: asset.source, trackID: track.id, mode: mode, timeRange: read.seek,
+                                         lastNeededSample: read.lastNeededSample, selection: read.selection,
+                                         limits: limits, threads: threads)
         } catch where error.knownCode == .invalidArgument {
             // Discovery found the track; the demuxer did not expose it this time: the file is damaged (or changed).
             throw TrackError(.fileFailedToParse,
                              "track \(track.id) was found when the asset was opened but not when reading it again; the file is damaged or was changed (\(error.message))")
         }
         return try addOutput(assetID: request.assetID, requestID: requestID, pipeline: pipeline, mediaType: track.mediaType,
-                             passthrough: request.settings == nil, supportsRandomAccess: request.supportsRandomAccess)
+                             passthrough: request.settings == nil, supportsRandomAccess: request.supportsRandomAccess,
+                             index: index)
+    }
+
+    /// The frame index a decoded video output selects its frames by; nil (GStreamer's own clipping, the decoder's
+    /// durations) when the track's index cannot be made.
+    func decodedFrameIndex(_ asset: Asset, trackID: UInt32) -> FrameIndex? {
+        do {
+            return try asset.indexes.index(source: asset.source, trackID: trackID)
+        } catch {
+            Log.warning("decoded output of track \(trackID): no frame index (\(error.message)); ranges follow the decoder's clipping")
+            return nil
+        }
     }
 
     /// Threads for a decoded video output's decoder and converter, from how many other workers are busy now.
@@ -187,7 +207,7 @@ extension Session {
         let start = first.firstPosition <= FrameIndex.maxSkippedSamples && first.neededSamples != nil ? .everything : first.range
         let pipeline = try TrackPipeline(source: asset.source, trackID: track.id, mode: .decode(video), timeRange: start,
                                          neededSamples: first.neededSamples, lastNeededSample: first.lastNeededSample,
-                                         limits: limits, threads: decodeThreads())
+                                         selection: plan.selection(0), limits: limits, threads: decodeThreads())
         Log.info("ReadFrames on track \(track.id): \(order.count) frames, \(plan.ranges.count) decode ranges")
         return try addOutput(assetID: request.assetID, requestID: requestID, pipeline: pipeline, mediaType: .video,
                              passthrough: false, supportsRandomAccess: false, frames: plan)

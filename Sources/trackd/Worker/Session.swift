@@ -218,6 +218,7 @@ final class Session: Sendable {
             openAssets: UInt32(assets), activeOutputs: UInt32(outputs),
             samplesSent: stats.samplesSent.load(ordering: .relaxed), bytesCopied: stats.bytesCopied.load(ordering: .relaxed),
             daemonSamplesSent: daemon.samples, daemonBytesCopied: daemon.copied, daemonBytesShared: daemon.shared,
-            gstreamerVersion: Gst.versionString))
+            gstreamerVersion: Gst.versionString, framesDecoded: stats.framesDecoded.load(ordering: .relaxed),
+            framesConverted: stats.framesConverted.load(ordering: .relaxed)))
     }
 }

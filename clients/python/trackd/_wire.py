@@ -378,6 +378,7 @@ def decode_status(r):
              'daemon_samples_sent', 'daemon_bytes_copied', 'daemon_bytes_shared')
     status = dict(zip(names, fields))
     status['gstreamer_version'] = r.string()
+    status['frames_decoded'], status['frames_converted'] = r.unpack('<QQ')
     return status
 
 
