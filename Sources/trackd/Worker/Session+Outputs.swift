@@ -53,7 +53,7 @@ extension Session {
             }
             guard let streamer = state.withLock({ $0.outputs[outputID]?.streamer }) else { return }  // finished: ignored
             do {
-                try streamer.reset(ranges)
+                try streamer.reset(ranges.map(streamer.grid.nanoseconds))  // on the output's grid, in GStreamer's ns
             } catch {
                 switch error {
                 case .notRandomAccess:
@@ -71,8 +71,8 @@ extension Session {
 
     /// Registers a new output over `pipeline` and answers OutputCreated; the caller starts the streamer after the
     /// reply is sent.
-    func addOutput(assetID: UInt32, requestID: UInt32, pipeline: TrackPipeline, mediaType: MediaType,
-                           passthrough: Bool, supportsRandomAccess: Bool, frames: FramePlan? = nil)
+    func addOutput(assetID: UInt32, requestID: UInt32, pipeline: TrackPipeline, mediaType: MediaType, grid: TimeGrid,
+                   passthrough: Bool, supportsRandomAccess: Bool, frames: FramePlan? = nil)
         throws(TrackError) -> (Message, OutputStreamer) {
         let format = pipeline.outputFormat
         let outputID = try state.withLock { (s: inout State) throws(TrackError) -> UInt32 in
@@ -83,7 +83,7 @@ extension Session {
             return s.nextOutputID
         }
         let streamer = OutputStreamer(
-            id: outputID, requestID: requestID, pipeline: pipeline, passthrough: passthrough,
+            id: outputID, requestID: requestID, pipeline: pipeline, grid: grid, passthrough: passthrough,
             supportsRandomAccess: supportsRandomAccess, frames: frames, socket: socket, stats: stats, slot: context.slot,
             onDrained: { [weak self] id in self?.state.withLock { _ = $0.outputs.removeValue(forKey: id) } })
         state.withLock { $0.outputs[outputID] = (assetID, streamer) }
@@ -94,9 +94,8 @@ extension Session {
 
     func createOutput(_ request: CreateOutput, requestID: UInt32) throws(TrackError) -> (Message, OutputStreamer) {
         let (asset, track) = try assetTrack(request.assetID, request.trackID)
-        let range = request.timeRange
-        guard range.isValidReadingRange else {
-            throw TrackError(.invalidArgument, "time range \(range.start) + \(range.duration) is not a valid range")
+        guard request.timeRange.isValidReadingRange else {
+            throw TrackError(.invalidArgument, "time range \(request.timeRange.start) + \(request.timeRange.duration) is not a valid range")
         }
         let mode: OutputMode
         if let settings = request.settings {
@@ -120,6 +119,11 @@ extension Session {
         }
         let limits = context.sandbox.decode
         if case .decode(let video) = mode { try checkDecodeLimits(limits, track: track, video: video) }
+        var audio: AudioOutputRequest?
+        if case .audio(let request) = mode { audio = request }
+        let grid = Self.outputGrid(track: track, trackGrid: asset.grid(track.id), audio: audio)
+        // The range on the output's grid, in the nanoseconds the demuxer gives those ticks (§7.1).
+        let range = grid.nanoseconds(request.timeRange)
         let pipeline: TrackPipeline
         do {
             var threads: Int?
@@ -132,7 +136,7 @@ extension Session {
                              "track \(track.id) was found when the asset was opened but not when reading it again; the file is damaged or was changed (\(error.message))")
         }
         return try addOutput(assetID: request.assetID, requestID: requestID, pipeline: pipeline, mediaType: track.mediaType,
-                             passthrough: request.settings == nil, supportsRandomAccess: request.supportsRandomAccess)
+                             grid: grid, passthrough: request.settings == nil, supportsRandomAccess: request.supportsRandomAccess)
     }
 
     /// Threads for a decoded video output's decoder and converter, from how many other workers are busy now.
@@ -173,9 +177,13 @@ extension Session {
         try checkDecodeLimits(limits, track: track, video: video)
         let index = try asset.indexes.index(source: asset.source, trackID: track.id)
         var order: [Int] = []
+        let grid = asset.grid(track.id)
         for (i, frame) in request.frames.enumerated() {
             do {
-                order.append(try index.resolve(frame))
+                // A time on the track's grid, in the demuxer's nanoseconds: the frame index's clock (§7.1).
+                var onGrid = frame
+                if case .time(let t) = frame, let ns = grid.nanoseconds(t) { onGrid = .time(.nanoseconds(ns)) }
+                order.append(try index.resolve(onGrid))
             } catch {
                 throw TrackError(rawCode: error.code, message: "ReadFrames request \(i): \(error.message)")
             }
@@ -190,7 +198,7 @@ extension Session {
                                          limits: limits, threads: decodeThreads())
         Log.info("ReadFrames on track \(track.id): \(order.count) frames, \(plan.ranges.count) decode ranges")
         return try addOutput(assetID: request.assetID, requestID: requestID, pipeline: pipeline, mediaType: .video,
-                             passthrough: false, supportsRandomAccess: false, frames: plan)
+                             grid: grid, passthrough: false, supportsRandomAccess: false, frames: plan)
     }
 
     /// The frame size a decoded output with Width and/or Height delivers (one missing side follows the source's
