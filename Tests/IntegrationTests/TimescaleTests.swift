@@ -185,4 +185,28 @@ import TrackdProtocol
             #expect(image.actualTime == times[k], "\(kind) image at frame \(k)")
         }
     }
+
+    /// trackctl takes rational times exactly (`N/D`) and prints each sample's exact time in --json.
+    @Test func trackctlTakesRationalTimes() throws {
+        let file = try #require(Self.files["mp4"])
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        func samples(_ args: [String]) throws -> [[String: Any]] {
+            let r = try daemon.trackctl(args + ["--json"])
+            #expect(r.status == 0, "\(args): \(r.stderr)")
+            return try r.text.split(separator: "\n").map {
+                try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])
+            }
+        }
+        let frames = try samples(["frames", file, "--at", "1/30,2/30,512/15360,0.1"])
+        #expect(frames.map { $0["index"] as? Int } == [1, 2, 1, 3])
+        #expect(frames.map { $0["ptsValue"] as? Int } == [512, 1024, 512, 1536])
+        #expect(frames.allSatisfy { $0["timescale"] as? Int == 15360 })
+        let range = try samples(["read", file, "--start", "2/30", "--duration", "1/30"])
+        #expect(range.map { $0["ptsValue"] as? Int } == [1024])
+        let ranges = try samples(["read", file, "--ranges", "1001/30030-1/10,5/30-"])
+        #expect(ranges.prefix(3).map { $0["ptsValue"] as? Int } == [512, 1024, 2560])
+        let bad = try daemon.trackctl(["frames", file, "--at", "1/0"])
+        #expect(bad.status == 2 && bad.stderr.contains("--at takes seconds ≥ 0 or N/D, not 1/0"), "\(bad.stderr)")
+    }
 }
