@@ -185,8 +185,17 @@ public struct AssetTrack: Sendable, Hashable {
     public let estimatedDataRate: UInt32
     /// Audio: the channel layout in ffmpeg's spelling ("stereo", "5.1(side)" …), or nil.
     public let channelLayout: String?
+    /// The track's timescale (`AVAssetTrack.naturalTimeScale`): every time of the track — sample times, `duration`,
+    /// `timeRangeStart` — is in these units per second, the container's own (MP4 mdhd, Matroska 10⁹/TimestampScale,
+    /// AVI strh rate, an audio track's sample rate; 1,000,000,000 where the container has none). PROTOCOL.md §7.1.
+    public let naturalTimeScale: Int32
+    /// Video: the shortest frame duration (`AVAssetTrack.minFrameDuration`), in `naturalTimeScale`; invalid when
+    /// not known.
+    public let minFrameDuration: MediaTime
 
     init(_ d: TrackDescription) {
+        naturalTimeScale = d.naturalTimeScale
+        minFrameDuration = d.minFrameDuration
         profile = d.profile.isEmpty ? nil : d.profile
         level = d.level.isEmpty ? nil : d.level
         pixelAspectRatio = d.pixelAspectRatio.isKnown ? d.pixelAspectRatio : nil
@@ -209,6 +218,13 @@ public struct AssetTrack: Sendable, Hashable {
         recommendedPixelFormat = RecommendedPixelFormat.forTrack(d)
         rotation = d.rotation
         languageCode = d.language.isEmpty ? nil : d.language
+    }
+
+    /// The time nearest `seconds` in the track's timescale (`CMTimeMakeWithSeconds(seconds, naturalTimeScale)`):
+    /// the tick trackd rounds a requested time to anyway (a time in seconds names frame k exactly when it rounds
+    /// to frame k's tick). Nanoseconds when the timescale is unknown.
+    public func time(seconds: Double) -> MediaTime {
+        naturalTimeScale > 0 ? MediaTime(seconds: seconds, preferredTimescale: naturalTimeScale) : MediaTime(seconds: seconds)
     }
 
     /// Same track id and codec.

@@ -101,6 +101,13 @@ public struct TrackDescription: Sendable, Hashable {
     public var bitRate: UInt32
     /// Audio: the channel layout in ffmpeg's spelling ("mono", "stereo", "5.1", "5.1(side)", "7.1" …), or "".
     public var channelLayout: String
+    /// The track's timescale (AVAssetTrack.naturalTimeScale): units per second of every time of the track — the
+    /// container's own (MP4 mdhd, Matroska 10⁹/TimestampScale, AVI strh rate, the sample rate of audio without one),
+    /// or 1,000,000,000 (nanoseconds) where the container has none (docs/PROTOCOL.md §7.1). 0: unknown.
+    public var naturalTimeScale: Int32
+    /// Video: the shortest frame duration (AVAssetTrack.minFrameDuration), in `naturalTimeScale`; invalid when not
+    /// known.
+    public var minFrameDuration: MediaTime
 
     public init(id: UInt32, mediaType: MediaType, codec: FourCC, width: UInt32 = 0, height: UInt32 = 0,
                 nominalFrameRate: Double = 0, duration: MediaTime = .invalid, timeRangeStart: MediaTime = .invalid,
@@ -108,7 +115,10 @@ public struct TrackDescription: Sendable, Hashable {
                 bitsPerComponent: UInt8 = 0, chromaSubsampling: ChromaSubsampling = .unknown,
                 rotation: Int32 = 0, language: String = "", profile: String = "", level: String = "",
                 pixelAspectRatio: PixelAspectRatio = PixelAspectRatio(), colorimetry: Colorimetry = Colorimetry(),
-                bitRate: UInt32 = 0, channelLayout: String = "") {
+                bitRate: UInt32 = 0, channelLayout: String = "", naturalTimeScale: Int32 = 0,
+                minFrameDuration: MediaTime = .invalid) {
+        self.naturalTimeScale = naturalTimeScale
+        self.minFrameDuration = minFrameDuration
         self.profile = profile
         self.level = level
         self.pixelAspectRatio = pixelAspectRatio
@@ -157,6 +167,8 @@ public struct TrackDescription: Sendable, Hashable {
         colorimetry.encode(into: &w)
         w.u32(bitRate)
         w.string(channelLayout)
+        w.i32(naturalTimeScale)
+        w.time(minFrameDuration)
     }
 
     static func decode(from r: inout ByteReader) throws(TrackError) -> TrackDescription {
@@ -173,7 +185,8 @@ public struct TrackDescription: Sendable, Hashable {
             pixelAspectRatio: PixelAspectRatio(numerator: try r.u32("track.parNumerator"),
                                                denominator: try r.u32("track.parDenominator")),
             colorimetry: try Colorimetry.decode(from: &r, "track.range", "track.matrix", "track.primaries", "track.transfer"),
-            bitRate: try r.u32("track.bitRate"), channelLayout: try r.string("track.channelLayout"))
+            bitRate: try r.u32("track.bitRate"), channelLayout: try r.string("track.channelLayout"),
+            naturalTimeScale: try r.i32("track.naturalTimeScale"), minFrameDuration: try r.time("track.minFrameDuration"))
     }
 }
 

@@ -229,7 +229,7 @@ import Testing
     /// unknown chroma values decode as `unknown`; the detail fields follow the language string.
     @Test func trackRecordDepthAndChroma() throws {
         var p = payload(of: .assetOpened(AssetOpened(assetID: 1, duration: .zero, tracks: [Fixtures.track(1)])))
-        #expect(p.count == 22 + 100 + 3)  // the record is 100 + n bytes when only the language ("und") is set
+        #expect(p.count == 22 + 120 + 3)  // the record is 120 + n bytes when only the language ("und") is set
         #expect(p[22 + 70] == 10 && p[22 + 71] == 1)
         p[22 + 71] = 200
         let decoded = try decodeAll(rawFrame(type: MessageType.assetOpened.rawValue, payload: p))
@@ -244,6 +244,20 @@ import Testing
         let par = 22 + 76 + 5 + 6 + 3  // language "und", profile "high", level "4", each after its u16 length
         #expect(Array(q[par..<par + 8]) == [16, 0, 0, 0, 11, 0, 0, 0])
         #expect(Array(q[par + 8..<par + 12]) == [1, 6, 6, 6])
+    }
+
+    /// naturalTimeScale (i32) and minFrameDuration (time) end the record, after channelLayout (PROTOCOL.md §7.2):
+    /// 30000 and 1001/30000 valid, after the record's 100 + 3 bytes.
+    @Test func trackRecordTimescale() throws {
+        let p = payload(of: .assetOpened(AssetOpened(assetID: 1, duration: .zero, tracks: [Fixtures.track(1)])))
+        let at = 22 + 100 + 3
+        #expect(Array(p[at..<at + 20]) == [0x30, 0x75, 0, 0, 0xE9, 0x03, 0, 0, 0, 0, 0, 0, 0x30, 0x75, 0, 0, 1, 0, 0, 0])
+        let decoded = try decodeAll(rawFrame(type: MessageType.assetOpened.rawValue, payload: p))
+        guard case .assetOpened(let o) = decoded.first?.message else { Issue.record("not decoded"); return }
+        #expect(o.tracks.first?.naturalTimeScale == 30000)
+        #expect(o.tracks.first?.minFrameDuration == MediaTime(value: 1001, timescale: 30000))
+        // A record cut before them is short, not a track without a timescale.
+        #expect(throws: TrackError.self) { try decodeAll(rawFrame(type: MessageType.assetOpened.rawValue, payload: Array(p.dropLast(20)))) }
     }
 }
 

@@ -29,7 +29,8 @@ enum Fixtures {
         TrackDescription(id: id, mediaType: .video, codec: "avc1", width: 1920, height: 1080, nominalFrameRate: 29.97,
                          duration: MediaTime(value: 3003, timescale: 30000), timeRangeStart: .zero, sampleRate: 0,
                          channels: 0, depth: 24, hasAlpha: false, bitsPerComponent: 10,
-                         chromaSubsampling: .yuv420, rotation: -90, language: "und")
+                         chromaSubsampling: .yuv420, rotation: -90, language: "und", naturalTimeScale: 30000,
+                         minFrameDuration: MediaTime(value: 1001, timescale: 30000))
     }
 
     static let sample = Sample(
@@ -93,7 +94,8 @@ enum Fixtures {
             assetID: 2, duration: .positiveInfinity,
             tracks: [track(1),
                      TrackDescription(id: 2, mediaType: .audio, codec: "mp4a", sampleRate: 48000, channels: 2, language: "eng",
-                                      profile: "lc", level: "2", bitRate: 128_000, channelLayout: "5.1(side)"),
+                                      profile: "lc", level: "2", bitRate: 128_000, channelLayout: "5.1(side)",
+                                      naturalTimeScale: 48000),
                      TrackDescription(id: 5, mediaType: .video, codec: "hvc1", width: 3840, height: 2160, profile: "main-10",
                                       level: "5.1", pixelAspectRatio: PixelAspectRatio(numerator: 4, denominator: 3),
                                       colorimetry: Colorimetry(range: 2, matrix: 9, primaries: 9, transfer: 16),

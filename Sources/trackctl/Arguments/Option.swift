@@ -3,6 +3,8 @@
 // synopsis and the usage errors all come from that declaration (the idea of swift-argument-parser's @Option and
 // @Flag, without the package).
 
+import TrackdProtocol
+
 /// A mistake on the command line: printed with the command's usage, exit status 2.
 struct UsageError: Error {
     var message: String
@@ -94,11 +96,12 @@ extension Option where Value == UInt32 {
     }
 }
 
-extension Option where Value == Double {
-    /// A time in seconds, finite and ≥ 0; `rule` ends the message for a bad value ("takes seconds ≥ 0").
-    static func seconds(_ name: String, _ placeholder: String, rule: String = "takes seconds ≥ 0", required: Bool = false,
-                        help: String) -> Self {
-        Self(name, placeholder, help: help, required: required) { text throws(UsageError) in try Seconds.read(text, rule: "\(name) \(rule)") }
+extension Option where Value == MediaTime {
+    /// A time ≥ 0: seconds (`1.5`) or a rational `N/D` (`1001/30000`, exact); `rule` ends the message for a bad value
+    /// ("takes seconds ≥ 0").
+    static func time(_ name: String, _ placeholder: String, rule: String = "takes seconds ≥ 0 or N/D", required: Bool = false,
+                     help: String) -> Self {
+        Self(name, placeholder, help: help, required: required) { text throws(UsageError) in try Seconds.time(text, rule: "\(name) \(rule)") }
     }
 }
 
@@ -107,6 +110,37 @@ enum Seconds {
     static func read(_ text: some StringProtocol, rule: String) throws(UsageError) -> Double {
         guard let v = Double(String(text)), v.isFinite, v >= 0 else { throw UsageError("\(rule), not \(text)") }
         return v
+    }
+
+    /// A time ≥ 0 as given: `N/D` exactly (value N, timescale D; D from 1 to 2147483647), or seconds to the nearest
+    /// nanosecond. trackd puts either on the track's grid (PROTOCOL.md §7.1): the nearest tick of its timescale.
+    static func time(_ text: some StringProtocol, rule: String) throws(UsageError) -> MediaTime {
+        let parts = text.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)
+        if parts.count == 2 {
+            guard let n = Int64(parts[0]), n >= 0, let d = Int32(parts[1]), d > 0 else { throw UsageError("\(rule), not \(text)") }
+            return MediaTime(value: n, timescale: d)
+        }
+        return MediaTime(seconds: try read(text, rule: rule))
+    }
+
+    /// `end − start` exactly when both are in one timescale (or their least common multiple fits in 32 bits), else
+    /// in nanoseconds. Both numeric and ≥ 0, end ≥ start.
+    static func difference(_ end: MediaTime, _ start: MediaTime) -> MediaTime {
+        let (a, b) = (Int64(start.timescale), Int64(end.timescale))
+        var (x, y) = (a, b)
+        while y != 0 { (x, y) = (y, x % y) }
+        let common = a / x * b
+        if common <= Int64(Int32.max) {
+            let (e, o1) = end.value.multipliedReportingOverflow(by: common / b)
+            let (s, o2) = start.value.multipliedReportingOverflow(by: common / a)
+            if !o1 && !o2 { return MediaTime(value: e - s, timescale: Int32(common)) }
+        }
+        return .nanoseconds((end.nanoseconds ?? 0) - (start.nanoseconds ?? 0))
+    }
+
+    /// Whether `a` is before `b` (exactly).
+    static func isBefore(_ a: MediaTime, _ b: MediaTime) -> Bool {
+        Int128(a.value) * Int128(b.timescale) < Int128(b.value) * Int128(a.timescale)
     }
 }
 

@@ -8,8 +8,9 @@ import Glibc
 
 /// `trackctl frame FILE --time SECONDS --output OUT.png`: the exact frame shown at a time, as a PNG.
 struct FrameCommand: Command {
-    static let time = Option<Double>.seconds(
-        "--time", "SECONDS", rule: "takes a non-negative number of seconds", required: true, help: "the time of the frame")
+    static let time = Option<MediaTime>.time(
+        "--time", "SECONDS", rule: "takes a non-negative number of seconds or N/D", required: true,
+        help: "the time of the frame: seconds, or N/D exactly (1001/30000)")
     static let track = Option<UInt32>.videoTrack
     static let output = Option<String>.text("--output", "OUT.png", help: "the PNG to write", required: true)
 
@@ -22,13 +23,13 @@ struct FrameCommand: Command {
         examples: ["trackctl frame clip.mp4 --time 2.5 --output frame.png"])
 
     let file: String
-    let time: Double
+    let time: MediaTime
     let trackID: UInt32?
     let path: String
 
     init(_ p: ParsedArguments) {
         file = p.argument(.file)
-        time = p[Self.time] ?? 0
+        time = p[Self.time] ?? .zero
         trackID = p[Self.track]
         path = p[Self.output] ?? ""
     }
@@ -38,7 +39,7 @@ struct FrameCommand: Command {
         let track = Open.track(asset, id: trackID)
         let image: GeneratedImage
         do {
-            image = try asset.generateImage(track: track, at: MediaTime(seconds: time))
+            image = try asset.generateImage(track: track, at: time)
         } catch {
             Exit.failed(error)
         }

@@ -3,9 +3,11 @@ import TrackClient
 
 /// `trackctl frames FILE (--at … | --index …)`: exact random access, the frames at given times or indices.
 struct FramesCommand: Command {
-    static let at = Option<[Double]>(
-        "--at", "T1,T2,…", help: "the frames shown at these times (seconds, to the microsecond: a PTS printed by read names its own frame)"
-    ) { text throws(UsageError) in try commaList(text) { item throws(UsageError) in try Seconds.read(item, rule: "--at takes seconds ≥ 0") } }
+    static let at = Option<[MediaTime]>(
+        "--at", "T1,T2,…", help: "the frames shown at these times (seconds, to the microsecond: a PTS printed by read names its own frame; or N/D exactly)"
+    ) { text throws(UsageError) in
+        try commaList(text) { item throws(UsageError) in try Seconds.time(item, rule: "--at takes seconds ≥ 0 or N/D") }
+    }
     static let index = Option<[UInt64]>(
         "--index", "I1,I2,…", help: "the frames with these numbers (0-based, presentation order)"
     ) { text throws(UsageError) in
@@ -53,9 +55,13 @@ struct FramesCommand: Command {
         let frames: [IndexedFrame]
         do {
             if let at = parsed[Self.at] {
-                // Times are read to the microsecond, as read/frames print them, and taken half a microsecond late: a
-                // printed PTS (rounded, maybe down) then names its own frame, not the one before.
-                let times = at.map { MediaTime.nanoseconds(Int64(($0 * 1e6).rounded()) * 1000 + 500) }
+                // Seconds are read to the microsecond, as read/frames print them, and taken half a microsecond late: a
+                // printed PTS (rounded, maybe down) then names its own frame, not the one before, also on a track
+                // whose times are nanoseconds. N/D is exact. trackd rounds either to the track's grid.
+                let times = at.map { t in
+                    t.timescale != MediaTime.nanosecondTimescale ? t
+                        : MediaTime.nanoseconds(((t.value + 500) / 1000) * 1000 + 500)
+                }
                 frames = try asset.frames(at: times, track: track, outputSettings: settings)
             } else {
                 frames = try asset.frames(atIndices: parsed[Self.index] ?? [], track: track, outputSettings: settings)

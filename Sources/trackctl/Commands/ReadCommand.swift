@@ -10,10 +10,10 @@ struct ReadCommand: Command {
     static let track = Option<UInt32>.trackID(
         help: "the track to read (default: the first video track; with audio options, or in a file without video, the first audio track)")
     static let passthrough = Flag("--passthrough", help: "the samples as stored (compressed), not decoded")
-    static let start = Option<Double>.seconds("--start", "S", help: "the reader's timeRange starts at S seconds")
-    static let duration = Option<Double>.seconds("--duration", "D", help: "and lasts D seconds (default: to the end)")
+    static let start = Option<MediaTime>.time("--start", "S", help: "the reader's timeRange starts at S (seconds, or N/D exactly)")
+    static let duration = Option<MediaTime>.time("--duration", "D", help: "and lasts D (seconds, or N/D; default: to the end)")
     static let ranges = Option<[MediaTimeRange]>(
-        "--ranges", "S1-E1,S2-E2,…", help: "reads these ranges (seconds; \"S-\" to the end) in the order given, with one output"
+        "--ranges", "S1-E1,S2-E2,…", help: "reads these ranges (seconds or N/D; \"S-\" to the end) in the order given, with one output"
     ) { text throws(UsageError) in try commaList(text, Self.range) }
 
     static let spec = CommandSpec(
@@ -57,11 +57,11 @@ struct ReadCommand: Command {
     static func range(_ item: Substring) throws(UsageError) -> MediaTimeRange {
         let parts = item.split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false)
         guard parts.count == 2 else { throw UsageError("--ranges takes START-END[,START-END…] in seconds, not \(item)") }
-        let s = try Seconds.read(parts[0], rule: "--ranges takes seconds ≥ 0")
-        if parts[1].isEmpty { return MediaTimeRange(start: MediaTime(seconds: s), duration: .positiveInfinity) }
-        let e = try Seconds.read(parts[1], rule: "--ranges takes seconds ≥ 0")
-        guard e >= s else { throw UsageError("--ranges: \(item) ends before it starts") }
-        return MediaTimeRange(start: MediaTime(seconds: s), duration: MediaTime(seconds: e - s))
+        let s = try Seconds.time(parts[0], rule: "--ranges takes seconds ≥ 0 or N/D")
+        if parts[1].isEmpty { return MediaTimeRange(start: s, duration: .positiveInfinity) }
+        let e = try Seconds.time(parts[1], rule: "--ranges takes seconds ≥ 0 or N/D")
+        guard !Seconds.isBefore(e, s) else { throw UsageError("--ranges: \(item) ends before it starts") }
+        return MediaTimeRange(start: s, duration: Seconds.difference(e, s))
     }
 
     static func answersAlone(_ parsed: ParsedArguments) -> Bool { VideoRequest.answersAlone(parsed) }
@@ -84,7 +84,7 @@ struct ReadCommand: Command {
             throw UsageError("--ranges cannot be combined with --start/--duration")
         }
         timeRange = p.isGiven(Self.start) || p.isGiven(Self.duration)
-            ? MediaTimeRange(start: MediaTime(seconds: p[Self.start] ?? 0), duration: p[Self.duration].map { MediaTime(seconds: $0) } ?? .positiveInfinity)
+            ? MediaTimeRange(start: p[Self.start] ?? .zero, duration: p[Self.duration] ?? .positiveInfinity)
             : nil
         passthrough = p[Self.passthrough]
         videoGiven = VideoRequest.isGiven(p)

@@ -44,6 +44,9 @@ final class SampleWriter {
         if json {
             var fields: [(String, JSON.Value)] = [
                 ("index", .int(Int64(index))), ("pts", .number(sample.presentationTimeStamp.seconds, decimals: 6)),
+                // The exact time: value / timescale in the track's timescale (PROTOCOL.md §7.1), as ffprobe's pts.
+                ("ptsValue", .int(sample.presentationTimeStamp.value)),
+                ("timescale", .int(Int64(sample.presentationTimeStamp.timescale))),
                 ("duration", sample.duration.isNumeric ? .number(sample.duration.seconds, decimals: 6) : .null),
                 ("size", .int(Int64(size))), ("sync", .bool(sample.isSync)),
             ]

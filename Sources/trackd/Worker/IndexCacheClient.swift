@@ -32,12 +32,16 @@ enum IndexCacheClient {
         putBlob(key, blob)
     }
 
+    /// What a cached description is stamped with: the GStreamer version that found it, and the track record's
+    /// layout (descriptions cached before tracks carried their timescale, in nanoseconds, are misses).
+    static var descriptionStamp: [UInt8] { Array("\(Gst.versionString); track times on the track's grid".utf8) }
+
     /// What opening the file found, kept under the file's key with track id 0: the payload of the AssetOpened
     /// that discovery answered (asset id 0), after the GStreamer version that found it — a description made by
     /// another GStreamer is a miss.
     static func getDescription(_ key: IndexCacheWire.FileKey) -> AssetOpened? {
         guard let blob = getBlob(key), let payload = IndexCacheWire.decodeDescription(blob) else { return nil }
-        let stamp = Array(Gst.versionString.utf8)
+        let stamp = descriptionStamp
         guard payload.count > stamp.count, payload[0] == UInt8(stamp.count), payload[1...stamp.count].elementsEqual(stamp),
               case .assetOpened(let opened)? = try? Codec.decodePayload(type: .assetOpened, payload,
                                                                         from: stamp.count + 1, to: payload.count)
@@ -46,7 +50,7 @@ enum IndexCacheClient {
     }
 
     static func putDescription(_ key: IndexCacheWire.FileKey, duration: MediaTime, tracks: [TrackDescription]) {
-        let stamp = Array(Gst.versionString.utf8)
+        let stamp = descriptionStamp
         guard stamp.count < 256 else { return }
         let frame = Codec.frame(.assetOpened(AssetOpened(assetID: 0, duration: duration, tracks: tracks)), requestID: 0)
         guard let blob = IndexCacheWire.encodeDescription([UInt8(stamp.count)] + stamp + frame.dropFirst(Wire.headerSize))

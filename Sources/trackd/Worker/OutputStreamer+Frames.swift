@@ -82,7 +82,9 @@ extension OutputStreamer {
             workerSlot.endBusy()
             pipeline.stop()
         }
-        send(.framesResolved(outputID: id, frames: plan.resolved))
+        send(.framesResolved(outputID: id, frames: plan.resolved.map {
+            ResolvedFrame(index: $0.index, presentationTime: grid.rounded($0.presentationTime))  // on the track's grid
+        }))
         var order = FrameOrder(plan)
         var range = 0
         var retried = false  // the current range was decoded again without the sample filter

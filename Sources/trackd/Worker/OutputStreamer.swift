@@ -61,6 +61,9 @@ final class OutputStreamer: Sendable {
     /// Decoded video ranges and resets: which frames each range delivers (DecodedRange); nil: GStreamer's clipping.
     let index: FrameIndex?
     let pipeline: TrackPipeline
+    /// What the samples' times are put on as they leave (the track's grid; decoded audio: its output rate), and
+    /// ResetOutput's ranges taken from (§7.1). Inside, times are GStreamer's nanoseconds.
+    let grid: TimeGrid
     private let socket: MessageSocket
     private let stats: WorkerStats
     let workerSlot: WorkerSlot
@@ -70,7 +73,7 @@ final class OutputStreamer: Sendable {
     /// Called once when the output has finished and every slot is back (the session forgets it then).
     private let onDrained: @Sendable (UInt32) -> Void
 
-    init(id: UInt32, requestID: UInt32, pipeline: TrackPipeline, passthrough: Bool, supportsRandomAccess: Bool,
+    init(id: UInt32, requestID: UInt32, pipeline: TrackPipeline, grid: TimeGrid, passthrough: Bool, supportsRandomAccess: Bool,
          frames: FramePlan? = nil, index: FrameIndex? = nil, socket: MessageSocket, stats: WorkerStats, slot: WorkerSlot,
          onDrained: @escaping @Sendable (UInt32) -> Void) {
         self.id = id
@@ -79,6 +82,7 @@ final class OutputStreamer: Sendable {
         self.supportsRandomAccess = supportsRandomAccess
         self.requestID = requestID
         self.pipeline = pipeline
+        self.grid = grid
         self.passthrough = passthrough
         self.socket = socket
         self.stats = stats
@@ -98,8 +102,9 @@ final class OutputStreamer: Sendable {
         state.withLock { $0.ledger.cancel() }
     }
 
-    /// ResetOutput: read `ranges` next. Only a random-access output that sent RangeEnded (and was not finished
-    /// or cancelled since) may be reset; a finished output ignores it (the caller checks for violations).
+    /// ResetOutput: read `ranges` (in nanoseconds, already on the grid) next. Only a random-access output that sent
+    /// RangeEnded (and was not finished or cancelled since) may be reset; a finished output ignores it (the caller
+    /// checks for violations).
     func reset(_ ranges: [MediaTimeRange]) throws(ResetError) {
         guard supportsRandomAccess else { throw .notRandomAccess }
         try state.withLock { (s: inout State) throws(ResetError) in
@@ -266,21 +271,24 @@ final class OutputStreamer: Sendable {
             copied = true
         }
         guard let placed else { return false }
-        send(.sample(Self.message(sample, output: id, slot: SlotRef(poolID: placed.pool, slot: placed.slot))))
+        send(.sample(Self.message(sample, output: id, slot: SlotRef(poolID: placed.pool, slot: placed.slot), grid: grid)))
         stats.samplesSent.add(1, ordering: .relaxed)
         workerSlot.countSample(copied: copied ? UInt64(sample.size) : 0, shared: copied ? 0 : UInt64(sample.size))
         workerSlot.progress()
         return true
     }
 
-    static func message(_ sample: PulledSample, output: UInt32, slot: SlotRef) -> TrackdProtocol.Sample {
+    /// The Sample message: GStreamer's nanoseconds put on `grid`, the track's own clock — the nearest tick, which is
+    /// the container's exact time (§7.1).
+    static func message(_ sample: PulledSample, output: UInt32, slot: SlotRef, grid: TimeGrid) -> TrackdProtocol.Sample {
         var flags: UInt32 = sample.isSync ? TrackdProtocol.Sample.flagSync : 0
         if sample.decodeTime.isValid { flags |= TrackdProtocol.Sample.flagHasDecodeTime }
         if sample.isDiscontinuity { flags |= TrackdProtocol.Sample.flagDiscontinuity }
         if sample.isDroppable { flags |= TrackdProtocol.Sample.flagDroppable }
         return TrackdProtocol.Sample(
             outputID: output, slot: slot, length: UInt64(sample.size),
-            presentationTime: sample.presentationTime, decodeTime: sample.decodeTime, duration: sample.duration,
+            presentationTime: grid.rounded(sample.presentationTime), decodeTime: grid.rounded(sample.decodeTime),
+            duration: grid.rounded(sample.duration),
             flags: flags, format: sample.format, width: sample.width, height: sample.height,
             colorimetry: sample.colorimetry, planes: sample.planes, frameCount: sample.frameCount)
     }

@@ -11,7 +11,11 @@ extension Session {
     struct Asset {
         let source: MediaSource
         let tracks: [TrackDescription]
+        /// Each track's time grid (by track id): what its times on the wire are in (§7.1).
+        let grids: [UInt32: TimeGrid]
         let indexes = FrameIndexes()
+
+        func grid(_ trackID: UInt32) -> TimeGrid { grids[trackID] ?? .nanoseconds }
     }
 
     /// Frame indexes of one asset's tracks, kept while it is open: on the first ReadFrames of a track, from the
@@ -50,12 +54,13 @@ extension Session {
     func openAsset(fd: Int32, name: String) throws(TrackError) -> Message {
         let source = try MediaSource(fd: fd)  // owns fd from here, even when it throws
         let (duration, tracks) = try describe(source)
+        let grids = Self.grids(tracks, clocks: source.trackClocks())
         let assetID = try state.withLock { (s: inout State) throws(TrackError) -> UInt32 in
             guard s.assets.count < Self.maxAssets else {
                 throw TrackError(.limitExceeded, "a session may hold at most \(Self.maxAssets) open assets")
             }
             defer { s.nextAssetID += 1 }
-            s.assets[s.nextAssetID] = Asset(source: source, tracks: tracks)
+            s.assets[s.nextAssetID] = Asset(source: source, tracks: tracks, grids: grids)
             return s.nextAssetID
         }
         Log.info("opened asset \(assetID) \"\(name)\": \(tracks.count) tracks")
@@ -65,7 +70,8 @@ extension Session {
     /// What discovery finds in `source` — from the daemon's cache when this uid opened the same unchanged file
     /// before (same device, inode, size and mtime, as for frame indexes), which saves the discovery pipeline
     /// (10–20 ms); else discovered, and given to the cache. The tracks come in ascending track-id order, as
-    /// AVAsset lists them (a demuxer exposes its pads in its own order: a MOV's tracks 1, 2, 3 as 1, 3, 2).
+    /// AVAsset lists them (a demuxer exposes its pads in its own order: a MOV's tracks 1, 2, 3 as 1, 3, 2), and each
+    /// track's times are on its grid (Session+TimeGrids.swift).
     func describe(_ source: MediaSource) throws(TrackError) -> (MediaTime, [TrackDescription]) {
         let before = source.status()
         let key = before.map { IndexCacheClient.key($0, trackID: IndexCacheWire.descriptionTrackID) }
@@ -75,7 +81,7 @@ extension Session {
             return (cached.duration, Self.inTrackIDOrder(cached.tracks))
         }
         var found = try source.discover()
-        found.tracks = Self.inTrackIDOrder(found.tracks)  // what is cached and answered
+        found.tracks = Self.placeOnGrids(Self.inTrackIDOrder(found.tracks), source: source).0  // what is cached and answered
         // Only when the file did not change while it was read (else the key would not match what was found), and
         // only audio and video: discovery does not wait for a subtitle track's data, so its language tag may not
         // have arrived yet — a description without it must not be the answer for every later open.
@@ -111,13 +117,16 @@ extension Session {
         guard asset.tracks.contains(where: { $0.id == request.trackID && $0.mediaType == .video }) else {
             throw TrackError(.invalidArgument, "the asset has no video track with id \(request.trackID)")
         }
-        guard request.time.isNumeric, request.time.seconds >= 0 else {
+        guard request.time.isNumeric, request.time.value >= 0 else {
             throw TrackError(.invalidArgument, "image time \(request.time) is not a valid time")
         }
+        // The requested time on the track's grid, in the demuxer's nanoseconds; the frame's time back on the grid.
+        let grid = asset.grid(request.trackID)
+        let time = MediaTime.nanoseconds(grid.nanoseconds(request.time) ?? 0)
         if let track = asset.tracks.first(where: { $0.id == request.trackID }) {
             try context.sandbox.decode.checkFrame(width: UInt64(track.width), height: UInt64(track.height), "track \(track.id)")
         }
-        let image = try generatePNG(source: asset.source, trackID: request.trackID, at: request.time,
+        let image = try generatePNG(source: asset.source, trackID: request.trackID, at: time,
                                     index: decodedFrameIndex(asset, trackID: request.trackID), limits: context.sandbox.decode)
         stats.framesDecoded.add(image.framesDecoded, ordering: .relaxed)
         stats.framesConverted.add(image.framesConverted, ordering: .relaxed)
@@ -132,7 +141,7 @@ extension Session {
         image.png.withUnsafeBytes { mapping.base.copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
         stats.bytesCopied.add(UInt64(image.png.count), ordering: .relaxed)
         context.slot.countCopied(UInt64(image.png.count))
-        return ImageReply(image: ImageReady(actualTime: image.actualTime, width: image.width, height: image.height,
+        return ImageReply(image: ImageReady(actualTime: grid.rounded(image.actualTime), width: image.width, height: image.height,
                                             length: UInt64(image.png.count)), memfd: memfd)
     }
 }

@@ -53,7 +53,7 @@ extension Session {
             }
             guard let streamer = state.withLock({ $0.outputs[outputID]?.streamer }) else { return }  // finished: ignored
             do {
-                try streamer.reset(ranges)
+                try streamer.reset(ranges.map(streamer.grid.nanoseconds))  // on the output's grid, in GStreamer's ns
             } catch {
                 switch error {
                 case .notRandomAccess:
@@ -71,9 +71,8 @@ extension Session {
 
     /// Registers a new output over `pipeline` and answers OutputCreated; the caller starts the streamer after the
     /// reply is sent.
-    func addOutput(assetID: UInt32, requestID: UInt32, pipeline: TrackPipeline, mediaType: MediaType,
-                           passthrough: Bool, supportsRandomAccess: Bool, frames: FramePlan? = nil,
-                           index: FrameIndex? = nil)
+    func addOutput(assetID: UInt32, requestID: UInt32, pipeline: TrackPipeline, mediaType: MediaType, grid: TimeGrid,
+                   passthrough: Bool, supportsRandomAccess: Bool, frames: FramePlan? = nil, index: FrameIndex? = nil)
         throws(TrackError) -> (Message, OutputStreamer) {
         let format = pipeline.outputFormat
         let outputID = try state.withLock { (s: inout State) throws(TrackError) -> UInt32 in
@@ -84,8 +83,9 @@ extension Session {
             return s.nextOutputID
         }
         let streamer = OutputStreamer(
-            id: outputID, requestID: requestID, pipeline: pipeline, passthrough: passthrough,
-            supportsRandomAccess: supportsRandomAccess, frames: frames, index: index, socket: socket, stats: stats, slot: context.slot,
+            id: outputID, requestID: requestID, pipeline: pipeline, grid: grid, passthrough: passthrough,
+            supportsRandomAccess: supportsRandomAccess, frames: frames, index: index, socket: socket, stats: stats,
+            slot: context.slot,
             onDrained: { [weak self] id in self?.state.withLock { _ = $0.outputs.removeValue(forKey: id) } })
         state.withLock { $0.outputs[outputID] = (assetID, streamer) }
         return (.outputCreated(OutputCreated(outputID: outputID, mediaType: mediaType, format: format.format,
@@ -95,9 +95,8 @@ extension Session {
 
     func createOutput(_ request: CreateOutput, requestID: UInt32) throws(TrackError) -> (Message, OutputStreamer) {
         let (asset, track) = try assetTrack(request.assetID, request.trackID)
-        let range = request.timeRange
-        guard range.isValidReadingRange else {
-            throw TrackError(.invalidArgument, "time range \(range.start) + \(range.duration) is not a valid range")
+        guard request.timeRange.isValidReadingRange else {
+            throw TrackError(.invalidArgument, "time range \(request.timeRange.start) + \(request.timeRange.duration) is not a valid range")
         }
         let mode: OutputMode
         if let settings = request.settings {
@@ -121,6 +120,11 @@ extension Session {
         }
         let limits = context.sandbox.decode
         if case .decode(let video) = mode { try checkDecodeLimits(limits, track: track, video: video) }
+        var audio: AudioOutputRequest?
+        if case .audio(let request) = mode { audio = request }
+        let grid = Self.outputGrid(track: track, trackGrid: asset.grid(track.id), audio: audio)
+        // The range on the output's grid, in the nanoseconds the demuxer gives those ticks (§7.1).
+        let range = grid.nanoseconds(request.timeRange)
         let pipeline: TrackPipeline
         var index: FrameIndex?  // decoded video: which frames each range delivers (OutputStreamer.DecodedRange)
         do {
@@ -140,8 +144,8 @@ extension Session {
                              "track \(track.id) was found when the asset was opened but not when reading it again; the file is damaged or was changed (\(error.message))")
         }
         return try addOutput(assetID: request.assetID, requestID: requestID, pipeline: pipeline, mediaType: track.mediaType,
-                             passthrough: request.settings == nil, supportsRandomAccess: request.supportsRandomAccess,
-                             index: index)
+                             grid: grid, passthrough: request.settings == nil,
+                             supportsRandomAccess: request.supportsRandomAccess, index: index)
     }
 
     /// The frame index a decoded video output selects its frames by; nil (GStreamer's own clipping, the decoder's
@@ -193,9 +197,13 @@ extension Session {
         try checkDecodeLimits(limits, track: track, video: video)
         let index = try asset.indexes.index(source: asset.source, trackID: track.id)
         var order: [Int] = []
+        let grid = asset.grid(track.id)
         for (i, frame) in request.frames.enumerated() {
             do {
-                order.append(try index.resolve(frame))
+                // A time on the track's grid, in the demuxer's nanoseconds: the frame index's clock (§7.1).
+                var onGrid = frame
+                if case .time(let t) = frame, let ns = grid.nanoseconds(t) { onGrid = .time(.nanoseconds(ns)) }
+                order.append(try index.resolve(onGrid))
             } catch {
                 throw TrackError(rawCode: error.code, message: "ReadFrames request \(i): \(error.message)")
             }
@@ -210,7 +218,7 @@ extension Session {
                                          selection: plan.selection(0), limits: limits, threads: decodeThreads())
         Log.info("ReadFrames on track \(track.id): \(order.count) frames, \(plan.ranges.count) decode ranges")
         return try addOutput(assetID: request.assetID, requestID: requestID, pipeline: pipeline, mediaType: .video,
-                             passthrough: false, supportsRandomAccess: false, frames: plan)
+                             grid: grid, passthrough: false, supportsRandomAccess: false, frames: plan)
     }
 
     /// The frame size a decoded output with Width and/or Height delivers (one missing side follows the source's

@@ -10,6 +10,7 @@ import subprocess
 import tempfile
 import time
 import unittest
+from fractions import Fraction
 
 import numpy as np
 
@@ -344,6 +345,44 @@ class FramesAtTests(unittest.TestCase):
         with open_clip() as asset:
             got = [(f.index, md5(f.tobytes())) for f in asset.frames_at(indices=indices, pixel_format='y420')]
         self.assertEqual(got, [(i, reference[i]) for i in indices])
+
+
+class TimescaleTests(unittest.TestCase):
+    """Times in the track's own timescale (PROTOCOL.md §7.1), against ffprobe's integer pts in the time_base, and
+    Fraction times resolved on the same grid."""
+
+    def probe(self):
+        out = subprocess.run(['ffprobe', '-v', 'error', '-select_streams', 'v:0', '-show_entries',
+                              'stream=time_base:frame=pts', '-of', 'json', clip], check=True, capture_output=True).stdout
+        probe = json.loads(out)
+        num, den = (int(x) for x in probe['streams'][0]['time_base'].split('/'))
+        return num, den, [int(f['pts']) for f in probe['frames']]
+
+    def test_track_and_sample_times_are_ffprobes(self):
+        num, den, pts = self.probe()
+        with open_clip() as asset:
+            video = asset.track(media_type='video')
+            self.assertEqual(video.natural_time_scale, den)
+            self.assertEqual(video.min_frame_duration, Fraction(1, 30))
+            self.assertEqual(video.time_range_start, trackd.Time(0, den, 1))
+            got = [(f.presentation_time.value, f.presentation_time.timescale) for f in asset.read(pixel_format='y420')]
+        self.assertEqual(got, [(p * num, den) for p in pts])
+
+    def test_fraction_times_name_their_frame(self):
+        num, den, pts = self.probe()
+        reference = ffmpeg_md5('nv12')
+        wanted = [1, 2, 3, 31, 59, 0]
+        with open_clip() as asset:
+            frames = asset.frames_at([Fraction(pts[k] * num, den) for k in wanted])
+            self.assertEqual([(f.index, f.presentation_time.fraction, md5(f.tobytes())) for f in frames],
+                             [(k, Fraction(k, 30), reference[k]) for k in wanted])
+            # The same times as floats (the nearest nanosecond) and as 1/30 fractions: the same frames.
+            self.assertEqual([f.index for f in asset.frames_at([k / 30 for k in wanted])], wanted)
+            self.assertEqual([f.index for f in asset.frames_at([Fraction(k, 30) for k in wanted])], wanted)
+            # A range from frame 2's time starts at frame 2 (not 1), and one frame long delivers only it.
+            got = [f.presentation_time.fraction for f in asset.read(start=Fraction(2, 30), duration=Fraction(1, 30))]
+            self.assertEqual(got, [Fraction(2, 30)])
+            self.assertEqual(asset.image(Fraction(2, 30)).time, 2 / 30)
 
 
 class ImageTests(unittest.TestCase):

@@ -18,10 +18,11 @@ TIMEOUT = 30
 
 
 def track_record():
-    # §7.2: the fixed part, then language, profile and level (empty strings), the 16-byte block, channelLayout.
+    # §7.2: the fixed part, then language, profile and level (empty strings), the 16-byte block, channelLayout,
+    # naturalTimeScale and minFrameDuration.
     return (struct.pack('<IBIIIdqiIqiIIIIBBBi', 1, 1, w.str_to_fourcc('avc1'), 64, 48, 30.0, 1, 1, 1, 0, 1, 1,
                         0, 0, 24, 0, 8, 1, 0) + b'\x00\x00' * 3
-            + struct.pack('<IIBBBBI', 1, 1, 1, 1, 1, 1, 0) + b'\x00\x00')
+            + struct.pack('<IIBBBBI', 1, 1, 1, 1, 1, 1, 0) + b'\x00\x00' + struct.pack('<iqiI', 30, 1, 30, 1))
 
 
 ASSET_OPENED = struct.pack('<IqiIH', 1, 1, 1, 1, 1) + track_record()

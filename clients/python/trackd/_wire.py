@@ -7,6 +7,7 @@ Pure functions over bytes: no sockets here. Every decoder checks that the payloa
 import struct
 import unicodedata
 from collections import namedtuple
+from fractions import Fraction
 
 from .errors import ProtocolViolation
 
@@ -85,12 +86,23 @@ class Time(namedtuple('Time', 'value timescale flags')):
         """Seconds as a float; None when the time is not numeric (invalid, infinite, indefinite)."""
         return self.value / self.timescale if self.is_numeric else None
 
+    @property
+    def fraction(self):
+        """Seconds exactly, as a fractions.Fraction; None when the time is not numeric."""
+        return Fraction(self.value, self.timescale) if self.is_numeric else None
+
     @classmethod
     def from_seconds(cls, seconds):
-        """Nanosecond timescale, like the times trackd's decoders produce. Accepts int, float, Fraction."""
+        """A time to send (§7.1): a Fraction exactly (value/timescale, reduced) when its denominator fits in a
+        timescale (≤ 2147483647), an int exactly (timescale 1); a float, or a finer Fraction, to the nearest
+        nanosecond. trackd rounds any of them to the track's timescale (the nearest tick)."""
         if isinstance(seconds, Time):
             return seconds
-        ns = round(seconds * 1_000_000_000)
+        if isinstance(seconds, Fraction) and seconds.denominator <= 0x7FFF_FFFF:
+            return cls(seconds.numerator, seconds.denominator, TIME_VALID)
+        if isinstance(seconds, int) and not isinstance(seconds, bool):
+            return cls(seconds, 1, TIME_VALID)
+        ns = round(Fraction(seconds) * 1_000_000_000)
         return cls(ns, 1_000_000_000, TIME_VALID)
 
 
@@ -276,8 +288,11 @@ class Reader:
 
 Track = namedtuple('Track', 'id media_type codec width height nominal_frame_rate duration time_range_start '
                             'sample_rate channels depth has_alpha bits_per_component chroma_subsampling rotation '
-                            'language profile level pixel_aspect_ratio colorimetry bit_rate channel_layout')
-Track.__doc__ = 'A track record (PROTOCOL.md §7.2). media_type is "video", "audio", "subtitle" or "other".'
+                            'language profile level pixel_aspect_ratio colorimetry bit_rate channel_layout '
+                            'natural_time_scale min_frame_duration')
+Track.__doc__ = ('A track record (PROTOCOL.md §7.2). media_type is "video", "audio", "subtitle" or "other". '
+                 'natural_time_scale: the units per second of every time of the track (§7.1; 0 unknown); '
+                 'min_frame_duration: video, the shortest frame duration in seconds as a Fraction, or None.')
 
 Plane = namedtuple('Plane', 'offset bytes_per_row row_bytes height')
 Plane.__doc__ = 'A plane layout (§7.4); offset is from the start of the sample.'
@@ -313,8 +328,16 @@ def decode_asset_opened(r):
                             Time(d_v, d_ts, d_f), Time(s_v, s_ts, s_f), rate, channels, depth, alpha == 1, bits,
                             chroma if chroma <= 4 else 0, rotation, language, profile, level,
                             (par_n, par_d) if par_n and par_d else None,
-                            Colorimetry(c_range, c_matrix, c_primaries, c_transfer), bit_rate, r.string()))
+                            Colorimetry(c_range, c_matrix, c_primaries, c_transfer), bit_rate, r.string(),
+                            *_track_clock(r)))
     return asset_id, duration, tracks
+
+
+def _track_clock(r):
+    """naturalTimeScale and minFrameDuration (the track record's last fields): the timescale and a Fraction or None."""
+    (timescale,) = r.unpack('<i')
+    frame = r.time()
+    return timescale, frame.fraction
 
 
 def decode_output_created(r):

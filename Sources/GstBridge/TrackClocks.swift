@@ -1,0 +1,9 @@
+import MediaIndex
+
+extension MediaSource {
+    /// The container's clock of each track (`TrackTimescale`, read with pread from this source's descriptor; no
+    /// GStreamer): what the worker puts every time of the track on (docs/PROTOCOL.md §7.1).
+    public func trackClocks() -> [TrackTimescale.Clock] {
+        TrackTimescale.read(file: descriptor)
+    }
+}

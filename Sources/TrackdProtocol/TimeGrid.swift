@@ -1,0 +1,143 @@
+/// A track's own clock: its times are whole multiples of `tick / timescale` seconds (an MP4's mdhd timescale with
+/// tick 1; Matroska's 10⁹ / TimestampScale; an AVI stream's rate with tick = scale; an audio track's sample rate),
+/// and every time on the wire is `value / timescale` with `value` a multiple of `tick` (docs/PROTOCOL.md §7.1).
+///
+/// GStreamer's clock is nanoseconds: a demuxer turns k ticks into ⌊k × tick × 10⁹ / timescale⌋ ns
+/// (gst_util_uint64_scale; matroskademux's k × TimestampScale is the same number). `time(nanoseconds:)` maps such
+/// a time back to the nearest tick, which is exact — the demuxer's floor (or the difference of two, for a time
+/// shifted by an edit list) is less than a nanosecond away, and a tick is more than 2 ns (timescales above
+/// `maxTimescale` are not used; their tracks keep nanoseconds). `nanoseconds(_:)` goes the other way for a
+/// requested time: first to the nearest tick, then to the demuxer's nanoseconds, so it compares exactly with the
+/// timestamps GStreamer gives the samples.
+public struct TimeGrid: Sendable, Hashable, CustomStringConvertible {
+    /// Units per second: the CMTime timescale of every time of the track.
+    public let timescale: Int32
+    /// Units per tick (≥ 1): the track's times are multiples of it.
+    public let tick: Int64
+    /// Units the demuxer's media time runs ahead of the track's timeline (an MP4 edit list's media time): qtdemux
+    /// timestamps tick k as ⌊(k + offset) × 10⁹ / timescale⌋ − ⌊offset × 10⁹ / timescale⌋, and a requested time
+    /// is converted the same way so that it equals the frame's timestamp.
+    public let offset: Int64
+
+    /// The largest timescale a grid keeps; above it a tick is 2 ns or less and nanoseconds are used instead.
+    public static let maxTimescale: Int64 = 250_000_000
+    /// GStreamer's clock: tracks whose container has no timescale of its own.
+    public static let nanoseconds = TimeGrid(uncheckedTimescale: MediaTime.nanosecondTimescale, tick: 1, offset: 0)
+
+    private init(uncheckedTimescale: Int32, tick: Int64, offset: Int64) {
+        self.timescale = uncheckedTimescale
+        self.tick = tick
+        self.offset = offset
+    }
+
+    /// `tick / timescale` seconds per tick, reduced; nil when either is not positive or the timescale is above
+    /// `maxTimescale` (the caller keeps nanoseconds then). `offset`: the demuxer's media time at the timeline's 0,
+    /// in `timescale` units (an MP4 edit's media_time; 0 elsewhere).
+    public init?(timescale: Int64, tick: Int64 = 1, offset: Int64 = 0) {
+        guard timescale > 0, tick > 0, offset >= 0 else { return nil }
+        let g = Self.gcd(Self.gcd(timescale, tick), offset)  // gcd(x, 0) = x
+        let (t, k) = (timescale / g, tick / g)
+        guard t <= Self.maxTimescale, offset / g <= Int64.max / 1_000_000_000 / 4 else { return nil }
+        self.init(uncheckedTimescale: Int32(t), tick: k, offset: offset / g)
+    }
+
+    /// The grid of `timescale`, else nanoseconds (a timescale that is 0 or too fine).
+    public static func orNanoseconds(timescale: Int64, tick: Int64 = 1) -> TimeGrid {
+        TimeGrid(timescale: timescale, tick: tick) ?? .nanoseconds
+    }
+
+    public var isNanoseconds: Bool { timescale == MediaTime.nanosecondTimescale && tick == 1 }
+
+    public var description: String {
+        (tick == 1 ? "1/\(timescale)" : "\(tick)/\(timescale)") + (offset == 0 ? "" : " from \(offset)")
+    }
+
+    /// The tick nearest `value / scale` seconds (halves away from zero), in ticks; saturates.
+    private func ticks(value: Int64, scale: Int64) -> Int64 {
+        // value / scale s = n ticks of tick/timescale s: n = value × timescale / (scale × tick).
+        let num = Int128(value) * Int128(timescale), den = Int128(scale) * Int128(tick)
+        let (q, r) = num.quotientAndRemainder(dividingBy: den)
+        var n = q
+        if 2 * r.magnitude >= den.magnitude { n += num < 0 ? -1 : 1 }
+        return Int64(clamping: n)
+    }
+
+    /// The grid time nearest a GStreamer time in nanoseconds (exact for the demuxer's own timestamps).
+    public func time(nanoseconds ns: Int64) -> MediaTime {
+        if isNanoseconds { return .nanoseconds(ns) }
+        return MediaTime(value: Self.multiply(ticks(value: ns, scale: 1_000_000_000), tick), timescale: timescale)
+    }
+
+    /// Any time on this grid: numeric times to the nearest tick (nanosecond times as `time(nanoseconds:)`); times
+    /// that are not numeric (invalid, infinite) unchanged.
+    public func rounded(_ t: MediaTime) -> MediaTime {
+        guard t.isNumeric else { return t }
+        if t.timescale == timescale && t.value % tick == 0 { return MediaTime(value: t.value, timescale: timescale) }
+        return MediaTime(value: Self.multiply(ticks(value: t.value, scale: Int64(t.timescale)), tick), timescale: timescale)
+    }
+
+    /// The grid time nearest `seconds` (NaN: invalid, ±infinity: infinite, as `MediaTime(seconds:)`).
+    public func time(seconds: Double) -> MediaTime {
+        guard seconds.isFinite else { return MediaTime(seconds: seconds) }
+        let n = (seconds * Double(timescale) / Double(tick)).rounded()
+        guard n < 9.2e18, n > -9.2e18 else { return MediaTime(seconds: seconds) }
+        return MediaTime(value: Self.multiply(Int64(n), tick), timescale: timescale)
+    }
+
+    /// A requested time in GStreamer's nanoseconds: the nearest tick, then ⌊ticks × tick × 10⁹ / timescale⌋ (how the
+    /// demuxer timestamps that tick). nil when `t` is not numeric; saturates.
+    public func nanoseconds(_ t: MediaTime) -> Int64? {
+        guard t.isNumeric else { return nil }
+        if isNanoseconds { return t.nanoseconds }
+        let n = ticks(value: t.value, scale: Int64(t.timescale))
+        let units = Int128(n) * Int128(tick)
+        return Int64(clamping: floorNanoseconds(units + Int128(offset)) - floorNanoseconds(Int128(offset)))
+    }
+
+    /// ⌊units × 10⁹ / timescale⌋, also below zero (gst_util_uint64_scale's rounding).
+    private func floorNanoseconds(_ units: Int128) -> Int128 {
+        var (q, r) = (units * 1_000_000_000).quotientAndRemainder(dividingBy: Int128(timescale))
+        if r < 0 { q -= 1 }
+        return q
+    }
+
+    /// A requested range in nanoseconds: start and end each on the grid, then in the demuxer's nanoseconds (so the
+    /// duration is end − start there); an infinite duration stays infinite. Not numeric: unchanged.
+    public func nanoseconds(_ range: MediaTimeRange) -> MediaTimeRange {
+        guard let start = nanoseconds(range.start) else { return range }
+        guard range.duration.isNumeric else { return MediaTimeRange(start: .nanoseconds(start), duration: range.duration) }
+        let first = rounded(range.start), length = rounded(range.duration)
+        let end = nanoseconds(MediaTime(value: first.value.addingSaturating(length.value), timescale: timescale)) ?? .max
+        return MediaTimeRange(start: .nanoseconds(start), duration: .nanoseconds(max(0, end - start)))
+    }
+
+    private static func multiply(_ a: Int64, _ b: Int64) -> Int64 {
+        let (p, overflow) = a.multipliedReportingOverflow(by: b)
+        return overflow ? (a < 0 ? .min : .max) : p
+    }
+
+    private static func gcd(_ a: Int64, _ b: Int64) -> Int64 {
+        var (a, b) = (a, b)
+        while b != 0 { (a, b) = (b, a % b) }
+        return a
+    }
+}
+
+extension Int64 {
+    fileprivate func addingSaturating(_ other: Int64) -> Int64 {
+        let (s, overflow) = addingReportingOverflow(other)
+        return overflow ? (other < 0 ? .min : .max) : s
+    }
+}
+
+extension MediaTime {
+    /// The time nearest `seconds` in `preferredTimescale` (CMTimeMakeWithSeconds): `round(seconds × timescale)`.
+    /// As `init(seconds:)` for NaN and ±infinity; saturates.
+    public init(seconds: Double, preferredTimescale: Int32) {
+        guard seconds.isFinite, preferredTimescale > 0 else { self.init(seconds: seconds); return }
+        let v = (seconds * Double(preferredTimescale)).rounded()
+        if v >= 9_223_372_036_854_775_808.0 { self.init(value: .max, timescale: preferredTimescale); return }
+        if v < -9_223_372_036_854_775_808.0 { self.init(value: .min, timescale: preferredTimescale); return }
+        self.init(value: Int64(v), timescale: preferredTimescale)
+    }
+}

@@ -1,0 +1,71 @@
+import GstBridge
+import MediaIndex
+import TrackdProtocol
+
+/// Times on the wire are in each track's own timescale (docs/PROTOCOL.md §7.1); GStreamer's nanoseconds stay inside
+/// the worker. This is where a track's grid is chosen, and the track's description put on it.
+extension Session {
+    /// Each track's grid (by track id): the container's clock for it (`TrackTimescale`, read with pread from the
+    /// client's descriptor), else an audio track's sample rate, else nanoseconds.
+    static func grids(_ tracks: [TrackDescription], clocks: [TrackTimescale.Clock]) -> [UInt32: TimeGrid] {
+        var ordinals: [MediaType: Int] = [:]
+        var grids: [UInt32: TimeGrid] = [:]
+        for track in tracks {
+            let ordinal = ordinals[track.mediaType, default: 0]
+            ordinals[track.mediaType] = ordinal + 1
+            grids[track.id] = clock(for: track, ordinal: ordinal, in: clocks)?.grid
+                ?? (track.mediaType == .audio ? TimeGrid(timescale: Int64(track.sampleRate)) : nil) ?? .nanoseconds
+        }
+        return grids
+    }
+
+    /// The clock the container states for `track` (the `ordinal`-th track of its media type): by track id (MP4,
+    /// Matroska's one clock for every track), else by kind and position (AVI video).
+    static func clock(for track: TrackDescription, ordinal: Int, in clocks: [TrackTimescale.Clock]) -> TrackTimescale.Clock? {
+        clocks.first { clock in
+            if clock.kind == .any { return true }
+            if let id = clock.id { return id == track.id }
+            return clock.kind == .video && track.mediaType == .video && clock.ordinal == ordinal
+        }
+    }
+
+    /// The track described on its grid: duration and start to the nearest tick (exact for the demuxer's times),
+    /// `naturalTimeScale`, and `minFrameDuration` — the container's smallest frame duration when it lists them
+    /// (MP4 stts, AVI), else one frame at the nominal frame rate on the grid.
+    static func onGrid(_ track: TrackDescription, _ grid: TimeGrid, clock: TrackTimescale.Clock?) -> TrackDescription {
+        var track = track
+        track.duration = grid.rounded(track.duration)
+        track.timeRangeStart = grid.rounded(track.timeRangeStart)
+        track.naturalTimeScale = grid.timescale
+        if track.mediaType == .video {
+            if let units = clock?.minFrameDuration, units > 0 {
+                track.minFrameDuration = MediaTime(value: units, timescale: grid.timescale)
+            } else if track.nominalFrameRate > 0 {
+                let frame = grid.time(seconds: 1 / track.nominalFrameRate)
+                track.minFrameDuration = frame.value > 0 ? frame : .invalid
+            }
+        }
+        return track
+    }
+
+    /// The tracks of a newly discovered asset on their grids, and the grids.
+    static func placeOnGrids(_ tracks: [TrackDescription], source: MediaSource) -> ([TrackDescription], [UInt32: TimeGrid]) {
+        let clocks = source.trackClocks()
+        let grids = grids(tracks, clocks: clocks)
+        var ordinals: [MediaType: Int] = [:]
+        let placed = tracks.map { track in
+            let ordinal = ordinals[track.mediaType, default: 0]
+            ordinals[track.mediaType] = ordinal + 1
+            return onGrid(track, grids[track.id] ?? .nanoseconds, clock: clock(for: track, ordinal: ordinal, in: clocks))
+        }
+        return (placed, grids)
+    }
+
+    /// The grid a decoded audio output's samples are on: its output sample rate (the requested one, else the
+    /// track's), so that every sample's time is exact; passthrough and video outputs use the track's grid.
+    static func outputGrid(track: TrackDescription, trackGrid: TimeGrid, audio: AudioOutputRequest?) -> TimeGrid {
+        guard let audio else { return trackGrid }
+        let rate = Int64(audio.sampleRate ?? Int(track.sampleRate))
+        return TimeGrid(timescale: rate) ?? trackGrid
+    }
+}
