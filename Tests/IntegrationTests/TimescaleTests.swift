@@ -186,7 +186,8 @@ import TrackdProtocol
         }
     }
 
-    /// trackctl takes rational times exactly (`N/D`) and prints each sample's exact time in --json.
+    /// trackctl takes rational times exactly (`N/D`), prints each sample's exact time in --json, and a track's
+    /// timescale (ffprobe's time_base) and minimum frame duration in `tracks`.
     @Test func trackctlTakesRationalTimes() throws {
         let file = try #require(Self.files["mp4"])
         let daemon = try Daemon()
@@ -206,6 +207,10 @@ import TrackdProtocol
         #expect(range.map { $0["ptsValue"] as? Int } == [1024])
         let ranges = try samples(["read", file, "--ranges", "1001/30030-1/10,5/30-"])
         #expect(ranges.prefix(3).map { $0["ptsValue"] as? Int } == [512, 1024, 2560])
+        let tracks = try daemon.trackctl(["tracks", file, "--json"])
+        let described = try #require(try JSONSerialization.jsonObject(with: tracks.stdout) as? [[String: Any]])
+        #expect(described.first?["timescale"] as? Int == 15360 && described.first?["minFrameDuration"] as? String == "512/15360")
+        #expect(try daemon.trackctl(["tracks", file]).text.contains("time base 1/15360"))
         let bad = try daemon.trackctl(["frames", file, "--at", "1/0"])
         #expect(bad.status == 2 && bad.stderr.contains("--at takes seconds ≥ 0 or N/D, not 1/0"), "\(bad.stderr)")
     }
