@@ -186,7 +186,8 @@ import TrackdProtocol
         }
     }
 
-    /// trackctl takes rational times exactly (`N/D`) and prints each sample's exact time in --json.
+    /// trackctl takes rational times exactly (`N/D`), prints each sample's exact time in --json, and a track's
+    /// timescale (ffprobe's time_base) and minimum frame duration in `tracks`.
     @Test func trackctlTakesRationalTimes() throws {
         let file = try #require(Self.files["mp4"])
         let daemon = try Daemon()
@@ -206,7 +207,64 @@ import TrackdProtocol
         #expect(range.map { $0["ptsValue"] as? Int } == [1024])
         let ranges = try samples(["read", file, "--ranges", "1001/30030-1/10,5/30-"])
         #expect(ranges.prefix(3).map { $0["ptsValue"] as? Int } == [512, 1024, 2560])
+        let tracks = try daemon.trackctl(["tracks", file, "--json"])
+        let described = try #require(try JSONSerialization.jsonObject(with: tracks.stdout) as? [[String: Any]])
+        #expect(described.first?["timescale"] as? Int == 15360 && described.first?["minFrameDuration"] as? String == "512/15360")
+        #expect(try daemon.trackctl(["tracks", file]).text.contains("time base 1/15360"))
         let bad = try daemon.trackctl(["frames", file, "--at", "1/0"])
         #expect(bad.status == 2 && bad.stderr.contains("--at takes seconds ≥ 0 or N/D, not 1/0"), "\(bad.stderr)")
+    }
+
+    /// reset(forReadingTimeRanges:) takes its ranges on the same grid: ranges of one tick at frames 5 and 8's exact
+    /// times deliver exactly those frames.
+    @Test(arguments: ["mp4", "mov", "avi"]) func resetRangesOnTheGrid(kind: String) throws {
+        let file = try #require(Self.files[kind])
+        let probe = try Self.probe(file)
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        let asset = try Asset(path: file, socketPath: daemon.socketPath)
+        let track = try #require(asset.tracks(withMediaType: .video).first)
+        let times = probe.frames.map(probe.time)
+        let tick = MediaTime(value: 1, timescale: track.naturalTimeScale)
+        let output = try AssetReaderTrackOutput(track: track, outputSettings: Self.y420)
+        try output.setSupportsRandomAccess(true)
+        let reader = AssetReader(asset: asset)
+        try reader.add(output)
+        try reader.setTimeRange(MediaTimeRange(start: times[2], duration: tick))
+        #expect(try reader.startReading())
+        var first: [MediaTime] = []
+        while let s = try output.copyNextSampleBuffer() { first.append(s.presentationTimeStamp) }
+        #expect(first == [times[2]], "\(kind)")
+        try output.reset(forReadingTimeRanges: [MediaTimeRange(start: times[5], duration: tick),
+                                                MediaTimeRange(start: times[8], duration: tick)])
+        var got: [MediaTime] = []
+        while let s = try output.copyNextSampleBuffer() { got.append(s.presentationTimeStamp) }
+        #expect(got == [times[5], times[8]], "\(kind)")
+        output.markConfigurationAsFinal()
+    }
+
+    /// Audio: passthrough samples in the track's timescale (the mdhd's, ffprobe's time_base; every PTS one of
+    /// ffprobe's packet pts), decoded ones in the output's sample rate, contiguous.
+    @Test func audioTimesAreOnTheirGrids() throws {
+        let r = try run("ffprobe", ["-v", "error", "-select_streams", "a:0", "-show_entries", "stream=time_base:packet=pts",
+                                    "-of", "csv=p=0", Media.clip])
+        let lines = r.text.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces.union(.init(charactersIn: ","))) }
+        let base = try #require(lines.first { $0.contains("/") }?.split(separator: "/").compactMap { Int32($0) })
+        let packetPTS = Set(lines.filter { !$0.contains("/") }.compactMap { Int64($0) })
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        let asset = try Asset(path: Media.clip, socketPath: daemon.socketPath)
+        let track = try #require(asset.tracks(withMediaType: .audio).first)
+        #expect(track.naturalTimeScale == base[1] && base[0] == 1)
+        let stored = try Self.read(asset, track, nil)
+        #expect(!stored.isEmpty && stored.allSatisfy { $0.presentationTimeStamp.timescale == base[1] })
+        #expect(stored.allSatisfy { packetPTS.contains($0.presentationTimeStamp.value) },
+                "\(stored.prefix(4).map(\.presentationTimeStamp)) vs ffprobe's \(packetPTS.sorted().prefix(4))")
+        let pcm: [String: SettingValue] = [SettingsKey.formatID: .int(0x6C70_636D), SettingsKey.sampleRate: .int(22050)]
+        let decoded = try Self.read(asset, track, pcm)
+        #expect(decoded.allSatisfy { $0.presentationTimeStamp.timescale == 22050 && $0.duration.timescale == 22050 })
+        for (a, b) in zip(decoded, decoded.dropFirst()) {
+            #expect(a.presentationTimeStamp.value + a.duration.value == b.presentationTimeStamp.value, "gap at \(a.presentationTimeStamp)")
+        }
     }
 }

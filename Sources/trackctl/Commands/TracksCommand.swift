@@ -69,6 +69,8 @@ struct TracksCommand: Command {
             ("colorRange", text(range)), ("colorMatrix", code(t.colorimetry.matrix)),
             ("colorPrimaries", code(t.colorimetry.primaries)), ("colorTransfer", code(t.colorimetry.transfer)),
             ("bitRate", number(t.estimatedDataRate)), ("channelLayout", text(t.channelLayout)),
+            ("timescale", number(UInt32(clamping: t.naturalTimeScale))),
+            ("minFrameDuration", text(t.minFrameDuration.isNumeric ? t.minFrameDuration.description : nil)),
         ]
     }
 
@@ -126,6 +128,8 @@ struct TracksCommand: Command {
         }
         if t.estimatedDataRate > 0 { details.append("\(t.estimatedDataRate / 1000) kb/s") }
         if let layout = t.channelLayout { details.append(layout) }
+        // ffprobe's time_base: the track's times are in these units (PROTOCOL.md §7.1).
+        if t.naturalTimeScale > 0 { details.append("time base 1/\(t.naturalTimeScale)") }
         return details
     }
 
