@@ -26,6 +26,15 @@ protocol SampleMaker: AnyObject {
     /// A flush-seek to `range` whose end is `stop` (stream time, ns; nil: to the end) is about to be made. Returns
     /// the stop to give the demuxer (nil: none).
     func seeking(to range: MediaTimeRange, stop: Int64?) -> Int64?
+    /// Then, the position the seek starts at (stream time, ns) for a range starting at `start`: `start` but for
+    /// decoded audio, which starts earlier (AudioRangePlan).
+    func seekStart(_ start: Int64) -> Int64
+    /// appsink reached the end of the stream (or of a range): a last sample made from what the maker still holds
+    /// (decoded audio: the resampler's tail), else .skip.
+    func endOfInput() -> MadeSample
+    /// Decoded audio: a range starting at the track's start needs no seek after preroll, because the maker ends the
+    /// range itself (.endOfRange) instead of the demuxer's stop.
+    var endsRangesItself: Bool { get }
     /// The range ended (passthrough): pull reports the end without pulling.
     var rangeEnded: Bool { get }
     /// What appsink negotiated, known after preroll.
@@ -44,6 +53,9 @@ extension SampleMaker {
     var seeksToKeyUnits: Bool { false }
     func prerolled(sink: ElementPtr) -> Int64 { 0 }
     func seeking(to range: MediaTimeRange, stop: Int64?) -> Int64? { stop }
+    func seekStart(_ start: Int64) -> Int64 { start }
+    func endOfInput() -> MadeSample { .skip }
+    var endsRangesItself: Bool { false }
     var rangeEnded: Bool { false }
     func negotiated(_ format: OutputFormat) {}
     func arm(neededSamples: [Int64]?, lastNeededSample: Int64?) {}

@@ -97,10 +97,12 @@ public final class TrackPipeline: @unchecked Sendable {
                                          to timeRange: MediaTimeRange, context: String) throws(TrackError) {
         let lead = samples.prerolled(sink: sink)
         guard let bounds = lead > 0 ? seekBounds(timeRange) : seekRange(timeRange) else { return }
+        if lead == 0, samples.endsRangesItself, samples.seekStart(bounds.start) == 0 { return }  // decoded audio from 0
         let stop = samples.seeking(to: timeRange, stop: bounds.stop)
         let stopType = stop == nil && lead == 0 ? GST_SEEK_TYPE_NONE : GST_SEEK_TYPE_SET
         let ok = gst_element_seek(pipeline.element, 1.0, GST_FORMAT_TIME, GstSeekFlags(rawValue: seekFlags(samples)),
-                                  GST_SEEK_TYPE_SET, gint64(bounds.start), stopType, gint64(stop ?? -1))  // SET -1: no stop
+                                  GST_SEEK_TYPE_SET, gint64(samples.seekStart(bounds.start)),
+                                  stopType, gint64(stop ?? -1))  // SET -1: no stop
         guard ok != 0 else {
             throw pipeline.popError(context: context)
                 ?? TrackError(.operationNotSupportedForAsset, "\(context): the demuxer refused to seek to \(timeRange.start)")
@@ -147,7 +149,7 @@ public final class TrackPipeline: @unchecked Sendable {
         let bounds = Self.seekBounds(range)
         let stop = samples.seeking(to: range, stop: bounds.stop)
         let ok = gst_element_seek(pipeline.element, 1.0, GST_FORMAT_TIME, GstSeekFlags(rawValue: Self.seekFlags(samples)),
-                                  GST_SEEK_TYPE_SET, gint64(bounds.start),
+                                  GST_SEEK_TYPE_SET, gint64(samples.seekStart(bounds.start)),
                                   GST_SEEK_TYPE_SET, gint64(stop ?? -1))  // -1: to the end (NONE would keep the last stop)
         guard ok != 0 else {
             throw pipeline.popError(context: "Reading failed")
@@ -216,7 +218,11 @@ public final class TrackPipeline: @unchecked Sendable {
             failure = error
             return .failed(error)
         }
-        if stopped.withLock({ $0 }) || gst_app_sink_is_eos(appSink(sink.pointer)) != 0 { return .endOfStream }
+        if stopped.withLock({ $0 }) { return .endOfStream }
+        if gst_app_sink_is_eos(appSink(sink.pointer)) != 0 {
+            if case .sample(let last) = samples.endOfInput() { return .sample(last) }  // decoded audio's tail
+            return .endOfStream
+        }
         return .timeout
     }
 
