@@ -64,9 +64,10 @@ extension SampleMaker {
     func takeFreedSharedMemories() -> [UInt32] { [] }
 }
 
-/// Passthrough: the stored sample as it is, one plane. The seek has no stop: the range ends at the first sample
-/// whose decode time (PTS when there is none) is at or after its end, so that every sample a frame shown before
-/// the end depends on is delivered (a demuxer's stop, by PTS, drops the P-frame that the last B-frames reference).
+/// Passthrough: the stored sample as it is, one plane; codec headers pushed as buffers are left out. The seek has
+/// no stop: the range ends at the first sample whose decode time (PTS when there is none) is at or after its end,
+/// so that every sample a frame shown before the end depends on is delivered (a demuxer's stop, by PTS, drops the
+/// P-frame that the last B-frames reference).
 final class PassthroughSamples: SampleMaker {
     private var format = OutputFormat(format: "????", width: 0, height: 0, codecConfig: [])
     /// The current range's end (stream time, ns; nil: to the end).
@@ -83,7 +84,18 @@ final class PassthroughSamples: SampleMaker {
     }
 
     func make(_ sample: GstRef<GstSampleObject>) -> MadeSample {
-        let size = Int(gst_buffer_get_size(gst_sample_get_buffer(sample.pointer)!))
+        let buffer = gst_sample_get_buffer(sample.pointer)!  // transfer none: the sample holds it
+        // Codec headers are no samples: what a decoder needs of them is the codec configuration. flacparse pushes
+        // FLAC's fLaC marker and metadata blocks before the frames without a time, flagged HEADER — but for FLAC in
+        // Matroska also a VORBIS_COMMENT block it made up, unflagged — so for FLAC only frames (sync code
+        // 0xFFF8/0xFFF9) are samples.
+        if buffer.pointee.mini_object.flags & GST_BUFFER_FLAG_HEADER.rawValue != 0 { return .skip }
+        if format.format == "fLaC" {
+            var sync: (UInt8, UInt8) = (0, 0)
+            let read = withUnsafeMutableBytes(of: &sync) { gst_buffer_extract(buffer, 0, $0.baseAddress, 2) }
+            if read < 2 || sync.0 != 0xFF || sync.1 & 0xFE != 0xF8 { return .skip }
+        }
+        let size = Int(gst_buffer_get_size(buffer))
         let plane = PlaneLayout(offset: 0, bytesPerRow: UInt32(clamping: size), rowBytes: UInt32(clamping: size), height: 1)
         let pulled = PulledSample(sample, layout: SampleLayout(format: format.format, width: format.width,
                                                                height: format.height, planes: [plane]), copy: .bytes)

@@ -191,7 +191,7 @@ public final class TrackPipeline: @unchecked Sendable {
             return OutputFormat(format: request.pixelFormat.code, width: width, height: height, codecConfig: [])
         case .passthrough:
             return OutputFormat(format: view?.codec ?? "????", width: width, height: height,
-                                codecConfig: view?.bufferBytes("codec_data") ?? [])
+                                codecConfig: view?.codecConfiguration ?? [])
         case .audio:
             return OutputFormat(format: "lpcm", width: 0, height: 0, codecConfig: [])
         }
