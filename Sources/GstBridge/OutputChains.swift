@@ -33,13 +33,14 @@ private func makeAppSink() throws(TrackError) -> GstRef<GstElement> {
 /// The stored samples: the track's pad straight to appsink. parsebin plugs no parser for streams their container
 /// already frames, so the bytes are the stored ones.
 enum PassthroughChain {
-    static func build(_ pipeline: Pipeline, parser: ElementPtr) throws(TrackError) -> OutputBranch {
+    /// `fd`, `trackID`: the file and track, for what qtdemux leaves out of an MP4 audio track (PassthroughEdit).
+    static func build(_ pipeline: Pipeline, parser: ElementPtr, fd: Int32, trackID: UInt32) throws(TrackError) -> OutputBranch {
         let appsink = try makeAppSink()
         swift_gst_parsebin_expose_container_framed(parser)
         pipeline.ignoreMissingPlugins = true
         try pipeline.addChain([appsink.pointer])
         return OutputBranch(target: appsink, appsink: appsink, requiredType: nil,
-                            samples: PassthroughSamples())
+                            samples: PassthroughSamples(fd: fd, trackID: trackID))
     }
 }
 

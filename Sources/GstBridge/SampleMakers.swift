@@ -30,8 +30,10 @@ protocol SampleMaker: AnyObject {
     /// decoded audio, which starts earlier (AudioRangePlan).
     func seekStart(_ start: Int64) -> Int64
     /// appsink reached the end of the stream (or of a range): a last sample made from what the maker still holds
-    /// (decoded audio: the resampler's tail), else .skip.
+    /// (decoded audio: the resampler's tail; passthrough: stored samples qtdemux left out), else .skip.
     func endOfInput() -> MadeSample
+    /// A sample the maker made ahead (passthrough: several stored samples for one pulled), delivered before pulling.
+    func queued() -> PulledSample?
     /// Decoded audio: a range starting at the track's start needs no seek after preroll, because the maker ends the
     /// range itself (.endOfRange) instead of the demuxer's stop.
     var endsRangesItself: Bool { get }
@@ -55,6 +57,7 @@ extension SampleMaker {
     func seeking(to range: MediaTimeRange, stop: Int64?) -> Int64? { stop }
     func seekStart(_ start: Int64) -> Int64 { start }
     func endOfInput() -> MadeSample { .skip }
+    func queued() -> PulledSample? { nil }
     var endsRangesItself: Bool { false }
     var rangeEnded: Bool { false }
     func negotiated(_ format: OutputFormat) {}
@@ -67,12 +70,17 @@ extension SampleMaker {
 /// Passthrough: the stored sample as it is, one plane; codec headers pushed as buffers are left out. The seek has
 /// no stop: the range ends at the first sample whose decode time (PTS when there is none) is at or after its end,
 /// so that every sample a frame shown before the end depends on is delivered (a demuxer's stop, by PTS, drops the
-/// P-frame that the last B-frames reference).
+/// P-frame that the last B-frames reference). An MP4 audio track with an edit (EditedAudio): the stored samples
+/// qtdemux leaves out — the priming before the edit, the last packet after it — are read from the file and
+/// delivered in their place, each sample with the trims its edit implies (PassthroughEdit).
 final class PassthroughSamples: SampleMaker {
     private var format = OutputFormat(format: "????", width: 0, height: 0, codecConfig: [])
     /// The current range's end (stream time, ns; nil: to the end).
     private var end: Int64?
     private(set) var rangeEnded = false
+    private let edit: PassthroughEdit
+
+    init(fd: Int32, trackID: UInt32) { edit = PassthroughEdit(fd: fd, trackID: trackID) }
 
     func negotiated(_ format: OutputFormat) { self.format = format }
 
@@ -80,7 +88,15 @@ final class PassthroughSamples: SampleMaker {
 
     func seeking(to range: MediaTimeRange, stop: Int64?) -> Int64? {
         (end, rangeEnded) = (stop, false)
+        edit.seeking(fromStart: (range.start.nanoseconds ?? 0) <= 0)
         return nil
+    }
+
+    func queued() -> PulledSample? { edit.queued() }
+
+    func endOfInput() -> MadeSample {
+        guard end == nil, let tail = edit.tail(layout: layout(size:)) else { return .skip }
+        return .sample(tail)
     }
 
     func make(_ sample: GstRef<GstSampleObject>) -> MadeSample {
@@ -96,17 +112,20 @@ final class PassthroughSamples: SampleMaker {
             if read < 2 || sync.0 != 0xFF || sync.1 & 0xFE != 0xF8 { return .skip }
         }
         let size = Int(gst_buffer_get_size(buffer))
-        let plane = PlaneLayout(offset: 0, bytesPerRow: UInt32(clamping: size), rowBytes: UInt32(clamping: size), height: 1)
-        let pulled = PulledSample(sample, layout: SampleLayout(format: format.format, width: format.width,
-                                                               height: format.height, planes: [plane]), copy: .bytes)
+        let plain = PulledSample(sample, layout: layout(size: size), copy: .bytes)
         if let end {
-            let time = pulled.decodeTime.isNumeric ? pulled.decodeTime : pulled.presentationTime
+            let time = plain.decodeTime.isNumeric ? plain.decodeTime : plain.presentationTime
             if let ns = time.nanoseconds, ns >= end {
                 rangeEnded = true
                 return .endOfRange
             }
         }
-        return .sample(pulled)
+        return .sample(edit.place(plain, sample: sample, layout: layout(size:)))
+    }
+
+    private func layout(size: Int) -> SampleLayout {
+        let plane = PlaneLayout(offset: 0, bytesPerRow: UInt32(clamping: size), rowBytes: UInt32(clamping: size), height: 1)
+        return SampleLayout(format: format.format, width: format.width, height: format.height, planes: [plane])
     }
 }
 

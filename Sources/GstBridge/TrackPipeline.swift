@@ -69,7 +69,7 @@ public final class TrackPipeline: @unchecked Sendable {
         let parser = try pipeline.addSourceAndParser(fd: source.fd)
         let branch: OutputBranch = switch mode {
         case .passthrough:
-            try PassthroughChain.build(pipeline, parser: parser)
+            try PassthroughChain.build(pipeline, parser: parser, fd: source.fd, trackID: trackID)
         case .decode(let request):
             try VideoChain().build(pipeline, request: request, threads: threads, limits: limits, trackID: trackID,
                                    stop: DecodeStop(needed: neededSamples, lastNeeded: lastNeededSample))
@@ -202,6 +202,7 @@ public final class TrackPipeline: @unchecked Sendable {
     /// error is not mistaken for the end.
     public func pull(timeoutNs: UInt64) -> PullResult {
         if let failure { return .failed(failure) }
+        if let next = samples.queued() { return .sample(next) }
         if samples.rangeEnded { return .endOfStream }
         if let error = pipeline.popError(context: "Reading failed") {
             failure = error

@@ -59,7 +59,7 @@ public enum ContainerIndex {
     }
 
     /// The moov box's body: top-level boxes are walked with pread (ftyp, mdat … are skipped, not read).
-    private static func readMovie(_ fd: borrowing FileDescriptor, fileSize: UInt64) -> ArraySlice<UInt8>? {
+    static func readMovie(_ fd: borrowing FileDescriptor, fileSize: UInt64) -> ArraySlice<UInt8>? {
         var offset: UInt64 = 0
         var first = true
         while offset + 8 <= fileSize {

@@ -16,6 +16,8 @@ enum ChunkMedia {
         "-c:a", "pcm_s16le"])
     static let aacMP4 = Media.make("chunk-44k-aac.m4a", ["-f", "lavfi", "-i", stereo + ":s=44100:d=1.5",
                                                          "-c:a", "aac", "-aac_pns", "0"])
+    static let aacMP4Long = Media.make("chunk-44k-aac-3s.m4a", ["-f", "lavfi", "-i", stereo + ":s=44100:d=3",
+                                                                "-c:a", "aac", "-aac_pns", "0"])
     static let aacADTS = Media.make("chunk-48k.aac", ["-f", "lavfi", "-i", stereo + ":s=48000:d=1.5",
                                                       "-c:a", "aac", "-aac_pns", "0"])
     static let all = ["flac": flac, "wav51": wav51, "aacMP4": aacMP4, "aacADTS": aacADTS]

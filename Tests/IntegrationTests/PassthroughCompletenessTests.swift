@@ -21,24 +21,28 @@ struct PassthroughCompletenessTests {
             }
             if line.hasPrefix("#") { continue }
             let fields = line.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
-            guard fields.count == 6, let pts = Int64(fields[2]), let size = Int(fields[4]) else { continue }
+            // stream, dts, pts, duration, size, md5[, side data: "S=1, size, md5"]
+            guard fields.count >= 6, let pts = Int64(fields[2]), let size = Int(fields[4]) else { continue }
             packets.append((pts, size, fields[5]))
         }
         return (packets, timeBase)
     }
 
-    /// Every passthrough sample of `track`: (PTS, bytes' MD5, size), and the output's codec configuration.
-    func passthrough(_ file: String, _ daemon: Daemon, _ type: MediaType) throws -> (samples: [(pts: MediaTime, size: Int, md5: String)], config: [UInt8]) {
+    /// Every passthrough sample of `track`: (PTS, bytes' MD5, size, trims), and the output's codec configuration.
+    func passthrough(_ file: String, _ daemon: Daemon, _ type: MediaType) throws
+        -> (samples: [(pts: MediaTime, size: Int, md5: String, trims: (MediaTime?, MediaTime?))], config: [UInt8]) {
         let asset = try Asset(path: file, socketPath: daemon.socketPath)
         let track = try #require(asset.tracks(withMediaType: type).first)
         let output = try AssetReaderTrackOutput(track: track, outputSettings: nil)
         let reader = AssetReader(asset: asset)
         try reader.add(output)
         #expect(try reader.startReading())
-        var samples: [(MediaTime, Int, String)] = []
+        var samples: [(MediaTime, Int, String, (MediaTime?, MediaTime?))] = []
         while let sample = try output.copyNextSampleBuffer() {
             let bytes = sample.packedBytes()
-            samples.append((sample.presentationTimeStamp, bytes.count, md5Hex(bytes)))
+            let trims = (sample.attachment(forKey: SampleBuffer.trimDurationAtStartKey),
+                         sample.attachment(forKey: SampleBuffer.trimDurationAtEndKey))
+            samples.append((sample.presentationTimeStamp, bytes.count, md5Hex(bytes), trims))
         }
         #expect(reader.status == .completed, "\(String(describing: reader.error))")
         return (samples, output.outputFormat?.codecConfig ?? [])
@@ -51,10 +55,14 @@ struct PassthroughCompletenessTests {
         return 2 * abs(time.value * timeBase.den - value * timeBase.num * scale) < scale * timeBase.num
     }
 
-    func compare(_ file: String, _ type: MediaType, map: String) throws -> [UInt8] {
+    @discardableResult
+    func compare(_ file: String, _ type: MediaType, map: String,
+                 check: ([(pts: MediaTime, size: Int, md5: String, trims: (MediaTime?, MediaTime?))]) throws -> Void = { _ in })
+        throws -> [UInt8] {
         let daemon = try Daemon()
         defer { daemon.stop() }
         let (ours, config) = try passthrough(file, daemon, type)
+        try check(ours)
         let (theirs, timeBase) = try framemd5(file, map)
         #expect(theirs.count > 10)
         #expect(ours.count == theirs.count, "\(file): \(ours.count) samples, ffmpeg has \(theirs.count) packets")
@@ -95,9 +103,39 @@ struct PassthroughCompletenessTests {
         #expect(config == expected, "codec configuration \(config.count) bytes")
     }
 
-    /// H.264 in MP4 (B-frames, an edit list): unchanged — every stored sample, avcC as the configuration.
+    /// H.264 in MP4 (B-frames, an edit list): unchanged — every stored sample, avcC as the configuration, no trims.
     @Test func h264InMP4() throws {
-        let config = try compare(Media.clip, .video, map: "0:v")
+        let config = try compare(Media.clip, .video, map: "0:v") { ours in
+            #expect(ours.allSatisfy { $0.trims.0 == nil && $0.trims.1 == nil })
+        }
         #expect(config.first == 1, "avcC version 1, got \(config.prefix(4))")
+    }
+
+    /// AAC in MP4 made by ffmpeg (its edit list skips the 1024 frames of priming and ends inside the last packet):
+    /// every stored packet — the priming packet (PTS −1024) and the last one too — with the trims the edit implies:
+    /// the first packet's TrimDurationAtStart is ffprobe's skip_samples, the last one's TrimDurationAtEnd the part
+    /// of its 1024 frames beyond its edited duration; no other packet has trims. Two lengths: qtdemux 1.22 pushes
+    /// the last packet of the 1.5 s track but not of the 3 s one.
+    @Test(arguments: [1.5, 3.0])
+    func aacInMP4(_ seconds: Double) throws {
+        let file = seconds == 1.5 ? ChunkMedia.aacMP4 : ChunkMedia.aacMP4Long
+        let r = try run("ffprobe", ["-v", "error", "-select_streams", "a:0", "-show_entries",
+                                    "packet=pts,duration:packet_side_data=skip_samples", "-of", "json", file])
+        let json = try #require(try JSONSerialization.jsonObject(with: r.stdout) as? [String: Any])
+        let packets = try #require(json["packets"] as? [[String: Any]])
+        let skip = try #require(((packets.first?["side_data_list"] as? [[String: Any]])?.first?["skip_samples"]) as? Int)
+        let lastDuration = try #require(packets.last?["duration"] as? Int)
+        #expect(skip == 1024 && lastDuration < 1024)
+        let rate: Int64 = 44100
+        try compare(file, .audio, map: "0:a") { ours in
+            try #require(ours.count == packets.count)
+            let first = ours[0].trims, last = ours[ours.count - 1].trims
+            #expect(first.0.map { $0.value * rate == Int64(skip) * Int64($0.timescale) } == true, "\(String(describing: first.0))")
+            #expect(first.1 == nil)
+            #expect(last.0 == nil)
+            #expect(last.1.map { $0.value * rate == Int64(1024 - lastDuration) * Int64($0.timescale) } == true,
+                    "\(String(describing: last.1))")
+            #expect(ours.dropFirst().dropLast().allSatisfy { $0.trims.0 == nil && $0.trims.1 == nil })
+        }
     }
 }

@@ -253,7 +253,7 @@ final class OutputStreamer: Sendable {
             outputID: output, slot: slot, length: UInt64(sample.size),
             presentationTime: sample.presentationTime, decodeTime: sample.decodeTime, duration: sample.duration,
             flags: flags, format: sample.format, width: sample.width, height: sample.height,
-            colorimetry: sample.colorimetry, planes: sample.planes, frameCount: sample.frameCount)
+            colorimetry: sample.colorimetry, planes: sample.planes, frameCount: sample.frameCount, trims: sample.trims)
     }
 
     enum SharedPlacement { case pool(UInt32), cancelled, unusable }
