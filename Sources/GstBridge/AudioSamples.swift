@@ -19,6 +19,18 @@ final class AudioSamples: SampleMaker {
     /// audio seek's stop is moved this much later; the sample-exact trimming cuts at the real end.
     private var stopLead: Int64 = 0
 
+    /// The decoded rate (the appsink's caps after preroll; the capsfilter leaves it open) and, when the output's
+    /// differs, the resampler's reach in input frames.
+    private var inputRate = 0
+    private var latency = 0
+    /// The current range's plan (see AudioRangePlan; nil until the input rate is known), its resampler (made at the
+    /// range's first buffer) and whether its filter's tail was drained at the end of the range.
+    private var plan: AudioRangePlan?
+    private var resampler: RangeResampler?
+    private var drained = false
+    /// The range's input ended before the demuxer's stop (see make): pull reports the end until the next seek.
+    private(set) var rangeEnded = false
+
     init(request: AudioOutputRequest, channelOrder: ChannelOrder?, restorer: ClipRestorer, range: MediaTimeRange) {
         self.request = request
         self.channelOrder = channelOrder
@@ -26,15 +38,44 @@ final class AudioSamples: SampleMaker {
         self.range = TrackPipeline.trimRange(range)
     }
 
+    private var outputRate: Int { request.sampleRate ?? inputRate }
+    private var resamples: Bool { inputRate > 0 && outputRate != inputRate }
+
     func prerolled(sink: ElementPtr) -> Int64 {
         stopLead = TrackPipeline.timestampLead(sink: sink)
+        let pad = GstRef<GstPad>(full: gst_element_get_static_pad(sink, "sink")!)
+        if let caps = gst_pad_get_current_caps(pad.pointer).map({ GstRef<GstCaps>(full: $0) }) {
+            inputRate = Int(CapsView(caps.pointer)?.int("rate") ?? 0)
+            if resamples { latency = RangeResampler.latency(caps: caps.pointer, outputRate: outputRate) }
+        }
+        replan()
         return stopLead
     }
 
     func seeking(to range: MediaTimeRange, stop: Int64?) -> Int64? {
         self.range = TrackPipeline.trimRange(range)
-        return stop.map { $0 + stopLead }
+        replan()
+        guard let plan, inputRate > 0 else { return stop.map { $0 + stopLead } }
+        return plan.seekStop(inputRate: inputRate).map { $0 + stopLead }
     }
+
+    /// The seek starts at the plan's first input frame (earlier than the range: AudioRangePlan).
+    func seekStart(_ start: Int64) -> Int64 {
+        plan?.seekStart(inputRate: inputRate) ?? start
+    }
+
+    private func replan() {
+        plan = inputRate > 0 ? AudioRangePlan(window: Self.window(range, rate: outputRate), inputRate: inputRate,
+                                              outputRate: outputRate, latency: latency) : nil
+        resampler = nil
+        drained = false
+        rangeEnded = false
+    }
+
+    /// A range from the track's start is read without a seek (which would flush a decoder that has already started:
+    /// FFmpeg's AAC decoder keeps the last packet's window shape across a flush, so the first packet of a raw AAC
+    /// stream would decode differently); its end is then found here (make).
+    var endsRangesItself: Bool { true }
 
     /// The frames [first, end) of a range at `rate`: first = round(start × rate), end = first + round(duration ×
     /// rate) (nil: to the end) — AVAssetReader's sample-exact trimming.
@@ -49,17 +90,53 @@ final class AudioSamples: SampleMaker {
     /// .skip when no frame of the buffer is in the range (the sample is released).
     func make(_ sample: GstRef<GstSampleObject>) -> MadeSample {
         let buffer = gst_sample_get_buffer(sample.pointer)!  // transfer none: the sample holds it
+        let caps = gst_sample_get_caps(sample.pointer)
+        let frames = frameCount(buffer, caps: caps)
+        let first = firstFrame(sample, buffer: buffer, frames: frames, rate: Int(CapsView(caps)?.int("rate") ?? 0))
+        if let first, let end = plan?.inputEnd, first.frame >= end {
+            rangeEnded = true  // every frame the range needs was made (a range read without a demuxer stop)
+            return .endOfRange
+        }
+        guard resamples, let caps, let plan, let first else {
+            return deliver(sample, first: first, frames: frames)
+        }
+        if resampler == nil { resampler = RangeResampler(caps: caps, outputRate: outputRate, plan: plan) }
+        guard let made = resampler?.feed(buffer, first: first.frame, frames: frames,
+                                         segment: gst_sample_get_segment(sample.pointer)) else { return .skip }
+        return deliver(made.sample, first: (made.first, false), frames: made.frames)
+    }
+
+    /// At the end of a range's input: the resampler's last frames, once (.skip when there are none).
+    func endOfInput() -> MadeSample {
+        guard !drained, let resampler else { return .skip }
+        drained = true
+        guard let made = resampler.drain() else { return .skip }
+        return deliver(made.sample, first: (made.first, false), frames: made.frames)
+    }
+
+    /// Frames in a buffer of `caps` (GstAudioMeta's count when non-interleaved).
+    private func frameCount(_ buffer: UnsafeMutablePointer<GstBuffer>, caps: CapsPtr?) -> Int {
+        if request.isNonInterleaved, let meta = gst_buffer_get_meta(buffer, gst_audio_meta_api_get_type()) {
+            return Int(UnsafeRawPointer(meta).assumingMemoryBound(to: GstAudioMeta.self).pointee.samples)
+        }
+        let channels = max(1, Int(CapsView(caps)?.int("channels") ?? 1))
+        return Int(gst_buffer_get_size(buffer)) / (channels * request.bytesPerSample)
+    }
+
+    /// The sample's frames from its frame `first` (the range's rate; aligned: its PTS is that frame's time), trimmed
+    /// to the range; first nil: delivered as it is.
+    private func deliver(_ sample: GstRef<GstSampleObject>, first: (frame: Int64, aligned: Bool)?, frames: Int) -> MadeSample {
+        let buffer = gst_sample_get_buffer(sample.pointer)!  // transfer none: the sample holds it
         let caps = CapsView(gst_sample_get_caps(sample.pointer))
         let channels = max(1, Int(caps?.int("channels") ?? 1))
         let rate = Int(caps?.int("rate") ?? 0)
         let bytesPerSample = request.bytesPerSample
-        var frames = Int(gst_buffer_get_size(buffer)) / (channels * bytesPerSample)
+        var frames = frames
         var offsets: [UInt64]? = nil  // non-interleaved: where each channel's plane starts in the buffer
         if request.isNonInterleaved {
             offsets = (0..<channels).map { UInt64($0 * frames * bytesPerSample) }
             if let meta = gst_buffer_get_meta(buffer, gst_audio_meta_api_get_type()) {
                 let audioMeta = UnsafeRawPointer(meta).assumingMemoryBound(to: GstAudioMeta.self)
-                frames = Int(audioMeta.pointee.samples)
                 if let metaOffsets = audioMeta.pointee.offsets {
                     offsets = (0..<min(channels, Int(audioMeta.pointee.info.channels))).map { UInt64(metaOffsets[$0]) }
                 }
@@ -70,7 +147,7 @@ final class AudioSamples: SampleMaker {
         if let reorder, let planeOffsets = offsets, planeOffsets.count == reorder.order.count {
             offsets = reorder.order.map { planeOffsets[$0] }  // non-interleaved: permute the planes
         }
-        guard let trim = trim(sample, buffer: buffer, frames: frames, rate: rate) else { return .skip }
+        guard let trim = trim(first: first, frames: frames, rate: rate) else { return .skip }
         frames = trim.keep
         let row = frames * bytesPerSample
         var layout = SampleLayout(format: "lpcm", planes: [], frameCount: UInt32(clamping: frames))
@@ -97,34 +174,43 @@ final class AudioSamples: SampleMaker {
         return .sample(PulledSample(sample, layout: layout, copy: copy, timing: trim.timing))
     }
 
-    /// Trimming: the buffer's first frame is its stream time × rate (rounded: frames are 1/rate apart, far more
-    /// than a nanosecond). Returns the frames to skip and keep, and the exact times when they are not the buffer's;
-    /// nil when none is kept.
-    private func trim(_ sample: GstRef<GstSampleObject>, buffer: UnsafeMutablePointer<GstBuffer>, frames: Int,
-                      rate: Int) -> (skip: Int, keep: Int, timing: (pts: MediaTime, duration: MediaTime)?)? {
+    /// A decoded buffer's first frame: its stream time × rate (rounded: frames are 1/rate apart, far more than a
+    /// nanosecond), or, for the buffer the decoder clipped at the segment start, the end of the input packet it was
+    /// cut from minus its frames. aligned: the PTS is that frame's time. nil without a time or rate.
+    private func firstFrame(_ sample: GstRef<GstSampleObject>, buffer: UnsafeMutablePointer<GstBuffer>, frames: Int,
+                            rate: Int) -> (frame: Int64, aligned: Bool)? {
         let pts = swift_gst_buffer_pts(buffer)
         let segment = gst_sample_get_segment(sample.pointer)
-        guard rate > 0, pts != GstClockTime.max, let ns = streamTime(pts, segment: segment).nanoseconds else {
-            return (0, frames, nil)  // GST_CLOCK_TIME_NONE or no rate: as it is
-        }
+        guard rate > 0, pts != GstClockTime.max, let ns = streamTime(pts, segment: segment).nanoseconds else { return nil }
         var first = Int64((Double(ns) * Double(rate) / 1e9).rounded())
         let frameNs = GstClockTime(1_000_000_000 / rate + 1)
-        if let end = restorer.clippedEnd(pts: pts, duration: swift_gst_buffer_duration(buffer), segment: segment,
-                                         tolerance: frameNs),
+        let duration = swift_gst_buffer_duration(buffer)
+        if let end = restorer.clippedEnd(pts: pts, duration: duration, segment: segment, tolerance: frameNs),
            let endNs = streamTime(end, segment: segment).nanoseconds {
             // Clipped by the decoder: its frames end where the input packet ends.
             first = Int64((Double(endNs) * Double(rate) / 1e9).rounded()) - Int64(frames)
+        } else if let segment, pts == GstClockTime(segment.pointee.start), duration != GstClockTime.max, duration < frameNs {
+            // What gst_audio_buffer_clip's rounding kept of a packet that ends at the segment start (AAC priming
+            // before an edit list: a buffer of 1 frame and 1 ns at the start): frames before the start.
+            first -= Int64(frames)
         }
+        return (first, abs(ns - first * 1_000_000_000 / Int64(rate)) <= 1)
+    }
+
+    /// Trimming to the range's frames: the frames to skip and keep, and the exact times when they are not the
+    /// buffer's; nil when none is kept.
+    private func trim(first: (frame: Int64, aligned: Bool)?, frames: Int,
+                      rate: Int) -> (skip: Int, keep: Int, timing: (pts: MediaTime, duration: MediaTime)?)? {
+        guard let first, rate > 0 else { return (0, frames, nil) }  // no time or no rate: as it is
         let window = Self.window(range, rate: rate)
-        let skip = Int(clamping: max(0, window.first - first))
+        let skip = Int(clamping: max(0, window.first - first.frame))
         var keep = frames - skip
-        if let end = window.end { keep = min(keep, Int(clamping: end - first) - skip) }
+        if let end = window.end { keep = min(keep, Int(clamping: end - first.frame) - skip) }
         if keep <= 0 { return nil }
         // The decoder's clipping leaves the range start (not the first frame's time) as the PTS: restate it.
-        let aligned = abs(ns - first * 1_000_000_000 / Int64(rate)) <= 1
-        guard skip > 0 || keep < frames || !aligned else { return (skip, frames, nil) }
+        guard skip > 0 || keep < frames || !first.aligned else { return (skip, frames, nil) }
         // Exact, in the output rate's timescale (frame numbers).
-        return (skip, keep, (MediaTime(value: first + Int64(skip), timescale: Int32(clamping: rate)),
+        return (skip, keep, (MediaTime(value: first.frame + Int64(skip), timescale: Int32(clamping: rate)),
                              MediaTime(value: Int64(keep), timescale: Int32(clamping: rate))))
     }
 }

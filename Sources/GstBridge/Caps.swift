@@ -53,6 +53,36 @@ struct CapsView {
         }
     }
 
+    /// The codec configuration a passthrough output reports: the caps' `codec_data` (avcC, hvcC, esds…), else for
+    /// FLAC the 34-byte STREAMINFO (what ffmpeg has as extradata), from the metadata blocks flacparse and
+    /// matroskademux put in `streamheader`; empty when there is neither.
+    var codecConfiguration: [UInt8] {
+        let data = bufferBytes("codec_data")
+        guard data.isEmpty, name == "audio/x-flac" else { return data }
+        return flacStreamInfo ?? []
+    }
+
+    /// STREAMINFO from a `streamheader` buffer that is its metadata block (type 0, length 34), or Ogg FLAC's mapping
+    /// header (0x7F "FLAC", version, header count, "fLaC", then that block).
+    private var flacStreamInfo: [UInt8]? {
+        guard let array = gst_structure_get_value(structure, "streamheader") else { return nil }
+        for i in 0..<gst_value_array_get_size(array) {
+            guard let item = gst_value_array_get_value(array, i), let boxed = g_value_get_boxed(item) else { continue }
+            let buffer = UnsafeMutablePointer(mutating: boxed.assumingMemoryBound(to: GstBuffer.self))
+            let size = Int(gst_buffer_get_size(buffer))
+            guard size == 38 || size == 51 else { continue }
+            let bytes = [UInt8](unsafeUninitializedCapacity: size) { out, count in
+                count = Int(gst_buffer_extract(buffer, 0, out.baseAddress, gsize(size)))
+            }
+            let block = size == 51 && bytes.starts(with: [0x7F, 0x46, 0x4C, 0x41, 0x43]) ? bytes.dropFirst(13) : bytes[...]
+            let start = block.startIndex
+            if block.count == 38, block[start] & 0x7F == 0, block[start + 1] == 0, block[start + 2] == 0, block[start + 3] == 34 {
+                return Array(block.dropFirst(4))
+            }
+        }
+        return nil
+    }
+
     var mediaType: MediaType {
         let n = name
         if n.hasPrefix("video/") || n == "image/jpeg" || n == "image/png" { return .video }

@@ -2,7 +2,7 @@
 // the source and parser, asks the mode's chain to build its branch, and links the track's pad to the branch's
 // target; the chain hands back the output's SampleMaker (the second layer).
 //   decode:      parsebin ─(track pad)→ queue ! decodebin ─→ [FrameGate] queue ! videoconvert ! videoscale ! capsfilter ! appsink
-//   audio:       parsebin ─(track pad)→ queue ! decodebin ─→ audioconvert ! audioresample ! capsfilter ! appsink
+//   audio:       parsebin ─(track pad)→ queue ! decodebin ─→ audioconvert ! capsfilter ! appsink (resampled by AudioSamples)
 //   passthrough: parsebin ─(track pad)→ appsink
 import CGStreamer
 import CGstShim
@@ -33,13 +33,14 @@ private func makeAppSink() throws(TrackError) -> GstRef<GstElement> {
 /// The stored samples: the track's pad straight to appsink. parsebin plugs no parser for streams their container
 /// already frames, so the bytes are the stored ones.
 enum PassthroughChain {
-    static func build(_ pipeline: Pipeline, parser: ElementPtr) throws(TrackError) -> OutputBranch {
+    /// `fd`, `trackID`: the file and track, for what qtdemux leaves out of an MP4 audio track (PassthroughEdit).
+    static func build(_ pipeline: Pipeline, parser: ElementPtr, fd: Int32, trackID: UInt32) throws(TrackError) -> OutputBranch {
         let appsink = try makeAppSink()
         swift_gst_parsebin_expose_container_framed(parser)
         pipeline.ignoreMissingPlugins = true
         try pipeline.addChain([appsink.pointer])
         return OutputBranch(target: appsink, appsink: appsink, requiredType: nil,
-                            samples: PassthroughSamples())
+                            samples: PassthroughSamples(fd: fd, trackID: trackID))
     }
 }
 
@@ -109,13 +110,14 @@ struct VideoChain {
     }
 }
 
-/// Decoded audio: queue ! decodebin ⇢ audioconvert ! audioresample ! capsfilter ! appsink.
+/// Decoded audio: queue ! decodebin ⇢ audioconvert ! capsfilter ! appsink, at the decoded rate. A requested rate
+/// is made by AudioSamples with GStreamer's resampler (GstAudioConverter, audioresample's defaults), started afresh
+/// at a known frame for every range: the audioresample element keeps its phase across flushes (AudioResampling.swift).
 struct AudioChain {
     let appsink: GstRef<GstElement>
     let queue: GstRef<GstElement>
     let decodebin: GstRef<GstElement>
     let convert: GstRef<GstElement>
-    let resample: GstRef<GstElement>
     let filter: GstRef<GstElement>
 
     init() throws(TrackError) {
@@ -123,7 +125,6 @@ struct AudioChain {
         queue = try makeElement("queue")
         decodebin = try makeElement("decodebin")
         convert = try makeElement("audioconvert")
-        resample = try makeElement("audioresample")
         filter = try makeElement("capsfilter")
     }
 
@@ -139,7 +140,7 @@ struct AudioChain {
         }
         swift_gst_object_set_caps(filter.pointer, "caps", caps.pointer)
         try pipeline.addChain([queue.pointer, decodebin.pointer])
-        try pipeline.addChain([convert.pointer, resample.pointer, filter.pointer, appsink.pointer])
+        try pipeline.addChain([convert.pointer, filter.pointer, appsink.pointer])
         DecodeLinker(target: staticPad(convert, "sink"), pipeline: pipeline.element, rawName: "audio/x-raw",
                      channelOrder: channelOrder).attach(to: decodebin.pointer)
         DecodeGuard(limits: limits, audio: true, trackID: trackID, pipeline: pipeline.element).attach(to: convert.pointer)
@@ -185,14 +186,13 @@ enum VideoCaps {
 }
 
 enum AudioCaps {
-    /// audio/x-raw,format=<S16LE …>,layout=interleaved|non-interleaved[,rate][,channels]: rate and channels are
-    /// left open (the source's) when not requested.
+    /// audio/x-raw,format=<S16LE …>,layout=interleaved|non-interleaved[,channels]: channels are left open (the
+    /// source's) when not requested; the rate always is (AudioSamples resamples).
     static func output(_ request: AudioOutputRequest) -> GstRef<GstCaps> {
         let raw = GstRef<GstCaps>(full: gst_caps_new_empty_simple("audio/x-raw")!)
         var caps = GstRef<GstCaps>(full: swift_gst_caps_with_string(raw.pointer, "format", request.gstFormat)!)
         func set(_ make: (CapsPtr) -> CapsPtr?) { caps = GstRef(full: make(caps.pointer)!) }
         set { swift_gst_caps_with_string($0, "layout", request.isNonInterleaved ? "non-interleaved" : "interleaved") }
-        if let rate = request.sampleRate { set { swift_gst_caps_with_int($0, "rate", gint(rate)) } }
         if let channels = request.channels { set { swift_gst_caps_with_int($0, "channels", gint(channels)) } }
         return caps
     }

@@ -92,6 +92,9 @@ public final class PulledSample: @unchecked Sendable {
     public let size: Int
     /// Decoded audio: frames (one sample per channel); 0 otherwise.
     public let frameCount: UInt32
+    /// Passthrough: the parts of the stored sample the track's edit list leaves out (Apple's TrimDurationAtStart /
+    /// TrimDurationAtEnd), nil when none.
+    public let trims: (atStart: MediaTime, atEnd: MediaTime)?
     /// Zero-copy: the frame is already in a memfd memory (`size` bytes from its offset 0); keeping this object
     /// keeps the memory out of the buffer pool, so nothing writes it while the client reads.
     public let shared: SharedMemory?
@@ -104,7 +107,9 @@ public final class PulledSample: @unchecked Sendable {
     /// frame index's rule, FrameGate): the duration when it knows.
     init(_ sample: GstRef<GstSampleObject>, layout: SampleLayout, copy: CopyPlan,
          shared: (memory: SharedMemory, fd: Int32)? = nil, timing: (pts: MediaTime, duration: MediaTime)? = nil,
-         restorer: ClipRestorer? = nil, displayEnd: ((Int64) -> Int64?)? = nil) {
+         restorer: ClipRestorer? = nil, displayEnd: ((Int64) -> Int64?)? = nil,
+         trims: (atStart: MediaTime, atEnd: MediaTime)? = nil) {
+        self.trims = trims
         self.sample = sample
         let buffer = gst_sample_get_buffer(sample.pointer)!  // transfer none; appsink samples always have one
         self.buffer = buffer

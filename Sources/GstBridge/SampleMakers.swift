@@ -26,6 +26,17 @@ protocol SampleMaker: AnyObject {
     /// A flush-seek to `range` whose end is `stop` (stream time, ns; nil: to the end) is about to be made. Returns
     /// the stop to give the demuxer (nil: none).
     func seeking(to range: MediaTimeRange, stop: Int64?) -> Int64?
+    /// Then, the position the seek starts at (stream time, ns) for a range starting at `start`: `start` but for
+    /// decoded audio, which starts earlier (AudioRangePlan).
+    func seekStart(_ start: Int64) -> Int64
+    /// appsink reached the end of the stream (or of a range): a last sample made from what the maker still holds
+    /// (decoded audio: the resampler's tail; passthrough: stored samples qtdemux left out), else .skip.
+    func endOfInput() -> MadeSample
+    /// A sample the maker made ahead (passthrough: several stored samples for one pulled), delivered before pulling.
+    func queued() -> PulledSample?
+    /// Decoded audio: a range starting at the track's start needs no seek after preroll, because the maker ends the
+    /// range itself (.endOfRange) instead of the demuxer's stop.
+    var endsRangesItself: Bool { get }
     /// The range ended (passthrough): pull reports the end without pulling.
     var rangeEnded: Bool { get }
     /// What appsink negotiated, known after preroll.
@@ -50,6 +61,10 @@ extension SampleMaker {
     var seeksToKeyUnits: Bool { false }
     func prerolled(sink: ElementPtr) -> Int64 { 0 }
     func seeking(to range: MediaTimeRange, stop: Int64?) -> Int64? { stop }
+    func seekStart(_ start: Int64) -> Int64 { start }
+    func endOfInput() -> MadeSample { .skip }
+    func queued() -> PulledSample? { nil }
+    var endsRangesItself: Bool { false }
     var rangeEnded: Bool { false }
     func negotiated(_ format: OutputFormat) {}
     func arm(neededSamples: [Int64]?, lastNeededSample: Int64?) {}
@@ -61,14 +76,20 @@ extension SampleMaker {
     func takeFreedSharedMemories() -> [UInt32] { [] }
 }
 
-/// Passthrough: the stored sample as it is, one plane. The seek has no stop: the range ends at the first sample
-/// whose decode time (PTS when there is none) is at or after its end, so that every sample a frame shown before
-/// the end depends on is delivered (a demuxer's stop, by PTS, drops the P-frame that the last B-frames reference).
+/// Passthrough: the stored sample as it is, one plane; codec headers pushed as buffers are left out. The seek has
+/// no stop: the range ends at the first sample whose decode time (PTS when there is none) is at or after its end,
+/// so that every sample a frame shown before the end depends on is delivered (a demuxer's stop, by PTS, drops the
+/// P-frame that the last B-frames reference). An MP4 audio track with an edit (EditedAudio): the stored samples
+/// qtdemux leaves out — the priming before the edit, the last packet after it — are read from the file and
+/// delivered in their place, each sample with the trims its edit implies (PassthroughEdit).
 final class PassthroughSamples: SampleMaker {
     private var format = OutputFormat(format: "????", width: 0, height: 0, codecConfig: [])
     /// The current range's end (stream time, ns; nil: to the end).
     private var end: Int64?
     private(set) var rangeEnded = false
+    private let edit: PassthroughEdit
+
+    init(fd: Int32, trackID: UInt32) { edit = PassthroughEdit(fd: fd, trackID: trackID) }
 
     func negotiated(_ format: OutputFormat) { self.format = format }
 
@@ -76,22 +97,44 @@ final class PassthroughSamples: SampleMaker {
 
     func seeking(to range: MediaTimeRange, stop: Int64?) -> Int64? {
         (end, rangeEnded) = (stop, false)
+        edit.seeking(fromStart: (range.start.nanoseconds ?? 0) <= 0)
         return nil
     }
 
+    func queued() -> PulledSample? { edit.queued() }
+
+    func endOfInput() -> MadeSample {
+        guard end == nil, let tail = edit.tail(layout: layout(size:)) else { return .skip }
+        return .sample(tail)
+    }
+
     func make(_ sample: GstRef<GstSampleObject>) -> MadeSample {
-        let size = Int(gst_buffer_get_size(gst_sample_get_buffer(sample.pointer)!))
-        let plane = PlaneLayout(offset: 0, bytesPerRow: UInt32(clamping: size), rowBytes: UInt32(clamping: size), height: 1)
-        let pulled = PulledSample(sample, layout: SampleLayout(format: format.format, width: format.width,
-                                                               height: format.height, planes: [plane]), copy: .bytes)
+        let buffer = gst_sample_get_buffer(sample.pointer)!  // transfer none: the sample holds it
+        // Codec headers are no samples: what a decoder needs of them is the codec configuration. flacparse pushes
+        // FLAC's fLaC marker and metadata blocks before the frames without a time, flagged HEADER — but for FLAC in
+        // Matroska also a VORBIS_COMMENT block it made up, unflagged — so for FLAC only frames (sync code
+        // 0xFFF8/0xFFF9) are samples.
+        if buffer.pointee.mini_object.flags & GST_BUFFER_FLAG_HEADER.rawValue != 0 { return .skip }
+        if format.format == "fLaC" {
+            var sync: (UInt8, UInt8) = (0, 0)
+            let read = withUnsafeMutableBytes(of: &sync) { gst_buffer_extract(buffer, 0, $0.baseAddress, 2) }
+            if read < 2 || sync.0 != 0xFF || sync.1 & 0xFE != 0xF8 { return .skip }
+        }
+        let size = Int(gst_buffer_get_size(buffer))
+        let plain = PulledSample(sample, layout: layout(size: size), copy: .bytes)
         if let end {
-            let time = pulled.decodeTime.isNumeric ? pulled.decodeTime : pulled.presentationTime
+            let time = plain.decodeTime.isNumeric ? plain.decodeTime : plain.presentationTime
             if let ns = time.nanoseconds, ns >= end {
                 rangeEnded = true
                 return .endOfRange
             }
         }
-        return .sample(pulled)
+        return .sample(edit.place(plain, sample: sample, layout: layout(size:)))
+    }
+
+    private func layout(size: Int) -> SampleLayout {
+        let plane = PlaneLayout(offset: 0, bytesPerRow: UInt32(clamping: size), rowBytes: UInt32(clamping: size), height: 1)
+        return SampleLayout(format: format.format, width: format.width, height: format.height, planes: [plane])
     }
 }
 

@@ -71,7 +71,7 @@ public final class TrackPipeline: @unchecked Sendable {
         let parser = try pipeline.addSourceAndParser(fd: source.fd)
         let branch: OutputBranch = switch mode {
         case .passthrough:
-            try PassthroughChain.build(pipeline, parser: parser)
+            try PassthroughChain.build(pipeline, parser: parser, fd: source.fd, trackID: trackID)
         case .decode(let request):
             try VideoChain().build(pipeline, request: request, threads: threads, limits: limits, trackID: trackID,
                                    stop: DecodeStop(needed: neededSamples, lastNeeded: lastNeededSample),
@@ -103,10 +103,12 @@ public final class TrackPipeline: @unchecked Sendable {
         let lead = samples.prerolled(sink: sink)
         guard selection?.frames?.isEmpty != true else { return }  // no frame to deliver: no seek
         guard let bounds = lead > 0 ? seekBounds(timeRange) : seekRange(timeRange) else { return }
+        if lead == 0, samples.endsRangesItself, samples.seekStart(bounds.start) == 0 { return }  // decoded audio from 0
         let stop = samples.seeking(to: timeRange, stop: bounds.stop)
         let stopType = stop == nil && lead == 0 ? GST_SEEK_TYPE_NONE : GST_SEEK_TYPE_SET
         let ok = gst_element_seek(pipeline.element, 1.0, GST_FORMAT_TIME, GstSeekFlags(rawValue: seekFlags(samples)),
-                                  GST_SEEK_TYPE_SET, gint64(bounds.start), stopType, gint64(stop ?? -1))  // SET -1: no stop
+                                  GST_SEEK_TYPE_SET, gint64(samples.seekStart(bounds.start)),
+                                  stopType, gint64(stop ?? -1))  // SET -1: no stop
         guard ok != 0 else {
             throw pipeline.popError(context: context)
                 ?? TrackError(.operationNotSupportedForAsset, "\(context): the demuxer refused to seek to \(timeRange.start)")
@@ -163,7 +165,7 @@ public final class TrackPipeline: @unchecked Sendable {
         let bounds = Self.seekBounds(range)
         let stop = samples.seeking(to: range, stop: bounds.stop)
         let ok = gst_element_seek(pipeline.element, 1.0, GST_FORMAT_TIME, GstSeekFlags(rawValue: Self.seekFlags(samples)),
-                                  GST_SEEK_TYPE_SET, gint64(bounds.start),
+                                  GST_SEEK_TYPE_SET, gint64(samples.seekStart(bounds.start)),
                                   GST_SEEK_TYPE_SET, gint64(stop ?? -1))  // -1: to the end (NONE would keep the last stop)
         guard ok != 0 else {
             throw pipeline.popError(context: "Reading failed")
@@ -205,7 +207,7 @@ public final class TrackPipeline: @unchecked Sendable {
             return OutputFormat(format: request.pixelFormat.code, width: width, height: height, codecConfig: [])
         case .passthrough:
             return OutputFormat(format: view?.codec ?? "????", width: width, height: height,
-                                codecConfig: view?.bufferBytes("codec_data") ?? [])
+                                codecConfig: view?.codecConfiguration ?? [])
         case .audio:
             return OutputFormat(format: "lpcm", width: 0, height: 0, codecConfig: [])
         }
@@ -216,6 +218,7 @@ public final class TrackPipeline: @unchecked Sendable {
     /// error is not mistaken for the end.
     public func pull(timeoutNs: UInt64) -> PullResult {
         if let failure { return .failed(failure) }
+        if let next = samples.queued() { return .sample(next) }
         if samples.rangeEnded { return .endOfStream }
         if let error = pipeline.popError(context: "Reading failed") {
             failure = error
@@ -232,7 +235,11 @@ public final class TrackPipeline: @unchecked Sendable {
             failure = error
             return .failed(error)
         }
-        if stopped.withLock({ $0 }) || gst_app_sink_is_eos(appSink(sink.pointer)) != 0 { return .endOfStream }
+        if stopped.withLock({ $0 }) { return .endOfStream }
+        if gst_app_sink_is_eos(appSink(sink.pointer)) != 0 {
+            if case .sample(let last) = samples.endOfInput() { return .sample(last) }  // decoded audio's tail
+            return .endOfStream
+        }
         return .timeout
     }
 

@@ -51,6 +51,28 @@ public final class SampleBuffer: @unchecked Sendable {
     /// Decoded audio: the number of frames (CMSampleBufferGetNumSamples: one sample of every channel). Video and
     /// passthrough samples: 1.
     public let numberOfSamples: Int
+    /// Passthrough: how much of the sample's start a decoder's output must drop (`kCMSampleBufferAttachmentKey_
+    /// TrimDurationAtStart`: encoder priming before the track's edit), nil when nothing.
+    public let trimDurationAtStart: MediaTime?
+    /// Passthrough: how much of the sample's end must be dropped (`kCMSampleBufferAttachmentKey_TrimDurationAtEnd`:
+    /// the last packet's padding after the edit), nil when nothing.
+    public let trimDurationAtEnd: MediaTime?
+
+    /// The attachment keys ``attachment(forKey:)`` knows: Core Media's constants' string values.
+    public static let trimDurationAtStartKey = "TrimDurationAtStart"
+    public static let trimDurationAtEndKey = "TrimDurationAtEnd"
+
+    /// A sample buffer attachment, as `CMGetAttachment(sbuf, key, nil)` gives it: the trim durations under
+    /// ``trimDurationAtStartKey`` and ``trimDurationAtEndKey`` (absent, nil, when zero — Core Media attaches only
+    /// what trims something).
+    public func attachment(forKey key: String) -> MediaTime? {
+        let value = switch key {
+        case Self.trimDurationAtStartKey: trimDurationAtStart
+        case Self.trimDurationAtEndKey: trimDurationAtEnd
+        default: MediaTime?.none
+        }
+        return value.flatMap { $0.value != 0 ? $0 : nil }
+    }
 
     private enum Storage {
         case owned([UInt8])
@@ -75,6 +97,8 @@ public final class SampleBuffer: @unchecked Sendable {
         planes = sample.planes
         dataLength = Int(sample.length)
         numberOfSamples = decodedAudio ? Int(sample.frameCount) : 1
+        trimDurationAtStart = sample.trims.flatMap { $0.atStart.value != 0 ? $0.atStart : nil }
+        trimDurationAtEnd = sample.trims.flatMap { $0.atEnd.value != 0 ? $0.atEnd : nil }
         if copy {
             storage = .owned([UInt8](UnsafeRawBufferPointer(start: mapping.base + offset, count: dataLength)))
             channel.release(sample.slot)

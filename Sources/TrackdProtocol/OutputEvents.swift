@@ -78,6 +78,9 @@ public struct Sample: Sendable, Equatable {
     public static let flagDiscontinuity: UInt32 = 4
     /// No other sample depends on this one (GST_BUFFER_FLAG_DROPPABLE): IsDependedOnByOthers is false.
     public static let flagDroppable: UInt32 = 8
+    /// Trim durations follow `frameCount` (Apple's kCMSampleBufferAttachmentKey_TrimDurationAtStart / …AtEnd): the
+    /// parts of a stored sample that the track's edit list leaves out (AAC priming, the last packet's padding).
+    public static let flagTrims: UInt32 = 16
 
     public var outputID: UInt32
     public var slot: SlotRef
@@ -95,10 +98,14 @@ public struct Sample: Sendable, Equatable {
     public var planes: [PlaneLayout]
     /// Decoded audio: the number of frames (one sample per channel) in this sample; 0 for video and passthrough.
     public var frameCount: UInt32
+    /// Passthrough (flag 16): how much of the sample's start and end a decoder's output must drop; nil without
+    /// the flag (nothing to trim).
+    public var trims: (atStart: MediaTime, atEnd: MediaTime)?
 
     public init(outputID: UInt32, slot: SlotRef, length: UInt64, presentationTime: MediaTime, decodeTime: MediaTime,
                 duration: MediaTime, flags: UInt32, format: FourCC, width: UInt32, height: UInt32,
-                colorimetry: Colorimetry, planes: [PlaneLayout], frameCount: UInt32 = 0) {
+                colorimetry: Colorimetry, planes: [PlaneLayout], frameCount: UInt32 = 0,
+                trims: (atStart: MediaTime, atEnd: MediaTime)? = nil) {
         self.outputID = outputID
         self.slot = slot
         self.length = length
@@ -112,9 +119,18 @@ public struct Sample: Sendable, Equatable {
         self.colorimetry = colorimetry
         self.planes = planes
         self.frameCount = frameCount
+        self.trims = trims
+        if trims != nil { self.flags |= Sample.flagTrims } else { self.flags &= ~Sample.flagTrims }
     }
 
     public var isSync: Bool { flags & Sample.flagSync != 0 }
+
+    public static func == (a: Sample, b: Sample) -> Bool {
+        a.outputID == b.outputID && a.slot == b.slot && a.length == b.length && a.presentationTime == b.presentationTime
+            && a.decodeTime == b.decodeTime && a.duration == b.duration && a.flags == b.flags && a.format == b.format
+            && a.width == b.width && a.height == b.height && a.colorimetry == b.colorimetry && a.planes == b.planes
+            && a.frameCount == b.frameCount && a.trims?.atStart == b.trims?.atStart && a.trims?.atEnd == b.trims?.atEnd
+    }
 }
 
 extension Sample: WireMessage {
@@ -138,6 +154,10 @@ extension Sample: WireMessage {
         w.u8(UInt8(sent.count))
         for plane in sent { plane.encode(into: &w) }
         w.u32(frameCount)
+        if let trims {
+            w.time(trims.atStart)
+            w.time(trims.atEnd)
+        }
     }
 
     static func decode(from r: inout ByteReader) throws(TrackError) -> Sample {
@@ -154,9 +174,12 @@ extension Sample: WireMessage {
             throw TrackError(.protocolViolation, "sample.planeCount: \(planeCount) exceeds \(Wire.maxPlanes)")
         }
         let planes = try r.repeated(planeCount, PlaneLayout.decode(from:))
+        let frameCount = try r.u32("sample.frameCount")
+        var trims: (MediaTime, MediaTime)?
+        if flags & Sample.flagTrims != 0 { trims = (try r.time("sample.trimAtStart"), try r.time("sample.trimAtEnd")) }
         return Sample(outputID: outputID, slot: slot, length: length, presentationTime: pts, decodeTime: dts,
                       duration: duration, flags: flags, format: format, width: width, height: height,
-                      colorimetry: color, planes: planes, frameCount: try r.u32("sample.frameCount"))
+                      colorimetry: color, planes: planes, frameCount: frameCount, trims: trims)
     }
 }
 

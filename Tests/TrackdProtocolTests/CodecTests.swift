@@ -54,6 +54,42 @@ import Testing
                                           0, 0, 0, 0, 0])
     }
 
+    /// §9 Sample flag 16: the trim durations follow frameCount; the §14.2 "Sample with trims" bytes, both ways.
+    @Test func sampleTrimsFollowTheFrameCount() throws {
+        let t = { (v: Int64) in MediaTime(value: v, timescale: 44100) }
+        let example = Sample(outputID: 1, slot: SlotRef(poolID: 1, slot: 0), length: 358, presentationTime: t(-1024),
+                             decodeTime: t(-1024), duration: t(1024), flags: 3, format: "mp4a", width: 0, height: 0,
+                             colorimetry: Colorimetry(range: 0, matrix: 0, primaries: 0, transfer: 0),
+                             planes: [PlaneLayout(offset: 0, bytesPerRow: 358, rowBytes: 358, height: 1)],
+                             trims: (t(1024), t(0)))
+        #expect(example.flags == 19)
+        let bytes = Codec.frame(.sample(example), requestID: 3)
+        let golden: [UInt8] = [
+            0x91, 0, 0, 0, 0x07, 0x80, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0,
+            1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0x66, 1, 0, 0,
+            0, 0, 0, 0, 0, 0xfc, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x44, 0xac, 0, 0,
+            1, 0, 0, 0, 0, 0xfc, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x44, 0xac, 0, 0,
+            1, 0, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0, 0x44, 0xac, 0, 0,
+            1, 0, 0, 0, 0x13, 0, 0, 0, 0x61, 0x34, 0x70, 0x6d, 0, 0, 0, 0,
+            0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0,
+            0, 0x66, 1, 0, 0, 0x66, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0,
+            0, 0, 4, 0, 0, 0, 0, 0, 0, 0x44, 0xac, 0, 0, 1, 0, 0,
+            0, 0, 0, 0, 0, 0, 0, 0, 0, 0x44, 0xac, 0, 0, 1, 0, 0,
+            0,
+        ]
+        #expect(bytes == golden)
+        var decoder = FrameDecoder()
+        decoder.feed(golden)
+        guard case .sample(let decoded)? = try decoder.next()?.message else { Issue.record("not a Sample"); return }
+        #expect(decoded == example)
+        #expect(decoded.trims?.atStart == t(1024) && decoded.trims?.atEnd == t(0))
+        // Without the flag there are no trims and no bytes for them: a payload ending at frameCount.
+        var plain = example
+        plain.trims = nil
+        plain.flags = 3
+        #expect(Codec.frame(.sample(plain), requestID: 3).count == 161 - 32)
+    }
+
     /// §8 CreateOutput: `flags` at payload offset 40, before hasSettings; the §14.2 worked example's bytes.
     @Test func createOutputFlagsPrecedeTheSettings() {
         let plain = Array(Codec.frame(.createOutput(CreateOutput(assetID: 1, trackID: 1, timeRange: .everything, settings: nil)),

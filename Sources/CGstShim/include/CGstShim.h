@@ -265,4 +265,22 @@ void swift_gst_appsink_offer_memfd_pool(GstElement *appsink, GstAllocator *alloc
 /// decoder's automatic count). Needs C: a signal handler with the deep-element-added signature.
 void swift_gst_bin_tune_decoders(GstElement *bin, gint max_threads);
 
+// ── resampling decoded audio (AudioResample.c) ──────────────────────────────────────────────────────────────────
+
+/// A GstAudioConverter that changes only the rate of raw audio of `caps` to `out_rate`, with audioresample's
+/// defaults (Kaiser, quality 4) and no dither or noise shaping; fresh state (phase 0, silent history). NULL when the
+/// caps are not fixed raw audio or the converter refuses them. transfer full: free with swift_gst_resampler_free.
+/// Needs C: GstAudioInfo and the converter's options structure are macros and varargs.
+typedef struct SwiftGstResampler SwiftGstResampler;
+SwiftGstResampler *swift_gst_resampler_new(const GstCaps *caps, gint out_rate);
+void swift_gst_resampler_free(SwiftGstResampler *resampler);
+/// The input frames the filter looks ahead (and back): gst_audio_converter_get_max_latency.
+gsize swift_gst_resampler_latency(SwiftGstResampler *resampler);
+/// Feeds `frames` frames of `buffer` from its frame `skip` (buffer NULL: `frames` frames of silence, the drain at the
+/// end) and returns every frame the resampler can make from what it has been fed — `made` frames in a new buffer
+/// (with a GstAudioMeta when non-interleaved, no timestamps) in a sample with the resampler's caps and `segment`
+/// (nullable) — transfer full; NULL when it makes none yet. Needs C: GstAudioBuffer mapping, plane pointer arrays.
+GstSample *swift_gst_resampler_process(SwiftGstResampler *resampler, GstBuffer *buffer, gsize skip, gsize frames,
+                                       const GstSegment *segment, gsize *made);
+
 #endif

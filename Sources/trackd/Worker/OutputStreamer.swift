@@ -290,7 +290,7 @@ final class OutputStreamer: Sendable {
             presentationTime: grid.rounded(sample.presentationTime), decodeTime: grid.rounded(sample.decodeTime),
             duration: grid.rounded(sample.duration),
             flags: flags, format: sample.format, width: sample.width, height: sample.height,
-            colorimetry: sample.colorimetry, planes: sample.planes, frameCount: sample.frameCount)
+            colorimetry: sample.colorimetry, planes: sample.planes, frameCount: sample.frameCount, trims: sample.trims)
     }
 
     enum SharedPlacement { case pool(UInt32), cancelled, unusable }

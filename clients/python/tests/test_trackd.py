@@ -3,6 +3,7 @@ made at test time by ffmpeg; decoded bytes are checked against trackctl --md5 an
 
 import gc
 import json
+from fractions import Fraction
 import hashlib
 import os
 import shutil
@@ -175,6 +176,28 @@ class VideoTests(unittest.TestCase):
             got = [summary(f, md5(f.array.tobytes())) for f in output]
             self.assertEqual(sum(f.sync for f in asset.read(passthrough=True)), 4)  # GOP 15: frames 0, 15, 30, 45
         self.assertEqual(got, trackctl_md5('read', clip, '--passthrough'))
+
+    def test_aac_passthrough_trims(self):
+        # The clip's AAC track (ffmpeg: an edit list skipping 1024 frames of priming, the last packet cut short):
+        # every stored packet, as ffprobe counts them; the priming packet first, at PTS -1024/48000, with
+        # trim_at_start 1024/48000; the last with trim_at_end the rest of its 1024 frames; no other trims.
+        probe = subprocess.run(['ffprobe', '-v', 'error', '-select_streams', 'a:0', '-show_entries',
+                                'packet=pts,duration', '-of', 'csv=p=0', clip], capture_output=True, text=True,
+                               check=True).stdout.split()
+        first_pts, last_duration = int(probe[0].split(',')[0]), int(probe[-1].split(',')[1])
+        with open_clip() as asset:
+            audio = [t for t in asset.tracks if t.media_type == 'audio'][0]
+            samples = [(f.presentation_time, f.trim_at_start, f.trim_at_end)
+                       for f in asset.read(audio.id, passthrough=True)]
+        self.assertEqual(len(samples), len(probe))
+        (pts, start, end), last = samples[0], samples[-1]
+        self.assertEqual(first_pts, -1024)
+        self.assertEqual(Fraction(pts.value, pts.timescale).limit_denominator(48000), Fraction(-1024, 48000))
+        self.assertEqual(Fraction(start.value, start.timescale), Fraction(1024, 48000))
+        self.assertIsNone(end)
+        self.assertIsNone(last[1])
+        self.assertEqual(Fraction(last[2].value, last[2].timescale), Fraction(1024 - last_duration, 48000))
+        self.assertTrue(all(s[1] is None and s[2] is None for s in samples[1:-1]))
 
     def test_time_range(self):
         with open_clip() as asset:

@@ -110,6 +110,35 @@ class DecodingTests(unittest.TestCase):
         with self.assertRaises(ProtocolViolation):  # truncated
             w.decode(type_, data[16:-1])
 
+    def test_sample_with_trims(self):
+        data = hexbytes('''
+0000  91 00 00 00 07 80 00 00 03 00 00 00 00 00 00 00   x
+0010  01 00 00 00 01 00 00 00 00 00 00 00 66 01 00 00   x
+0020  00 00 00 00 00 fc ff ff ff ff ff ff 44 ac 00 00   x
+0030  01 00 00 00 00 fc ff ff ff ff ff ff 44 ac 00 00   x
+0040  01 00 00 00 00 04 00 00 00 00 00 00 44 ac 00 00   x
+0050  01 00 00 00 13 00 00 00 61 34 70 6d 00 00 00 00   x
+0060  00 00 00 00 00 00 00 00 01 00 00 00 00 00 00 00   x
+0070  00 66 01 00 00 66 01 00 00 01 00 00 00 00 00 00   x
+0080  00 00 04 00 00 00 00 00 00 44 ac 00 00 01 00 00   x
+0090  00 00 00 00 00 00 00 00 00 44 ac 00 00 01 00 00   x
+00a0  00                                                x''')
+        length, type_, fds, rid, reserved = w.HEADER.unpack_from(data)
+        self.assertEqual((length, type_, rid), (145, w.SAMPLE, 3))
+        s = w.decode(type_, data[16:])
+        self.assertEqual((s['pts'].value, s['pts'].timescale), (-1024, 44100))
+        self.assertEqual(s['flags'], w.SAMPLE_SYNC | w.SAMPLE_DTS_VALID | w.SAMPLE_TRIMS)
+        self.assertEqual(w.fourcc_to_str(s['format']), 'mp4a')
+        self.assertEqual(s['trims'], (w.Time(1024, 44100, 1), w.Time(0, 44100, 1)))
+        with self.assertRaises(ProtocolViolation):  # the trims cut short
+            w.decode(type_, data[16:-1])
+        # Without flag 16 the same payload ends at frameCount: 32 bytes too many.
+        plain = bytearray(data[16:])
+        plain[68] = 3  # sample flags: sync, decode time valid
+        with self.assertRaises(ProtocolViolation):
+            w.decode(type_, bytes(plain))
+        self.assertIsNone(w.decode(type_, bytes(plain[:-32]))['trims'])
+
     def test_error_and_output_finished(self):
         err = hexbytes('''
 0000  1d 00 00 00 ff 80 00 00 04 00 00 00 00 00 00 00   x

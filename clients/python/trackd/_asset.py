@@ -114,7 +114,10 @@ class Frame:
     pts, duration: seconds (float; duration None when unknown); presentation_time, decode_time,
     duration_time: the exact Times; sync, discontinuity, droppable: the sample flags; format: the pixel format
     or codec ('420v', 'lpcm', 'avc1', ...); width, height; colorimetry; plane_layouts; frame_count (audio);
-    index: the frame's number in the track (frames_at only), else None.
+    trim_at_start, trim_at_end: passthrough, the exact Times a decoder's output drops from the sample's start and
+    end (Core Media's TrimDurationAtStart / TrimDurationAtEnd attachments: AAC priming before the track's edit,
+    the last packet's padding after it), None when nothing; index: the frame's number in the track (frames_at
+    only), else None.
     """
 
     def __init__(self, output, pool, sample, index, copy):
@@ -136,6 +139,9 @@ class Frame:
         self.colorimetry = sample['colorimetry']
         self.plane_layouts = sample['planes']
         self.frame_count = sample['frame_count']
+        trims = sample.get('trims')
+        self.trim_at_start = trims[0] if trims and trims[0].value else None
+        self.trim_at_end = trims[1] if trims and trims[1].value else None
         self.length = sample['length']
         self.index = index
         self._base = self._slot * pool.slot_size

@@ -67,7 +67,7 @@ OUTPUT_EVENTS = frozenset({POOL_ADDED, POOL_REMOVED, SAMPLE, OUTPUT_FINISHED, RA
 COMPLETED, FAILED, CANCELLED = 2, 3, 4
 
 # §9 Sample flags.
-SAMPLE_SYNC, SAMPLE_DTS_VALID, SAMPLE_DISCONT, SAMPLE_DROPPABLE = 1, 2, 4, 8
+SAMPLE_SYNC, SAMPLE_DTS_VALID, SAMPLE_DISCONT, SAMPLE_DROPPABLE, SAMPLE_TRIMS = 1, 2, 4, 8, 16
 
 # §7.1 CMTime flags.
 TIME_VALID, TIME_ROUNDED, TIME_POS_INF, TIME_NEG_INF, TIME_INDEFINITE = 1, 2, 4, 8, 16
@@ -367,10 +367,12 @@ def decode_sample(r):
         raise ProtocolViolation('Sample has %d planes (at most %d)' % (plane_count, MAX_PLANES))
     planes = [Plane(*r.unpack('<QIII')) for _ in range(plane_count)]
     (frame_count,) = r.unpack('<I')
+    # Flag 16: the trim durations (TrimDurationAtStart, TrimDurationAtEnd) follow.
+    trims = (r.time(), r.time()) if flags & SAMPLE_TRIMS else None
     return dict(output_id=output_id, pool_id=pool_id, slot=slot, length=length, pts=Time(p_v, p_ts, p_f),
                 dts=Time(d_v, d_ts, d_f), duration=Time(u_v, u_ts, u_f), flags=flags, format=fmt, width=width,
                 height=height, colorimetry=Colorimetry(crange, matrix, primaries, transfer), planes=planes,
-                frame_count=frame_count)
+                frame_count=frame_count, trims=trims)
 
 
 def decode_output_finished(r):

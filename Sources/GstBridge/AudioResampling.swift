@@ -1,0 +1,117 @@
+import CGStreamer
+import CGstShim
+import TrackdProtocol
+
+/// Where a range of decoded audio starts, so that it is a slice of the whole track's read, bit for bit.
+///
+/// A decoder restarted by a seek, and a resampler started on the range's first frame, make other samples than a read
+/// of the whole track: the decoder's first packets lack the previous packets' overlap (AAC, MP3, Opus), and a
+/// resampler's output depends on its phase — which input frame it started on — and on the input it has seen (its
+/// filter's history). So a range is read from an earlier input frame, `firstInput`, with a fresh resampler:
+/// `firstInput` is a whole number of the resampler's phase periods from the track's start (in/gcd input frames make
+/// out/gcd output frames, phase 0 again), so the resampler is in the phase the whole read has there; and it is at
+/// least the filter's reach plus `decoderPreroll` frames before the range, so that by the range's first frame both
+/// the decoder and the filter see exactly the input the whole read saw. The frames before the range are made and
+/// dropped (AudioSamples' trimming). Measured: every range of a 44.1 kHz stereo source resampled to 22050, 48000 and
+/// 8000 Hz, and 48 kHz 5.1 to 44100 Hz, equals the whole read from the range's first frame on.
+struct AudioRangePlan: Equatable {
+    /// The first input (decoded) frame fed to the resampler, and the output frame it makes first.
+    let firstInput: Int64
+    let firstOutput: Int64
+    /// The input frame after the last one the range needs (nil: to the end).
+    let inputEnd: Int64?
+
+    /// Frames decoded and dropped before a range besides the resampler's reach: enough for any decoder whose
+    /// output depends on a bounded number of earlier packets (AAC needs one 1024-frame packet, MP3 its bit reservoir
+    /// of up to two 1152-frame frames, Opus 80 ms).
+    static let decoderPreroll: Int64 = 8192
+
+    /// `window`: the range's output frames [first, end); `latency`: the resampler's reach in input frames (0 when
+    /// the rate does not change).
+    init(window: (first: Int64, end: Int64?), inputRate: Int, outputRate: Int, latency: Int) {
+        let (inRate, outRate) = (Int64(inputRate), Int64(outputRate))
+        let divisor = gcd(inRate, outRate)
+        let (inPeriod, outPeriod) = (inRate / divisor, outRate / divisor)
+        let history = Int64(latency) + 2 + Self.decoderPreroll
+        let wanted = window.first * inRate / outRate - history
+        let periods = wanted > 0 ? wanted / inPeriod : 0
+        firstInput = periods * inPeriod
+        firstOutput = periods * outPeriod
+        inputEnd = window.end.map { ($0 * inRate + outRate - 1) / outRate + Int64(latency) + 2 }
+    }
+
+    /// The seek's start (stream time, ns): one frame before `firstInput`, so that the decoder's clipping of its first
+    /// buffer (which rounds) keeps `firstInput`.
+    func seekStart(inputRate: Int) -> Int64 {
+        firstInput <= 1 ? 0 : (firstInput - 1) * 1_000_000_000 / Int64(inputRate)
+    }
+
+    /// The seek's stop (stream time, ns) before the demuxer's lead is added; nil: to the end.
+    func seekStop(inputRate: Int) -> Int64? {
+        inputEnd.map { ($0 * 1_000_000_000 + Int64(inputRate) - 1) / Int64(inputRate) }
+    }
+}
+
+private func gcd(_ a: Int64, _ b: Int64) -> Int64 {
+    var (a, b) = (a, b)
+    while b != 0 { (a, b) = (b, a % b) }
+    return max(a, 1)
+}
+
+/// One range's resampler (a GstAudioConverter changing only the rate, fresh for every range: GStreamer's
+/// audioresample element keeps its phase across flushes, so a range read after another would start in whatever
+/// phase the previous one ended in). It is fed contiguous input from the plan's first frame and numbers its output
+/// from the plan's first output frame.
+final class RangeResampler {
+    private let resampler: OpaquePointer
+    let latency: Int
+    /// The next input frame it expects, and the output frame it makes next.
+    private(set) var nextInput: Int64
+    private(set) var nextOutput: Int64
+
+    init?(caps: CapsPtr, outputRate: Int, plan: AudioRangePlan) {
+        guard let made = swift_gst_resampler_new(caps, gint(outputRate)) else { return nil }
+        resampler = made
+        latency = Int(swift_gst_resampler_latency(made))
+        nextInput = plan.firstInput
+        nextOutput = plan.firstOutput
+    }
+
+    deinit { swift_gst_resampler_free(resampler) }
+
+    /// The resampler's reach for `caps` at `outputRate` (input frames), 0 when it cannot be made.
+    static func latency(caps: CapsPtr, outputRate: Int) -> Int {
+        guard let made = swift_gst_resampler_new(caps, gint(outputRate)) else { return 0 }
+        defer { swift_gst_resampler_free(made) }
+        return Int(swift_gst_resampler_latency(made))
+    }
+
+    /// Feeds the frames of `buffer` (its first input frame `first`, `frames` frames) from `nextInput` on — frames
+    /// before it (already fed, or before the plan's first frame) are skipped — and returns what the resampler made
+    /// (a sample with `segment`), its first output frame and frame count. Decoded audio is contiguous; a gap (a
+    /// decoder that lost a packet) is not filled but closed, as audioresample does within 1/32 s.
+    func feed(_ buffer: UnsafeMutablePointer<GstBuffer>, first: Int64, frames: Int,
+              segment: UnsafePointer<GstSegment>?) -> Made? {
+        let skip = Int(clamping: max(0, nextInput - first))
+        guard skip < frames else { return nil }
+        nextInput = max(nextInput, first) + Int64(frames - skip)
+        return run(buffer, skip: skip, frames: frames - skip, segment: segment)
+    }
+
+    /// At the end of the input: the filter's last frames (its reach of silence fed).
+    func drain() -> Made? { run(nil, skip: 0, frames: latency, segment: nil) }
+
+    typealias Made = (sample: GstRef<GstSampleObject>, first: Int64, frames: Int)
+
+    private func run(_ buffer: UnsafeMutablePointer<GstBuffer>?, skip: Int, frames: Int,
+                     segment: UnsafePointer<GstSegment>?) -> Made? {
+        var made: gsize = 0
+        guard frames > 0,
+              let out = swift_gst_resampler_process(resampler, buffer, gsize(skip), gsize(frames), segment, &made) else {
+            return nil
+        }
+        let first = nextOutput
+        nextOutput += Int64(made)
+        return (GstRef(full: out), first, Int(made))
+    }
+}

@@ -1,0 +1,102 @@
+import CGStreamer
+import CGstShim
+import MediaIndex
+import SystemCalls
+import TrackdProtocol
+
+/// Passthrough of an MP4 audio track with an edit: GStreamer 1.22's qtdemux never pushes the stored samples wholly
+/// outside the edit — the encoder's priming before it (AAC: ffmpeg's one packet of 1024 frames) and the last
+/// packet after it — so they are read from the file (EditedAudio: the sample tables) and delivered in their place,
+/// and every sample the edit trims carries the trims (Apple's TrimDurationAtStart / TrimDurationAtEnd, in the
+/// track's timescale). The priming comes first when a range starts at the track's start; the tail when a range
+/// runs to the end.
+final class PassthroughEdit {
+    private let fd: Int32
+    private let trackID: UInt32
+    /// Looked up at the first sample (an audio track only); .some(nil): no edit to restore.
+    private var edited: EditedAudio??
+    private var caps: GstRef<GstCaps>?
+    private var fromStart = true
+    /// The stored sample delivered last in this range.
+    private var last: Int?
+    private var queue: [PulledSample] = []
+    private var tailDone = false
+
+    init(fd: Int32, trackID: UInt32) {
+        self.fd = fd
+        self.trackID = trackID
+    }
+
+    func seeking(fromStart: Bool) {
+        self.fromStart = fromStart
+        (last, queue, tailDone) = (nil, [], false)
+    }
+
+    func queued() -> PulledSample? { queue.isEmpty ? nil : queue.removeFirst() }
+
+    /// What to deliver for `plain` (pulled from qtdemux): the stored samples before it first, when it is the first
+    /// of a range from the track's start (the rest queued), and `plain` itself with its trims.
+    func place(_ plain: PulledSample, sample: GstRef<GstSampleObject>, layout: (Int) -> SampleLayout) -> PulledSample {
+        guard let edited = lookUp(sample), let ns = plain.presentationTime.nanoseconds,
+              let i = edited.index(decodeTime: ticks(ns, edited.timescale) + edited.editStart) else { return plain }
+        if caps == nil, let c = gst_sample_get_caps(sample.pointer) { caps = GstRef(none: c) }
+        var out: [PulledSample] = []
+        if fromStart, last == nil { out = (0..<i).compactMap { stored($0, edited, layout: layout) } }
+        last = i
+        let trims = Self.trims(edited, i)
+        out.append(trims == nil ? plain : PulledSample(sample, layout: layout(plain.size), copy: .bytes, trims: trims))
+        queue = Array(out.dropFirst())
+        return out[0]
+    }
+
+    /// At the end of the stream: the stored samples after the last one delivered (the rest queued), once.
+    func tail(layout: (Int) -> SampleLayout) -> PulledSample? {
+        guard !tailDone, let edited = edited ?? nil, let last, last + 1 < edited.samples.count else { return nil }
+        tailDone = true
+        queue = ((last + 1)..<edited.samples.count).compactMap { stored($0, edited, layout: layout) }
+        return queued()
+    }
+
+    private func lookUp(_ sample: GstRef<GstSampleObject>) -> EditedAudio? {
+        if edited == nil {
+            let audio = CapsView(gst_sample_get_caps(sample.pointer))?.mediaType == .audio
+            edited = .some(audio ? EditedAudio.mp4(fd: fd, trackID: trackID) : nil)
+        }
+        return edited ?? nil
+    }
+
+    private func ticks(_ ns: Int64, _ timescale: Int64) -> Int64 {
+        Int64((Double(ns) * Double(timescale) / 1e9).rounded())
+    }
+
+    private func nanoseconds(_ ticks: Int64, _ timescale: Int64) -> MediaTime {
+        .nanoseconds(Int64((Double(ticks) * 1e9 / Double(timescale)).rounded()))
+    }
+
+    static func trims(_ edited: EditedAudio, _ i: Int) -> (atStart: MediaTime, atEnd: MediaTime)? {
+        let trim = edited.trim(i)
+        guard trim != (0, 0) else { return nil }
+        let scale = Int32(clamping: edited.timescale)
+        return (MediaTime(value: trim.atStart, timescale: scale), MediaTime(value: trim.atEnd, timescale: scale))
+    }
+
+    /// Stored sample `k`, read from the file, as a sample of the track's caps with its own times and trims.
+    private func stored(_ k: Int, _ edited: EditedAudio, layout: (Int) -> SampleLayout) -> PulledSample? {
+        let s = edited.samples[k]
+        let file = FileDescriptor(taking: fd)
+        let read = s.offset <= UInt64(Int.max) ? try? [UInt8](preading: file, count: s.size, at: Int(s.offset)) : nil
+        _ = file.take()  // the pipeline's descriptor: not closed here
+        guard let bytes = read, bytes.count == s.size,
+              let buffer = bytes.withUnsafeBytes({ gst_buffer_new_memdup($0.baseAddress, gsize($0.count)) }) else {
+            return nil
+        }
+        buffer.pointee.dts = 0  // valid: the sample's decode time is its timing's (audio: DTS = PTS)
+        let made = gst_sample_new(buffer, caps?.pointer, nil, nil)
+        gst_buffer_unref(buffer)
+        guard let made else { return nil }
+        return PulledSample(GstRef(full: made), layout: layout(s.size), copy: .bytes,
+                            timing: (nanoseconds(edited.presentationTime(k), edited.timescale),
+                                     nanoseconds(s.duration, edited.timescale)),
+                            trims: Self.trims(edited, k))
+    }
+}
