@@ -58,8 +58,10 @@ final class OutputStreamer: Sendable {
     let supportsRandomAccess: Bool
     /// ReadFrames: the frames to deliver, in request order, and the ranges to decode them from.
     let frames: FramePlan?
-    /// Decoded video ranges and resets: which frames each range delivers (DecodedRange); nil: GStreamer's clipping.
-    let index: FrameIndex?
+    /// Decoded video read by the frame index: the first range (DecodedRange); nil: GStreamer's clipping.
+    let firstRange: DecodedRange?
+    /// Decoded video ranges and resets: which frames each range delivers; nil: GStreamer's clipping.
+    var index: FrameIndex? { firstRange?.selection?.index }
     let pipeline: TrackPipeline
     private let socket: MessageSocket
     private let stats: WorkerStats
@@ -71,11 +73,11 @@ final class OutputStreamer: Sendable {
     private let onDrained: @Sendable (UInt32) -> Void
 
     init(id: UInt32, requestID: UInt32, pipeline: TrackPipeline, passthrough: Bool, supportsRandomAccess: Bool,
-         frames: FramePlan? = nil, index: FrameIndex? = nil, socket: MessageSocket, stats: WorkerStats, slot: WorkerSlot,
-         onDrained: @escaping @Sendable (UInt32) -> Void) {
+         frames: FramePlan? = nil, firstRange: DecodedRange? = nil, socket: MessageSocket, stats: WorkerStats,
+         slot: WorkerSlot, onDrained: @escaping @Sendable (UInt32) -> Void) {
         self.id = id
         self.frames = frames
-        self.index = index
+        self.firstRange = firstRange
         self.supportsRandomAccess = supportsRandomAccess
         self.requestID = requestID
         self.pipeline = pipeline
@@ -148,6 +150,7 @@ final class OutputStreamer: Sendable {
             workerSlot.endBusy()
             pipeline.stop()
         }
+        var current = firstRange, delivered = 0  // the range read by the index, and what it delivered
         while true {
             if isCancelled { return finish(.cancelled) }
             switch pipeline.pull(timeoutNs: Self.pullTimeoutNs) {
@@ -155,10 +158,17 @@ final class OutputStreamer: Sendable {
                 continue
             case .endOfStream:
                 if isCancelled { return finish(.cancelled) }
+                if let read = current, Self.needsFallback(read, delivered: delivered) {
+                    Log.warning("output \(id): no decoded frame matched the frame index in \(read.range.start) + \(read.range.duration); reading the range again by the decoder's clipping")
+                    current = nil
+                    if let error = seek(read.range) { return finish(.failed, error) }
+                    continue
+                }
                 guard supportsRandomAccess else { return finish(.completed) }
                 switch nextRange() {
                 case .range(let range):
                     let read = index.map { DecodedRange(range, index: $0) } ?? DecodedRange(range)
+                    (current, delivered) = (index == nil ? nil : read, 0)
                     if let error = seek(read.seek, lastNeededSample: read.lastNeededSample, selection: read.selection) {
                         return finish(.failed, error)
                     }
@@ -172,6 +182,7 @@ final class OutputStreamer: Sendable {
                 return finish(.failed, error)
             case .sample(let sample):
                 deliver(sample, zeroCopy: true)
+                delivered += 1
             }
         }
     }

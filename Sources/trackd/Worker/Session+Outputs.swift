@@ -73,7 +73,7 @@ extension Session {
     /// reply is sent.
     func addOutput(assetID: UInt32, requestID: UInt32, pipeline: TrackPipeline, mediaType: MediaType,
                            passthrough: Bool, supportsRandomAccess: Bool, frames: FramePlan? = nil,
-                           index: FrameIndex? = nil)
+                           firstRange: OutputStreamer.DecodedRange? = nil)
         throws(TrackError) -> (Message, OutputStreamer) {
         let format = pipeline.outputFormat
         let outputID = try state.withLock { (s: inout State) throws(TrackError) -> UInt32 in
@@ -85,7 +85,7 @@ extension Session {
         }
         let streamer = OutputStreamer(
             id: outputID, requestID: requestID, pipeline: pipeline, passthrough: passthrough,
-            supportsRandomAccess: supportsRandomAccess, frames: frames, index: index, socket: socket, stats: stats, slot: context.slot,
+            supportsRandomAccess: supportsRandomAccess, frames: frames, firstRange: firstRange, socket: socket, stats: stats, slot: context.slot,
             onDrained: { [weak self] id in self?.state.withLock { _ = $0.outputs.removeValue(forKey: id) } })
         state.withLock { $0.outputs[outputID] = (assetID, streamer) }
         return (.outputCreated(OutputCreated(outputID: outputID, mediaType: mediaType, format: format.format,
@@ -122,14 +122,16 @@ extension Session {
         let limits = context.sandbox.decode
         if case .decode(let video) = mode { try checkDecodeLimits(limits, track: track, video: video) }
         let pipeline: TrackPipeline
-        var index: FrameIndex?  // decoded video: which frames each range delivers (OutputStreamer.DecodedRange)
+        var byIndex: OutputStreamer.DecodedRange?  // decoded video: the frames each range delivers, by the frame index
         do {
             var threads: Int?
             var read = OutputStreamer.DecodedRange(range)
             if case .decode = mode {
                 threads = decodeThreads()
-                index = decodedFrameIndex(asset, trackID: track.id)
-                if let index { read = OutputStreamer.DecodedRange(range, index: index) }
+                if let index = decodedFrameIndex(asset, trackID: track.id) {
+                    read = OutputStreamer.DecodedRange(range, index: index)
+                    byIndex = read
+                }
             }
             pipeline = try TrackPipeline(source: asset.source, trackID: track.id, mode: mode, timeRange: read.seek,
                                          lastNeededSample: read.lastNeededSample, selection: read.selection,
@@ -141,7 +143,7 @@ extension Session {
         }
         return try addOutput(assetID: request.assetID, requestID: requestID, pipeline: pipeline, mediaType: track.mediaType,
                              passthrough: request.settings == nil, supportsRandomAccess: request.supportsRandomAccess,
-                             index: index)
+                             firstRange: byIndex)
     }
 
     /// The frame index a decoded video output selects its frames by; nil (GStreamer's own clipping, the decoder's
