@@ -104,7 +104,8 @@ func checkPlan(_ index: FrameIndex, _ wanted: Set<Int>, maxSkip: Int) {
     let clean = zip(frames, frames.dropFirst()).allSatisfy {
         $0.presentationTime < $1.presentationTime && $0.presentationTime + $0.duration <= $1.presentationTime
     }
-    if clean {
+    // Ranges follow decode order; on a clean index whose GOPs are also in presentation order, they do not overlap.
+    if clean && gopsInPresentationOrder(index) {
         for (a, b) in zip(plan, plan.dropFirst()) {
             check(bounds(a).end <= bounds(b).start, "ranges \(bounds(a)) and \(bounds(b)) overlap on a clean index")
         }
@@ -116,4 +117,15 @@ func bounds(_ r: FrameIndex.DecodeRange) -> (start: Int64, end: Int64) {
     let start = r.range.start.nanoseconds!, duration = r.range.duration.nanoseconds!
     check(r.range.start.timescale == r.range.duration.timescale && duration > 0, "range \(r.range)")
     return (start, start + duration)
+}
+
+/// Whether the GOP of each frame (the last sync sample at or before it in decode order) never goes back in
+/// presentation order.
+func gopsInPresentationOrder(_ index: FrameIndex) -> Bool {
+    var syncAt = [Bool](repeating: false, count: index.frames.count)
+    for f in index.frames where f.isSync { syncAt[f.decodePosition] = true }
+    var gop = [Int](repeating: 0, count: syncAt.count)
+    for p in gop.indices { gop[p] = syncAt[p] ? p : (p > 0 ? gop[p - 1] : 0) }
+    let order = index.frames.map { gop[$0.decodePosition] }
+    return zip(order, order.dropFirst()).allSatisfy { $0 <= $1 }
 }

@@ -148,6 +148,19 @@ struct FrameIndexCacheTests {
         try Self.readFrames(second, file)
         #expect(Self.count(second, "from the cache") == 1, "\(second.log)")
         #expect(second.log.contains("decoding it again with every sample"), "\(second.log)")
+        // A decoded range read by the same index matches no frame: it is read again by the decoder's clipping.
+        let asset = try Asset(path: file, socketPath: second.socketPath)
+        let output = try AssetReaderTrackOutput(track: try #require(asset.tracks(withMediaType: .video).first),
+                                                outputSettings: Self.y420)
+        let reader = AssetReader(asset: asset)
+        try reader.add(output)
+        // Half-way into frame 10 up to frame 15's PTS: frames 10 … 14.
+        try reader.setTimeRange(MediaTimeRange(start: MediaTime(value: 21, timescale: 60), duration: MediaTime(value: 9, timescale: 60)))
+        #expect(try reader.startReading())
+        var got: [String] = []
+        while let s = try output.copyNextSampleBuffer() { got.append(md5Hex(s.packedBytes())) }
+        #expect(got == Array(try Oracle.frameMD5(Media.clip, pixFmt: "yuv420p")[10..<15].map(\.md5)))
+        #expect(second.log.contains("no decoded frame matched the frame index"), "\(second.log)")
     }
 
     @Test func unwritableDirectoryMeansMemoryOnly() throws {

@@ -156,14 +156,17 @@ extension OutputStreamer {
     /// How a decoded video range is read: by the frame index when there is one (FrameIndex.read: the frames
     /// displayed in it, an accurate seek to the first of them, decoding ending after the last sample they need, the
     /// others dropped before conversion), else GStreamer's accurate seek and clipping.
-    struct DecodedRange {
+    struct DecodedRange: Sendable {
+        /// The range asked for.
+        let range: MediaTimeRange
         let seek: MediaTimeRange
         let lastNeededSample: Int64?
         let selection: FrameSelection?
 
-        init(_ range: MediaTimeRange) { (seek, lastNeededSample, selection) = (range, nil, nil) }
+        init(_ range: MediaTimeRange) { (self.range, seek, lastNeededSample, selection) = (range, range, nil, nil) }
 
         init(_ range: MediaTimeRange, index: FrameIndex) {
+            self.range = range
             let read = index.read(range)
             seek = read.seek
             lastNeededSample = read.lastNeededSample
@@ -172,5 +175,11 @@ extension OutputStreamer {
             let everything = read.frames.count == index.frames.count && read.frames.first == 0
             selection = FrameSelection(index: index, frames: everything ? nil : read.frames)
         }
+    }
+
+    /// Whether a range read by the index must be read again by GStreamer's clipping: it was to deliver frames and
+    /// delivered none — an index whose times are not the demuxer's (a planted cache entry) matches no decoded frame.
+    static func needsFallback(_ read: DecodedRange, delivered: Int) -> Bool {
+        delivered == 0 && read.selection?.frames?.isEmpty == false
     }
 }

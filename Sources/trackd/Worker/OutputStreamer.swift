@@ -58,8 +58,10 @@ final class OutputStreamer: Sendable {
     let supportsRandomAccess: Bool
     /// ReadFrames: the frames to deliver, in request order, and the ranges to decode them from.
     let frames: FramePlan?
-    /// Decoded video ranges and resets: which frames each range delivers (DecodedRange); nil: GStreamer's clipping.
-    let index: FrameIndex?
+    /// Decoded video read by the frame index: the first range (DecodedRange); nil: GStreamer's clipping.
+    let firstRange: DecodedRange?
+    /// Decoded video ranges and resets: which frames each range delivers; nil: GStreamer's clipping.
+    var index: FrameIndex? { firstRange?.selection?.index }
     let pipeline: TrackPipeline
     /// What the samples' times are put on as they leave (the track's grid; decoded audio: its output rate), and
     /// ResetOutput's ranges taken from (§7.1). Inside, times are GStreamer's nanoseconds.
@@ -74,11 +76,11 @@ final class OutputStreamer: Sendable {
     private let onDrained: @Sendable (UInt32) -> Void
 
     init(id: UInt32, requestID: UInt32, pipeline: TrackPipeline, grid: TimeGrid, passthrough: Bool, supportsRandomAccess: Bool,
-         frames: FramePlan? = nil, index: FrameIndex? = nil, socket: MessageSocket, stats: WorkerStats, slot: WorkerSlot,
-         onDrained: @escaping @Sendable (UInt32) -> Void) {
+         frames: FramePlan? = nil, firstRange: DecodedRange? = nil, socket: MessageSocket, stats: WorkerStats,
+         slot: WorkerSlot, onDrained: @escaping @Sendable (UInt32) -> Void) {
         self.id = id
         self.frames = frames
-        self.index = index
+        self.firstRange = firstRange
         self.supportsRandomAccess = supportsRandomAccess
         self.requestID = requestID
         self.pipeline = pipeline
@@ -153,6 +155,7 @@ final class OutputStreamer: Sendable {
             workerSlot.endBusy()
             pipeline.stop()
         }
+        var current = firstRange, delivered = 0  // the range read by the index, and what it delivered
         while true {
             if isCancelled { return finish(.cancelled) }
             switch pipeline.pull(timeoutNs: Self.pullTimeoutNs) {
@@ -160,10 +163,17 @@ final class OutputStreamer: Sendable {
                 continue
             case .endOfStream:
                 if isCancelled { return finish(.cancelled) }
+                if let read = current, Self.needsFallback(read, delivered: delivered) {
+                    Log.warning("output \(id): no decoded frame matched the frame index in \(read.range.start) + \(read.range.duration); reading the range again by the decoder's clipping")
+                    current = nil
+                    if let error = seek(read.range) { return finish(.failed, error) }
+                    continue
+                }
                 guard supportsRandomAccess else { return finish(.completed) }
                 switch nextRange() {
                 case .range(let range):
                     let read = index.map { DecodedRange(range, index: $0) } ?? DecodedRange(range)
+                    (current, delivered) = (index == nil ? nil : read, 0)
                     if let error = seek(read.seek, lastNeededSample: read.lastNeededSample, selection: read.selection) {
                         return finish(.failed, error)
                     }
@@ -177,6 +187,7 @@ final class OutputStreamer: Sendable {
                 return finish(.failed, error)
             case .sample(let sample):
                 deliver(sample, zeroCopy: true)
+                delivered += 1
             }
         }
     }

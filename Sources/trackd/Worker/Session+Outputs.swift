@@ -72,7 +72,8 @@ extension Session {
     /// Registers a new output over `pipeline` and answers OutputCreated; the caller starts the streamer after the
     /// reply is sent.
     func addOutput(assetID: UInt32, requestID: UInt32, pipeline: TrackPipeline, mediaType: MediaType, grid: TimeGrid,
-                   passthrough: Bool, supportsRandomAccess: Bool, frames: FramePlan? = nil, index: FrameIndex? = nil)
+                   passthrough: Bool, supportsRandomAccess: Bool, frames: FramePlan? = nil,
+                   firstRange: OutputStreamer.DecodedRange? = nil)
         throws(TrackError) -> (Message, OutputStreamer) {
         let format = pipeline.outputFormat
         let outputID = try state.withLock { (s: inout State) throws(TrackError) -> UInt32 in
@@ -84,7 +85,7 @@ extension Session {
         }
         let streamer = OutputStreamer(
             id: outputID, requestID: requestID, pipeline: pipeline, grid: grid, passthrough: passthrough,
-            supportsRandomAccess: supportsRandomAccess, frames: frames, index: index, socket: socket, stats: stats,
+            supportsRandomAccess: supportsRandomAccess, frames: frames, firstRange: firstRange, socket: socket, stats: stats,
             slot: context.slot,
             onDrained: { [weak self] id in self?.state.withLock { _ = $0.outputs.removeValue(forKey: id) } })
         state.withLock { $0.outputs[outputID] = (assetID, streamer) }
@@ -126,14 +127,16 @@ extension Session {
         // The range on the output's grid, in the nanoseconds the demuxer gives those ticks (§7.1).
         let range = grid.nanoseconds(request.timeRange)
         let pipeline: TrackPipeline
-        var index: FrameIndex?  // decoded video: which frames each range delivers (OutputStreamer.DecodedRange)
+        var byIndex: OutputStreamer.DecodedRange?  // decoded video: the frames each range delivers, by the frame index
         do {
             var threads: Int?
             var read = OutputStreamer.DecodedRange(range)
             if case .decode = mode {
                 threads = decodeThreads()
-                index = decodedFrameIndex(asset, trackID: track.id)
-                if let index { read = OutputStreamer.DecodedRange(range, index: index) }
+                if let index = decodedFrameIndex(asset, trackID: track.id) {
+                    read = OutputStreamer.DecodedRange(range, index: index)
+                    byIndex = read
+                }
             }
             pipeline = try TrackPipeline(source: asset.source, trackID: track.id, mode: mode, timeRange: read.seek,
                                          lastNeededSample: read.lastNeededSample, selection: read.selection,
@@ -145,7 +148,7 @@ extension Session {
         }
         return try addOutput(assetID: request.assetID, requestID: requestID, pipeline: pipeline, mediaType: track.mediaType,
                              grid: grid, passthrough: request.settings == nil,
-                             supportsRandomAccess: request.supportsRandomAccess, index: index)
+                             supportsRandomAccess: request.supportsRandomAccess, firstRange: byIndex)
     }
 
     /// The frame index a decoded video output selects its frames by; nil (GStreamer's own clipping, the decoder's
