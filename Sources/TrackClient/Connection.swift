@@ -149,7 +149,9 @@ final class Connection: Sendable {
             }
         }
         let failure: TrackError
-        if let reason {
+        if let reason, reason.knownCode == .daemonStopping || reason.knownCode == .mediaServicesWereReset {
+            failure = reason  // "trackd is stopping", or why the supervisor ended the worker (its watchdog): as sent
+        } else if let reason {
             failure = TrackError(.mediaServicesWereReset, "the trackd worker serving this connection closed it: \(reason.message)")
         } else if let broken, !broken.message.hasPrefix("recvmsg:"), !broken.message.hasPrefix("connection closed") {
             failure = TrackError(.mediaServicesWereReset, "the trackd worker serving this connection broke the protocol: \(broken.message)")
