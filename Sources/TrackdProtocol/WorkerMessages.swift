@@ -167,11 +167,17 @@ public struct StatusReport: Sendable, Equatable {
     public var daemonBytesCopied: UInt64
     public var daemonBytesShared: UInt64
     public var gstreamerVersion: String
+    /// Since the supervisor started: workers its watchdog killed (not in `workerCrashes`), connections refused by
+    /// a connection limit or the per-uid rate limit, and of those the ones the rate limit refused.
+    public var watchdogKills: UInt64
+    public var connectionsRefused: UInt64
+    public var connectionsRateLimited: UInt64
 
     public init(workerPID: UInt32, supervisorPID: UInt32, supervisorUptimeMs: UInt64, connectionsAccepted: UInt64,
                 activeConnections: UInt32, workerCrashes: UInt64, openAssets: UInt32, activeOutputs: UInt32,
                 samplesSent: UInt64, bytesCopied: UInt64, daemonSamplesSent: UInt64 = 0, daemonBytesCopied: UInt64 = 0,
-                daemonBytesShared: UInt64 = 0, gstreamerVersion: String) {
+                daemonBytesShared: UInt64 = 0, gstreamerVersion: String, watchdogKills: UInt64 = 0,
+                connectionsRefused: UInt64 = 0, connectionsRateLimited: UInt64 = 0) {
         self.workerPID = workerPID
         self.supervisorPID = supervisorPID
         self.supervisorUptimeMs = supervisorUptimeMs
@@ -186,6 +192,9 @@ public struct StatusReport: Sendable, Equatable {
         self.daemonBytesCopied = daemonBytesCopied
         self.daemonBytesShared = daemonBytesShared
         self.gstreamerVersion = gstreamerVersion
+        self.watchdogKills = watchdogKills
+        self.connectionsRefused = connectionsRefused
+        self.connectionsRateLimited = connectionsRateLimited
     }
 }
 
@@ -208,6 +217,9 @@ extension StatusReport: WireMessage {
         w.u64(daemonBytesCopied)
         w.u64(daemonBytesShared)
         w.string(gstreamerVersion)
+        w.u64(watchdogKills)
+        w.u64(connectionsRefused)
+        w.u64(connectionsRateLimited)
     }
 
     static func decode(from r: inout ByteReader) throws(TrackError) -> StatusReport {
@@ -219,7 +231,8 @@ extension StatusReport: WireMessage {
             samplesSent: try r.u64("status.samples"), bytesCopied: try r.u64("status.copied"),
             daemonSamplesSent: try r.u64("status.daemonSamples"), daemonBytesCopied: try r.u64("status.daemonCopied"),
             daemonBytesShared: try r.u64("status.daemonShared"),
-            gstreamerVersion: try r.string("status.gstreamerVersion"))
+            gstreamerVersion: try r.string("status.gstreamerVersion"), watchdogKills: try r.u64("status.watchdogKills"),
+            connectionsRefused: try r.u64("status.refused"), connectionsRateLimited: try r.u64("status.rateLimited"))
     }
 }
 

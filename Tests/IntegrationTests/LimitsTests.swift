@@ -455,8 +455,10 @@ struct LimitsTests {
         #expect(error.code == AVErrorCode.mediaServicesWereReset.rawValue, "\(error)")
         #expect(error.message.hasPrefix("the trackd worker serving this connection stopped making progress for 2 s; trackd's watchdog ended it (it has left "),
                 "\(error.message)")
-        // A worker the supervisor kills is not a crash (no counter moves): its log line is the only record.
+        // A worker the supervisor kills is not a crash: Status counts it as a watchdog kill.
         #expect(waitUntil { daemon.log.contains("watchdog: killing worker \(worker)") }, "\(daemon.log)")
+        let status = try daemon.status()
+        #expect(status.watchdogKills == 1 && status.workerCrashes == 0, "\(status)")
         try Self.anotherClientReads(daemon)
     }
 

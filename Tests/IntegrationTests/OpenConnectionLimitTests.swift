@@ -223,6 +223,9 @@ struct OpenConnectionLimitTests {
             return false
         })
         #expect(daemon.log.contains("limit: refused connection from uid 0"), "\(daemon.log)")
+        // Status counts the refusals (this GetStatus's own connection may be refused for its rate too, and count).
+        let status = try #require(waitFor(timeout: .seconds(30), poll: .milliseconds(200)) { try? daemon.status() })
+        #expect(status.connectionsRateLimited >= 1 && status.connectionsRefused == status.connectionsRateLimited, "\(status)")
         #expect(!daemon.log.contains("refused connection from uid 1002"), "\(daemon.log)")
     }
 }

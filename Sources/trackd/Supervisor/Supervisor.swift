@@ -162,6 +162,7 @@ final class Supervisor: Sendable {
 
     /// Publishes the counters for Status (every worker maps them). Call with the counters locked.
     func publish(_ c: Counters) {
-        statistics.publish(accepted: c.accepted, active: UInt64(c.workers.count), crashes: c.crashes, retired: c.retired)
+        statistics.publish(accepted: c.accepted, active: UInt64(c.workers.count), crashes: c.crashes, retired: c.retired,
+                           interventions: .init(watchdogKills: c.watchdogKills, refused: c.rejected, rateLimited: c.rateLimited))
     }
 }

@@ -212,6 +212,7 @@ final class Session: Sendable {
         let (assets, outputs) = state.withLock { ($0.assets.count, $0.outputs.count) }
         let (supervisorPID, startedMs, accepted, active, crashes) = context.statistics.map(SharedStatistics.read) ?? (0, 0, 0, 0, 0)
         let now = Supervisor.nowMs()
+        let interventions = context.statistics.map(SharedStatistics.interventions) ?? SharedStatistics.Interventions()
         // Daemon-wide: what ended workers sent, plus every live worker's slot (this one's included).
         var daemon = context.statistics.map(SharedStatistics.retired) ?? SharedStatistics.Retired()
         if let table = context.slot.table {
@@ -228,6 +229,7 @@ final class Session: Sendable {
             openAssets: UInt32(assets), activeOutputs: UInt32(outputs),
             samplesSent: stats.samplesSent.load(ordering: .relaxed), bytesCopied: stats.bytesCopied.load(ordering: .relaxed),
             daemonSamplesSent: daemon.samples, daemonBytesCopied: daemon.copied, daemonBytesShared: daemon.shared,
-            gstreamerVersion: Gst.versionString))
+            gstreamerVersion: Gst.versionString, watchdogKills: interventions.watchdogKills,
+            connectionsRefused: interventions.refused, connectionsRateLimited: interventions.rateLimited))
     }
 }

@@ -108,6 +108,15 @@ class TracksTests(unittest.TestCase):
             self.assertGreater(asset.worker_pid, 0)
             self.assertTrue(asset.server_version.startswith('trackd'))
 
+    def test_status_has_every_counter(self):
+        with open_clip() as asset:
+            status = asset.status()
+        # The supervisor's interventions (PROTOCOL.md Status, after gstreamer_version): none in this suite's daemon.
+        self.assertEqual((status['watchdog_kills'], status['connections_refused'], status['connections_rate_limited']),
+                         (0, 0, 0))
+        self.assertTrue(status['gstreamer_version'].startswith('GStreamer '))
+        self.assertGreaterEqual(status['connections_accepted'], 1)
+
     def test_tracks_in_track_id_order(self):
         # Video then two AAC tracks (ids 1, 2, 3): parsebin adds the audio pads in whichever order their parsers are
         # ready, and was listed as 1, 3, 2 on some opens; AVAsset's order is the track id's.

@@ -378,6 +378,7 @@ def decode_status(r):
              'daemon_samples_sent', 'daemon_bytes_copied', 'daemon_bytes_shared')
     status = dict(zip(names, fields))
     status['gstreamer_version'] = r.string()
+    status.update(zip(('watchdog_kills', 'connections_refused', 'connections_rate_limited'), r.unpack('<QQQ')))
     return status
 
 
