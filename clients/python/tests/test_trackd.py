@@ -15,7 +15,7 @@ import numpy as np
 
 import trackd
 from trackd import _asset
-from trackd.errors import (FILE_FAILED_TO_PARSE, FILE_FORMAT_NOT_RECOGNIZED, INVALID_ARGUMENT,
+from trackd.errors import (DAEMON_STOPPING, FILE_FAILED_TO_PARSE, FILE_FORMAT_NOT_RECOGNIZED, INVALID_ARGUMENT,
                            UNSUPPORTED_OUTPUT_SETTINGS, DAEMON_UNREACHABLE)
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..'))
@@ -419,6 +419,33 @@ class ErrorTests(unittest.TestCase):
             with self.assertRaises(trackd.TrackdError) as cm:
                 asset.read(track=99)
             self.assertEqual(cm.exception.code, INVALID_ARGUMENT)
+
+
+class StopTests(unittest.TestCase):
+    def test_sigterm_tells_an_open_session_trackd_is_stopping(self):
+        # Its own trackd: this one is stopped. An idle session gets Error -11904 (request id 0) and then its
+        # connection ends: every later call raises that error, not -11819; trackd exits 0.
+        tmp2 = tempfile.mkdtemp(prefix='trackd-python-stop-')
+        sock2 = os.path.join(tmp2, 'trackd.sock')
+        with open(os.path.join(tmp2, 'trackd.log'), 'wb') as log:
+            own = subprocess.Popen([os.path.join(BUILD, 'trackd'), '--socket', sock2], stderr=log)
+        try:
+            for _ in range(200):
+                if os.path.exists(sock2):
+                    break
+                time.sleep(0.05)
+            with trackd.open(clip, socket=sock2, timeout=TIMEOUT) as asset:
+                own.terminate()
+                self.assertEqual(own.wait(timeout=60), 0)
+                with self.assertRaises(trackd.TrackdError) as cm:
+                    asset.status()
+                self.assertEqual(cm.exception.code, DAEMON_STOPPING)
+                self.assertEqual(cm.exception.message, 'trackd is stopping')
+        finally:
+            if own.poll() is None:
+                own.kill()
+                own.wait()
+            shutil.rmtree(tmp2, ignore_errors=True)
 
 
 if __name__ == '__main__':
