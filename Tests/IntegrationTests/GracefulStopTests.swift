@@ -45,6 +45,7 @@ struct GracefulStopTests {
         let daemon = try Daemon(extraArgs: ["--stop-timeout", "1"])
         defer { daemon.stop() }
         let idle = try Self.idleSession(daemon)
+        let idleAsset = try Asset(path: Media.clip, socketPath: daemon.socketPath)
         // 600 frames of 1280x720: far more than a second's decoding here.
         let (_, reader, output) = try Self.startedRead(Media.long, daemon)
         let workers = Procfs.children(of: daemon.pid)
@@ -66,6 +67,14 @@ struct GracefulStopTests {
         LimitsTests.expectErrorThenClose(idle, .daemonStopping, ["trackd is stopping"])
 
         #expect(daemon.waitForExit() == 0)
+        // An asset whose session was idle: its next request fails with −11904 too (TrackClient reads the Error
+        // waiting for it even when its send fails on the closed connection).
+        do {
+            _ = try idleAsset.serverStatus()
+            Issue.record("a request on a stopped trackd's connection succeeded")
+        } catch {
+            #expect(error.code == -11904 && error.message == "trackd is stopping", "\(error)")
+        }
         let left = workers.filter { Procfs.isAlive($0) }
         #expect(left.isEmpty, "workers left when the supervisor exited: \(left.map { "\($0): \(Procfs.status($0).prefix(80))" })")
         for pid in left {  // re-parented here: end and reap them
