@@ -36,7 +36,7 @@ comma := ,
 empty :=
 space := $(empty) $(empty)
 
-.PHONY: help deps build build-debug build-dist install deb package-check test test-python test-torch venv-test verify-units fuzz-protocol fuzz-media fuzz fuzz-smoke run serve bench bench-venv bench-pipelines clean
+.PHONY: help deps build build-debug build-dist install deb package-check test test-python test-torch venv-test verify-units fuzz-protocol fuzz-media fuzz fuzz-smoke soak run serve bench bench-venv bench-pipelines clean
 
 help:
 	@echo "make deps          install missing Debian packages (apt-get; prints the sudo command when not root)"
@@ -57,6 +57,9 @@ help:
 	@echo "make fuzz          libFuzzer on one parser: TARGET=wire|settings|indexcache|mp4|planner SECONDS=600;"
 	@echo "                   corpus in .build/fuzz-corpus/TARGET, crashes in .build/fuzz-corpus/TARGET-crashes/"
 	@echo "make fuzz-smoke    every libFuzzer target for FUZZ_SMOKE_SECONDS (5) each; fails on a crash (part of make test)"
+	@echo "make soak          one daemon, one uid: SOAK_KILLED (1000) clients killed mid-read, 16 threads of checked reads and"
+	@echo "                   Status for SOAK_SECONDS (300), worker SIGKILL/SIGSEGV, SIGTERM mid-read; prints the figures, fails on"
+	@echo "                   a wrong byte, a refusal, a leak, wrong counters or an unclean stop (make test runs 8 s, 8 clients)"
 	@echo "make run           deps, release build, demo against a private trackd (FILE=clip.mp4 optional)"
 	@echo "make serve         release build, trackd in the foreground (SOCKET=path optional)"
 	@echo "make bench         release build, bench venv, benchmark against gst-launch/ffmpeg and PyAV/OpenCV/decord/TorchCodec"
@@ -178,6 +181,14 @@ fuzz-protocol: deps
 	$(SWIFT) build --build-tests
 	FUZZ_SECONDS=$(FUZZ_SECONDS) $(if $(FUZZ_SEED),FUZZ_SEED=$(FUZZ_SEED)) TRACKD_BUILD_DIR=$(DEBUG_DIR) \
 	  $(SWIFT) test --skip-build --filter ProtocolFuzzTests
+
+# The soak (Tests/IntegrationTests/SoakTests.swift) at operator length; make test runs a short one (SOAK_* unset).
+SOAK_SECONDS ?= 300
+SOAK_KILLED  ?= 1000
+soak: deps
+	$(SWIFT) build --build-tests
+	SOAK_SECONDS=$(SOAK_SECONDS) SOAK_KILLED=$(SOAK_KILLED) TRACKD_BUILD_DIR=$(DEBUG_DIR) \
+	  $(SWIFT) test --skip-build --filter SoakTests
 
 # The media fuzzer (Tests/IntegrationTests/MediaFuzzTests.swift), time-bounded; FUZZ_SEED reproduces a run.
 FUZZ_SECONDS ?= 300

@@ -165,3 +165,5 @@ uint64_t trackd_monotonic_ms(void) {
 int trackd_move_fd(int from, int to) { return dup3(from, to, 0); }
 
 int trackd_set_thread_name(const char *name) { return prctl(PR_SET_NAME, name, 0, 0, 0); }
+
+int trackd_set_child_subreaper(int on) { return prctl(PR_SET_CHILD_SUBREAPER, on ? 1 : 0, 0, 0, 0); }

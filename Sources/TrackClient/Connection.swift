@@ -12,6 +12,8 @@ final class Connection: Sendable {
     let socket: MessageSocket
     let hello: HelloReply
     private let state = Mutex(State())
+    /// Signalled once the receive thread has ended (and set `failure`); each waiter passes the signal on.
+    private let receiveEnded = DispatchSemaphore(value: 0)
 
     struct State: ~Copyable {
         var nextRequestID: UInt32 = 2  // 1 is Hello's
@@ -96,6 +98,9 @@ final class Connection: Sendable {
                 s.waiters[rid] = nil
                 s.channels[rid] = nil
             }
+            // The peer has closed: the receive thread reads what it sent first (why it closed: an Error with
+            // request id 0) and ends at once; its failure is the answer.
+            if receiveEnded.wait(timeout: .now() + .seconds(5)) == .success { receiveEnded.signal() }
             throw failure ?? TrackError(.mediaServicesWereReset, "the connection to trackd was lost (\(error))")
         }
         waiter.done.wait()
@@ -149,7 +154,9 @@ final class Connection: Sendable {
             }
         }
         let failure: TrackError
-        if let reason {
+        if let reason, reason.knownCode == .daemonStopping || reason.knownCode == .mediaServicesWereReset {
+            failure = reason  // "trackd is stopping", or why the supervisor ended the worker (its watchdog): as sent
+        } else if let reason {
             failure = TrackError(.mediaServicesWereReset, "the trackd worker serving this connection closed it: \(reason.message)")
         } else if let broken, !broken.message.hasPrefix("recvmsg:"), !broken.message.hasPrefix("connection closed") {
             failure = TrackError(.mediaServicesWereReset, "the trackd worker serving this connection broke the protocol: \(broken.message)")
@@ -169,6 +176,7 @@ final class Connection: Sendable {
         }
         waiters.forEach { $0.done.signal() }
         channels.forEach { $0.fail(failure) }
+        receiveEnded.signal()
     }
 }
 

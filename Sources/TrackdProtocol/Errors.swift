@@ -22,6 +22,13 @@ public enum AVErrorCode: Int32, Sendable, CaseIterable, CustomStringConvertible 
     case limitExceeded = -11902
     /// Not an AVFoundation code, never on the wire: the client could not reach trackd's socket.
     case daemonUnreachable = -11903
+    /// Not an AVFoundation code: trackd is stopping (SIGTERM: `systemctl stop` or `restart`). A request made while it
+    /// stops, a read that did not finish within its `--stop-timeout` grace, and finally the connection itself (an
+    /// Error with request id 0) get this code; the message starts "trackd is stopping".
+    case daemonStopping = -11904
+    /// Not an AVFoundation code: the client's uid opened new connections faster than trackd allows
+    /// (`--connection-rate-per-uid`, `--connection-burst-per-uid`); the connection is refused. Try again later.
+    case connectionRateExceeded = -11905
 
     public var description: String {
         switch self {
@@ -42,6 +49,8 @@ public enum AVErrorCode: Int32, Sendable, CaseIterable, CustomStringConvertible 
         case .invalidArgument: "TrackdErrorInvalidArgument"
         case .limitExceeded: "TrackdErrorLimitExceeded"
         case .daemonUnreachable: "TrackdErrorDaemonUnreachable"
+        case .daemonStopping: "TrackdErrorDaemonStopping"
+        case .connectionRateExceeded: "TrackdErrorConnectionRateExceeded"
         }
     }
 }

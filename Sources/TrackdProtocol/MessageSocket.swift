@@ -18,6 +18,8 @@ public final class MessageSocket: Sendable {
     public var fd: Int32 { descriptor.rawValue }
     private let sendLock = Mutex(())
     private let receiveState: Mutex<ReceiveState>
+    /// Told `true` before a frame is written and `false` once all of it is; a write that fails leaves it `true`.
+    private let sending: (@Sendable (Bool) -> Void)?
 
     struct ReceiveState: ~Copyable {
         var decoder: FrameDecoder
@@ -26,10 +28,13 @@ public final class MessageSocket: Sendable {
         var buffer = [UInt8](repeating: 0, count: 64 * 1024)
     }
 
-    /// Takes ownership of `fd` (closed in deinit).
+    /// Takes ownership of `fd` (closed in deinit). `sending`, when given, is told when a frame is being written, so
+    /// that another process holding the connection knows whether the stream is between frames (trackd's supervisor,
+    /// which may add an Error frame once a worker it killed is gone).
     public init(fd: consuming FileDescriptor, maxMessageSize: UInt32 = Wire.defaultMaxMessageSize,
-                maxFds: Int = Int(Wire.maxFdsPerMessage)) {
+                maxFds: Int = Int(Wire.maxFdsPerMessage), sending: (@Sendable (Bool) -> Void)? = nil) {
         self.descriptor = fd
+        self.sending = sending
         self.receiveState = Mutex(ReceiveState(decoder: FrameDecoder(maxMessageSize: maxMessageSize), maxFds: maxFds))
     }
 
@@ -56,7 +61,12 @@ public final class MessageSocket: Sendable {
         precondition(fds.count == message.type.fdCount, "\(message.type) carries \(message.type.fdCount) fds")
         let bytes = Codec.frame(message, requestID: requestID)
         try sendLock.withLock { _ in
-            bytes.withUnsafeBytes { raw in Result { () throws(SystemError) in try descriptor.send(raw, descriptors: fds) } }
+            sending?(true)
+            let result = bytes.withUnsafeBytes { raw in
+                Result { () throws(SystemError) in try descriptor.send(raw, descriptors: fds) }
+            }
+            if case .success = result { sending?(false) }
+            return result
         }.get()
     }
 

@@ -171,12 +171,18 @@ public struct StatusReport: Sendable, Equatable {
     /// (the others were decoded only as references or preroll and dropped before conversion).
     public var framesDecoded: UInt64
     public var framesConverted: UInt64
+    /// Since the supervisor started: workers its watchdog killed (not in `workerCrashes`), connections refused by
+    /// a connection limit or the per-uid rate limit, and of those the ones the rate limit refused.
+    public var watchdogKills: UInt64
+    public var connectionsRefused: UInt64
+    public var connectionsRateLimited: UInt64
 
     public init(workerPID: UInt32, supervisorPID: UInt32, supervisorUptimeMs: UInt64, connectionsAccepted: UInt64,
                 activeConnections: UInt32, workerCrashes: UInt64, openAssets: UInt32, activeOutputs: UInt32,
                 samplesSent: UInt64, bytesCopied: UInt64, daemonSamplesSent: UInt64 = 0, daemonBytesCopied: UInt64 = 0,
                 daemonBytesShared: UInt64 = 0, gstreamerVersion: String, framesDecoded: UInt64 = 0,
-                framesConverted: UInt64 = 0) {
+                framesConverted: UInt64 = 0, watchdogKills: UInt64 = 0, connectionsRefused: UInt64 = 0,
+                connectionsRateLimited: UInt64 = 0) {
         self.workerPID = workerPID
         self.supervisorPID = supervisorPID
         self.supervisorUptimeMs = supervisorUptimeMs
@@ -193,6 +199,9 @@ public struct StatusReport: Sendable, Equatable {
         self.gstreamerVersion = gstreamerVersion
         self.framesDecoded = framesDecoded
         self.framesConverted = framesConverted
+        self.watchdogKills = watchdogKills
+        self.connectionsRefused = connectionsRefused
+        self.connectionsRateLimited = connectionsRateLimited
     }
 }
 
@@ -217,6 +226,9 @@ extension StatusReport: WireMessage {
         w.string(gstreamerVersion)
         w.u64(framesDecoded)
         w.u64(framesConverted)
+        w.u64(watchdogKills)
+        w.u64(connectionsRefused)
+        w.u64(connectionsRateLimited)
     }
 
     static func decode(from r: inout ByteReader) throws(TrackError) -> StatusReport {
@@ -229,7 +241,9 @@ extension StatusReport: WireMessage {
             daemonSamplesSent: try r.u64("status.daemonSamples"), daemonBytesCopied: try r.u64("status.daemonCopied"),
             daemonBytesShared: try r.u64("status.daemonShared"),
             gstreamerVersion: try r.string("status.gstreamerVersion"),
-            framesDecoded: try r.u64("status.framesDecoded"), framesConverted: try r.u64("status.framesConverted"))
+            framesDecoded: try r.u64("status.framesDecoded"), framesConverted: try r.u64("status.framesConverted"),
+            watchdogKills: try r.u64("status.watchdogKills"),
+            connectionsRefused: try r.u64("status.refused"), connectionsRateLimited: try r.u64("status.rateLimited"))
     }
 }
 

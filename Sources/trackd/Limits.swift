@@ -9,6 +9,10 @@ struct Limits: Sendable, Equatable {
     var poolBytesPerClient: UInt64 = 512 << 20
     var poolBytesTotal: UInt64 = 2 << 30
     var watchdog: UInt64 = 30
+    /// New connections one uid may open per second, on average (a token bucket; 0 = no rate limit).
+    var connectionRatePerUID: UInt64 = 100
+    /// New connections one uid may open at once before the rate applies (the bucket's size).
+    var connectionBurstPerUID: UInt64 = 200
 
     static let defaults = Limits()
 
@@ -38,6 +42,10 @@ struct Limits: Sendable, Equatable {
                    help: "shared-memory pool bytes of all connections together"),
             Option(name: "--watchdog", keyPath: \.watchdog, range: 0...3600, worker: false,
                    help: "seconds a worker may make no progress while its client waits before it is killed (0 = off)"),
+            Option(name: "--connection-rate-per-uid", keyPath: \.connectionRatePerUID, range: 0...100_000, worker: false,
+                   help: "new connections one client uid may open per second, on average (0 = no rate limit; refused: −11905)"),
+            Option(name: "--connection-burst-per-uid", keyPath: \.connectionBurstPerUID, range: 1...100_000, worker: false,
+                   help: "new connections one client uid may open at once before --connection-rate-per-uid applies"),
         ]
     }
 }

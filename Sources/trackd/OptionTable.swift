@@ -46,6 +46,13 @@ extension Options {
                    index/), each bounded by BYTES (default \(Configuration().indexCacheBytes) = 64 MiB; 0 = no cache)
                    """,
                needs: "needs a number of bytes (0 turns the frame-index cache off)"),
+        number("--stop-timeout", "SECONDS", .both, \.stopTimeout, 0...600,
+               help: """
+                   on SIGTERM, trackd stops accepting, refuses new requests with −11904 "trackd is
+                   stopping", and gives reads in flight SECONDS to finish (default \(Configuration().stopTimeout)) before it
+                   ends them and its workers; keep it below systemd's TimeoutStopSec minus 3
+                   """,
+               needs: "needs a number of seconds from 0 to 600"),
     ]
 
     private static let decode: [TrackdOption] = [

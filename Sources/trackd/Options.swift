@@ -10,6 +10,8 @@ struct Configuration: Sendable {
     var warmWorker = true
     var warmGraceMs: UInt64 = 200
     var indexCacheBytes = 64 << 20
+    /// Seconds a stopping trackd (SIGTERM) gives reads in flight before it ends them (supervisor and worker).
+    var stopTimeout: UInt64 = 5
     // Both: the worker's sandbox (its uid/gid come from --worker-user) and the limits.
     var sandbox = WorkerSandbox()
     var limits = Limits.defaults

@@ -7,7 +7,7 @@ import Glibc
 #endif
 
 /// The supervisor's table of live workers, a sealed memfd shared read-write with every worker (fd 5), one
-/// 64-byte slot per connection (the supervisor assigns the index at spawn and zeroes the slot when it reaps the
+/// 128-byte slot per connection (the supervisor assigns the index at spawn and zeroes the slot when it reaps the
 /// worker). Every field is a u64 read and written with C11 atomics (CTrackSys):
 ///
 /// | word | field | written by |
@@ -20,20 +20,25 @@ import Glibc
 /// | 5 | samples sent | worker |
 /// | 6 | bytes of sample data copied into pools and image memfds | worker |
 /// | 7 | bytes of sample data sent zero-copy (frames GStreamer wrote into shared memory) | worker |
+/// | 8 | sending: 1 while the worker writes a frame to its connection, left at 1 when a write failed midway | worker |
 ///
 /// Words 5–7 make the daemon-wide counters of Status: the supervisor adds a reaped worker's to its retired totals
 /// (SharedStatistics) before zeroing the slot, and a worker answering GetStatus adds those to every live slot's.
 /// Words 4 and 1 of the other slots tell a worker how many decodes its own competes with (decoder threads,
 /// Session.decodeThreads); words 5 and 6 tell the supervisor that a new connection has started up (its first
-/// sample or image, Supervisor.startWarmWorkerAfterStartUps).
+/// sample or image, Supervisor.startWarmWorkerAfterStartUps). Word 8 tells the supervisor, once a worker it killed
+/// (the watchdog, or a stop past --stop-timeout) is gone, whether the connection is between frames: only then does
+/// it add an Error frame saying why the session ended.
 ///
 /// A worker can write any slot: a compromised worker can make others' pool reservations fail, have the
 /// supervisor's watchdog look at false numbers, make other workers decode with fewer threads or delay the next
 /// warm worker — denial of service only (docs/SECURITY.md).
 final class WorkerTable: @unchecked Sendable {
     // @unchecked: the mapping's address is immutable; every access to the shared words goes through atomics.
-    static let slotBytes = 64
-    enum Field: Int, CaseIterable { case poolBytes = 0, busy, progress, reads, armed, samplesSent, bytesCopied, bytesShared }
+    static let slotBytes = 128
+    enum Field: Int, CaseIterable {
+        case poolBytes = 0, busy, progress, reads, armed, samplesSent, bytesCopied, bytesShared, sending
+    }
 
     let mapping: SharedMapping
     let slots: Int
@@ -160,6 +165,9 @@ final class WorkerSlot: Sendable {
     func arm() { table?.store(index, .armed, 1) }
 
     func didRead() { table?.add(index, .reads, 1) }
+
+    /// The connection's writes (MessageSocket's `sending`): word 8 is 1 while a frame is being written.
+    func sending(_ active: Bool) { table?.store(index, .sending, active ? 1 : 0) }
 
     /// A sample was sent: `copied` bytes were copied into a pool, `shared` bytes went zero-copy.
     func countSample(copied: UInt64, shared: UInt64) {

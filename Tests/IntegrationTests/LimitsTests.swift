@@ -421,40 +421,55 @@ struct LimitsTests {
         #expect(daemon.log.contains("systemd watchdog enabled: WATCHDOG=1 every 100 ms"))
     }
 
-    /// A worker that stops producing while its client waits (here: SIGSTOP in the middle of a read) is killed by
-    /// the watchdog; the client gets −11819 saying the worker stopped, not a hang, and the daemon serves on.
+    /// A worker that stops reading its client while the client waits (here: SIGSTOP while the client holds every slot,
+    /// then a ReleaseSlots it cannot read) is killed by the watchdog. Once it is gone the supervisor ends the session
+    /// with one Error frame — request id 0, −11819, naming the watchdog — not a hang, and the daemon serves on. The
+    /// worker is stopped only when all its threads sleep (it waits for a slot), so it was not writing a frame: the
+    /// supervisor adds its Error only between frames.
     @Test func watchdogKillsAStalledWorker() throws {
         let daemon = try Daemon(extraArgs: ["--watchdog", "2"])
         defer { daemon.stop() }
-        let asset = try Asset(path: Media.clip, socketPath: daemon.socketPath)
-        let worker = pid_t(try asset.serverStatus().workerPID)
-        let track = try #require(asset.tracks(withMediaType: .video).first)
-        let output = try AssetReaderTrackOutput(track: track, outputSettings: ["PixelFormatType": .string("420v")])
-        let reader = AssetReader(asset: asset)
-        try reader.add(output)
-        #expect(try reader.startReading())
-        for _ in 0..<3 { #expect(try output.copyNextSampleBuffer() != nil) }
+        let raw = try RawClient(socketPath: daemon.socketPath)
+        let worker = try Self.pid(of: raw)
+        let created = try Self.createOutput(raw, asset: try raw.openAsset(Media.clip).assetID)
+        var slotCount = 0
+        var held: [SlotRef] = []
+        while slotCount == 0 || held.count < slotCount {
+            let frame = try raw.socket.receive()
+            frame.fds.forEach { close($0) }
+            switch frame.message {
+            case .poolAdded(let pool): slotCount = Int(pool.slotCount)
+            case .sample(let sample): held.append(sample.slot)
+            default: break
+            }
+        }
+        #expect(waitUntil { Self.allThreadsSleep(worker) }, "\(Self.processState(worker))")
         kill(worker, SIGSTOP)
-        // Keep reading on another thread so a missing watchdog shows as a failed expectation, not a hung suite.
-        let done = DispatchSemaphore(value: 0)
-        let frames = Mutex(0)
-        let thread = Thread {
-            while (try? output.copyNextSampleBuffer()) != nil { frames.withLock { $0 += 1 } }
-            done.signal()
+        try raw.socket.send(.releaseSlots(outputID: created.outputID, slots: held), requestID: 0)
+        var ending: TrackError?
+        while case .success(let frame) = Self.next(raw.socket) {
+            frame.fds.forEach { close($0) }
+            if case .error(let e) = frame.message, frame.requestID == 0 { ending = e }
         }
-        thread.start()
-        if done.wait(timeout: .now() + .seconds(Self.harnessTimeout)) == .timedOut {
-            Issue.record("the client still waits: the watchdog did not kill the stopped worker")
-            kill(worker, SIGKILL)
-            done.wait()
-        }
-        #expect(frames.withLock { $0 } < 57, "the stopped worker cannot have sent every frame")
-        let error = try #require(reader.error)
+        let error = try #require(ending, "no Error frame before the end: \(daemon.log)")
         #expect(error.code == AVErrorCode.mediaServicesWereReset.rawValue, "\(error)")
-        #expect(error.message.contains("stopped unexpectedly"), "\(error.message)")
-        // A worker the supervisor kills is not a crash (no counter moves): its log line is the only record.
+        #expect(error.message.hasPrefix("the trackd worker serving this connection stopped making progress for 2 s; trackd's watchdog ended it (it has left "),
+                "\(error.message)")
+        // A worker the supervisor kills is not a crash: Status counts it as a watchdog kill.
         #expect(waitUntil { daemon.log.contains("watchdog: killing worker \(worker)") }, "\(daemon.log)")
+        let status = try daemon.status()
+        #expect(status.watchdogKills == 1 && status.workerCrashes == 0, "\(status)")
         try Self.anotherClientReads(daemon)
+    }
+
+    /// Every thread of `pid` is sleeping (state S in /proc/<pid>/task/*/stat).
+    static func allThreadsSleep(_ pid: pid_t) -> Bool {
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+        return !tasks.isEmpty && tasks.allSatisfy { task in
+            guard let stat = try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/stat", encoding: .utf8),
+                  let close = stat.lastIndex(of: ")") else { return false }
+            return stat[stat.index(after: close)...].split(separator: " ").first == "S"
+        }
     }
 
     /// Waiting on the client is not a stall: a worker whose client holds every slot of an output, or says

@@ -1,3 +1,4 @@
+import CTrackSys
 import Foundation
 import TrackdProtocol
 import Synchronization
@@ -170,5 +171,61 @@ struct OpenConnectionLimitTests {
         }
         #expect(!daemon.log.contains("refused connection from uid 100"))
         #expect(open.count == 2)
+    }
+
+    /// The per-uid rate limit: each uid has its own token bucket (here 3 connections at once, then 1 a second). A
+    /// uid that has spent its burst is refused with −11905 naming the options, not the open-connection limit's
+    /// −11902; another uid is served meanwhile; a refusal takes no token, and the uid is served again once its
+    /// bucket refills.
+    @Test func eachUIDHasItsOwnConnectionRate() throws {
+        try #require(getuid() == 0, "the test drops its clients to other uids, so it runs as root")
+        let daemon = try Daemon(extraArgs: ["--connection-rate-per-uid", "1", "--connection-burst-per-uid", "3"])
+        defer { daemon.stop() }
+        chmod((daemon.socketPath as NSString).deletingLastPathComponent, 0o755)
+        chmod(daemon.socketPath, 0o666)
+        // The burst: uid 0 connects three times without waiting for a worker (a token is taken at the hand-off)…
+        var burst: [MessageSocket] = []
+        for _ in 0..<3 {
+            let fd = try UnixSocket.connect(to: daemon.socketPath)
+            var tv = timeval(tv_sec: 30, tv_usec: 0)  // the harness's bound, never a measured time
+            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+            burst.append(MessageSocket(fd: fd))
+        }
+        // …and a fourth right after (connects take milliseconds; the bucket regains one token a second): refused
+        // for its rate, with its own code and message.
+        guard case .refused(let e) = try Self.connect(daemon.socketPath) else {
+            Issue.record("the connection after the burst was served")
+            return
+        }
+        #expect(e.code == AVErrorCode.connectionRateExceeded.rawValue && e.code == -11905, "\(e)")
+        #expect(e.message.hasPrefix("uid 0 opens connections faster than trackd allows: at most 1 a second, in bursts of up to 3 (--connection-rate-per-uid, --connection-burst-per-uid); the next is allowed in "),
+                "\(e.message)")
+        // The burst's three are served.
+        for socket in burst {
+            try socket.send(.hello(Hello(clientName: "burst")), requestID: 1)
+            guard case .helloReply = try socket.receive().message else {
+                Issue.record("a connection of the burst was not served")
+                return
+            }
+            socket.shutdown()
+        }
+        // Another uid has its own bucket.
+        let other = try Self.statusAs(1002, daemon)
+        #expect(other.status == 0, "\(other.stderr)")
+        let otherAgain = try Self.statusAs(1002, daemon)
+        #expect(otherAgain.status == 0, "\(otherAgain.stderr)")
+        // uid 0 is served again once its bucket has refilled (a refusal took nothing from it).
+        #expect(try waitUntil(timeout: .seconds(30), poll: .milliseconds(200)) {
+            if case .served(let socket) = try Self.connect(daemon.socketPath) {
+                socket.shutdown()
+                return true
+            }
+            return false
+        })
+        #expect(daemon.log.contains("limit: refused connection from uid 0"), "\(daemon.log)")
+        // Status counts the refusals (this GetStatus's own connection may be refused for its rate too, and count).
+        let status = try #require(waitFor(timeout: .seconds(30), poll: .milliseconds(200)) { try? daemon.status() })
+        #expect(status.connectionsRateLimited >= 1 && status.connectionsRefused == status.connectionsRateLimited, "\(status)")
+        #expect(!daemon.log.contains("refused connection from uid 1002"), "\(daemon.log)")
     }
 }

@@ -17,6 +17,8 @@ public final class Daemon {
     public let allowedWarnings: [String]
     private let sourceLocation: SourceLocation
     private var stopped = false
+    /// Set once the daemon has exited by itself and been reaped (`waitForExit`).
+    private var exitStatus: Int32?
 
     public init(extraArgs: [String] = [], env: [String: String] = [:], allowedWarnings: [String] = [],
                 sourceLocation: SourceLocation = #_sourceLocation) throws {
@@ -42,19 +44,28 @@ public final class Daemon {
     }
 
     public var pid: Int32 { child.pid }
-    public var isRunning: Bool { !stopped && child.isRunning }
+    public var isRunning: Bool { !stopped && exitStatus == nil && child.isRunning }
     public var log: String { DaemonLog.read(logPath) }
 
     /// Stops the daemon, then fails the test for each GLib/GStreamer CRITICAL or WARNING line in its log.
     public func stop() {
         guard !stopped else { return }
         stopped = true
-        _ = child.terminate()
+        if exitStatus == nil { _ = child.terminate() }
         DaemonLog.expectClean(log, allowing: allowedWarnings, sourceLocation: sourceLocation)
         try? FileManager.default.removeItem(atPath: dir)
     }
 
     deinit { stop() }
+
+    /// Waits for the daemon to exit (after a signal the test sent it) and reaps it: its exit status, or 128 + the
+    /// signal that ended it. The log stays readable until `stop()`, which then only checks it and cleans up.
+    public func waitForExit() -> Int32 {
+        if let exitStatus { return exitStatus }
+        let status = child.wait()
+        exitStatus = status
+        return status
+    }
 
     /// Runs trackctl against this daemon.
     public func trackctl(_ args: [String]) throws -> Run {

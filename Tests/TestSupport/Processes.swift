@@ -43,9 +43,10 @@ public struct Child: Sendable {
     public let pid: pid_t
 
     /// Starts `executable` (a path, or a name looked up in /usr/bin) with stdin from /dev/null and stdout/stderr
-    /// appended to the given files (or /dev/null).
+    /// appended to the given files (or /dev/null); `inheriting` descriptors become its fds 3, 4, … (socket
+    /// activation's LISTEN_FDS).
     public init(_ executable: String, _ args: [String], stdout: String? = nil, stderr: String? = nil,
-                env: [String: String] = [:]) throws {
+                env: [String: String] = [:], inheriting: [Int32] = []) throws {
         let path = executable.hasPrefix("/") ? executable : "/usr/bin/" + executable
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
@@ -53,6 +54,7 @@ public struct Child: Sendable {
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, stdout ?? "/dev/null", O_WRONLY | O_CREAT | O_APPEND, 0o644)
         posix_spawn_file_actions_addopen(&actions, 2, stderr ?? "/dev/null", O_WRONLY | O_CREAT | O_APPEND, 0o644)
+        for (i, fd) in inheriting.enumerated() { posix_spawn_file_actions_adddup2(&actions, fd, Int32(3 + i)) }
         var environment = ProcessInfo.processInfo.environment
         environment.merge(env) { $1 }
         let argv: [UnsafeMutablePointer<CChar>?] = ([path] + args).map { strdup($0) } + [nil]

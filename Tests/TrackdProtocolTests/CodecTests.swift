@@ -124,18 +124,20 @@ import Testing
                 == [4, 0, 0, 0, 0x0b, 0x80, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0])
     }
 
-    /// §9 Status: framesDecoded and framesConverted follow gstreamerVersion; the §14.2 worked example's bytes.
-    @Test func statusFrameCountersFollowTheVersion() {
+    /// §9 Status: framesDecoded, framesConverted, watchdogKills, connectionsRefused and connectionsRateLimited follow
+    /// gstreamerVersion; the §14.2 worked example's bytes.
+    @Test func statusCountersFollowTheVersion() {
         let status = StatusReport(workerPID: 4242, supervisorPID: 1, supervisorUptimeMs: 1000, connectionsAccepted: 2,
                                   activeConnections: 1, workerCrashes: 0, openAssets: 1, activeOutputs: 0, samplesSent: 10,
                                   bytesCopied: 0, daemonSamplesSent: 10, daemonBytesCopied: 0, daemonBytesShared: 20_736_000,
-                                  gstreamerVersion: "GStreamer 1.22.0", framesDecoded: 12, framesConverted: 10)
+                                  gstreamerVersion: "GStreamer 1.22.0", framesDecoded: 12, framesConverted: 10,
+                                  watchdogKills: 1, connectionsRefused: 3, connectionsRateLimited: 2)
         let bytes = Codec.frame(.status(status), requestID: 5)
-        #expect(bytes.count == 134)
-        #expect(Array(bytes[0..<16]) == [0x76, 0, 0, 0, 0x0a, 0x80, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0])
+        #expect(bytes.count == 158)
+        #expect(Array(bytes[0..<16]) == [0x8e, 0, 0, 0, 0x0a, 0x80, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0])
         #expect(Array(bytes[0x50..<0x66]) == [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x68, 0x3c, 1, 0, 0, 0, 0, 0x10, 0])
         #expect(Array(bytes[0x66..<0x76]) == Array("GStreamer 1.22.0".utf8))
-        #expect(Array(bytes[0x76...]) == le64(12) + le64(10))
+        #expect(Array(bytes[0x76...]) == le64(12) + le64(10) + le64(1) + le64(3) + le64(2))
     }
 
     /// §9 Sample flags bits.

@@ -83,4 +83,8 @@ int trackd_move_fd(int from, int to);
 /// Needs C: prctl is variadic. At most 15 bytes are kept. Returns 0 or -1 with errno set.
 int trackd_set_thread_name(const char *name);
 
+/// prctl(PR_SET_CHILD_SUBREAPER, on): orphaned descendants are re-parented to this process instead of init (tests
+/// use it to see whether trackd left a worker unreaped). 0, or -1 with errno.
+int trackd_set_child_subreaper(int on);
+
 #endif

@@ -9,9 +9,10 @@ struct StatusCommand: Command {
         name: "status", summary: "show the daemon's state",
         forms: [[.opt(json)]],
         notes: """
-              Asks a fresh worker for the daemon's state: supervisor pid and uptime, connections accepted and
-              active, worker crashes, the samples every connection was sent and how many of their bytes the
-              workers copied or sent zero-copy, the worker's pid and GStreamer version.
+              Asks a fresh worker for the daemon's state: supervisor pid and uptime, connections accepted,
+              active and refused (by a connection limit; by the per-uid rate limit), worker crashes and
+              watchdog kills, the samples every connection was sent and how many of their bytes the workers
+              copied or sent zero-copy, the worker's pid and GStreamer version. --json has every counter.
             """,
         examples: ["trackctl status", "trackctl --socket /tmp/trackd.sock status --json"])
 
@@ -30,7 +31,9 @@ struct StatusCommand: Command {
             print(JSON.encode(.object([
                 ("supervisorPid", .int(Int64(s.supervisorPID))), ("uptimeSeconds", .number(Double(s.supervisorUptimeMs) / 1000, decimals: 3)),
                 ("connectionsAccepted", .int(Int64(s.connectionsAccepted))), ("activeConnections", .int(Int64(s.activeConnections))),
-                ("workerCrashes", .int(Int64(s.workerCrashes))),
+                ("connectionsRefused", .int(Int64(clamping: s.connectionsRefused))),
+                ("connectionsRateLimited", .int(Int64(clamping: s.connectionsRateLimited))),
+                ("workerCrashes", .int(Int64(s.workerCrashes))), ("watchdogKills", .int(Int64(clamping: s.watchdogKills))),
                 ("samplesSent", .int(Int64(clamping: s.daemonSamplesSent))), ("bytesCopied", .int(Int64(clamping: s.daemonBytesCopied))),
                 ("bytesZeroCopy", .int(Int64(clamping: s.daemonBytesShared))), ("workerPid", .int(Int64(s.workerPID))),
                 ("gstreamer", .string(s.gstreamerVersion)),
@@ -43,7 +46,9 @@ struct StatusCommand: Command {
             trackd supervisor pid \(s.supervisorPID), up \(fixed(Double(s.supervisorUptimeMs) / 1000, 1)) s
             connections accepted  \(s.connectionsAccepted) (this one included)
             active connections    \(s.activeConnections)
+            refused connections   \(s.connectionsRefused) (\(s.connectionsRateLimited) by the per-uid rate limit)
             worker crashes        \(s.workerCrashes)
+            watchdog kills        \(s.watchdogKills) (workers that stopped making progress)
             samples sent          \(s.daemonSamplesSent) (all connections)
             bytes copied          \(s.daemonBytesCopied) (into pools by the workers)
             bytes sent zero-copy  \(s.daemonBytesShared) (written by GStreamer into shared memory)

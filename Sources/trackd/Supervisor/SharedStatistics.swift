@@ -7,12 +7,13 @@ import Glibc
 
 /// The supervisor's counters, published in a small memfd that every worker maps read-only (fd 4), so a worker
 /// answers GetStatus with live numbers without a channel back to the supervisor. Layout (little-endian u64s):
-/// supervisor pid, start time (Unix ms), connections accepted, active workers, worker crashes, and the samples
-/// sent, bytes copied and bytes sent zero-copy by workers that have ended (WorkerTable words 5–7 of reaped workers).
+/// supervisor pid, start time (Unix ms), connections accepted, active workers, worker crashes, the samples
+/// sent, bytes copied and bytes sent zero-copy by workers that have ended (WorkerTable words 5–7 of reaped workers),
+/// watchdog kills, connections refused (by a connection limit or the rate limit) and refused by the rate limit.
 final class SharedStatistics: @unchecked Sendable {
     // @unchecked: the mapping is written only by the supervisor under its counters lock; aligned 64-bit stores are
     // single-copy atomic on the platforms trackd runs on, so a reader sees each counter whole.
-    static let size = 8 * 8
+    static let size = 11 * 8
     let mapping: SharedMapping
     /// A read-only open file description of the memfd, kept at fd ≥ 100 (see trackd_spawn_with_fds).
     let readOnly: FileDescriptor
@@ -36,7 +37,12 @@ final class SharedStatistics: @unchecked Sendable {
         var samples: UInt64 = 0, copied: UInt64 = 0, shared: UInt64 = 0
     }
 
-    func publish(accepted: UInt64, active: UInt64, crashes: UInt64, retired: Retired) {
+    /// What the supervisor did to connections and workers (words 8–10).
+    struct Interventions: Sendable {
+        var watchdogKills: UInt64 = 0, refused: UInt64 = 0, rateLimited: UInt64 = 0
+    }
+
+    func publish(accepted: UInt64, active: UInt64, crashes: UInt64, retired: Retired, interventions: Interventions) {
         let words = mapping.base.assumingMemoryBound(to: UInt64.self)
         words[2] = accepted
         words[3] = active
@@ -44,6 +50,9 @@ final class SharedStatistics: @unchecked Sendable {
         words[5] = retired.samples
         words[6] = retired.copied
         words[7] = retired.shared
+        words[8] = interventions.watchdogKills
+        words[9] = interventions.refused
+        words[10] = interventions.rateLimited
     }
 
     /// A worker's view (fd 4), or nil when it was started without one.
@@ -56,6 +65,12 @@ final class SharedStatistics: @unchecked Sendable {
     static func read(_ mapping: SharedMapping) -> (UInt64, UInt64, UInt64, UInt64, UInt64) {
         let w = mapping.base.assumingMemoryBound(to: UInt64.self)
         return (w[0], w[1], w[2], w[3], w[4])
+    }
+
+    /// Watchdog kills and refused connections from a mapping.
+    static func interventions(_ mapping: SharedMapping) -> Interventions {
+        let w = mapping.base.assumingMemoryBound(to: UInt64.self)
+        return Interventions(watchdogKills: w[8], refused: w[9], rateLimited: w[10])
     }
 
     /// The ended workers' totals from a mapping.

@@ -9,19 +9,29 @@ import Glibc
 
 /// Accepting connections: the peer's credentials, the connection limits, and the hand-off to a worker.
 extension Supervisor {
-    /// Blocking accept on a dedicated thread.
+    /// The accept thread: waits for a connection (poll), then, holding `acceptGate`, takes it (a non-blocking
+    /// accept: the listening socket is non-blocking, see `start`) and hands it off — unless trackd is stopping, when
+    /// the thread ends and leaves the queue alone.
     func acceptLoop() {
+        let fd = listener.descriptor.rawValue
         while true {
-            let connection: FileDescriptor
-            do {
-                connection = try listener.descriptor.accept()
-            } catch {
-                if error.errno == ECONNABORTED { continue }
-                Log.warning("\(error)")
-                usleep(100_000)  // EMFILE/ENFILE/ENOMEM: back off instead of spinning
-                continue
+            var pending = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            guard poll(&pending, 1, -1) > 0 else { continue }
+            var failure: SystemError?
+            let stopping = acceptGate.withLock { stopping -> Bool in
+                guard !stopping else { return true }
+                do throws(SystemError) {
+                    handOff(SharedDescriptor(try listener.descriptor.accept()))
+                } catch {
+                    if error.errno != EAGAIN && error.errno != ECONNABORTED { failure = error }
+                }
+                return false
             }
-            handOff(SharedDescriptor(connection))
+            if stopping { return }
+            if let failure {
+                Log.warning("\(failure)")
+                usleep(100_000)  // EMFILE/ENFILE/ENOMEM: back off instead of spinning
+            }
         }
     }
 
@@ -42,15 +52,20 @@ extension Supervisor {
         // fast-dying worker and two connections cannot both take the last place.
         counters.withLock { c in
             c.accepted += 1
+            guard !c.stopping else {
+                tell(conn, TrackError(.daemonStopping, Self.stoppingMessage))
+                return
+            }
             if let refusal = refusal(&c, uid: uid) {
                 c.rejected += 1
-                Log.warning("limit: refused connection from uid \(uid) pid \(pid): \(refusal)")
-                refuse(conn, refusal)
+                if refusal.knownCode == .connectionRateExceeded { c.rateLimited += 1 }
+                Log.warning("limit: refused connection from uid \(uid) pid \(pid): \(refusal.message)")
+                tell(conn, refusal)
                 return
             }
             guard let slot = c.freeSlots.popLast() else {
                 Log.error("no free worker-table slot for uid \(uid) pid \(pid); refusing")
-                refuse(conn, "trackd has no room for another connection")
+                tell(conn, TrackError(.limitExceeded, "trackd has no room for another connection"))
                 return
             }
             table.clear(slot)
@@ -77,10 +92,20 @@ extension Supervisor {
         }
     }
 
-    /// Why a connection of `uid` is refused now (a connection limit), or nil. A connection counts while it is
-    /// open: from its hand-off until its client closes it (seen here, at once) or its worker is reaped,
-    /// whichever is first. Each count is derived from the records, so none can be taken off twice.
-    private func refusal(_ c: inout Counters, uid: UInt32) -> String? {
+    /// Why a connection of `uid` is refused now (a connection limit, then the uid's connection rate), or nil. A
+    /// connection counts while it is open: from its hand-off until its client closes it (seen here, at once) or its
+    /// worker is reaped, whichever is first. Each count is derived from the records, so none can be taken off twice.
+    private func refusal(_ c: inout Counters, uid: UInt32) -> TrackError? {
+        if let message = openLimitRefusal(&c, uid: uid) { return TrackError(.limitExceeded, message) }
+        let (rate, burst) = (limits.connectionRatePerUID, limits.connectionBurstPerUID)
+        guard let waitMs = c.connectionRate.take(uid: uid, nowMs: trackd_monotonic_ms(), rate: rate, burst: burst) else {
+            return nil
+        }
+        return TrackError(.connectionRateExceeded,
+                          "uid \(uid) opens connections faster than trackd allows: at most \(rate) a second, in bursts of up to \(burst) (--connection-rate-per-uid, --connection-burst-per-uid); the next is allowed in \(waitMs) ms")
+    }
+
+    private func openLimitRefusal(_ c: inout Counters, uid: UInt32) -> String? {
         var (open, ofUID) = openConnections(c, uid: uid)
         if open >= limits.maxConnections || ofUID >= limits.maxConnectionsPerUID {
             markClosedConnections(&c)
@@ -119,8 +144,10 @@ extension Supervisor {
 
     /// Tells a refused client why, in one Error frame with request id 0, without ever blocking: the socket is
     /// new, so its send buffer is empty, and MSG_DONTWAIT drops the message rather than wait on a hostile peer.
-    private func refuse(_ conn: SharedDescriptor, _ message: String) {
-        let frame = Codec.frame(.error(TrackError(.limitExceeded, message)), requestID: 0)
+    /// One Error frame with request id 0 on `conn`, never blocking (MSG_DONTWAIT: a frame this small is queued
+    /// whole or not at all). Only for a connection that is between frames: new, or its worker gone.
+    func tell(_ conn: SharedDescriptor, _ error: TrackError) {
+        let frame = Codec.frame(.error(error), requestID: 0)
         _ = frame.withUnsafeBytes { send(conn.rawValue, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT | MSG_NOSIGNAL)) }
     }
 }

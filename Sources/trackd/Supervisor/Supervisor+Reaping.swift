@@ -2,6 +2,7 @@ import CTrackSys
 import Foundation
 import Synchronization
 import SystemCalls
+import TrackdProtocol
 
 #if canImport(Glibc)
 import Glibc
@@ -22,8 +23,10 @@ extension Supervisor {
                 + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
             let peak = "max RSS \(usage.ru_maxrss / 1024) MiB, CPU \(String(format: "%.2f", cpu)) s"
             var restartedOn: pid_t?
+            var killedUnused = false
             let record = counters.withLock { c -> WorkerRecord? in
                 if let warm = c.warm, warm.pid == pid { c.warm = nil }  // died before it had a connection; the next handOff starts one
+                killedUnused = c.ending.remove(pid) != nil
                 guard let r = c.workers.removeValue(forKey: pid) else {
                     publish(c)
                     return nil
@@ -36,7 +39,11 @@ extension Supervisor {
                 publish(c)
                 return r
             }
-            logEnd(pid, record, status: status, peak: peak, restartedOn: restartedOn)
+            if killedUnused {
+                Log.info("warm worker \(pid) ended without a connection, \(peak)")
+            } else {
+                logEnd(pid, record, status: status, peak: peak, restartedOn: restartedOn)
+            }
         }
     }
 
@@ -44,7 +51,7 @@ extension Supervisor {
     /// socket): a worker started now serves the same connection from its first byte, in the same slot. Returns
     /// its pid, or nil when the record's worker is not such a one or the new worker cannot start.
     private func restartIfNeverReady(_ c: inout Counters, _ r: WorkerRecord, status: Int32) -> pid_t? {
-        guard let control = r.warmControl, !r.killed else { return nil }
+        guard let control = r.warmControl, !r.killed, !c.stopping else { return nil }
         var byte: UInt8 = 0
         if recv(control.rawValue, &byte, 1, Int32(MSG_DONTWAIT)) == 1 && byte == Self.warmReady { return nil }
         let child: pid_t
@@ -63,12 +70,19 @@ extension Supervisor {
     /// Adds a reaped worker's counters to the retired totals and frees its slot (which returns the pool bytes of a
     /// worker that died holding them). Its connection closes when the record goes.
     private func retire(_ c: inout Counters, _ r: WorkerRecord, status: Int32) {
+        let termSignal = status & 0x7f
+        // A worker that was killed (or, while trackd stops, died of a signal) says nothing more to its client: the
+        // supervisor says why, if the connection is between frames (word 8) and the client still has it open.
+        let farewell = r.farewell ?? (c.stopping && termSignal != 0 ? TrackError(.daemonStopping, Self.stoppingMessage) : nil)
+        if let farewell, termSignal != 0, table.load(r.slot, .sending) == 0, !r.peerClosed {
+            tell(r.connection, farewell)
+        }
         c.retired.samples &+= table.load(r.slot, .samplesSent)
         c.retired.copied &+= table.load(r.slot, .bytesCopied)
         c.retired.shared &+= table.load(r.slot, .bytesShared)
         table.clear(r.slot)
         c.freeSlots.append(r.slot)
-        if (status & 0x7f) != 0 && !r.killed { c.crashes += 1 }
+        if termSignal != 0 && !r.killed && !(c.stopping && termSignal == SIGTERM) { c.crashes += 1 }
     }
 
     private func logEnd(_ pid: pid_t, _ record: WorkerRecord?, status: Int32, peak: String, restartedOn: pid_t?) {
@@ -102,6 +116,8 @@ extension Supervisor {
                     continue
                 }
                 record.killed = true
+                record.farewell = TrackError(.mediaServicesWereReset,
+                                             "the trackd worker serving this connection stopped making progress for \(limits.watchdog) s; trackd's watchdog ended it (\(reason))")
                 c.watchdogKills += 1
                 Log.warning("watchdog: killing worker \(pid) (client uid \(record.uid) pid \(record.clientPID)): \(reason) (--watchdog \(limits.watchdog))")
                 kill(pid, SIGKILL)

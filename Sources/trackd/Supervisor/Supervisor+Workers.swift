@@ -22,7 +22,7 @@ extension Supervisor {
     /// its sandbox before the client connects (`trackd worker --warm 1`, with a control socket as fd 3 instead
     /// of a connection). Call with the counters locked.
     func startWarmWorker(_ c: inout Counters) {
-        guard configuration.warmWorker, c.warm == nil else { return }
+        guard configuration.warmWorker, c.warm == nil, !c.stopping else { return }
         do throws(SystemError) {
             let pair = try SocketPair(.sequencedPackets)
             let channel = try index.openChannel(uid: nil)
@@ -87,6 +87,7 @@ extension Supervisor {
         } catch {
             Log.warning("warm worker \(warm.pid) did not take its connection (\(error.reason)); starting another")
             kill(warm.pid, SIGKILL)
+            c.ending.insert(warm.pid)
             return nil  // (its control socket is closed with `warm`)
         }
         return warm

@@ -5,14 +5,15 @@ import Foundation
 import IndexCache
 import Synchronization
 import SystemCalls
+import TrackdProtocol
 
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// The supervisor process (SupervisorMain starts it). Its work is in four files: this one (state, timers,
+/// The supervisor process (SupervisorMain starts it). Its work is in five files: this one (state, timers,
 /// signals), +Connections (accept, credentials, connection limits, hand-off), +Workers (starting workers, the
-/// warm worker) and +Reaping (reaping, the watchdog).
+/// warm worker), +Reaping (reaping, the watchdog) and +Stopping (SIGTERM: the graceful stop).
 final class Supervisor: Sendable {
     struct WorkerRecord {
         var uid: UInt32
@@ -26,6 +27,9 @@ final class Supervisor: Sendable {
         var readsSeen: UInt64 = 0
         var unreadSince: UInt64?
         var killed = false
+        /// Why the supervisor killed it (the watchdog; a stop past --stop-timeout): sent to its client as an Error
+        /// with request id 0 once the worker is reaped, if the connection is then between frames (WorkerTable word 8).
+        var farewell: TrackError?
         /// Its client has closed the connection (the supervisor's copy reports POLLHUP): it no longer counts
         /// against the connection limits, though its worker may still be finishing.
         var peerClosed = false
@@ -49,6 +53,9 @@ final class Supervisor: Sendable {
         /// What reaped workers sent (their WorkerTable words 5–7), published for Status.
         var retired = SharedStatistics.Retired()
         var rejected: UInt64 = 0
+        /// Connections refused by the per-uid rate limit (also counted in `rejected`), and its buckets.
+        var rateLimited: UInt64 = 0
+        var connectionRate = ConnectionRate()
         var watchdogKills: UInt64 = 0
         var workers: [pid_t: WorkerRecord] = [:]
         var freeSlots: [Int]
@@ -57,6 +64,10 @@ final class Supervisor: Sendable {
         /// CLOCK_MONOTONIC ms after which it no longer counts as starting; the next warm worker waits for them.
         var startingUp: [pid_t: (slot: Int, untilMs: UInt64)] = [:]
         var warmCheckScheduled = false
+        /// SIGTERM arrived: no new workers; every worker is being stopped (Supervisor+Stopping.swift).
+        var stopping = false
+        /// Workers outside `workers` that were killed and are not yet reaped (warm workers without a connection).
+        var ending: Set<pid_t> = []
     }
 
     let listener: Listener
@@ -69,6 +80,10 @@ final class Supervisor: Sendable {
     let index: IndexService
     let counters: Mutex<Counters>
     let timerQueue = DispatchQueue(label: "trackd.timers")
+    /// True once trackd is stopping. The accept thread holds it across accept and hand-off, so once the stop has
+    /// set it no connection is taken from the listening socket's queue (a socket-activated restart's next trackd
+    /// serves those) and every connection taken before is registered, and told.
+    let acceptGate = Mutex(false)
     nonisolated(unsafe) private var sources: [any DispatchSourceTimer] = []
 
     var limits: Limits { configuration.limits }
@@ -104,6 +119,10 @@ final class Supervisor: Sendable {
             startTimer(every: .microseconds(Int(min(usec / 2, UInt64(Int.max))))) { _ = sd_notify(0, "WATCHDOG=1") }
         }
         counters.withLock { startWarmWorker(&$0) }
+        // Non-blocking: the accept thread accepts only after poll says a connection is queued, and a stop takes the
+        // connections queued on a socket trackd bound without waiting.
+        let fd = listener.descriptor.rawValue
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
         let thread = Thread { [self] in acceptLoop() }
         thread.name = "accept"
         thread.start()
@@ -113,17 +132,23 @@ final class Supervisor: Sendable {
     static var handledSignals: sigset_t {
         var set = sigset_t()
         sigemptyset(&set)
-        for sig in [SIGCHLD, SIGTERM, SIGINT] { sigaddset(&set, sig) }
+        for sig in [SIGCHLD, SIGTERM, SIGINT, SIGHUP] { sigaddset(&set, sig) }
         return set
     }
 
-    /// The main thread's loop: reaps on SIGCHLD, stops on SIGTERM/SIGINT. Never returns.
+    /// The main thread's loop: reaps on SIGCHLD, answers SIGHUP, stops on SIGTERM/SIGINT. Never returns.
     func waitForSignals() -> Never {
         var set = Self.handledSignals
         while true {
             var sig: Int32 = 0
             guard sigwait(&set, &sig) == 0 else { continue }
-            if sig == SIGCHLD { reap() } else { shutdown(signal: sig) }
+            switch sig {
+            case SIGCHLD: reap()
+            case SIGHUP:
+                // systemd's ExecReload would send this (trackd.service has none, and says why).
+                Log.notice("SIGHUP: trackd has nothing to re-read (its settings are its command line; the frame-index cache checks every file it serves); restart it to change a setting: under socket activation a restart loses no queued connection")
+            default: stop(signal: sig)
+            }
         }
     }
 
@@ -137,15 +162,7 @@ final class Supervisor: Sendable {
 
     /// Publishes the counters for Status (every worker maps them). Call with the counters locked.
     func publish(_ c: Counters) {
-        statistics.publish(accepted: c.accepted, active: UInt64(c.workers.count), crashes: c.crashes, retired: c.retired)
-    }
-
-    private func shutdown(signal sig: Int32) -> Never {
-        Log.notice("received signal \(sig); stopping")
-        _ = sd_notify(0, "STOPPING=1")
-        if let path = listener.ownedPath { unlink(path) }
-        let workers = counters.withLock { Array($0.workers.keys) + ($0.warm.map { [$0.pid] } ?? []) }
-        for pid in workers { kill(pid, SIGTERM) }
-        exit(0)
+        statistics.publish(accepted: c.accepted, active: UInt64(c.workers.count), crashes: c.crashes, retired: c.retired,
+                           interventions: .init(watchdogKills: c.watchdogKills, refused: c.rejected, rateLimited: c.rateLimited))
     }
 }

@@ -137,6 +137,10 @@ final class OutputStreamer: Sendable {
 
     var isCancelled: Bool { state.withLock { $0.ledger.cancelled } }
 
+    /// Still producing for its client (a stopping trackd waits for these): not finished or cancelled, and not
+    /// waiting after RangeEnded for the client's next step.
+    var isReading: Bool { state.withLock { !$0.ledger.finished && !$0.ledger.cancelled && !$0.schedule.awaitingReset } }
+
     func send(_ message: Message, fds: [Int32] = []) {
         do {
             try socket.send(message, requestID: requestID, fds: fds)

@@ -28,6 +28,10 @@ final class Session: Sendable {
     let context: WorkerContext
     let stats = WorkerStats()
     let state = Mutex(State())
+    /// SIGTERM was seen: new work is refused and the session ends once its reads finish (Session+Stop.swift).
+    let stopping = Atomic<Bool>(false)
+    /// Requests running on a thread of their own (`background`): reads in flight for the stop's grace.
+    let backgroundRequests = Atomic<Int>(0)
 
     init(socket: MessageSocket, context: WorkerContext) {
         self.socket = socket
@@ -48,8 +52,9 @@ final class Session: Sendable {
             do throws(MessageSocket.ReceiveError) {
                 // Idle timeout: no complete message for idleTimeout seconds while the client waits on nothing
                 // (measured from the later of the last message and the last thing produced for the client).
-                frame = try socket.receive(check: { [context] pending in
-                    guard idleMs > 0, !slot.isBusy else { return nil }
+                frame = try socket.receive(check: { [self] pending in
+                    stopIfRequested()
+                    guard idleMs > 0, !slot.isBusy, !stopping.load(ordering: .relaxed) else { return nil }
                     let since = max(lastFrameMs, slot.lastProgressMs ?? 0)
                     let now = trackd_monotonic_ms()
                     guard now > since, now - since > idleMs else { return nil }
@@ -86,6 +91,7 @@ final class Session: Sendable {
         let slot = context.slot
         do throws(MessageSocket.ReceiveError) {
             frame = try socket.receive(check: { [context] pending in
+                if StopRequest.isRequested { return TrackError(.daemonStopping, Self.stoppingMessage) }
                 guard trackd_monotonic_ms() >= deadline else { return nil }
                 let got = pending > 0 ? "\(pending) bytes of it arrived" : "nothing arrived"
                 Log.warning("limit: handshake timeout of \(limitSeconds) s for client uid \(context.clientUID) pid \(context.clientPID) (\(got)); closing")
@@ -95,7 +101,8 @@ final class Session: Sendable {
         } catch {
             // A broken first frame gets the same best-effort Error as a broken later one.
             if case .broken(let error) = error {
-                Log.warning("closing the connection of client pid \(context.clientPID): \(error.message)")
+                Log.write(error.knownCode == .daemonStopping ? .notice : .warning,
+                          "closing the connection of client pid \(context.clientPID): \(error.message)")
                 try? socket.send(.error(error), requestID: 0)
             }
             return false
@@ -135,6 +142,7 @@ final class Session: Sendable {
     /// connection. Errors of the request itself are answered with an Error message here.
     private func handle(_ frame: ReceivedFrame) throws(TrackError) {
         let rid = frame.requestID
+        if refusedWhileStopping(frame) { return }
         @Sendable func reply(_ result: () throws(TrackError) -> Message) {
             let message: Message
             do {
@@ -190,8 +198,10 @@ final class Session: Sendable {
     func background(_ name: String, _ work: @escaping @Sendable () -> Void) {
         let slot = context.slot
         slot.beginBusy()  // the client waits for the reply: the watchdog may judge this request
-        let thread = Thread {
+        backgroundRequests.add(1, ordering: .relaxed)
+        let thread = Thread { [self] in
             work()
+            backgroundRequests.subtract(1, ordering: .relaxed)
             slot.endBusy()
         }
         thread.name = name
@@ -202,6 +212,7 @@ final class Session: Sendable {
         let (assets, outputs) = state.withLock { ($0.assets.count, $0.outputs.count) }
         let (supervisorPID, startedMs, accepted, active, crashes) = context.statistics.map(SharedStatistics.read) ?? (0, 0, 0, 0, 0)
         let now = Supervisor.nowMs()
+        let interventions = context.statistics.map(SharedStatistics.interventions) ?? SharedStatistics.Interventions()
         // Daemon-wide: what ended workers sent, plus every live worker's slot (this one's included).
         var daemon = context.statistics.map(SharedStatistics.retired) ?? SharedStatistics.Retired()
         if let table = context.slot.table {
@@ -219,6 +230,7 @@ final class Session: Sendable {
             samplesSent: stats.samplesSent.load(ordering: .relaxed), bytesCopied: stats.bytesCopied.load(ordering: .relaxed),
             daemonSamplesSent: daemon.samples, daemonBytesCopied: daemon.copied, daemonBytesShared: daemon.shared,
             gstreamerVersion: Gst.versionString, framesDecoded: stats.framesDecoded.load(ordering: .relaxed),
-            framesConverted: stats.framesConverted.load(ordering: .relaxed)))
+            framesConverted: stats.framesConverted.load(ordering: .relaxed), watchdogKills: interventions.watchdogKills,
+            connectionsRefused: interventions.refused, connectionsRateLimited: interventions.rateLimited))
     }
 }

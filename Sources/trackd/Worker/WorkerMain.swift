@@ -24,6 +24,8 @@ struct WorkerContext: Sendable {
     var idleTimeout: UInt64 = Limits.defaults.idleTimeout
     /// The CPUs this worker may run on (counted before the sandbox, which refuses /sys).
     var cpus = 1
+    /// Seconds reads in flight get once trackd is stopping (`--stop-timeout`, Session+Stop.swift).
+    var stopTimeout: UInt64 = Configuration().stopTimeout
 }
 
 /// Limits and identity of a sandboxed worker; the supervisor passes them on the worker's command line.
@@ -64,6 +66,7 @@ enum WorkerMain {
     static let indexFD: Int32 = IndexCacheClient.fd
 
     static func run(arguments: [String]) -> Int32 {
+        StopRequest.install()  // a SIGTERM from now on stops the session gracefully instead of killing the worker
         let configuration: Configuration
         switch Options.parse(arguments, as: .worker) {
         case .run(let parsed): configuration = parsed
@@ -84,7 +87,8 @@ enum WorkerMain {
                                     sandbox: configuration.sandbox,
                                     handshakeTimeout: configuration.limits.handshakeTimeout,
                                     idleTimeout: configuration.limits.idleTimeout,
-                                    cpus: max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))))
+                                    cpus: max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))),
+                                    stopTimeout: configuration.stopTimeout)
         let statistics = FileDescriptor(taking: statisticsFD)
         context.statistics = SharedStatistics.attach(fd: statistics.rawValue)
         statistics.close()
@@ -100,7 +104,8 @@ enum WorkerMain {
         _ = trackd_set_thread_name("trackd-worker")
         context.slot = WorkerSlot(table: table, index: slotIndex, poolBytesPerClient: configuration.limits.poolBytesPerClient,
                                   poolBytesTotal: configuration.limits.poolBytesTotal)
-        let session = Session(socket: MessageSocket(fd: connection), context: context)
+        let slot = context.slot
+        let session = Session(socket: MessageSocket(fd: connection, sending: { slot.sending($0) }), context: context)
         session.run()
         return 0
     }

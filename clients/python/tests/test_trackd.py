@@ -17,7 +17,7 @@ import numpy as np
 
 import trackd
 from trackd import _asset
-from trackd.errors import (FILE_FAILED_TO_PARSE, FILE_FORMAT_NOT_RECOGNIZED, INVALID_ARGUMENT,
+from trackd.errors import (DAEMON_STOPPING, FILE_FAILED_TO_PARSE, FILE_FORMAT_NOT_RECOGNIZED, INVALID_ARGUMENT,
                            UNSUPPORTED_OUTPUT_SETTINGS, DAEMON_UNREACHABLE)
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..'))
@@ -109,6 +109,15 @@ class TracksTests(unittest.TestCase):
             self.assertAlmostEqual(asset.duration, 2.0, places=1)
             self.assertGreater(asset.worker_pid, 0)
             self.assertTrue(asset.server_version.startswith('trackd'))
+
+    def test_status_has_every_counter(self):
+        with open_clip() as asset:
+            status = asset.status()
+        # The supervisor's interventions (PROTOCOL.md Status, after gstreamer_version): none in this suite's daemon.
+        self.assertEqual((status['watchdog_kills'], status['connections_refused'], status['connections_rate_limited']),
+                         (0, 0, 0))
+        self.assertTrue(status['gstreamer_version'].startswith('GStreamer '))
+        self.assertGreaterEqual(status['connections_accepted'], 1)
 
     def test_tracks_in_track_id_order(self):
         # Video then two AAC tracks (ids 1, 2, 3): parsebin adds the audio pads in whichever order their parsers are
@@ -472,6 +481,33 @@ class ErrorTests(unittest.TestCase):
             with self.assertRaises(trackd.TrackdError) as cm:
                 asset.read(track=99)
             self.assertEqual(cm.exception.code, INVALID_ARGUMENT)
+
+
+class StopTests(unittest.TestCase):
+    def test_sigterm_tells_an_open_session_trackd_is_stopping(self):
+        # Its own trackd: this one is stopped. An idle session gets Error -11904 (request id 0) and then its
+        # connection ends: every later call raises that error, not -11819; trackd exits 0.
+        tmp2 = tempfile.mkdtemp(prefix='trackd-python-stop-')
+        sock2 = os.path.join(tmp2, 'trackd.sock')
+        with open(os.path.join(tmp2, 'trackd.log'), 'wb') as log:
+            own = subprocess.Popen([os.path.join(BUILD, 'trackd'), '--socket', sock2], stderr=log)
+        try:
+            for _ in range(200):
+                if os.path.exists(sock2):
+                    break
+                time.sleep(0.05)
+            with trackd.open(clip, socket=sock2, timeout=TIMEOUT) as asset:
+                own.terminate()
+                self.assertEqual(own.wait(timeout=60), 0)
+                with self.assertRaises(trackd.TrackdError) as cm:
+                    asset.status()
+                self.assertEqual(cm.exception.code, DAEMON_STOPPING)
+                self.assertEqual(cm.exception.message, 'trackd is stopping')
+        finally:
+            if own.poll() is None:
+                own.kill()
+                own.wait()
+            shutil.rmtree(tmp2, ignore_errors=True)
 
 
 if __name__ == '__main__':

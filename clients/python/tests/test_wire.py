@@ -153,7 +153,7 @@ class DecodingTests(unittest.TestCase):
 
     def test_status(self):
         data = hexbytes('''
-0000  76 00 00 00 0a 80 00 00 05 00 00 00 00 00 00 00   x
+0000  8e 00 00 00 0a 80 00 00 05 00 00 00 00 00 00 00   x
 0010  92 10 00 00 01 00 00 00 e8 03 00 00 00 00 00 00   x
 0020  02 00 00 00 00 00 00 00 01 00 00 00 00 00 00 00   x
 0030  00 00 00 00 01 00 00 00 00 00 00 00 0a 00 00 00   x
@@ -161,14 +161,16 @@ class DecodingTests(unittest.TestCase):
 0050  00 00 00 00 00 00 00 00 00 00 00 00 00 68 3c 01   x
 0060  00 00 00 00 10 00 47 53 74 72 65 61 6d 65 72 20   x
 0070  31 2e 32 32 2e 30 0c 00 00 00 00 00 00 00 0a 00   x
-0080  00 00 00 00 00 00                                 x''')
+0080  00 00 00 00 00 00 01 00 00 00 00 00 00 00 03 00   x
+0090  00 00 00 00 00 00 02 00 00 00 00 00 00 00         x''')
         length, type_, fds, rid, reserved = w.HEADER.unpack_from(data)
-        self.assertEqual((length, type_, fds, rid, reserved), (118, w.STATUS, 0, 5, 0))
+        self.assertEqual((length, type_, fds, rid, reserved), (142, w.STATUS, 0, 5, 0))
         s = w.decode(type_, data[16:])
         self.assertEqual((s['worker_pid'], s['supervisor_pid'], s['supervisor_uptime_ms']), (4242, 1, 1000))
         self.assertEqual((s['samples_sent'], s['daemon_samples_sent'], s['daemon_bytes_shared']), (10, 10, 20736000))
         self.assertEqual(s['gstreamer_version'], 'GStreamer 1.22.0')
         self.assertEqual((s['frames_decoded'], s['frames_converted']), (12, 10))
+        self.assertEqual((s['watchdog_kills'], s['connections_refused'], s['connections_rate_limited']), (1, 3, 2))
         with self.assertRaises(ProtocolViolation):  # truncated: the counters after the string are required
             w.decode(type_, data[16:-1])
 

@@ -150,7 +150,34 @@ class Connection:
             with self._send_lock:
                 return self._send(type_, payload, request_id, fd)
         except _SendFailed as e:  # closed outside the send lock: close() takes the routing lock
+            reason = self._closing_reason()
+            if reason is not None:
+                self.close(reason)
+                raise reason from None
             self._lost(str(e))
+
+    def _closing_reason(self):
+        """After a failed send: the Error with request id 0 that trackd sent before it closed the connection
+        ("trackd is stopping", its watchdog), if it is waiting unread; else None. Only reads what is already
+        there (the peer has closed its end, so no read blocks); other messages are dropped with the connection."""
+        with self._cond:
+            if self._reading or self._error is not None:
+                return None
+            self._reading = True
+        self._posted.clear()  # nothing more can be sent
+        try:
+            while True:
+                m = self._read_message()
+                for fd in m.fds:
+                    os.close(fd)
+                if m.type == w.ERROR and m.request_id == 0:
+                    return TrackdError(*m.value)
+        except (TrackdError, OSError):
+            return None
+        finally:
+            with self._cond:
+                self._reading = False
+                self._cond.notify_all()
 
     def _send(self, type_, payload, request_id, fd):
         self._check_open()

@@ -404,6 +404,7 @@ def decode_status(r):
     status = dict(zip(names, fields))
     status['gstreamer_version'] = r.string()
     status['frames_decoded'], status['frames_converted'] = r.unpack('<QQ')
+    status.update(zip(('watchdog_kills', 'connections_refused', 'connections_rate_limited'), r.unpack('<QQQ')))
     return status
 
 

@@ -17,6 +17,8 @@ PROTOCOL_VIOLATION = -11900
 INVALID_ARGUMENT = -11901
 LIMIT_EXCEEDED = -11902
 DAEMON_UNREACHABLE = -11903             # client side only: cannot connect to the socket
+DAEMON_STOPPING = -11904                # trackd is stopping (SIGTERM): new requests, unfinished reads, the session
+CONNECTION_RATE_EXCEEDED = -11905       # the uid opened connections faster than --connection-rate-per-uid allows
 
 NAMES = {value: name for name, value in globals().items() if name.isupper() and isinstance(value, int)}
 

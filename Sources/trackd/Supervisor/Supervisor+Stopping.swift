@@ -1,0 +1,94 @@
+import CSystemd
+import CTrackSys
+import Foundation
+import Synchronization
+import SystemCalls
+import TrackdProtocol
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A graceful stop (SIGTERM or SIGINT): no new connections, every connected client told, reads in flight given
+/// `--stop-timeout` seconds, and every worker reaped before the supervisor exits with status 0.
+extension Supervisor {
+    static let stoppingMessage = "trackd is stopping"
+    /// What a worker gets beyond `--stop-timeout` to end its reads, say so and exit, before it is killed.
+    static let stopMarginMs: UInt64 = 2000
+    /// How long killed workers get to be reaped (a SIGKILL always ends a process; this only bounds a stuck kernel).
+    static let killedReapMs: UInt64 = 10_000
+
+    /// 1. The accept gate closes: no connection is taken from the listening socket's queue any more. A socket
+    ///    systemd passed keeps its queue for the next trackd; one trackd bound is unlinked, and the connections
+    ///    already queued on it are each told "trackd is stopping".
+    /// 2. Every worker gets SIGTERM (Session+Stop.swift: it refuses new requests with −11904, lets its reads run
+    ///    for `--stop-timeout` s, ends the rest with −11904, sends Error −11904 with request id 0, and exits); a
+    ///    warm worker without a connection is killed.
+    /// 3. Workers still running `stopMarginMs` after the grace are killed; their clients are told (Error −11904,
+    ///    when the connection is between frames).
+    /// 4. Every worker reaped, the supervisor exits 0.
+    func stop(signal sig: Int32) -> Never {
+        let started = trackd_monotonic_ms()
+        let grace = configuration.stopTimeout
+        acceptGate.withLock { $0 = true }
+        Log.notice("received signal \(sig) (\(String(cString: strsignal(sig)))); stopping: no new connections; reads in flight get \(grace) s (--stop-timeout)")
+        _ = sd_notify(0, "STOPPING=1\nSTATUS=stopping: reads in flight get \(grace) s")
+        if let path = listener.ownedPath {
+            unlink(path)
+            refuseQueuedConnections()
+        }
+        let signalled = counters.withLock { c -> Int in
+            c.stopping = true
+            if let warm = c.warm {
+                kill(warm.pid, SIGKILL)
+                c.ending.insert(warm.pid)
+                c.warm = nil
+            }
+            for pid in c.workers.keys { kill(pid, SIGTERM) }
+            return c.workers.count
+        }
+        waitForWorkers(untilMs: started + grace * 1000 + Self.stopMarginMs)
+        let late = counters.withLock { c -> Int in
+            let late = c.workers.filter { !$0.value.killed }
+            for (pid, record) in late {
+                Log.warning("stopping: killing worker \(pid) (client uid \(record.uid) pid \(record.clientPID)): still running \(grace) s after the stop (--stop-timeout)")
+                c.workers[pid]!.killed = true
+                c.workers[pid]!.farewell = TrackError(.daemonStopping,
+                                                      "\(Self.stoppingMessage); the worker serving this connection did not end within the grace of \(grace) s (--stop-timeout)")
+                kill(pid, SIGKILL)
+            }
+            return late.count
+        }
+        waitForWorkers(untilMs: trackd_monotonic_ms() + Self.killedReapMs)
+        let left = counters.withLock { $0.workers.count + $0.ending.count }
+        let took = trackd_monotonic_ms() - started
+        if left > 0 {
+            Log.error("stopped after \(took) ms with \(left) workers not reaped")
+        } else {
+            Log.notice("stopped after \(took) ms: \(signalled) workers told, \(signalled - late) ended by themselves, \(late) killed after the grace; every worker reaped")
+        }
+        exit(left > 0 ? 1 : 0)
+    }
+
+    /// Takes each connection already queued on a socket trackd bound itself (nobody else will serve it once trackd
+    /// exits) and tells it "trackd is stopping".
+    private func refuseQueuedConnections() {
+        while let conn = try? listener.descriptor.accept() {
+            tell(SharedDescriptor(conn), TrackError(.daemonStopping, Self.stoppingMessage))
+        }
+    }
+
+    /// Reaps (on SIGCHLD, and every 100 ms) until every worker is gone or `deadline` (CLOCK_MONOTONIC ms) passes.
+    private func waitForWorkers(untilMs deadline: UInt64) {
+        var set = sigset_t()
+        sigemptyset(&set)
+        sigaddset(&set, SIGCHLD)
+        while counters.withLock({ !$0.workers.isEmpty || !$0.ending.isEmpty }) {
+            let now = trackd_monotonic_ms()
+            guard now < deadline else { return }
+            var timeout = timespec(tv_sec: 0, tv_nsec: Int(min(deadline - now, 100)) * 1_000_000)
+            _ = sigtimedwait(&set, nil, &timeout)
+            reap()
+        }
+    }
+}
