@@ -432,17 +432,7 @@ struct LimitsTests {
         let raw = try RawClient(socketPath: daemon.socketPath)
         let worker = try Self.pid(of: raw)
         let created = try Self.createOutput(raw, asset: try raw.openAsset(Media.clip).assetID)
-        var slotCount = 0
-        var held: [SlotRef] = []
-        while slotCount == 0 || held.count < slotCount {
-            let frame = try raw.socket.receive()
-            frame.fds.forEach { close($0) }
-            switch frame.message {
-            case .poolAdded(let pool): slotCount = Int(pool.slotCount)
-            case .sample(let sample): held.append(sample.slot)
-            default: break
-            }
-        }
+        let held = try Self.holdEverySlot(raw)
         #expect(waitUntil { Self.allThreadsSleep(worker) }, "\(Self.processState(worker))")
         kill(worker, SIGSTOP)
         try raw.socket.send(.releaseSlots(outputID: created.outputID, slots: held), requestID: 0)
@@ -460,6 +450,22 @@ struct LimitsTests {
         let status = try daemon.status()
         #expect(status.watchdogKills == 1 && status.workerCrashes == 0, "\(status)")
         try Self.anotherClientReads(daemon)
+    }
+
+    /// Reads an output's frames until the client holds every slot of its pool (the worker then waits for one).
+    static func holdEverySlot(_ raw: RawClient) throws -> [SlotRef] {
+        var slotCount = 0
+        var held: [SlotRef] = []
+        while slotCount == 0 || held.count < slotCount {
+            let frame = try raw.socket.receive()
+            frame.fds.forEach { close($0) }
+            switch frame.message {
+            case .poolAdded(let pool): slotCount = Int(pool.slotCount)
+            case .sample(let sample): held.append(sample.slot)
+            default: break
+            }
+        }
+        return held
     }
 
     /// Every thread of `pid` is sleeping (state S in /proc/<pid>/task/*/stat).
@@ -481,17 +487,7 @@ struct LimitsTests {
         let raw = try RawClient(socketPath: daemon.socketPath)
         let workers = [try Self.pid(of: idle), try Self.pid(of: raw)]
         let created = try Self.createOutput(raw, asset: try raw.openAsset(Media.clip).assetID)
-        var slotCount = 0
-        var held: [SlotRef] = []
-        while slotCount == 0 || held.count < slotCount {
-            let frame = try raw.socket.receive()
-            frame.fds.forEach { close($0) }
-            switch frame.message {
-            case .poolAdded(let pool): slotCount = Int(pool.slotCount)
-            case .sample(let sample): held.append(sample.slot)
-            default: break
-            }
-        }
+        let held = try Self.holdEverySlot(raw)
         // Three times the watchdog's limit, holding every slot: both workers live throughout.
         #expect(holds(for: .seconds(3), poll: .milliseconds(100)) { workers.allSatisfy(Self.isAlive) })
         try raw.socket.send(.releaseSlots(outputID: created.outputID, slots: held), requestID: 0)

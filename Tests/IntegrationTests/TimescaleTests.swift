@@ -60,6 +60,20 @@ import TrackdProtocol
                      packets: packets, frames: frames)
     }
 
+    /// The `kind` file's ffprobe view, a daemon (the caller stops it), the file opened on it and its video track.
+    static func open(_ kind: String) throws -> (Probe, Daemon, Asset, AssetTrack) {
+        let file = try #require(Self.files[kind])
+        let probe = try Self.probe(file)
+        let daemon = try Daemon()
+        do {
+            let asset = try Asset(path: file, socketPath: daemon.socketPath)
+            return (probe, daemon, asset, try #require(asset.tracks(withMediaType: .video).first))
+        } catch {
+            daemon.stop()
+            throw error
+        }
+    }
+
     /// Every sample of `track` (decoded with `settings`, or passthrough for nil) over `range`.
     static func read(_ asset: Asset, _ track: AssetTrack, _ settings: [String: SettingValue]?,
                      range: MediaTimeRange = .everything) throws -> [SampleBuffer] {
@@ -77,12 +91,8 @@ import TrackdProtocol
     /// The track's timescale and range: naturalTimeScale is ffprobe's time_base, start and duration are its
     /// start_pts and duration_ts (where ffprobe states them), and every frame's PTS is ffprobe's as an integer.
     @Test(arguments: kinds) func decodedTimesAreTheContainers(kind: String) throws {
-        let file = try #require(Self.files[kind])
-        let probe = try Self.probe(file)
-        let daemon = try Daemon()
+        let (probe, daemon, asset, track) = try Self.open(kind)
         defer { daemon.stop() }
-        let asset = try Asset(path: file, socketPath: daemon.socketPath)
-        let track = try #require(asset.tracks(withMediaType: .video).first)
         #expect(Int64(track.naturalTimeScale) == probe.timeBase.den, "\(kind): \(track.naturalTimeScale) vs \(probe.timeBase)")
         if let start = probe.startPTS { #expect(track.timeRangeStart == probe.time(start), "\(kind) start") }
         // ffprobe's stream duration of an MP4 with an edit list is not the track's when the frame rate varies (1.9 s
@@ -109,12 +119,8 @@ import TrackdProtocol
     /// Passthrough: every stored sample's PTS, DTS (where the container stores one) and duration equal ffprobe's
     /// packets', as integers in the time_base.
     @Test(arguments: kinds) func passthroughTimesAreTheContainers(kind: String) throws {
-        let file = try #require(Self.files[kind])
-        let probe = try Self.probe(file)
-        let daemon = try Daemon()
+        let (probe, daemon, asset, track) = try Self.open(kind)
         defer { daemon.stop() }
-        let asset = try Asset(path: file, socketPath: daemon.socketPath)
-        let track = try #require(asset.tracks(withMediaType: .video).first)
         let samples = try Self.read(asset, track, nil)
         try #require(samples.count == probe.packets.count, "\(kind): \(samples.count) samples, ffprobe \(probe.packets.count)")
         let storesDTS = !kind.contains("mkv") && !kind.contains("webm")  // Matroska stores no DTS (ffmpeg guesses it)
@@ -141,12 +147,8 @@ import TrackdProtocol
     /// microsecond (0.033333: rounded to the nearest tick by the worker). AVI is left out: its frames cannot be
     /// indexed while avidemux gives passthrough samples no PTS (above).
     @Test(arguments: kinds.filter { $0 != "avi" }) func readFramesAtEachFramesTime(kind: String) throws {
-        let file = try #require(Self.files[kind])
-        let probe = try Self.probe(file)
-        let daemon = try Daemon()
+        let (probe, daemon, asset, track) = try Self.open(kind)
         defer { daemon.stop() }
-        let asset = try Asset(path: file, socketPath: daemon.socketPath)
-        let track = try #require(asset.tracks(withMediaType: .video).first)
         let times = probe.frames.map(probe.time)
         let exact = try asset.frames(at: times, track: track, outputSettings: Self.y420)
         #expect(exact.map(\.index) == Array(0..<UInt64(times.count)), "\(kind)")
@@ -165,12 +167,8 @@ import TrackdProtocol
     /// next frame, and a range starting at frame 1 of an H.264 MP4 delivers nothing — both the frame-selection
     /// rule's (#13, its own helper).
     @Test(arguments: kinds) func rangesOnFrameBoundaries(kind: String) throws {
-        let file = try #require(Self.files[kind])
-        let probe = try Self.probe(file)
-        let daemon = try Daemon()
+        let (probe, daemon, asset, track) = try Self.open(kind)
         defer { daemon.stop() }
-        let asset = try Asset(path: file, socketPath: daemon.socketPath)
-        let track = try #require(asset.tracks(withMediaType: .video).first)
         let times = probe.frames.map(probe.time)
         for k in [1, 2, 5, 8, 11] where k < times.count {
             let samples = try Self.read(asset, track, Self.y420, range: MediaTimeRange(start: .zero, duration: times[k]))
@@ -217,12 +215,8 @@ import TrackdProtocol
     /// reset(forReadingTimeRanges:) takes its ranges on the same grid: ranges of one tick at frames 5 and 8's exact
     /// times deliver exactly those frames.
     @Test(arguments: ["mp4", "mov", "avi"]) func resetRangesOnTheGrid(kind: String) throws {
-        let file = try #require(Self.files[kind])
-        let probe = try Self.probe(file)
-        let daemon = try Daemon()
+        let (probe, daemon, asset, track) = try Self.open(kind)
         defer { daemon.stop() }
-        let asset = try Asset(path: file, socketPath: daemon.socketPath)
-        let track = try #require(asset.tracks(withMediaType: .video).first)
         let times = probe.frames.map(probe.time)
         let tick = MediaTime(value: 1, timescale: track.naturalTimeScale)
         let output = try AssetReaderTrackOutput(track: track, outputSettings: Self.y420)
