@@ -72,6 +72,54 @@ gboolean swift_gst_bin_tasks_all_paused(GstBin *bin) {
     return count.tasks > 0 && count.running == 0;
 }
 
+// ═══ errors a bin's children post ═══════════════════════════════════════════════════════════════════════════════
+
+static GQuark first_error_quark(void) {
+    return g_quark_from_static_string("trackd-first-error");  // thread-safe; the same quark every time
+}
+
+// What GstBin's own child-bus handler does (bin_bus_handler in gstbin.c: hand the message to the class's
+// handle_message, which takes it, and drop it from the bus), after keeping a reference to the first ERROR.
+static GstBusSyncReply record_first_error(GstBus *bus, GstMessage *message, gpointer data) {
+    (void)bus;
+    GstBin *bin = GST_BIN(data);
+    if (GST_MESSAGE_TYPE(message) == GST_MESSAGE_ERROR) {
+        GST_OBJECT_LOCK(bin);
+        if (g_object_get_qdata(G_OBJECT(bin), first_error_quark()) == NULL) {
+            g_object_set_qdata_full(G_OBJECT(bin), first_error_quark(), gst_message_ref(message),
+                                    (GDestroyNotify)gst_message_unref);
+        }
+        GST_OBJECT_UNLOCK(bin);
+    }
+    GstBinClass *klass = GST_BIN_GET_CLASS(bin);
+    if (klass->handle_message != NULL) {
+        klass->handle_message(bin, message);
+    } else {
+        gst_message_unref(message);
+    }
+    return GST_BUS_DROP;
+}
+
+void swift_gst_bin_record_first_error(GstBin *bin) {
+    GstBus *bus = bin->child_bus;
+    gst_bus_set_sync_handler(bus, NULL, NULL, NULL);  // a sync handler cannot be replaced, only cleared and set
+    gst_bus_set_sync_handler(bus, record_first_error, bin, NULL);
+}
+
+GstMessage *swift_gst_bin_first_error(GstBin *bin) {
+    GST_OBJECT_LOCK(bin);
+    GstMessage *message = g_object_get_qdata(G_OBJECT(bin), first_error_quark());
+    if (message != NULL) gst_message_ref(message);
+    GST_OBJECT_UNLOCK(bin);
+    return message;
+}
+
+const gchar *swift_gst_object_factory_name(GstObject *object) {
+    if (object == NULL || !GST_IS_ELEMENT(object)) return NULL;
+    GstElementFactory *factory = gst_element_get_factory(GST_ELEMENT(object));  // transfer none
+    return factory != NULL ? gst_plugin_feature_get_name(GST_PLUGIN_FEATURE(factory)) : NULL;
+}
+
 gint swift_gst_audio_bytes_per_sample(const GstCaps *caps) {
     GstAudioInfo info;
     if (caps == NULL || !gst_audio_info_from_caps(&info, caps) || GST_AUDIO_INFO_CHANNELS(&info) <= 0) return 0;

@@ -49,8 +49,12 @@ public final class TrackPipeline: @unchecked Sendable {
     public let outputFormat: OutputFormat
     private let stopped = Mutex(false)
     private var failure: TrackError?
+    /// "Cannot read track N", the start of every error message of this output: the same whether the failure came
+    /// while prerolling (CreateOutput's error) or after it (OutputFinished), which depends on timing.
+    private let context: String
 
-    static let prerollTimeoutNs: UInt64 = 10_000_000_000
+    /// Only for a stuck pipeline: prerolls and seeks wait for the pipeline's verdict (Pipeline.waitAsyncDone).
+    static let prerollTimeoutNs: UInt64 = Pipeline.stuckNs
 
     /// Builds and prerolls the pipeline for one track, seeks to `timeRange` and sets PLAYING.
     /// Decoded outputs enforce `limits` on what leaves the decoder (DecodeGuard); passthrough decodes nothing.
@@ -82,6 +86,7 @@ public final class TrackPipeline: @unchecked Sendable {
                   requiredType: branch.requiredType).attach(to: parser)
 
         let context = "Cannot read track \(trackID)"
+        self.context = context
         try pipeline.setState(GST_STATE_PAUSED, context: context)
         try pipeline.waitAsyncDone(timeoutNs: Self.prerollTimeoutNs, context: context)
         try Self.seekAfterPreroll(pipeline, samples: samples, sink: sink.pointer, to: timeRange, context: context)
@@ -150,7 +155,7 @@ public final class TrackPipeline: @unchecked Sendable {
                                   GST_SEEK_TYPE_SET, gint64(bounds.start),
                                   GST_SEEK_TYPE_SET, gint64(stop ?? -1))  // -1: to the end (NONE would keep the last stop)
         guard ok != 0 else {
-            throw pipeline.popError(context: "Reading failed")
+            throw pipeline.popError(context: context)
                 ?? TrackError(.operationNotSupportedForAsset, "the demuxer refused to seek to \(range.start)")
         }
     }
@@ -201,7 +206,7 @@ public final class TrackPipeline: @unchecked Sendable {
     public func pull(timeoutNs: UInt64) -> PullResult {
         if let failure { return .failed(failure) }
         if samples.rangeEnded { return .endOfStream }
-        if let error = pipeline.popError(context: "Reading failed") {
+        if let error = pipeline.popError(context: context) {
             failure = error
             return .failed(error)
         }
@@ -212,7 +217,7 @@ public final class TrackPipeline: @unchecked Sendable {
             case .endOfRange: return .endOfStream
             }
         }
-        if let error = pipeline.popError(context: "Reading failed") {
+        if let error = pipeline.popError(context: context) {
             failure = error
             return .failed(error)
         }
