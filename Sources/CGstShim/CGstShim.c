@@ -160,7 +160,10 @@ static uint8_t swift_gst_cicp_range(GstVideoColorRange range) {
     }
 }
 
+// Primaries and transfer: H.273's 0 is reserved, so GStreamer's 0 (unknown) is reported as 2, unspecified.
 static uint8_t swift_gst_cicp(guint code) { return code == 0 || code > 255 ? 2 : (uint8_t)code; }
+// MatrixCoefficients: 0 is identity, GStreamer's RGB matrix (its unknown is already 2).
+static uint8_t swift_gst_cicp_matrix(guint code) { return code > 255 ? 2 : (uint8_t)code; }
 
 gboolean swift_gst_video_layout_from_caps(const GstCaps *caps, SwiftGstVideoLayout *out) {
     GstVideoInfo info;
@@ -189,7 +192,7 @@ gboolean swift_gst_video_layout_from_caps(const GstCaps *caps, SwiftGstVideoLayo
     GstVideoColorimetry parsed;
     if (text != NULL && gst_video_colorimetry_from_string(&parsed, text)) colorimetry = parsed;
     out->range = swift_gst_cicp_range(colorimetry.range);
-    out->matrix = swift_gst_cicp(gst_video_color_matrix_to_iso(colorimetry.matrix));
+    out->matrix = swift_gst_cicp_matrix(gst_video_color_matrix_to_iso(colorimetry.matrix));
     out->primaries = swift_gst_cicp(gst_video_color_primaries_to_iso(colorimetry.primaries));
     out->transfer = swift_gst_cicp(gst_video_transfer_function_to_iso(colorimetry.transfer));
     out->fps_n = GST_VIDEO_INFO_FPS_N(&info);
@@ -203,7 +206,7 @@ gboolean swift_gst_caps_colorimetry(const GstCaps *caps, uint8_t cicp[4]) {
     GstVideoColorimetry parsed;
     if (text == NULL || !gst_video_colorimetry_from_string(&parsed, text)) return FALSE;
     cicp[0] = swift_gst_cicp_range(parsed.range);
-    cicp[1] = swift_gst_cicp(gst_video_color_matrix_to_iso(parsed.matrix));
+    cicp[1] = swift_gst_cicp_matrix(gst_video_color_matrix_to_iso(parsed.matrix));
     cicp[2] = swift_gst_cicp(gst_video_color_primaries_to_iso(parsed.primaries));
     cicp[3] = swift_gst_cicp(gst_video_transfer_function_to_iso(parsed.transfer));
     return TRUE;

@@ -15,10 +15,16 @@ public indirect enum SettingValue: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// How every message prints a double (docs/PROTOCOL.md §10.3, "How values are printed"): the shortest decimal
+    /// that reads back as the same double — plain, with at least one digit after the point, when 1e-4 ≤ |v| < 2^53
+    /// ("1.0", "44100.5"), else in exponent form ("1e+16", "1e-05") — and "nan", "inf", "-inf", "-0.0". That is
+    /// Swift's own description of a Double, named here so that it is one rule, pinned by SettingsEdgesTests.
+    public static func format(_ value: Double) -> String { "\(value)" }
+
     public var description: String {
         switch self {
         case .int(let v): "\(v)"
-        case .double(let v): "\(v)"
+        case .double(let v): Self.format(v)
         case .bool(let v): "\(v)"
         case .string(let v): "\"\(v)\""
         case .array(let a): "[" + a.map(\.description).joined(separator: ", ") + "]"
