@@ -52,6 +52,8 @@ public final class TrackPipeline: @unchecked Sendable {
     /// "Cannot read track N", the start of every error message of this output: the same whether the failure came
     /// while prerolling (CreateOutput's error) or after it (OutputFinished), which depends on timing.
     private let context: String
+    /// Decoded video's kCVPixelBufferBytesPerRowAlignmentKey (1: none): every pulled frame is laid out so.
+    private let rowAlignment: Int
 
     /// Only for a stuck pipeline: prerolls and seeks wait for the pipeline's verdict (Pipeline.waitAsyncDone).
     static let prerollTimeoutNs: UInt64 = Pipeline.stuckNs
@@ -82,6 +84,7 @@ public final class TrackPipeline: @unchecked Sendable {
         }
         sink = branch.appsink
         samples = branch.samples
+        if case .decode(let request) = mode { rowAlignment = request.bytesPerRowAlignment } else { rowAlignment = 1 }
         PadRouter(wantedTrack: trackID, target: staticPad(branch.target, "sink"), pipeline: pipeline.element,
                   requiredType: branch.requiredType).attach(to: parser)
 
@@ -212,7 +215,7 @@ public final class TrackPipeline: @unchecked Sendable {
         }
         while let appsinkSample = gst_app_sink_try_pull_sample(appSink(sink.pointer), GstClockTime(timeoutNs)) {
             switch samples.make(Self.ownSample(GstRef(full: appsinkSample))) {
-            case .sample(let pulled): return .sample(pulled)
+            case .sample(let pulled): return .sample(pulled.aligningRows(to: rowAlignment))
             case .skip: continue  // audio entirely outside the range (dropped by the trimming): pull the next one
             case .endOfRange: return .endOfStream
             }

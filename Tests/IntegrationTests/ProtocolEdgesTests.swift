@@ -9,7 +9,7 @@ import Glibc
 #endif
 
 /// The points of docs/PROTOCOL.md a client writer tripped on (issue #13): Hello's maxFds, the request id of a payload
-/// error, the colorimetry RGB and untagged samples report.
+/// error, the colorimetry RGB and untagged samples report; and kCVPixelBufferBytesPerRowAlignmentKey end to end.
 @Suite(.timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs)
 struct ProtocolEdgesTests {
     /// A Hello with maxFds 0 is refused (§5): Error −11900 with the Hello's request id, then the connection closes.
@@ -70,5 +70,37 @@ struct ProtocolEdgesTests {
         #expect(try firstSample(Media.clip, "BGRA", daemon).colorimetry == Colorimetry(range: 2, matrix: 0, primaries: 1, transfer: 13))
         #expect(try firstSample(Media.clip, "420v", daemon).colorimetry == Colorimetry(range: 1, matrix: 6, primaries: 6, transfer: 6))
         #expect(try firstSample(Media.long, "420v", daemon).colorimetry == Colorimetry(range: 1, matrix: 1, primaries: 1, transfer: 1))
+    }
+
+    /// kCVPixelBufferBytesPerRowAlignmentKey 64 and 256: every plane's bytesPerRow and offset is a multiple of it,
+    /// and the visible bytes are ffmpeg's frames (Media.clip, 320×240 y420: rows of 320 and 160 bytes; with 64 the luma
+    /// rows are already aligned and the chroma ones become 192, with 256 they become 512 and 256).
+    @Test func bytesPerRowAlignment() throws {
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        let expected = try Oracle.frameMD5(Media.clip, pixFmt: "yuv420p").map(\.md5)
+        let asset = try Asset(path: Media.clip, socketPath: daemon.socketPath)
+        let track = try #require(asset.tracks(withMediaType: .video).first)
+        for alignment in [64, 256] {
+            let output = try AssetReaderTrackOutput(track: track, outputSettings: [
+                SettingsKey.pixelFormatType: .string("y420"), SettingsKey.bytesPerRowAlignment: .int(Int64(alignment)),
+            ])
+            let reader = AssetReader(asset: asset)
+            try reader.add(output)
+            #expect(try reader.startReading())
+            var md5s: [String] = []
+            while let sample = try output.copyNextSampleBuffer() {
+                #expect(sample.planes.count == 3)
+                for plane in sample.planes {
+                    #expect(Int(plane.bytesPerRow) % alignment == 0 && Int(plane.offset) % alignment == 0, "\(alignment): \(plane)")
+                    #expect(plane.bytesPerRow >= plane.rowBytes)
+                }
+                #expect(sample.planes.map(\.rowBytes) == [320, 160, 160])
+                #expect(sample.planes.map(\.bytesPerRow) == (alignment == 64 ? [320, 192, 192] : [512, 256, 256]))
+                md5s.append(md5Hex(sample.packedBytes()))
+            }
+            #expect(reader.status == .completed)
+            #expect(md5s == expected, "alignment \(alignment)")
+        }
     }
 }
