@@ -72,6 +72,54 @@ gboolean swift_gst_bin_tasks_all_paused(GstBin *bin) {
     return count.tasks > 0 && count.running == 0;
 }
 
+// ═══ errors a bin's children post ═══════════════════════════════════════════════════════════════════════════════
+
+static GQuark first_error_quark(void) {
+    return g_quark_from_static_string("trackd-first-error");  // thread-safe; the same quark every time
+}
+
+// What GstBin's own child-bus handler does (bin_bus_handler in gstbin.c: hand the message to the class's
+// handle_message, which takes it, and drop it from the bus), after keeping a reference to the first ERROR.
+static GstBusSyncReply record_first_error(GstBus *bus, GstMessage *message, gpointer data) {
+    (void)bus;
+    GstBin *bin = GST_BIN(data);
+    if (GST_MESSAGE_TYPE(message) == GST_MESSAGE_ERROR) {
+        GST_OBJECT_LOCK(bin);
+        if (g_object_get_qdata(G_OBJECT(bin), first_error_quark()) == NULL) {
+            g_object_set_qdata_full(G_OBJECT(bin), first_error_quark(), gst_message_ref(message),
+                                    (GDestroyNotify)gst_message_unref);
+        }
+        GST_OBJECT_UNLOCK(bin);
+    }
+    GstBinClass *klass = GST_BIN_GET_CLASS(bin);
+    if (klass->handle_message != NULL) {
+        klass->handle_message(bin, message);
+    } else {
+        gst_message_unref(message);
+    }
+    return GST_BUS_DROP;
+}
+
+void swift_gst_bin_record_first_error(GstBin *bin) {
+    GstBus *bus = bin->child_bus;
+    gst_bus_set_sync_handler(bus, NULL, NULL, NULL);  // a sync handler cannot be replaced, only cleared and set
+    gst_bus_set_sync_handler(bus, record_first_error, bin, NULL);
+}
+
+GstMessage *swift_gst_bin_first_error(GstBin *bin) {
+    GST_OBJECT_LOCK(bin);
+    GstMessage *message = g_object_get_qdata(G_OBJECT(bin), first_error_quark());
+    if (message != NULL) gst_message_ref(message);
+    GST_OBJECT_UNLOCK(bin);
+    return message;
+}
+
+const gchar *swift_gst_object_factory_name(GstObject *object) {
+    if (object == NULL || !GST_IS_ELEMENT(object)) return NULL;
+    GstElementFactory *factory = gst_element_get_factory(GST_ELEMENT(object));  // transfer none
+    return factory != NULL ? gst_plugin_feature_get_name(GST_PLUGIN_FEATURE(factory)) : NULL;
+}
+
 gint swift_gst_audio_bytes_per_sample(const GstCaps *caps) {
     GstAudioInfo info;
     if (caps == NULL || !gst_audio_info_from_caps(&info, caps) || GST_AUDIO_INFO_CHANNELS(&info) <= 0) return 0;
@@ -112,7 +160,10 @@ static uint8_t swift_gst_cicp_range(GstVideoColorRange range) {
     }
 }
 
+// Primaries and transfer: H.273's 0 is reserved, so GStreamer's 0 (unknown) is reported as 2, unspecified.
 static uint8_t swift_gst_cicp(guint code) { return code == 0 || code > 255 ? 2 : (uint8_t)code; }
+// MatrixCoefficients: 0 is identity, GStreamer's RGB matrix (its unknown is already 2).
+static uint8_t swift_gst_cicp_matrix(guint code) { return code > 255 ? 2 : (uint8_t)code; }
 
 gboolean swift_gst_video_layout_from_caps(const GstCaps *caps, SwiftGstVideoLayout *out) {
     GstVideoInfo info;
@@ -141,7 +192,7 @@ gboolean swift_gst_video_layout_from_caps(const GstCaps *caps, SwiftGstVideoLayo
     GstVideoColorimetry parsed;
     if (text != NULL && gst_video_colorimetry_from_string(&parsed, text)) colorimetry = parsed;
     out->range = swift_gst_cicp_range(colorimetry.range);
-    out->matrix = swift_gst_cicp(gst_video_color_matrix_to_iso(colorimetry.matrix));
+    out->matrix = swift_gst_cicp_matrix(gst_video_color_matrix_to_iso(colorimetry.matrix));
     out->primaries = swift_gst_cicp(gst_video_color_primaries_to_iso(colorimetry.primaries));
     out->transfer = swift_gst_cicp(gst_video_transfer_function_to_iso(colorimetry.transfer));
     out->fps_n = GST_VIDEO_INFO_FPS_N(&info);
@@ -155,7 +206,7 @@ gboolean swift_gst_caps_colorimetry(const GstCaps *caps, uint8_t cicp[4]) {
     GstVideoColorimetry parsed;
     if (text == NULL || !gst_video_colorimetry_from_string(&parsed, text)) return FALSE;
     cicp[0] = swift_gst_cicp_range(parsed.range);
-    cicp[1] = swift_gst_cicp(gst_video_color_matrix_to_iso(parsed.matrix));
+    cicp[1] = swift_gst_cicp_matrix(gst_video_color_matrix_to_iso(parsed.matrix));
     cicp[2] = swift_gst_cicp(gst_video_color_primaries_to_iso(parsed.primaries));
     cicp[3] = swift_gst_cicp(gst_video_transfer_function_to_iso(parsed.transfer));
     return TRUE;

@@ -119,21 +119,55 @@ enum GstErrors {
         return .unknown
     }
 
-    /// The TrackError for an ERROR message (message: transfer none): GStreamer's text plus the first line of the
-    /// debug string, which names the element and the reason.
+    /// The TrackError for an ERROR message (message: transfer none): GStreamer's text, then in parentheses the
+    /// factory of the element that posted it and the reason from its debug string — "This file contains no playable
+    /// streams. (qtdemux: no known streams found)". The debug string's first line (source file, line, function and
+    /// the element's path, whose names count the pipelines a process made) is left out, so the same failure of the
+    /// same bytes reads the same in every process.
     static func fromMessage(_ message: MessagePtr) -> TrackError {
         var error: UnsafeMutablePointer<GError>?
         var debug: UnsafeMutablePointer<gchar>?
         gst_message_parse_error(message, &error, &debug)
-        let debugText = takeString(debug)
+        let debugText = takeString(debug) ?? ""
         guard let error else { return TrackError(.unknown, "GStreamer error without details") }
         defer { g_error_free(error) }
         let code = code(domain: error.pointee.domain, code: error.pointee.code)
         var text = error.pointee.message.map { String(cString: $0) } ?? "GStreamer error"
-        if let first = debugText?.split(separator: "\n", maxSplits: 1).first, !first.isEmpty {
-            text += " (\(first))"
+        let source = swift_gst_object_factory_name(message.pointee.src).map { String(cString: $0) }
+        var lines = debugText.split(separator: "\n").map { String($0.drop(while: \.isWhitespace).reversed().drop(while: \.isWhitespace).reversed()) }
+            .filter { !$0.isEmpty }
+        if let first = lines.first, first.contains("): ") && first.contains(" (): ") { lines.removeFirst() }
+        let reason = lines.joined(separator: "; ")
+        switch (source, reason.isEmpty) {
+        case (let source?, false): text += " (\(source): \(reason))"
+        case (let source?, true): text += " (\(source))"
+        case (nil, false): text += " (\(reason))"
+        case (nil, true): break
         }
         return TrackError(code, text)
+    }
+
+    /// Which of the errors one failure posts is reported: the lowest rank (of equal ranks, the first posted). The
+    /// cause comes before its consequences, whichever thread posts first: trackd's own refusals (a limit, the wrong
+    /// track) 0; reading the file 1; the stream's own errors (demuxing, decoding, a missing decoder) 2; other core
+    /// and library errors (negotiation) 3; "Internal data stream error", which every element whose streaming
+    /// thread a failure downstream stops posts, 4.
+    static func rank(_ message: MessagePtr) -> Int {
+        switch swift_gst_message_type(message) {
+        case GST_MESSAGE_APPLICATION: return 0
+        case GST_MESSAGE_ELEMENT: return 2  // a missing plugin
+        case GST_MESSAGE_ERROR: break
+        default: return 5
+        }
+        var error: UnsafeMutablePointer<GError>?
+        gst_message_parse_error(message, &error, nil)
+        guard let error else { return 5 }
+        defer { g_error_free(error) }
+        let domain = error.pointee.domain
+        if domain == gst_resource_error_quark() { return 1 }
+        if domain == gst_stream_error_quark() { return error.pointee.code == Int32(GST_STREAM_ERROR_FAILED.rawValue) ? 4 : 2 }
+        if domain == gst_core_error_quark() && error.pointee.code == Int32(GST_CORE_ERROR_MISSING_PLUGIN.rawValue) { return 2 }
+        return 3
     }
 }
 
@@ -159,30 +193,6 @@ enum AppMessage {
         guard let s = gst_message_get_structure(message), let name = gst_structure_get_name(s) else { return nil }
         let text = gst_structure_get_string(s, "text").map { String(cString: $0) } ?? ""
         return (String(cString: name), text)
-    }
-}
-
-/// The result of waiting on a bus.
-enum BusWait {
-    case done
-    case timedOut
-}
-
-/// Pops messages from `bus` until ASYNC_DONE (→ .done), an ERROR or a trackd application error (→ throws), or the
-/// deadline (→ .timedOut). Messages of other types are dropped (nothing else reads this bus concurrently).
-func waitForAsyncDone(_ bus: BusPtr, timeoutNs: UInt64, context: String,
-                      ignoreMissingPlugins: Bool = false) throws(TrackError) -> BusWait {
-    let deadline = monotonicNs() &+ timeoutNs
-    while true {
-        let now = monotonicNs()
-        guard now < deadline else { return .timedOut }
-        guard let message = gst_bus_timed_pop(bus, GstClockTime(deadline - now)).map({ GstRef<GstMessage>(full: $0) }) else {
-            return .timedOut
-        }
-        if let error = checkMessage(message.pointer, context: context, ignoreMissingPlugins: ignoreMissingPlugins) {
-            throw error
-        }
-        if swift_gst_message_type(message.pointer) == GST_MESSAGE_ASYNC_DONE { return .done }
     }
 }
 

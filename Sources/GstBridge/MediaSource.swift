@@ -64,14 +64,17 @@ public final class MediaSource: Sendable {
         self.descriptor = descriptor
     }
 
+    /// A demuxer that exposes no new track and describes none for this long is stuck (not a verdict on the bytes:
+    /// every other end of discovery is the pipeline's own).
     static let discoveryTimeoutNs: UInt64 = 5_000_000_000
     /// How long every streaming task must stay paused, with no stream exposed, before discovery gives up early.
     static let stalledDemuxerNs: UInt64 = 1_000_000_000
     /// Discovery of a demuxer that never signals no-more-pads ends this long after its last new or described track.
     static let lastPadGraceNs: UInt64 = 100_000_000
 
-    /// Track discovery, bounded by a 5 s timeout. Not a media file → .fileFormatNotRecognized; damaged →
-    /// .fileFailedToParse; the message includes GStreamer's error text.
+    /// Track discovery, decided by the bytes (see waitForStreams); only a demuxer that makes no progress for 5 s is
+    /// given up on. Not a media file → .fileFormatNotRecognized; damaged → .fileFailedToParse; the message includes
+    /// GStreamer's error text (GstErrors.fromMessage).
     ///
     /// trackdfdsrc ! parsebin, with a probe on every exposed pad that notes the first buffers' timestamps and drops
     /// them (no sink: nothing prerolls, so one pull-mode streaming thread cannot block on one track while another
@@ -106,38 +109,49 @@ public final class MediaSource: Sendable {
         let timedOut = try Self.waitForStreams(pipeline, parser: parser, state: state, context: context)
         let entries = state.state.withLock { $0.entries }
         if timedOut && entries.isEmpty {
-            throw TrackError(.fileFailedToParse, "\(context): no streams found within \(Self.discoveryTimeoutNs / 1_000_000_000) s")
+            throw TrackError(.fileFailedToParse, "\(context): no stream found; the demuxer made no progress for \(Self.discoveryTimeoutNs / 1_000_000_000) s")
         }
         return try Self.describe(entries, parser: parser, context: context)
     }
 
     /// Waits until every stream is exposed and described (see discover); true when the deadline came first.
+    ///
+    /// The verdict is the bytes', not the clock's: discovery succeeds when every track was described before the
+    /// first error any element posted — in the order of GStreamer's sequence numbers, which a track's first buffer
+    /// takes too (DiscoveryState) — and fails with that error otherwise, whichever this thread saw first. A demuxer
+    /// that describes a track and then fails on the next one's data (a damaged sample table) thus fails every time,
+    /// and one that fails only after describing every track opens every time (its reads then fail).
     private static func waitForStreams(_ pipeline: Pipeline, parser: ElementPtr, state: DiscoveryState,
                                        context: String) throws(TrackError) -> Bool {
-        let deadline = monotonicNs() + discoveryTimeoutNs
         var stalledSince: UInt64?
         var announced: Int?  // the streams parsebin's stream-collection message says it exposes
         while true {
             let (described, noMorePads, count, lastChange) = state.state.withLock { s in
-                let dense = s.entries.filter { $0.sparse != true }
-                let described = !s.entries.isEmpty && (dense.isEmpty ? s.entries : dense).allSatisfy(\.done)
-                return (described, s.noMorePads, s.entries.count, s.lastChange)
+                (s.describedSeq, s.noMorePads, s.entries.count, s.lastChange)
             }
             // Every track so far is described (checked every 10 ms, which also lets a sparse track's tags arrive);
             // done once every stream parsebin announced in its stream-collection message (posted as it exposes its
             // pads) has a pad, or it signalled no-more-pads, or — a parser that announces nothing — no track has
             // appeared for a while. A track described early (a WebM's audio) must not end discovery before the next
             // one's pad is added.
-            if described && (noMorePads || announced.map { count >= $0 } == true
-                             || monotonicNs() - lastChange >= lastPadGraceNs) { return false }
+            if let described, noMorePads || announced.map({ count >= $0 }) == true
+                || monotonicNs() - lastChange >= lastPadGraceNs {
+                guard let failure = firstError(pipeline, parser: parser, context: context),
+                      gst_util_seqnum_compare(failure.seq, described) < 0 else { return false }
+                throw pipeline.settledError(first: failure.ranked, context: context)
+            }
+            // An error before every track was described is the verdict (a demuxer that gives up before exposing a
+            // stream posts its error and then pauses its task). One after it is not: the last pads are waited for.
+            if let failure = firstError(pipeline, parser: parser, context: context),
+               described.map({ gst_util_seqnum_compare(failure.seq, $0) < 0 }) ?? true {
+                throw pipeline.settledError(first: failure.ranked, context: context)
+            }
             if noMorePads && count == 0 {
                 throw TrackError(.fileFormatNotRecognized, "\(context): no audio, video or subtitle streams found")
             }
-            // A demuxer that gives up before exposing a stream pauses its task; its error can be lost (parsebin drops
-            // the errors of an element it is still autoplugging), so a stopped demuxer with no stream is the end —
-            // once every task has stayed paused for a second: typefind also pauses its task while parsebin
-            // autoplugs the demuxer, which takes long on a loaded machine (a valid WAV was once refused after three
-            // 10 ms polls).
+            // A demuxer that stops with no stream and no error: waited for a second, since typefind also pauses its
+            // task while parsebin autoplugs the demuxer, which takes long on a loaded machine (a valid WAV was once
+            // refused after three 10 ms polls).
             if count == 0 && swift_gst_bin_tasks_all_paused(bin(parser)) != 0 {
                 let since = stalledSince ?? monotonicNs()
                 stalledSince = since
@@ -148,21 +162,40 @@ public final class MediaSource: Sendable {
             } else {
                 stalledSince = nil
             }
-            let now = monotonicNs()
+            let now = monotonicNs(), deadline = lastChange + discoveryTimeoutNs  // no progress for that long: stuck
             if now >= deadline { return true }
-            let timeout = GstClockTime(min(deadline - now, 10_000_000))
-            if let message = gst_bus_timed_pop(pipeline.bus, timeout).map({ GstRef<GstMessage>(full: $0) }) {
-                if swift_gst_message_type(message.pointer) == GST_MESSAGE_STREAM_COLLECTION,
-                   message.pointer.pointee.src == upcast(parser, to: GstObject.self) {
-                    var collection: UnsafeMutablePointer<GstStreamCollection>?
-                    gst_message_parse_stream_collection(message.pointer, &collection)
-                    if let owned = collection.map({ GstRef<GstStreamCollection>(full: $0) }) {
-                        announced = Int(gst_stream_collection_get_size(owned.pointer))
-                    }
-                }
-                if let error = checkMessage(message.pointer, context: context, ignoreMissingPlugins: true) { throw error }
+            if let message = gst_bus_timed_pop(pipeline.bus, GstClockTime(min(deadline - now, 10_000_000))) {
+                announced = notice(GstRef<GstMessage>(full: message), parser: parser) ?? announced
             }
         }
+    }
+
+    /// The number of streams in parsebin's stream-collection message; nil for any other message. Errors are read
+    /// from the bins' first errors (firstError), not here: the bus is only a wake-up for them.
+    private static func notice(_ message: GstRef<GstMessage>, parser: ElementPtr) -> Int? {
+        guard swift_gst_message_type(message.pointer) == GST_MESSAGE_STREAM_COLLECTION,
+              message.pointer.pointee.src == upcast(parser, to: GstObject.self) else { return nil }
+        var collection: UnsafeMutablePointer<GstStreamCollection>?
+        gst_message_parse_stream_collection(message.pointer, &collection)
+        guard let owned = collection.map({ GstRef<GstStreamCollection>(full: $0) }) else { return nil }
+        return Int(gst_stream_collection_get_size(owned.pointer))
+    }
+
+    /// The first error posted in the pipeline — by the source or by any element inside the parser, including one
+    /// parsebin dropped (it drops the errors of an element it is still autoplugging, and a demuxer in pull mode can
+    /// fail before that ends) — with its sequence number. Kept by swift_gst_bin_record_first_error.
+    private static func firstError(_ pipeline: Pipeline, parser: ElementPtr,
+                                   context: String) -> (seq: UInt32, ranked: (rank: Int, error: TrackError))? {
+        var first: (seq: UInt32, ranked: (rank: Int, error: TrackError))?
+        for owner in [bin(parser), bin(pipeline.element)] {
+            guard let message = swift_gst_bin_first_error(owner).map({ GstRef<GstMessage>(full: $0) }),
+                  let error = checkMessage(message.pointer, context: context, ignoreMissingPlugins: true) else { continue }
+            let seq = gst_message_get_seqnum(message.pointer)
+            if first.map({ gst_util_seqnum_compare(seq, $0.seq) < 0 }) ?? true {
+                first = (seq, (GstErrors.rank(message.pointer), error))
+            }
+        }
+        return first
     }
 
     /// The tracks of the discovered pads, and the asset's duration.
@@ -212,6 +245,9 @@ final class DiscoveryState: @unchecked Sendable {
         /// size changes).
         var firstCaps: GstRef<GstCaps>?
         var done = false
+        /// The GStreamer sequence number taken when the track was described (its first buffer, GAP or EOS), in the
+        /// streaming thread: ordered with the errors that thread posts (their messages take one when made).
+        var doneSeq: UInt32 = 0
     }
 
     struct State {
@@ -219,6 +255,15 @@ final class DiscoveryState: @unchecked Sendable {
         var noMorePads = false
         /// monotonicNs() of the last pad added or track described.
         var lastChange = monotonicNs()
+
+        /// When every dense track (or, with none, every track) is described: the sequence number of the last of
+        /// them to be; else nil.
+        var describedSeq: UInt32? {
+            let dense = entries.filter { $0.sparse != true }
+            let wanted = dense.isEmpty ? entries : dense
+            guard !wanted.isEmpty, wanted.allSatisfy(\.done) else { return nil }
+            return wanted.map(\.doneSeq).reduce(wanted[0].doneSeq) { gst_util_seqnum_compare($1, $0) > 0 ? $1 : $0 }
+        }
     }
 
     let state = Mutex(State())
@@ -283,7 +328,10 @@ final class DiscoveryState: @unchecked Sendable {
             guard let i = s.entries.firstIndex(where: { $0.pad.pointer == pad }) else { return }
             let wasDone = s.entries[i].done
             body(&s.entries[i])
-            if !wasDone && s.entries[i].done { s.lastChange = monotonicNs() }
+            if !wasDone && s.entries[i].done {
+                s.lastChange = monotonicNs()
+                s.entries[i].doneSeq = gst_util_seqnum_next()
+            }
         }
     }
 

@@ -37,6 +37,8 @@ final class Pipeline {
         let parser = try makeElement("parsebin")
         swift_gst_object_set_int(source.pointer, "fd", fd)
         try addChain([source.pointer, parser.pointer])
+        swift_gst_bin_record_first_error(bin(element))  // the source's errors, and those parsebin passes on
+        swift_gst_bin_record_first_error(bin(parser.pointer))  // and those it drops
         return parser.pointer
     }
 
@@ -47,24 +49,58 @@ final class Pipeline {
         }
     }
 
-    /// Preroll/seek completion: waits for ASYNC_DONE, converting errors and timeouts.
-    func waitAsyncDone(timeoutNs: UInt64, context: String) throws(TrackError) {
-        switch try waitForAsyncDone(bus, timeoutNs: timeoutNs, context: context, ignoreMissingPlugins: ignoreMissingPlugins) {
-        case .done: return
-        case .timedOut:
-            throw TrackError(.fileFailedToParse, "\(context): timed out after \(timeoutNs / 1_000_000_000) s")
+    /// Preroll/seek completion: waits for the pipeline's verdict — ASYNC_DONE, or an error (then the error of that
+    /// failure that `settledError` picks). `timeoutNs` only bounds a pipeline that is stuck (no verdict at all); it
+    /// is far longer than any preroll of a loaded machine, and longer than the supervisor's watchdog.
+    func waitAsyncDone(timeoutNs: UInt64 = Pipeline.stuckNs, context: String) throws(TrackError) {
+        let deadline = monotonicNs() &+ timeoutNs
+        while true {
+            let now = monotonicNs()
+            guard now < deadline,
+                  let message = gst_bus_timed_pop(bus, GstClockTime(deadline - now)).map({ GstRef<GstMessage>(full: $0) }) else {
+                throw TrackError(.fileFailedToParse, "\(context): no verdict from the pipeline in \(timeoutNs / 1_000_000_000) s")
+            }
+            if let error = checkMessage(message.pointer, context: context, ignoreMissingPlugins: ignoreMissingPlugins) {
+                throw settledError(first: (GstErrors.rank(message.pointer), error), context: context)
+            }
+            if swift_gst_message_type(message.pointer) == GST_MESSAGE_ASYNC_DONE { return }
         }
     }
 
-    /// Drains the bus without blocking; returns the first error found (non-error messages are dropped).
+    /// How long a pipeline may give no verdict before it counts as stuck: 2 minutes (the watchdog, 30 s by default,
+    /// ends a worker that makes no progress first).
+    static let stuckNs: UInt64 = 120_000_000_000
+
+    /// The error of a failure, when one was posted: see `settledError`. nil when the bus holds none.
     func popError(context: String) -> TrackError? {
-        var found: TrackError?
+        guard let first = nextError(context: context) else { return nil }
+        return settledError(first: first, context: context)
+    }
+
+    /// The error to report for a failure whose first error is `first` (already popped): the pipeline is set to NULL,
+    /// which joins every streaming thread, so every error this failure makes is on the bus; of those (and `also`,
+    /// e.g. one parsebin dropped) the lowest `GstErrors.rank` wins, the first posted among equals. The text does not
+    /// depend on which thread noticed first.
+    func settledError(first: (rank: Int, error: TrackError), also: [(rank: Int, error: TrackError)] = [],
+                      context: String) -> TrackError {
+        _ = gst_element_set_state(element, GST_STATE_NULL)
+        var best = first
+        for candidate in also where candidate.rank < best.rank { best = candidate }
+        while let next = nextError(context: context) {
+            if next.rank < best.rank { best = next }
+        }
+        while gst_bus_pop(bus).map({ GstRef<GstMessage>(full: $0) }) != nil {}
+        return best.error
+    }
+
+    /// Pops messages without blocking until an error (or a trackd refusal); nil when the bus is empty.
+    private func nextError(context: String) -> (rank: Int, error: TrackError)? {
         while let message = gst_bus_pop(bus).map({ GstRef<GstMessage>(full: $0) }) {
-            if found == nil {
-                found = checkMessage(message.pointer, context: context, ignoreMissingPlugins: ignoreMissingPlugins)
+            if let error = checkMessage(message.pointer, context: context, ignoreMissingPlugins: ignoreMissingPlugins) {
+                return (GstErrors.rank(message.pointer), error)
             }
         }
-        return found
+        return nil
     }
 }
 

@@ -18,7 +18,7 @@ public struct SharedMemory: Sendable {
 
 /// How a sample's bytes are written into a slot (PulledSample.copyBytes). One case per way; the sample makers
 /// (SampleMakers.swift, AudioSamples.swift) choose it.
-enum CopyPlan {
+indirect enum CopyPlan {
     /// Bytes [start, end) of each of `rows` rows (from `offset`, `stride` apart) that a copy sets to zero.
     struct RowPadding {
         var offset: Int, stride: Int, start: Int, end: Int, rows: Int
@@ -46,6 +46,9 @@ enum CopyPlan {
     /// Decoded audio: these byte ranges of the buffer, each to its place (nil: the buffer from 0), then the channels
     /// reordered when asked.
     case audio(pieces: [(from: Int, to: Int, length: Int)]?, reorder: Reorder?)
+    /// kCVPixelBufferBytesPerRowAlignmentKey: the sample as `inner` writes it (`innerSize` bytes, planes `from`),
+    /// then each row moved to the aligned layout (PulledSample.aligningRows), the padding zeroed.
+    case restride(inner: CopyPlan, innerSize: Int, from: [PlaneLayout])
 }
 
 /// What a sample maker says about a sample besides its bytes.
@@ -157,6 +160,53 @@ public final class PulledSample: @unchecked Sendable {
 
     /// Copies the whole sample (`size` bytes) to `destination`, as its CopyPlan says.
     public func copyBytes(to destination: UnsafeMutableRawPointer) {
+        write(copy, size: size, to: destination)
+    }
+
+    /// The same frame with every plane's bytesPerRow and offset a multiple of `alignment`
+    /// (kCVPixelBufferBytesPerRowAlignmentKey): itself when they already are, else a copy that moves each row
+    /// (never zero-copy: the frame's own memory has GStreamer's layout). Rows keep their visible bytes; the padding
+    /// after them is zero.
+    public func aligningRows(to alignment: Int) -> PulledSample {
+        let a = UInt64(max(alignment, 1))
+        guard a > 1, !planes.allSatisfy({ UInt64($0.bytesPerRow) % a == 0 && $0.offset % a == 0 }) else { return self }
+        var aligned: [PlaneLayout] = []
+        var end: UInt64 = 0
+        for plane in planes {
+            let offset = (end + a - 1) / a * a
+            let stride = (UInt64(plane.rowBytes) + a - 1) / a * a
+            aligned.append(PlaneLayout(offset: offset, bytesPerRow: UInt32(clamping: stride), rowBytes: plane.rowBytes,
+                                       height: plane.height))
+            end = offset + stride * UInt64(plane.height)
+        }
+        discardSharedFD()
+        return PulledSample(restriding: self, planes: aligned, size: Int(end))
+    }
+
+    /// aligningRows' copy of `original`.
+    private init(restriding original: PulledSample, planes: [PlaneLayout], size: Int) {
+        sample = original.sample
+        buffer = original.buffer
+        copy = .restride(inner: original.copy, innerSize: original.size, from: original.planes)
+        presentationTime = original.presentationTime
+        decodeTime = original.decodeTime
+        duration = original.duration
+        isSync = original.isSync
+        isDiscontinuity = original.isDiscontinuity
+        isDroppable = original.isDroppable
+        format = original.format
+        width = original.width
+        height = original.height
+        colorimetry = original.colorimetry
+        self.planes = planes
+        self.size = size
+        frameCount = original.frameCount
+        trims = original.trims
+        shared = nil
+        sharedFD = Mutex(nil)
+    }
+
+    private func write(_ copy: CopyPlan, size: Int, to destination: UnsafeMutableRawPointer) {
         switch copy {
         case .bytes:
             _ = gst_buffer_extract(buffer, 0, destination, gsize(size))
@@ -185,6 +235,19 @@ public final class PulledSample: @unchecked Sendable {
             if let reorder {
                 _ = gst_audio_reorder_channels(destination, gsize(size), reorder.format, gint(reorder.from.count),
                                                reorder.from, reorder.to)
+            }
+        case .restride(let inner, let innerSize, let from):
+            let packed = UnsafeMutableRawPointer.allocate(byteCount: max(innerSize, 1), alignment: 64)
+            defer { packed.deallocate() }
+            write(inner, size: innerSize, to: packed)
+            destination.initializeMemory(as: UInt8.self, repeating: 0, count: size)
+            for (source, target) in zip(from, planes) {
+                for row in 0..<Int(source.height) {
+                    let from = Int(source.offset) + row * Int(source.bytesPerRow)
+                    guard from + Int(source.rowBytes) <= innerSize else { break }
+                    (destination + Int(target.offset) + row * Int(target.bytesPerRow))
+                        .copyMemory(from: packed + from, byteCount: Int(source.rowBytes))
+                }
             }
         }
     }

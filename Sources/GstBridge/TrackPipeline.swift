@@ -49,8 +49,14 @@ public final class TrackPipeline: @unchecked Sendable {
     public let outputFormat: OutputFormat
     private let stopped = Mutex(false)
     private var failure: TrackError?
+    /// "Cannot read track N", the start of every error message of this output: the same whether the failure came
+    /// while prerolling (CreateOutput's error) or after it (OutputFinished), which depends on timing.
+    private let context: String
+    /// Decoded video's kCVPixelBufferBytesPerRowAlignmentKey (1: none): every pulled frame is laid out so.
+    private let rowAlignment: Int
 
-    static let prerollTimeoutNs: UInt64 = 10_000_000_000
+    /// Only for a stuck pipeline: prerolls and seeks wait for the pipeline's verdict (Pipeline.waitAsyncDone).
+    static let prerollTimeoutNs: UInt64 = Pipeline.stuckNs
 
     /// Builds and prerolls the pipeline for one track, seeks to `timeRange` and sets PLAYING.
     /// Decoded outputs enforce `limits` on what leaves the decoder (DecodeGuard); passthrough decodes nothing.
@@ -81,10 +87,12 @@ public final class TrackPipeline: @unchecked Sendable {
         }
         sink = branch.appsink
         samples = branch.samples
+        if case .decode(let request) = mode { rowAlignment = request.bytesPerRowAlignment } else { rowAlignment = 1 }
         PadRouter(wantedTrack: trackID, target: staticPad(branch.target, "sink"), pipeline: pipeline.element,
                   requiredType: branch.requiredType).attach(to: parser)
 
         let context = "Cannot read track \(trackID)"
+        self.context = context
         try pipeline.setState(GST_STATE_PAUSED, context: context)
         try pipeline.waitAsyncDone(timeoutNs: Self.prerollTimeoutNs, context: context)
         try Self.seekAfterPreroll(pipeline, samples: samples, sink: sink.pointer, to: timeRange, selection: selection,
@@ -168,7 +176,7 @@ public final class TrackPipeline: @unchecked Sendable {
                                   GST_SEEK_TYPE_SET, gint64(samples.seekStart(bounds.start)),
                                   GST_SEEK_TYPE_SET, gint64(stop ?? -1))  // -1: to the end (NONE would keep the last stop)
         guard ok != 0 else {
-            throw pipeline.popError(context: "Reading failed")
+            throw pipeline.popError(context: context)
                 ?? TrackError(.operationNotSupportedForAsset, "the demuxer refused to seek to \(range.start)")
         }
     }
@@ -220,18 +228,18 @@ public final class TrackPipeline: @unchecked Sendable {
         if let failure { return .failed(failure) }
         if let next = samples.queued() { return .sample(next) }
         if samples.rangeEnded { return .endOfStream }
-        if let error = pipeline.popError(context: "Reading failed") {
+        if let error = pipeline.popError(context: context) {
             failure = error
             return .failed(error)
         }
         while let appsinkSample = gst_app_sink_try_pull_sample(appSink(sink.pointer), GstClockTime(timeoutNs)) {
             switch samples.make(Self.ownSample(GstRef(full: appsinkSample))) {
-            case .sample(let pulled): return .sample(pulled)
+            case .sample(let pulled): return .sample(pulled.aligningRows(to: rowAlignment))
             case .skip: continue  // audio entirely outside the range (dropped by the trimming): pull the next one
             case .endOfRange: return .endOfStream
             }
         }
-        if let error = pipeline.popError(context: "Reading failed") {
+        if let error = pipeline.popError(context: context) {
             failure = error
             return .failed(error)
         }

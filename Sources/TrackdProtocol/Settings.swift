@@ -15,10 +15,16 @@ public indirect enum SettingValue: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// How every message prints a double (docs/PROTOCOL.md §10.3, "How values are printed"): the shortest decimal
+    /// that reads back as the same double — plain, with at least one digit after the point, when 1e-4 ≤ |v| < 2^53
+    /// ("1.0", "44100.5"), else in exponent form ("1e+16", "1e-05") — and "nan", "inf", "-inf", "-0.0". That is
+    /// Swift's own description of a Double, named here so that it is one rule, pinned by SettingsEdgesTests.
+    public static func format(_ value: Double) -> String { "\(value)" }
+
     public var description: String {
         switch self {
         case .int(let v): "\(v)"
-        case .double(let v): "\(v)"
+        case .double(let v): Self.format(v)
         case .bool(let v): "\(v)"
         case .string(let v): "\"\(v)\""
         case .array(let a): "[" + a.map(\.description).joined(separator: ", ") + "]"
@@ -97,6 +103,8 @@ public enum SettingsKey {
     public static let videoPixelAspectRatio = "AVVideoPixelAspectRatioKey"
     public static let videoScalingMode = "AVVideoScalingModeKey"
     public static let videoColorProperties = "AVVideoColorPropertiesKey"
+    public static let allowWideColor = "AVVideoAllowWideColorKey"
+    public static let bytesPerRowAlignment = "kCVPixelBufferBytesPerRowAlignmentKey"  // its string value is its name
     public static let formatID = "AVFormatIDKey"
     public static let sampleRate = "AVSampleRateKey"
     public static let numberOfChannels = "AVNumberOfChannelsKey"
@@ -121,7 +129,7 @@ public enum SettingsKey {
     public static var videoKeys: Set<String> {
         Set([pixelFormatType, width, height, videoCodec, videoCleanAperture, videoPixelAspectRatio, videoScalingMode,
              videoColorProperties, "AVVideoCompressionPropertiesKey", "AVVideoDecompressionPropertiesKey",
-             "AVVideoAllowWideColorKey", "kCVPixelBufferBytesPerRowAlignmentKey"]).union(aliases.keys)
+             allowWideColor, bytesPerRowAlignment]).union(aliases.keys)
     }
 
     /// Constant names people type (`kCVPixelBufferPixelFormatTypeKey`) → the key's string value.
@@ -139,11 +147,22 @@ public struct VideoOutputRequest: Sendable, Hashable {
     public var pixelFormat: PixelFormat
     public var width: Int?
     public var height: Int?
+    /// kCVPixelBufferBytesPerRowAlignmentKey: every plane's bytesPerRow (and offset) is a multiple of it; 1 = none.
+    public var bytesPerRowAlignment: Int
+    /// AVVideoAllowWideColorKey, as sent (false when absent). trackd never converts primaries or transfer, so the
+    /// output keeps the source's colour either way (docs/SETTINGS.md).
+    public var allowWideColor: Bool
 
-    public init(pixelFormat: PixelFormat, width: Int? = nil, height: Int? = nil) {
+    /// The alignments kCVPixelBufferBytesPerRowAlignmentKey accepts: powers of two from 1 to 4096 (a page).
+    public static let alignments: ClosedRange<Int> = 1...4096
+
+    public init(pixelFormat: PixelFormat, width: Int? = nil, height: Int? = nil, bytesPerRowAlignment: Int = 1,
+                allowWideColor: Bool = false) {
         self.pixelFormat = pixelFormat
         self.width = width
         self.height = height
+        self.bytesPerRowAlignment = bytesPerRowAlignment
+        self.allowWideColor = allowWideColor
     }
 }
 
@@ -157,7 +176,8 @@ public enum OutputSettings {
         SettingsKey.videoScalingMode: "AVAssetReaderTrackOutput does not currently support AVVideoScalingModeKey",
         SettingsKey.videoColorProperties: "AVAssetReaderTrackOutput does not currently support AVVideoColorPropertiesKey",
     ]
-    static let knownVideoKeys: Set<String> = [SettingsKey.pixelFormatType, SettingsKey.width, SettingsKey.height]
+    static let knownVideoKeys: Set<String> = [SettingsKey.pixelFormatType, SettingsKey.width, SettingsKey.height,
+                                              SettingsKey.allowWideColor, SettingsKey.bytesPerRowAlignment]
 
     /// Validates settings for a video track. `nil` settings mean passthrough and are not passed here.
     public static func validateVideo(_ settings: [String: SettingValue]) throws(TrackError) -> VideoOutputRequest {
@@ -171,7 +191,32 @@ public enum OutputSettings {
             throw TrackError(.unsupportedOutputSettings,
                              "AVAssetReaderTrackOutput does not support scaling to Width/Height with pixel format \(format.code)")
         }
-        return VideoOutputRequest(pixelFormat: format, width: width, height: height)
+        return VideoOutputRequest(pixelFormat: format, width: width, height: height,
+                                  bytesPerRowAlignment: try alignment(settings[SettingsKey.bytesPerRowAlignment]),
+                                  allowWideColor: try wideColor(settings[SettingsKey.allowWideColor]))
+    }
+
+    /// kCVPixelBufferBytesPerRowAlignmentKey: absent → 1; else an integer (or integral double), a power of two in
+    /// VideoOutputRequest.alignments.
+    static func alignment(_ value: SettingValue?) throws(TrackError) -> Int {
+        guard let value else { return 1 }
+        let range = VideoOutputRequest.alignments
+        guard let n = value.intValue, n >= Int64(range.lowerBound), n <= Int64(range.upperBound), n & (n - 1) == 0 else {
+            throw TrackError(.unsupportedOutputSettings,
+                             "kCVPixelBufferBytesPerRowAlignmentKey must be a power of two from \(range.lowerBound) to \(range.upperBound), not \(value)")
+        }
+        return Int(n)
+    }
+
+    /// AVVideoAllowWideColorKey: a boolean (or the integer 0 or 1, as an NSNumber may arrive); absent → false.
+    static func wideColor(_ value: SettingValue?) throws(TrackError) -> Bool {
+        switch value {
+        case nil: return false
+        case .bool(let b)?: return b
+        case .int(let n)? where n == 0 || n == 1: return n == 1
+        case let other?:
+            throw TrackError(.unsupportedOutputSettings, "AVVideoAllowWideColorKey must be a boolean, not \(other)")
+        }
     }
 
     /// The settings with every key under its canonical name (`kCVPixelBufferWidthKey` → `Width`).

@@ -75,7 +75,8 @@ extension Options {
         Limits.options.map { limit in
             number(limit.name, "N", limit.worker ? .both : .supervisor, limit.range,
                    get: { $0.limits[keyPath: limit.keyPath] }, put: { $0.limits[keyPath: limit.keyPath] = $1 },
-                   help: "\(limit.help) (default \(Limits.defaults[keyPath: limit.keyPath]))",
+                   help: "\(limit.help); \(limit.range.lowerBound) to \(limit.range.upperBound)"
+                       + " (default \(Limits.defaults[keyPath: limit.keyPath]))",
                    needs: "needs a whole number from \(limit.range.lowerBound) to \(limit.range.upperBound)")
         }
     }

@@ -81,6 +81,15 @@ GstPadProbeReturn swift_gst_pad_probe_refuse(GstPadProbeInfo *info, GstFlowRetur
 /// or stopped: the demuxers have given up (a demuxer pauses its task at the end or on a fatal error). Needs C:
 /// GST_PAD_TASK is a macro and the iterator API is awkward from Swift.
 gboolean swift_gst_bin_tasks_all_paused(GstBin *bin);
+/// Keeps a reference to the first ERROR message any child of `bin` posts — also one the bin itself then drops
+/// (parsebin drops the errors of an element while it is autoplugging it, so a demuxer that fails at once loses its
+/// error) — by wrapping the bin's child-bus handler. Call before the bin leaves NULL. Needs C: the child bus's sync
+/// handler can only be cleared and set again, and GstBin's class method is a C function pointer.
+void swift_gst_bin_record_first_error(GstBin *bin);
+/// The first ERROR kept by swift_gst_bin_record_first_error (transfer full), or NULL.
+GstMessage *swift_gst_bin_first_error(GstBin *bin);
+/// The name of the factory that made `object` ("qtdemux"), when it is an element; else NULL. Transfer none.
+const gchar *swift_gst_object_factory_name(GstObject *object);
 /// Bytes per sample of one channel of audio/x-raw caps (GstAudioInfo's bpf / channels); 0 when not raw audio.
 gint swift_gst_audio_bytes_per_sample(const GstCaps *caps);
 

@@ -125,6 +125,12 @@ final class Session: Sendable {
                              requestID: frame.requestID)
             return false
         }
+        guard hello.maxFds >= 1 else {
+            try? socket.send(.error(TrackError(.protocolViolation,
+                                               "Hello's maxFds is 0; at least 1 is required (PoolAdded and Image carry a descriptor)")),
+                             requestID: frame.requestID)
+            return false
+        }
         let agreed = min(hello.maxMessageSize, Wire.defaultMaxMessageSize)
         socket.setMaxMessageSize(agreed)
         do {
