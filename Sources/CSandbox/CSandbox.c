@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -46,9 +47,9 @@ static const int allowed[] = {
     SCMP_SYS(fstat), SCMP_SYS(newfstatat), SCMP_SYS(statx),
     // Pools: sealed memfds (memfd_create + ftruncate + fcntl(F_ADD_SEALS)) mapped into memory.
     SCMP_SYS(memfd_create), SCMP_SYS(ftruncate),
-    // Memory: malloc, thread stacks, GStreamer buffers, ORC's runtime-compiled code (anonymous RWX mappings).
-    SCMP_SYS(mmap), SCMP_SYS(munmap), SCMP_SYS(mprotect), SCMP_SYS(mremap), SCMP_SYS(madvise), SCMP_SYS(brk),
-    SCMP_SYS(membarrier),
+    // Memory: malloc, thread stacks, GStreamer buffers. mmap and mprotect are allowed only without PROT_EXEC
+    // (W^X, add_write_xor_execute below).
+    SCMP_SYS(munmap), SCMP_SYS(mremap), SCMP_SYS(madvise), SCMP_SYS(brk), SCMP_SYS(membarrier),
     // Threads (streaming threads, libav's frame threads, the output pullers): glibc's pthread_create uses clone3,
     // whose flags seccomp cannot inspect, so clone3 answers ENOSYS (below) and glibc falls back to clone, which
     // is allowed only with CLONE_THREAD (below).
@@ -81,6 +82,23 @@ static const int killed[] = {
     SCMP_SYS(setgroups), SCMP_SYS(setfsuid), SCMP_SYS(setfsgid), SCMP_SYS(capset),
 };
 
+// W^X, as systemd's MemoryDenyWriteExecute= (seccomp_memory_deny_write_execute in its seccomp-util.c) but
+// stricter, because every library and plugin the worker will run is loaded before the filter (docs/SECURITY.md,
+// "Preloading") and openat is refused after it: no code is mapped after this point, so no new executable memory
+// is needed at all. systemd refuses mmap with PROT_WRITE|PROT_EXEC together, every mprotect/pkey_mprotect with
+// PROT_EXEC (seccomp cannot see whether the pages are anonymous) and shmat with SHM_EXEC. Here mmap with
+// PROT_EXEC is refused too, whatever else it asks: an executable mapping of a descriptor the worker holds — a
+// memfd it wrote, or the client's (hostile) media file — would run bytes an attacker chose without ever being
+// writable and executable at once. shmat and pkey_mprotect are not allowed at all (the default EPERM).
+// Refused with EPERM, like systemd's rule: GStreamer's ORC, the one user of run-time generated code, gets
+// ORC_CODE=backup in the worker's environment (the supervisor sets it) and then maps nothing executable.
+static int add_write_xor_execute(scmp_filter_ctx ctx) {
+    int rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(mmap), 1, SCMP_A2(SCMP_CMP_MASKED_EQ, PROT_EXEC, 0));
+    if (rc == 0)
+        rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(mprotect), 1, SCMP_A2(SCMP_CMP_MASKED_EQ, PROT_EXEC, 0));
+    return rc;
+}
+
 static int install_filter(char *error, size_t size) {
     // Everything not listed fails with EPERM: GStreamer's and GLib's optional calls (openat of a lazily loaded
     // file, socket, ioctl on a device) fail cleanly instead of killing a worker mid-decode.
@@ -101,6 +119,7 @@ static int install_filter(char *error, size_t size) {
         rc = seccomp_rule_add(ctx, SCMP_ACT_KILL_PROCESS, SCMP_SYS(clone), 1,
                               SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_THREAD, 0));
     if (rc == 0) rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
+    if (rc == 0) rc = add_write_xor_execute(ctx);
     // GstPoll (every GstBus, the system clock) makes its wakeup pair with socketpair(AF_UNIX) in GStreamer 1.22:
     // an unnamed, unconnected-to-anything pair, so it is allowed for AF_UNIX only (socket() stays refused).
     if (rc == 0) rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socketpair), 1, SCMP_A0(SCMP_CMP_EQ, AF_UNIX));
