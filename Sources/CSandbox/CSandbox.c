@@ -15,6 +15,43 @@
 
 #include <seccomp.h>
 
+// Sanitized builds (make test-sanitize: swift build --sanitize=thread|address) only; the normal build has none of
+// this. The sanitizer runtime does three things lazily, at its first report, that the filter refuses: it opens
+// its log_path file (openat), reads /proc/self/maps to name the modules in stack traces (openat), and starts
+// llvm-symbolizer (fork + execve: the filter kills the worker). A worker's report would then be lost, or the
+// worker killed by SIGSYS in the middle of it. So, before the filter, the worker has the runtime do all three
+// now; the filter itself is the same as in the normal build. (Also: no RLIMIT_AS, and no leak check at a
+// sandboxed worker's exit; both below.)
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer)
+#define TRACKD_SANITIZED 1
+#endif
+#endif
+#ifdef TRACKD_SANITIZED
+#include <sanitizer/common_interface_defs.h>
+
+#if __has_feature(address_sanitizer)
+#include <sanitizer/lsan_interface.h>
+
+// LeakSanitizer's check at exit stops the world with a ptrace'ing task it clones without CLONE_THREAD: the
+// filter kills the worker for that (SIGSYS, counted as a crash). A sandboxed worker therefore skips the check
+// (LSan asks this hook); the supervisor and the test processes, which link the same code, still have it.
+static volatile int sandboxed;
+int __lsan_is_turned_off(void) { return sandboxed; }
+#endif
+
+static void prepare_sanitizer_for_the_filter(void) {
+#if __has_feature(address_sanitizer)
+    sandboxed = 1;
+#endif
+    __sanitizer_sandbox_arguments args = { .coverage_sandboxed = 0, .coverage_fd = -1, .coverage_max_block_size = 0 };
+    __sanitizer_sandbox_on_notify(&args);  // caches the module list (/proc/self/maps)
+    (void)__sanitizer_get_report_path();   // opens log_path's file for this pid (null without log_path)
+    char symbol[256];                      // starts the symbolizer process (kept for later reports)
+    __sanitizer_symbolize_pc(__builtin_return_address(0), "%p %F %L", symbol, sizeof symbol);
+}
+#endif
+
 static int fail(char *error, size_t size, const char *format, ...) {
     int saved = errno;
     va_list ap;
@@ -137,7 +174,14 @@ static int install_filter(char *error, size_t size) {
 
 int trackd_sandbox_enter(const trackd_sandbox_config *c, char *error, size_t size) {
     errno = 0;
-    if (c->address_space_bytes != 0 && set_limit(RLIMIT_AS, c->address_space_bytes, c->address_space_bytes) != 0)
+#ifdef TRACKD_SANITIZED
+    // Sanitized builds: the shadow memory ThreadSanitizer/AddressSanitizer reserve at start-up is terabytes of
+    // address space, so any RLIMIT_AS would make every later allocation fail. Not set (the only difference).
+    uint64_t address_space_bytes = 0;
+#else
+    uint64_t address_space_bytes = c->address_space_bytes;
+#endif
+    if (address_space_bytes != 0 && set_limit(RLIMIT_AS, address_space_bytes, address_space_bytes) != 0)
         return fail(error, size, "setrlimit(RLIMIT_AS, %llu)", (unsigned long long)c->address_space_bytes);
     // SIGXCPU at the soft limit (default action: terminate), SIGKILL at the hard limit 5 s later.
     if (c->cpu_seconds != 0 && set_limit(RLIMIT_CPU, c->cpu_seconds, c->cpu_seconds + 5) != 0)
@@ -159,5 +203,8 @@ int trackd_sandbox_enter(const trackd_sandbox_config *c, char *error, size_t siz
         }
     }
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return fail(error, size, "prctl(PR_SET_NO_NEW_PRIVS)");
+#ifdef TRACKD_SANITIZED
+    prepare_sanitizer_for_the_filter();
+#endif
     return install_filter(error, size);
 }
