@@ -36,7 +36,7 @@ comma := ,
 empty :=
 space := $(empty) $(empty)
 
-.PHONY: help deps build build-debug build-dist install deb package-check test test-python test-torch venv-test verify-units fuzz-protocol fuzz-media fuzz fuzz-smoke soak run serve bench bench-venv bench-pipelines clean
+.PHONY: help deps build build-debug build-dist install deb package-check test test-sanitize test-python test-torch venv-test verify-units fuzz-protocol fuzz-media fuzz fuzz-smoke soak run serve bench bench-venv bench-pipelines clean
 
 help:
 	@echo "make deps          install missing Debian packages (apt-get; prints the sudo command when not root)"
@@ -48,6 +48,9 @@ help:
 	@echo "make package-check install and deb checks with the debug build (no install on this machine; part of make test)"
 	@echo "make test          deps, unit-file check, debug build with tests, package check, swift test (with short fuzz runs),"
 	@echo "                   then test-python"
+	@echo "make test-sanitize ThreadSanitizer, then AddressSanitizer builds (.build/tsan, .build/asan) and the unit and"
+	@echo "                   integration suites against them; fails on any report (.build/sanitize-logs/); about 2 hours"
+	@echo "                   from scratch on 2 loaded CPUs; not part of make test (SANITIZERS=thread|address, SANITIZE_FILTER=regex)"
 	@echo "make test-python   the Python client (clients/python): cached test venv (.build/venv-test: ray, PyYAML from"
 	@echo "                   PyPI), pip install into a temp dir, unittest (README examples, Ray on a local cluster)"
 	@echo "make test-torch    torch (several GB from PyPI) into the test venv, then the PyTorch tests (not in make test)"
@@ -122,6 +125,12 @@ test: deps verify-units
 	  || { rc=$$?; [ $$rc -ne 124 ] || echo "make test: swift test ran over $(SWIFT_TEST_TIMEOUT)" >&2; exit $$rc; }
 	@$(MAKE) --no-print-directory fuzz-smoke
 	@$(MAKE) --no-print-directory test-python
+
+# Sanitizers (scripts/sanitize.sh, docs/SECURITY.md § Sanitizers): each build in its own scratch path, the normal
+# build untouched; sanitized daemons and workers; reports fatal and collected in .build/sanitize-logs/.
+SANITIZERS ?= thread address
+test-sanitize: deps
+	@scripts/sanitize.sh $(SANITIZERS)
 
 # The Python tests' venv: ray (Ray Data), numpy, PyYAML from PyPI (clients/python/tests/requirements-test.txt),
 # made once and kept in .build/venv-test/<hash of the requirements and the Python version>; a change of either

@@ -73,6 +73,9 @@ let package = Package(
             name: "IndexCacheTests", dependencies: ["IndexCache", "MediaIndex", "CTrackSys", "TestSupport"], swiftSettings: strict),
         .testTarget(
             name: "MediaIndexTests", dependencies: ["MediaIndex", "TrackdProtocol", "TestSupport"], swiftSettings: strict),
+        // Test-only C: the worker's sandbox entered in a forked child that then tries one memory operation.
+        .target(name: "CSandboxProbe", dependencies: ["CSandbox"], path: "Tests/CSandboxProbe"),
+        .testTarget(name: "SandboxFilterTests", dependencies: ["CSandboxProbe", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "SamplePoolsTests", dependencies: ["SamplePools", "TestSupport"], swiftSettings: strict),
         .testTarget(
             name: "GstBridgeTests", dependencies: ["GstBridge", "MediaIndex", "TrackdProtocol", "CGStreamer", "TestSupport"],

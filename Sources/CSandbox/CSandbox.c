@@ -7,12 +7,50 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <seccomp.h>
+
+// Sanitized builds (make test-sanitize: swift build --sanitize=thread|address) only; the normal build has none of
+// this. The sanitizer runtime does three things lazily, at its first report, that the filter refuses: it opens
+// its log_path file (openat), reads /proc/self/maps to name the modules in stack traces (openat), and starts
+// llvm-symbolizer (fork + execve: the filter kills the worker). A worker's report would then be lost, or the
+// worker killed by SIGSYS in the middle of it. So, before the filter, the worker has the runtime do all three
+// now; the filter itself is the same as in the normal build. (Also: no RLIMIT_AS, and no leak check at a
+// sandboxed worker's exit; both below.)
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer)
+#define TRACKD_SANITIZED 1
+#endif
+#endif
+#ifdef TRACKD_SANITIZED
+#include <sanitizer/common_interface_defs.h>
+
+#if __has_feature(address_sanitizer)
+#include <sanitizer/lsan_interface.h>
+
+// LeakSanitizer's check at exit stops the world with a ptrace'ing task it clones without CLONE_THREAD: the
+// filter kills the worker for that (SIGSYS, counted as a crash). A sandboxed worker therefore skips the check
+// (LSan asks this hook); the supervisor and the test processes, which link the same code, still have it.
+static volatile int sandboxed;
+int __lsan_is_turned_off(void) { return sandboxed; }
+#endif
+
+static void prepare_sanitizer_for_the_filter(void) {
+#if __has_feature(address_sanitizer)
+    sandboxed = 1;
+#endif
+    __sanitizer_sandbox_arguments args = { .coverage_sandboxed = 0, .coverage_fd = -1, .coverage_max_block_size = 0 };
+    __sanitizer_sandbox_on_notify(&args);  // caches the module list (/proc/self/maps)
+    (void)__sanitizer_get_report_path();   // opens log_path's file for this pid (null without log_path)
+    char symbol[256];                      // starts the symbolizer process (kept for later reports)
+    __sanitizer_symbolize_pc(__builtin_return_address(0), "%p %F %L", symbol, sizeof symbol);
+}
+#endif
 
 static int fail(char *error, size_t size, const char *format, ...) {
     int saved = errno;
@@ -46,9 +84,9 @@ static const int allowed[] = {
     SCMP_SYS(fstat), SCMP_SYS(newfstatat), SCMP_SYS(statx),
     // Pools: sealed memfds (memfd_create + ftruncate + fcntl(F_ADD_SEALS)) mapped into memory.
     SCMP_SYS(memfd_create), SCMP_SYS(ftruncate),
-    // Memory: malloc, thread stacks, GStreamer buffers, ORC's runtime-compiled code (anonymous RWX mappings).
-    SCMP_SYS(mmap), SCMP_SYS(munmap), SCMP_SYS(mprotect), SCMP_SYS(mremap), SCMP_SYS(madvise), SCMP_SYS(brk),
-    SCMP_SYS(membarrier),
+    // Memory: malloc, thread stacks, GStreamer buffers. mmap and mprotect are allowed only without PROT_EXEC
+    // (W^X, add_write_xor_execute below).
+    SCMP_SYS(munmap), SCMP_SYS(mremap), SCMP_SYS(madvise), SCMP_SYS(brk), SCMP_SYS(membarrier),
     // Threads (streaming threads, libav's frame threads, the output pullers): glibc's pthread_create uses clone3,
     // whose flags seccomp cannot inspect, so clone3 answers ENOSYS (below) and glibc falls back to clone, which
     // is allowed only with CLONE_THREAD (below).
@@ -81,6 +119,23 @@ static const int killed[] = {
     SCMP_SYS(setgroups), SCMP_SYS(setfsuid), SCMP_SYS(setfsgid), SCMP_SYS(capset),
 };
 
+// W^X, as systemd's MemoryDenyWriteExecute= (seccomp_memory_deny_write_execute in its seccomp-util.c) but
+// stricter, because every library and plugin the worker will run is loaded before the filter (docs/SECURITY.md,
+// "Preloading") and openat is refused after it: no code is mapped after this point, so no new executable memory
+// is needed at all. systemd refuses mmap with PROT_WRITE|PROT_EXEC together, every mprotect/pkey_mprotect with
+// PROT_EXEC (seccomp cannot see whether the pages are anonymous) and shmat with SHM_EXEC. Here mmap with
+// PROT_EXEC is refused too, whatever else it asks: an executable mapping of a descriptor the worker holds — a
+// memfd it wrote, or the client's (hostile) media file — would run bytes an attacker chose without ever being
+// writable and executable at once. shmat and pkey_mprotect are not allowed at all (the default EPERM).
+// Refused with EPERM, like systemd's rule: GStreamer's ORC, the one user of run-time generated code, gets
+// ORC_CODE=backup in the worker's environment (the supervisor sets it) and then maps nothing executable.
+static int add_write_xor_execute(scmp_filter_ctx ctx) {
+    int rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(mmap), 1, SCMP_A2(SCMP_CMP_MASKED_EQ, PROT_EXEC, 0));
+    if (rc == 0)
+        rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(mprotect), 1, SCMP_A2(SCMP_CMP_MASKED_EQ, PROT_EXEC, 0));
+    return rc;
+}
+
 static int install_filter(char *error, size_t size) {
     // Everything not listed fails with EPERM: GStreamer's and GLib's optional calls (openat of a lazily loaded
     // file, socket, ioctl on a device) fail cleanly instead of killing a worker mid-decode.
@@ -101,6 +156,7 @@ static int install_filter(char *error, size_t size) {
         rc = seccomp_rule_add(ctx, SCMP_ACT_KILL_PROCESS, SCMP_SYS(clone), 1,
                               SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_THREAD, 0));
     if (rc == 0) rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0);
+    if (rc == 0) rc = add_write_xor_execute(ctx);
     // GstPoll (every GstBus, the system clock) makes its wakeup pair with socketpair(AF_UNIX) in GStreamer 1.22:
     // an unnamed, unconnected-to-anything pair, so it is allowed for AF_UNIX only (socket() stays refused).
     if (rc == 0) rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(socketpair), 1, SCMP_A0(SCMP_CMP_EQ, AF_UNIX));
@@ -118,7 +174,14 @@ static int install_filter(char *error, size_t size) {
 
 int trackd_sandbox_enter(const trackd_sandbox_config *c, char *error, size_t size) {
     errno = 0;
-    if (c->address_space_bytes != 0 && set_limit(RLIMIT_AS, c->address_space_bytes, c->address_space_bytes) != 0)
+#ifdef TRACKD_SANITIZED
+    // Sanitized builds: the shadow memory ThreadSanitizer/AddressSanitizer reserve at start-up is terabytes of
+    // address space, so any RLIMIT_AS would make every later allocation fail. Not set (the only difference).
+    uint64_t address_space_bytes = 0;
+#else
+    uint64_t address_space_bytes = c->address_space_bytes;
+#endif
+    if (address_space_bytes != 0 && set_limit(RLIMIT_AS, address_space_bytes, address_space_bytes) != 0)
         return fail(error, size, "setrlimit(RLIMIT_AS, %llu)", (unsigned long long)c->address_space_bytes);
     // SIGXCPU at the soft limit (default action: terminate), SIGKILL at the hard limit 5 s later.
     if (c->cpu_seconds != 0 && set_limit(RLIMIT_CPU, c->cpu_seconds, c->cpu_seconds + 5) != 0)
@@ -140,5 +203,8 @@ int trackd_sandbox_enter(const trackd_sandbox_config *c, char *error, size_t siz
         }
     }
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return fail(error, size, "prctl(PR_SET_NO_NEW_PRIVS)");
+#ifdef TRACKD_SANITIZED
+    prepare_sanitizer_for_the_filter();
+#endif
     return install_filter(error, size);
 }

@@ -117,15 +117,17 @@ extension Supervisor {
 
     /// The supervisor's environment, with Swift's crash backtracer off: in the sandbox it could not start
     /// swift-backtrace anyway (exec is forbidden, and the filter would kill the worker with SIGSYS, hiding the
-    /// real signal), and a crashing worker should die at once, with the signal the supervisor then logs.
+    /// real signal), and a crashing worker should die at once, with the signal the supervisor then logs. And with
+    /// `ORC_CODE=backup`: the worker's filter refuses executable memory (W^X, CSandbox), so GStreamer's ORC must
+    /// run its C fallbacks instead of generating code (docs/SECURITY.md).
     static let workerEnvironment: [String] = {
         var env: [String] = []
         var p = environ
         while let entry = p.pointee {
             let text = String(cString: entry)
-            if !text.hasPrefix("SWIFT_BACKTRACE=") { env.append(text) }
+            if !text.hasPrefix("SWIFT_BACKTRACE=") && !text.hasPrefix("ORC_CODE=") { env.append(text) }
             p += 1
         }
-        return env + ["SWIFT_BACKTRACE=enable=no"]
+        return env + ["SWIFT_BACKTRACE=enable=no", "ORC_CODE=backup"]
     }()
 }

@@ -1,0 +1,89 @@
+import Foundation
+import TrackdProtocol
+import TestSupport
+import Testing
+import TrackClient
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// W^X in the worker's own seccomp filter (docs/SECURITY.md, "W^X"): a worker started outside systemd — no
+/// MemoryDenyWriteExecute, no PR_SET_MDWE — maps nothing executable after its filter, and GStreamer's ORC users
+/// (videoconvert, videoscale) still convert, through ORC's C fallbacks. That the filter refuses such mappings is
+/// shown at unit level (SandboxFilterTests, in a forked child); here, from the outside, on a worker that has just
+/// converted: its /proc status, environment and memory map.
+@Suite(.serialized, .timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs)
+struct WriteXorExecuteTests {
+    /// Every sample of the clip's video track with `settings`, through a new reader on `asset`.
+    func read(_ asset: Asset, _ settings: [String: SettingValue]) throws -> [SampleBuffer] {
+        let track = try #require(asset.tracks(withMediaType: .video).first)
+        let reader = AssetReader(asset: asset)
+        let output = try AssetReaderTrackOutput(track: track, outputSettings: settings)
+        try reader.add(output)
+        #expect(try reader.startReading(), "startReading: \(String(describing: reader.error))")
+        var samples: [SampleBuffer] = []
+        while let sample = try output.copyNextSampleBuffer() { samples.append(sample) }
+        #expect(reader.status == .completed, "\(String(describing: reader.error))")
+        return samples
+    }
+
+    /// Lines of /proc/<pid>/maps that are executable and writable, shared (ORC's dual-mapped code file) or
+    /// anonymous (no path, or a name in brackets other than the kernel's [vdso]/[vsyscall]).
+    static func executableMemoryOfConcern(_ maps: String) -> [String] {
+        maps.split(separator: "\n").map(String.init).filter { line in
+            let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+            guard fields.count >= 5 else { return false }
+            let perms = fields[1]
+            guard perms.contains("x") else { return false }
+            let path = fields.count > 5 ? String(fields[5]) : ""
+            let anonymous = path.isEmpty || (path.hasPrefix("[") && path != "[vdso]" && path != "[vsyscall]")
+            return perms.contains("w") || perms.hasSuffix("s") || anonymous
+        }
+    }
+
+    @Test func workerOutsideSystemdHasNoWritableExecutableMemoryAndStillConverts() throws {
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        let asset = try Asset(path: Media.clip, socketPath: daemon.socketPath)
+        // 4:2:0 bi-planar, byte for byte ffmpeg's nv12.
+        let nv12 = try read(asset, [SettingsKey.pixelFormatType: .string("420v")])
+        let oracle = try Oracle.frameMD5(Media.clip, pixFmt: "nv12")
+        #expect(nv12.count == oracle.count && !oracle.isEmpty, "frame count")
+        for (i, (s, o)) in zip(nv12, oracle).enumerated() {
+            #expect(md5Hex(s.packedBytes()) == o.md5, "420v frame \(i): bytes differ from ffmpeg's nv12")
+        }
+        // BGRA scaled to 160x120: videoconvert and videoscale, GStreamer's ORC users.
+        let bgra = try read(asset, [SettingsKey.pixelFormatType: .string("BGRA"), SettingsKey.width: .int(160),
+                                    SettingsKey.height: .int(120)])
+        #expect(bgra.count == oracle.count, "BGRA frame count")
+        #expect(bgra.allSatisfy { $0.width == 160 && $0.height == 120 && $0.packedBytes().count == 160 * 120 * 4 })
+        #expect(Set(bgra.map { md5Hex($0.packedBytes()) }).count > 1, "BGRA frames of a moving picture all alike")
+
+        let pid = try asset.serverStatus().workerPID
+        #expect(pid > 0)
+        let status = try String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
+        #expect(status.contains("\nSeccomp:\t2\n"), "\(status)")
+        let filters = status.split(separator: "\n").first { $0.hasPrefix("Seccomp_filters:") }
+            .flatMap { Int($0.split(separator: "\t").last ?? "") }
+        #expect((filters ?? 0) >= 1, "\(status)")
+        let environ = try Data(contentsOf: URL(fileURLWithPath: "/proc/\(pid)/environ"))
+            .split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
+        #expect(environ.filter { $0.hasPrefix("ORC_CODE=") } == ["ORC_CODE=backup"], "\(environ)")
+        let maps = try String(contentsOfFile: "/proc/\(pid)/maps", encoding: .utf8)
+        #expect(Self.executableMemoryOfConcern(maps).isEmpty, "\(maps)")
+    }
+
+    /// The check above would see ORC's generated code: an anonymous or orcexec mapping that is executable.
+    @Test func mapsCheckSeesWritableOrAnonymousExecutableMemory() {
+        let maps = """
+            55d0c0a00000-55d0c0a21000 r-xp 00000000 08:01 123 /usr/lib/x86_64-linux-gnu/libc.so.6
+            7f0000000000-7f0000001000 rwxp 00000000 00:00 0
+            7f0000002000-7f0000003000 r-xp 00000000 00:00 0
+            7f0000004000-7f0000005000 r-xs 00000000 00:01 77 /tmp/orcexec.a1b2c3 (deleted)
+            7f0000006000-7f0000007000 rw-s 00000000 00:01 77 /tmp/orcexec.a1b2c3 (deleted)
+            7ffd00000000-7ffd00002000 r-xp 00000000 00:00 0 [vdso]
+            """
+        #expect(Self.executableMemoryOfConcern(maps).count == 3)
+    }
+}
