@@ -24,24 +24,6 @@ extension Session {
         private let built = Mutex<[UInt32: FrameIndex]>([:])
         private let building = Mutex(())  // one build at a time: a second request for the track waits for the first
 
-        /// `parsePass`: false — only an index that needs no parse-only pass (already made, in the supervisor's
-        /// cache, or read from the container's sample tables); nil when there is none.
-        func index(source: MediaSource, trackID: UInt32, parsePass: Bool) throws(TrackError) -> FrameIndex? {
-            if parsePass { return try index(source: source, trackID: trackID) }
-            if let index = built.withLock({ $0[trackID] }) { return index }
-            return building.withLock { _ in
-                if let index = built.withLock({ $0[trackID] }) { return index }
-                if let key = source.status().map({ IndexCacheClient.key($0, trackID: trackID) }),
-                   let index = IndexCacheClient.get(key) {
-                    built.withLock { $0[trackID] = index }
-                    return index
-                }
-                guard let index = FrameIndex.fromContainer(source: source, trackID: trackID) else { return nil }
-                built.withLock { $0[trackID] = index }
-                return index
-            }
-        }
-
         func index(source: MediaSource, trackID: UInt32) throws(TrackError) -> FrameIndex {
             if let index = built.withLock({ $0[trackID] }) { return index }
             return try building.withLock { (_: inout ()) throws(TrackError) -> FrameIndex in

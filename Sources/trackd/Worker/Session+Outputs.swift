@@ -133,8 +133,7 @@ extension Session {
             var read = OutputStreamer.DecodedRange(range)
             if case .decode = mode {
                 threads = decodeThreads()
-                let whole = range.start.value == 0 && range.duration.isPositiveInfinity
-                if let index = decodedFrameIndex(asset, trackID: track.id, parsePass: !whole) {
+                if let index = decodedFrameIndex(asset, trackID: track.id) {
                     read = OutputStreamer.DecodedRange(range, index: index)
                     byIndex = read
                 }
@@ -153,13 +152,10 @@ extension Session {
     }
 
     /// The frame index a decoded video output selects its frames by; nil (GStreamer's own clipping, the decoder's
-    /// durations) when the track's index cannot be made. `parsePass` false (a read of the whole track, which selects
-    /// no frame): only an index at hand — made before, cached, or an MP4's sample tables — so that a whole read never
-    /// waits for a parse-only pass over the file (the first read of a Matroska file; a damaged MP4 whose tables do
-    /// not match its data, whose parse-only pass may never preroll).
-    func decodedFrameIndex(_ asset: Asset, trackID: UInt32, parsePass: Bool = true) -> FrameIndex? {
+    /// durations) when the track's index cannot be made.
+    func decodedFrameIndex(_ asset: Asset, trackID: UInt32) -> FrameIndex? {
         do {
-            return try asset.indexes.index(source: asset.source, trackID: trackID, parsePass: parsePass)
+            return try asset.indexes.index(source: asset.source, trackID: trackID)
         } catch {
             Log.warning("decoded output of track \(trackID): no frame index (\(error.message)); ranges follow the decoder's clipping")
             return nil
