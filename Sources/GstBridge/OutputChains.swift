@@ -19,9 +19,13 @@ struct OutputBranch {
 }
 
 /// What every mode's appsink is: no clock sync, a queue of two samples that blocks (no drops), no signals, no copy
-/// of the last sample.
+/// of the last sample, and an EOS that does not wait for the queue to drain (`wait-on-eos` off): the samples queued
+/// before it are still pulled first, and the EOS can complete a preroll — with the default, a stream that ends
+/// before the pipeline prerolled (a truncated MP4's few video samples, then EOS) blocks its streaming thread in
+/// appsink's EOS handler until the queue is pulled, which the worker does only after ASYNC_DONE: a deadlock.
 private func makeAppSink() throws(TrackError) -> GstRef<GstElement> {
     let appsink = try makeElement("appsink")
+    swift_gst_object_set_bool(appsink.pointer, "wait-on-eos", 0)
     swift_gst_object_set_bool(appsink.pointer, "sync", 0)
     swift_gst_object_set_uint(appsink.pointer, "max-buffers", 2)
     swift_gst_object_set_bool(appsink.pointer, "drop", 0)
