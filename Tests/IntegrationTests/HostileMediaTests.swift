@@ -205,7 +205,8 @@ struct HostileMediaTests {
         let free = try Daemon()
         defer { free.stop() }
         let all = try readOutput(try Asset(path: HostileMedia.growing, socketPath: free.socketPath), track, ["PixelFormatType": .string("420v")])
-        #expect(all.error == nil && all.samples.count == 40 && all.samples.last?.width == 640)
+        #expect(all.error == nil && all.samples.count == 40 && all.samples.last?.width == 640,
+                "\(String(describing: all.error)), \(all.samples.count) samples, last \(String(describing: all.samples.last?.width))")
         #expect(daemon.isRunning && free.isRunning)
     }
 

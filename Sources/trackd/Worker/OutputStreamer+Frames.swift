@@ -168,11 +168,12 @@ extension OutputStreamer {
         init(_ range: MediaTimeRange, index: FrameIndex) {
             self.range = range
             let read = index.read(range)
-            seek = read.seek
-            lastNeededSample = read.lastNeededSample
             // The whole track: every decoded frame goes out (durations still by the index), even one the index
-            // does not know.
+            // does not know, and the decoder runs to the end of the stream — not to the index's last sample, which
+            // a stream the parse-only pass saw differently (an MPEG-TS whose frame size changes) may place early.
             let everything = read.frames.count == index.frames.count && read.frames.first == 0
+            seek = everything ? range : read.seek
+            lastNeededSample = everything ? nil : read.lastNeededSample
             selection = FrameSelection(index: index, frames: everything ? nil : read.frames)
         }
     }
