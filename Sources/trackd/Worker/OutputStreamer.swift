@@ -6,17 +6,6 @@ import SamplePools
 import Synchronization
 import SystemCalls
 
-/// Counters a worker reports in Status.
-final class WorkerStats: Sendable {
-    let samplesSent = Atomic<UInt64>(0)
-    /// Bytes of sample data the worker copied between GStreamer's buffers and the shared pool.
-    let bytesCopied = Atomic<UInt64>(0)
-    /// Decoded video frames the decoders gave, and those that went through conversion (videoconvert/videoscale):
-    /// frames decoded only as references or preroll are dropped before it.
-    let framesDecoded = Atomic<UInt64>(0)
-    let framesConverted = Atomic<UInt64>(0)
-}
-
 /// What keeps one pool alive: its reservation against the pool-byte limits and, for a copy pool, its mapping (a
 /// zero-copy pool's memory is GStreamer's, mapped by GStreamer).
 final class PoolResource: Sendable {

@@ -7,6 +7,17 @@ import TrackdProtocol
 import Synchronization
 import SystemCalls
 
+/// Counters a worker reports in Status.
+final class WorkerStats: Sendable {
+    let samplesSent = Atomic<UInt64>(0)
+    /// Bytes of sample data the worker copied between GStreamer's buffers and the shared pool.
+    let bytesCopied = Atomic<UInt64>(0)
+    /// Decoded video frames the decoders gave, and those that went through conversion (videoconvert/videoscale):
+    /// frames decoded only as references or preroll are dropped before it.
+    let framesDecoded = Atomic<UInt64>(0)
+    let framesConverted = Atomic<UInt64>(0)
+}
+
 /// One client connection, served by this worker process from Hello to disconnect. The receive loop runs on the
 /// process's main thread (blocking reads); each output pulls on its own thread (OutputStreamer); image requests
 /// run on a thread of their own so a long decode never stalls slot releases.
