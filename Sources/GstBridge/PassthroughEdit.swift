@@ -80,9 +80,15 @@ final class PassthroughEdit {
         return (MediaTime(value: trim.atStart, timescale: scale), MediaTime(value: trim.atEnd, timescale: scale))
     }
 
-    /// Stored sample `k`, read from the file, as a sample of the track's caps with its own times and trims.
+    /// The largest stored audio sample read from the file: the sample table's size field is the file's word (up to
+    /// 4 GiB), and the buffer is allocated before the read; a real audio packet is a few KiB.
+    static let maxStoredSampleBytes = 1 << 20
+
+    /// Stored sample `k`, read from the file, as a sample of the track's caps with its own times and trims; nil
+    /// (not delivered) when the table says more than maxStoredSampleBytes or more than the file holds.
     private func stored(_ k: Int, _ edited: EditedAudio, layout: (Int) -> SampleLayout) -> PulledSample? {
         let s = edited.samples[k]
+        guard s.size > 0, s.size <= Self.maxStoredSampleBytes else { return nil }
         let file = FileDescriptor(taking: fd)
         let read = s.offset <= UInt64(Int.max) ? try? [UInt8](preading: file, count: s.size, at: Int(s.offset)) : nil
         _ = file.take()  // the pipeline's descriptor: not closed here
