@@ -38,7 +38,8 @@ final class PassthroughEdit {
     /// of a range from the track's start (the rest queued), and `plain` itself with its trims.
     func place(_ plain: PulledSample, sample: GstRef<GstSampleObject>, layout: (Int) -> SampleLayout) -> PulledSample {
         guard let edited = lookUp(sample), let ns = plain.presentationTime.nanoseconds,
-              let i = edited.index(decodeTime: ticks(ns, edited.timescale) + edited.editStart) else { return plain }
+              let grid = TimeGrid(timescale: edited.timescale),
+              let i = edited.index(decodeTime: grid.time(nanoseconds: ns).value + edited.editStart) else { return plain }
         if caps == nil, let c = gst_sample_get_caps(sample.pointer) { caps = GstRef(none: c) }
         var out: [PulledSample] = []
         if fromStart, last == nil { out = (0..<i).compactMap { stored($0, edited, layout: layout) } }
@@ -65,14 +66,6 @@ final class PassthroughEdit {
         return edited ?? nil
     }
 
-    private func ticks(_ ns: Int64, _ timescale: Int64) -> Int64 {
-        Int64((Double(ns) * Double(timescale) / 1e9).rounded())
-    }
-
-    private func nanoseconds(_ ticks: Int64, _ timescale: Int64) -> MediaTime {
-        .nanoseconds(Int64((Double(ticks) * 1e9 / Double(timescale)).rounded()))
-    }
-
     static func trims(_ edited: EditedAudio, _ i: Int) -> (atStart: MediaTime, atEnd: MediaTime)? {
         let trim = edited.trim(i)
         guard trim != (0, 0) else { return nil }
@@ -88,7 +81,9 @@ final class PassthroughEdit {
     /// (not delivered) when the table says more than maxStoredSampleBytes or more than the file holds.
     private func stored(_ k: Int, _ edited: EditedAudio, layout: (Int) -> SampleLayout) -> PulledSample? {
         let s = edited.samples[k]
-        guard s.size > 0, s.size <= Self.maxStoredSampleBytes else { return nil }
+        guard s.size > 0, s.size <= Self.maxStoredSampleBytes, let grid = TimeGrid(timescale: edited.timescale),
+              let pts = grid.nanoseconds(MediaTime(value: edited.presentationTime(k), timescale: grid.timescale)),
+              let duration = grid.nanoseconds(MediaTime(value: s.duration, timescale: grid.timescale)) else { return nil }
         let file = FileDescriptor(taking: fd)
         let read = s.offset <= UInt64(Int.max) ? try? [UInt8](preading: file, count: s.size, at: Int(s.offset)) : nil
         _ = file.take()  // the pipeline's descriptor: not closed here
@@ -101,8 +96,7 @@ final class PassthroughEdit {
         gst_buffer_unref(buffer)
         guard let made else { return nil }
         return PulledSample(GstRef(full: made), layout: layout(s.size), copy: .bytes,
-                            timing: (nanoseconds(edited.presentationTime(k), edited.timescale),
-                                     nanoseconds(s.duration, edited.timescale)),
+                            timing: (.nanoseconds(pts), .nanoseconds(duration)),
                             trims: Self.trims(edited, k))
     }
 }
