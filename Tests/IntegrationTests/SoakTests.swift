@@ -73,7 +73,9 @@ struct SoakTests {
         let tally = Tally()
         Self.checkedRead(socketPath, expected, tally)  // warm-up: the supervisor's first connection is counted in
         let atRest = { (try? daemon.status())?.activeConnections == 1 && Procfs.children(of: daemon.pid).count == 1 }
-        #expect(waitUntil(timeout: .seconds(30), atRest))
+        // Generous: other suites run beside this one (DamagedDeterminismTests keeps two readers busy), and the warm
+        // worker rehearses before it counts; the descriptor and RSS baselines below are only meaningful at rest.
+        try #require(waitUntil(timeout: .seconds(120), atRest), "the daemon did not come to rest")
         let before = Self.resources(daemon.pid)
         let start = ContinuousClock.now
 
@@ -133,7 +135,7 @@ struct SoakTests {
         }
 
         // At rest again: no descriptor or memory kept for what ended; the counters against what the clients saw.
-        #expect(waitUntil(timeout: .seconds(30), atRest), "\(Procfs.children(of: daemon.pid))")
+        #expect(waitUntil(timeout: .seconds(120), atRest), "\(Procfs.children(of: daemon.pid))")
         _ = waitUntil(timeout: .seconds(10)) { Self.resources(daemon.pid).fds == before.fds }
         let after = Self.resources(daemon.pid)
         let status = try daemon.status()
