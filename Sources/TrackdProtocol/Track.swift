@@ -108,6 +108,11 @@ public struct TrackDescription: Sendable, Hashable {
     /// Video: the shortest frame duration (AVAssetTrack.minFrameDuration), in `naturalTimeScale`; invalid when not
     /// known.
     public var minFrameDuration: MediaTime
+    /// The track's edit list as AVAssetTrack.segments (PROTOCOL.md §7.6): one segment mapping the track onto
+    /// itself when the container has no edit list.
+    public var segments: [TrackSegment]
+    /// The track's metadata (AVAssetTrack.metadata), PROTOCOL.md §7.5.
+    public var metadata: [MetadataItem]
 
     public init(id: UInt32, mediaType: MediaType, codec: FourCC, width: UInt32 = 0, height: UInt32 = 0,
                 nominalFrameRate: Double = 0, duration: MediaTime = .invalid, timeRangeStart: MediaTime = .invalid,
@@ -116,7 +121,9 @@ public struct TrackDescription: Sendable, Hashable {
                 rotation: Int32 = 0, language: String = "", profile: String = "", level: String = "",
                 pixelAspectRatio: PixelAspectRatio = PixelAspectRatio(), colorimetry: Colorimetry = Colorimetry(),
                 bitRate: UInt32 = 0, channelLayout: String = "", naturalTimeScale: Int32 = 0,
-                minFrameDuration: MediaTime = .invalid) {
+                minFrameDuration: MediaTime = .invalid, segments: [TrackSegment] = [], metadata: [MetadataItem] = []) {
+        self.segments = segments
+        self.metadata = metadata
         self.naturalTimeScale = naturalTimeScale
         self.minFrameDuration = minFrameDuration
         self.profile = profile
@@ -169,6 +176,8 @@ public struct TrackDescription: Sendable, Hashable {
         w.string(channelLayout)
         w.i32(naturalTimeScale)
         w.time(minFrameDuration)
+        w.list(segments, max: Wire.maxSegments) { w, segment in segment.encode(into: &w) }
+        w.list(metadata, max: Wire.maxMetadataItems) { w, item in item.encode(into: &w) }
     }
 
     static func decode(from r: inout ByteReader) throws(TrackError) -> TrackDescription {
@@ -186,7 +195,9 @@ public struct TrackDescription: Sendable, Hashable {
                                                denominator: try r.u32("track.parDenominator")),
             colorimetry: try Colorimetry.decode(from: &r, "track.range", "track.matrix", "track.primaries", "track.transfer"),
             bitRate: try r.u32("track.bitRate"), channelLayout: try r.string("track.channelLayout"),
-            naturalTimeScale: try r.i32("track.naturalTimeScale"), minFrameDuration: try r.time("track.minFrameDuration"))
+            naturalTimeScale: try r.i32("track.naturalTimeScale"), minFrameDuration: try r.time("track.minFrameDuration"),
+            segments: try r.list("track.segmentCount", max: Wire.maxSegments, TrackSegment.decode(from:)),
+            metadata: try r.list("track.metadataCount", max: Wire.maxMetadataItems, MetadataItem.decode(from:)))
     }
 }
 

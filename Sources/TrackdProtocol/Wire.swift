@@ -202,6 +202,16 @@ public enum Wire {
     public static let maxSettingsDepth = 8
     public static let maxSettingsItems = 256
     public static let maxCodecConfig = 64 * 1024
+    /// Metadata items in one list (the asset's, or one track's), PROTOCOL.md §7.5.
+    public static let maxMetadataItems = 64
+    /// Bytes of a metadata item's keySpace, key and commonKey each.
+    public static let maxMetadataKey = 255
+    /// Bytes of a metadata item's value.
+    public static let maxMetadataValue = 1024
+    /// Segments of one track's edit list, PROTOCOL.md §7.6.
+    public static let maxSegments = 64
+    /// Bytes of metadata items and segments in one AssetOpened, all lists together (the worker leaves out the rest).
+    public static let maxMetadataBytes = 32 * 1024
 }
 
 /// The fixed 16-byte header in front of every payload.

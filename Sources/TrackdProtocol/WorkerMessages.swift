@@ -42,11 +42,14 @@ public struct AssetOpened: Sendable, Equatable {
     public var assetID: UInt32
     public var duration: MediaTime
     public var tracks: [TrackDescription]
+    /// The asset's metadata (AVAsset.metadata), PROTOCOL.md §7.5.
+    public var metadata: [MetadataItem]
 
-    public init(assetID: UInt32, duration: MediaTime, tracks: [TrackDescription]) {
+    public init(assetID: UInt32, duration: MediaTime, tracks: [TrackDescription], metadata: [MetadataItem] = []) {
         self.assetID = assetID
         self.duration = duration
         self.tracks = tracks
+        self.metadata = metadata
     }
 }
 
@@ -58,11 +61,13 @@ extension AssetOpened: WireMessage {
         w.u32(assetID)
         w.time(duration)
         w.list(tracks, max: Wire.maxTracks) { w, track in track.encode(into: &w) }
+        w.list(metadata, max: Wire.maxMetadataItems) { w, item in item.encode(into: &w) }
     }
 
     static func decode(from r: inout ByteReader) throws(TrackError) -> AssetOpened {
         AssetOpened(assetID: try r.u32("assetOpened.assetID"), duration: try r.time("assetOpened.duration"),
-                    tracks: try r.list("assetOpened.trackCount", max: Wire.maxTracks, TrackDescription.decode(from:)))
+                    tracks: try r.list("assetOpened.trackCount", max: Wire.maxTracks, TrackDescription.decode(from:)),
+                    metadata: try r.list("assetOpened.metadataCount", max: Wire.maxMetadataItems, MetadataItem.decode(from:)))
     }
 }
 

@@ -267,7 +267,9 @@ import Testing
     /// unknown chroma values decode as `unknown`; the detail fields follow the language string.
     @Test func trackRecordDepthAndChroma() throws {
         var p = payload(of: .assetOpened(AssetOpened(assetID: 1, duration: .zero, tracks: [Fixtures.track(1)])))
-        #expect(p.count == 22 + 120 + 3)  // the record is 120 + n bytes when only the language ("und") is set
+        // The record is 124 + n bytes when only the language ("und") is set (no segments, no metadata: two u16
+        // counts), then the asset's metadata count.
+        #expect(p.count == 22 + 124 + 3 + 2)
         #expect(p[22 + 70] == 10 && p[22 + 71] == 1)
         p[22 + 71] = 200
         let decoded = try decodeAll(rawFrame(type: MessageType.assetOpened.rawValue, payload: p))
@@ -294,8 +296,9 @@ import Testing
         guard case .assetOpened(let o) = decoded.first?.message else { Issue.record("not decoded"); return }
         #expect(o.tracks.first?.naturalTimeScale == 30000)
         #expect(o.tracks.first?.minFrameDuration == MediaTime(value: 1001, timescale: 30000))
-        // A record cut before them is short, not a track without a timescale.
-        #expect(throws: TrackError.self) { try decodeAll(rawFrame(type: MessageType.assetOpened.rawValue, payload: Array(p.dropLast(20)))) }
+        // A record cut before them (and the segment and metadata counts after them) is short, not a track without
+        // a timescale.
+        #expect(throws: TrackError.self) { try decodeAll(rawFrame(type: MessageType.assetOpened.rawValue, payload: Array(p.dropLast(20 + 6)))) }
     }
 }
 

@@ -105,6 +105,21 @@ enum Fixtures {
                                       depth: 32, hasAlpha: true, bitsPerComponent: .max, chromaSubsampling: .yuv400,
                                       rotation: .min)])),
         .assetOpened(AssetOpened(assetID: 3, duration: .zero, tracks: (1...UInt32(Wire.maxTracks)).map(track))),
+        .assetOpened(AssetOpened(
+            assetID: 4, duration: MediaTime(value: 2000, timescale: 1000),
+            tracks: [TrackDescription(id: 1, mediaType: .video, codec: "avc1", naturalTimeScale: 15360,
+                                      segments: [.empty(target: MediaTimeRange(start: MediaTime(value: 0, timescale: 1000),
+                                                                               duration: MediaTime(value: 500, timescale: 1000)),
+                                                        sourceDuration: MediaTime(value: 7680, timescale: 15360)),
+                                                 TrackSegment(source: MediaTimeRange(start: MediaTime(value: 1024, timescale: 15360),
+                                                                                     duration: MediaTime(value: 30720, timescale: 15360)),
+                                                              target: MediaTimeRange(start: MediaTime(value: 500, timescale: 1000),
+                                                                                     duration: MediaTime(value: 2000, timescale: 1000)))],
+                                      metadata: (0..<Wire.maxMetadataItems).map {
+                                          MetadataItem(keySpace: "mkvtag", key: "K\($0)", value: $0 == 0 ? unicode : "")
+                                      })],
+            metadata: [MetadataItem(keySpace: "itsk", key: "©nam", commonKey: "title", value: "Title"),
+                       MetadataItem(keySpace: "mvhd", key: "creationTime", commonKey: "creationDate", value: "2021-03-04T05:06:07Z")])),
         .ack,
         .outputCreated(OutputCreated(outputID: 1, mediaType: .video, format: "420v", width: 1920, height: 1080, codecConfig: [])),
         .outputCreated(OutputCreated(outputID: 2, mediaType: .video, format: "avc1", width: 1920, height: 1080,

@@ -19,13 +19,13 @@ TIMEOUT = 30
 
 def track_record():
     # §7.2: the fixed part, then language, profile and level (empty strings), the 16-byte block, channelLayout,
-    # naturalTimeScale and minFrameDuration.
+    # naturalTimeScale and minFrameDuration, then no segments and no metadata (§7.6, §7.5).
     return (struct.pack('<IBIIIdqiIqiIIIIBBBi', 1, 1, w.str_to_fourcc('avc1'), 64, 48, 30.0, 1, 1, 1, 0, 1, 1,
                         0, 0, 24, 0, 8, 1, 0) + b'\x00\x00' * 3
-            + struct.pack('<IIBBBBI', 1, 1, 1, 1, 1, 1, 0) + b'\x00\x00' + struct.pack('<iqiI', 30, 1, 30, 1))
+            + struct.pack('<IIBBBBI', 1, 1, 1, 1, 1, 1, 0) + b'\x00\x00' + struct.pack('<iqiI', 30, 1, 30, 1) + b'\x00\x00' * 2)
 
 
-ASSET_OPENED = struct.pack('<IqiIH', 1, 1, 1, 1, 1) + track_record()
+ASSET_OPENED = struct.pack('<IqiIH', 1, 1, 1, 1, 1) + track_record() + b'\x00\x00'  # no asset metadata
 OUTPUT_CREATED = struct.pack('<IBIIII', 1, 1, w.str_to_fourcc('L008'), 64, 48, 0)
 
 

@@ -4,6 +4,7 @@ import os
 import re
 import struct
 import unittest
+from fractions import Fraction
 
 from trackd import _wire as w
 from trackd.errors import ProtocolViolation
@@ -173,6 +174,54 @@ class DecodingTests(unittest.TestCase):
         self.assertEqual((s['watchdog_kills'], s['connections_refused'], s['connections_rate_limited']), (1, 3, 2))
         with self.assertRaises(ProtocolViolation):  # truncated: the counters after the string are required
             w.decode(type_, data[16:-1])
+
+    def test_asset_opened_with_segments_and_metadata(self):
+        data = hexbytes('''
+0000  0d 01 00 00 02 80 00 00 02 00 00 00 00 00 00 00   x
+0010  01 00 00 00 d0 07 00 00 00 00 00 00 e8 03 00 00   x
+0020  01 00 00 00 01 00 01 00 00 00 01 31 63 76 61 40   x
+0030  00 00 00 30 00 00 00 00 00 00 00 00 00 3e 40 00   x
+0040  78 00 00 00 00 00 00 00 3c 00 00 01 00 00 00 00   x
+0050  00 00 00 00 00 00 00 00 3c 00 00 01 00 00 00 00   x
+0060  00 00 00 00 00 00 00 18 00 00 00 00 08 01 00 00   x
+0070  00 00 03 00 75 6e 64 00 00 00 00 01 00 00 00 01   x
+0080  00 00 00 01 01 01 01 00 00 00 00 00 00 00 3c 00   x
+0090  00 00 02 00 00 00 00 00 00 00 3c 00 00 01 00 00   x
+00a0  00 01 00 00 04 00 00 00 00 00 00 00 3c 00 00 01   x
+00b0  00 00 00 00 78 00 00 00 00 00 00 00 3c 00 00 01   x
+00c0  00 00 00 00 00 00 00 00 00 00 00 e8 03 00 00 01   x
+00d0  00 00 00 d0 07 00 00 00 00 00 00 e8 03 00 00 01   x
+00e0  00 00 00 01 00 04 00 68 64 6c 72 04 00 6e 61 6d   x
+00f0  65 00 00 0c 00 56 69 64 65 6f 48 61 6e 64 6c 65   x
+0100  72 01 00 04 00 69 74 73 6b 05 00 c2 a9 6e 61 6d   x
+0110  05 00 74 69 74 6c 65 04 00 43 6c 69 70            x''')
+        length, type_, fds, rid, reserved = w.HEADER.unpack_from(data)
+        self.assertEqual((length, type_, fds, rid, len(data)), (269, w.ASSET_OPENED, 0, 2, 285))
+        asset_id, duration, tracks, metadata = w.decode(type_, data[16:])
+        self.assertEqual((asset_id, duration, len(tracks)), (1, w.Time(2000, 1000, 1), 1))
+        t = tracks[0]
+        self.assertEqual((t.id, t.codec, t.natural_time_scale, t.min_frame_duration), (1, 'avc1', 15360, Fraction(1, 30)))
+        self.assertEqual(t.segments, [w.Segment(w.TimeRange(Fraction(1024, 15360), Fraction(2)),
+                                                w.TimeRange(Fraction(0), Fraction(2)), False)])
+        self.assertEqual(t.metadata, [w.MetadataItem('hdlr', 'name', None, 'VideoHandler')])
+        self.assertEqual(metadata, [w.MetadataItem('itsk', '\u00a9nam', 'title', 'Clip')])
+        with self.assertRaises(ProtocolViolation):  # truncated: the asset's metadata count is required
+            w.decode(type_, data[16:-13])
+
+    def test_empty_edit_and_limits(self):
+        def s(text):
+            raw = text.encode()
+            return struct.pack('<H', len(raw)) + raw
+        head = struct.pack('<IqiIH', 1, 0, 1, 1, 0)  # asset 1, duration 0/1, no tracks
+        r = w.Reader(struct.pack('<H', 1) + struct.pack('<qiIqiIqiIqiI', 0, 0, 0, 22050, 44100, 1, 0, 1000, 1, 500, 1000, 1))
+        (segment,) = w._segments(r)
+        self.assertEqual(segment, w.Segment(w.TimeRange(None, Fraction(1, 2)), w.TimeRange(0, Fraction(1, 2)), True))
+        with self.assertRaises(ProtocolViolation):
+            w.decode(w.ASSET_OPENED, head + struct.pack('<H', 65))
+        with self.assertRaises(ProtocolViolation):
+            w.decode(w.ASSET_OPENED, head + struct.pack('<H', 1) + s('mkvtag') + s('K') + s('') + s('v' * 1025))
+        self.assertEqual(w.decode(w.ASSET_OPENED, head + struct.pack('<H', 1) + s('mkvtag') + s('K') + s('') + s('v' * 1024))[3],
+                         [w.MetadataItem('mkvtag', 'K', None, 'v' * 1024)])
 
 
 class SpecTests(unittest.TestCase):

@@ -20,10 +20,10 @@ from ._asset import Asset, Frame, Image, Output, open
 from ._batch import Batch
 from ._conn import ForkedConnection, default_socket_path
 from ._source import MAX_SOURCE_BYTES
-from ._wire import Colorimetry, Plane, Time, Track
+from ._wire import Colorimetry, MetadataItem, Plane, Segment, Time, TimeRange, Track
 from .errors import ProtocolViolation, TrackdError
 
 __all__ = ['open', 'Asset', 'Output', 'Frame', 'Batch', 'Image', 'Track', 'Time', 'Plane', 'Colorimetry',
-           'TrackdError', 'ProtocolViolation', 'ForkedConnection', 'errors', 'default_socket_path',
+           'MetadataItem', 'Segment', 'TimeRange', 'TrackdError', 'ProtocolViolation', 'ForkedConnection', 'errors', 'default_socket_path',
            'MAX_SOURCE_BYTES']
 __version__ = '0.1.0'

@@ -507,7 +507,7 @@ class Asset:
     def _connect(self):
         conn = Connection(*self._options)
         try:
-            asset_id, duration, tracks = conn.request(w.OPEN_ASSET, w.open_asset(os.fsdecode(self.name)),
+            asset_id, duration, tracks, metadata = conn.request(w.OPEN_ASSET, w.open_asset(os.fsdecode(self.name)),
                                                       w.ASSET_OPENED, fd=self._fd)
         except BaseException:
             conn.close()
@@ -517,6 +517,7 @@ class Asset:
         self.duration_time = duration
         self.duration = duration.seconds
         self.tracks = tracks
+        self.metadata = metadata  # the asset's MetadataItems (PROTOCOL.md §7.5); each Track has .metadata, .segments
         self.worker_pid = conn.hello['worker_pid']
         self.server_version = conn.hello['server_version']
         self._frame_counts = {}

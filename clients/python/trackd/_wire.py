@@ -289,10 +289,28 @@ class Reader:
 Track = namedtuple('Track', 'id media_type codec width height nominal_frame_rate duration time_range_start '
                             'sample_rate channels depth has_alpha bits_per_component chroma_subsampling rotation '
                             'language profile level pixel_aspect_ratio colorimetry bit_rate channel_layout '
-                            'natural_time_scale min_frame_duration')
+                            'natural_time_scale min_frame_duration segments metadata')
 Track.__doc__ = ('A track record (PROTOCOL.md §7.2). media_type is "video", "audio", "subtitle" or "other". '
                  'natural_time_scale: the units per second of every time of the track (§7.1; 0 unknown); '
-                 'min_frame_duration: video, the shortest frame duration in seconds as a Fraction, or None.')
+                 'min_frame_duration: video, the shortest frame duration in seconds as a Fraction, or None; '
+                 'segments: the edit list as Segments (§7.6); metadata: MetadataItems (§7.5).')
+
+MetadataItem = namedtuple('MetadataItem', 'key_space key common_key value')
+MetadataItem.__doc__ = ('One metadata item (PROTOCOL.md §7.5, AVMetadataItem): key_space ("udta", "itsk", "mdta", '
+                        '"mvhd", "mdhd", "hdlr", "stsd", "mkv", "mkvtag"), key, common_key (AVFoundation\'s common '
+                        'key such as "title", "creationDate", or None) and value (text; dates ISO 8601).')
+
+TimeRange = namedtuple('TimeRange', 'start duration')
+TimeRange.__doc__ = 'A time range in seconds as Fractions; start is None for an empty edit\'s source.'
+
+Segment = namedtuple('Segment', 'source target empty')
+Segment.__doc__ = ('One segment of a track\'s edit list (PROTOCOL.md §7.6, AVAssetTrackSegment): source (media time) '
+                   'and target (presentation time) TimeRanges; empty: an empty edit (source.start is None).')
+
+MAX_METADATA_ITEMS = 64
+MAX_METADATA_KEY = 255
+MAX_METADATA_VALUE = 1024
+MAX_SEGMENTS = 64
 
 Plane = namedtuple('Plane', 'offset bytes_per_row row_bytes height')
 Plane.__doc__ = 'A plane layout (§7.4); offset is from the start of the sample.'
@@ -318,19 +336,52 @@ def decode_asset_opened(r):
         raise ProtocolViolation('AssetOpened lists %d tracks (at most 256)' % count)
     tracks = []
     for _ in range(count):
-        (tid, mtype, codec, width, height, fps, d_v, d_ts, d_f, s_v, s_ts, s_f, rate, channels, depth,
-         alpha, bits, chroma, rotation) = r.unpack('<IBIIIdqiIqiIIIIBBBi')
-        if alpha > 1:
-            raise ProtocolViolation('track hasAlpha byte %d is neither 0 nor 1' % alpha)
-        language, profile, level = r.string(), r.string(), r.string()
-        par_n, par_d, c_range, c_matrix, c_primaries, c_transfer, bit_rate = r.unpack('<IIBBBBI')
-        tracks.append(Track(tid, MEDIA_TYPES.get(mtype, 'other'), fourcc_to_str(codec), width, height, fps,
-                            Time(d_v, d_ts, d_f), Time(s_v, s_ts, s_f), rate, channels, depth, alpha == 1, bits,
-                            chroma if chroma <= 4 else 0, rotation, language, profile, level,
-                            (par_n, par_d) if par_n and par_d else None,
-                            Colorimetry(c_range, c_matrix, c_primaries, c_transfer), bit_rate, r.string(),
-                            *_track_clock(r)))
-    return asset_id, duration, tracks
+        tracks.append(_track(r))
+    return asset_id, duration, tracks, _metadata(r)
+
+
+def _track(r):
+    (tid, mtype, codec, width, height, fps, d_v, d_ts, d_f, s_v, s_ts, s_f, rate, channels, depth,
+     alpha, bits, chroma, rotation) = r.unpack('<IBIIIdqiIqiIIIIBBBi')
+    if alpha > 1:
+        raise ProtocolViolation('track hasAlpha byte %d is neither 0 nor 1' % alpha)
+    language, profile, level = r.string(), r.string(), r.string()
+    par_n, par_d, c_range, c_matrix, c_primaries, c_transfer, bit_rate = r.unpack('<IIBBBBI')
+    return Track(tid, MEDIA_TYPES.get(mtype, 'other'), fourcc_to_str(codec), width, height, fps,
+                 Time(d_v, d_ts, d_f), Time(s_v, s_ts, s_f), rate, channels, depth, alpha == 1, bits,
+                 chroma if chroma <= 4 else 0, rotation, language, profile, level,
+                 (par_n, par_d) if par_n and par_d else None,
+                 Colorimetry(c_range, c_matrix, c_primaries, c_transfer), bit_rate, r.string(),
+                 *_track_clock(r), _segments(r), _metadata(r))
+
+
+def _segments(r):
+    """§7.6: u16 count (≤ 64), then each segment's source start, source duration, target start, target duration."""
+    (count,) = r.unpack('<H')
+    if count > MAX_SEGMENTS:
+        raise ProtocolViolation('a track lists %d segments (at most %d)' % (count, MAX_SEGMENTS))
+    segments = []
+    for _ in range(count):
+        s_start, s_duration, t_start, t_duration = r.time(), r.time(), r.time(), r.time()
+        segments.append(Segment(TimeRange(s_start.fraction, s_duration.fraction),
+                                TimeRange(t_start.fraction, t_duration.fraction), not s_start.flags & TIME_VALID))
+    return segments
+
+
+def _metadata(r):
+    """§7.5: u16 count (≤ 64), then each item's keySpace, key, commonKey and value strings."""
+    (count,) = r.unpack('<H')
+    if count > MAX_METADATA_ITEMS:
+        raise ProtocolViolation('a metadata list of %d items (at most %d)' % (count, MAX_METADATA_ITEMS))
+    items = []
+    for _ in range(count):
+        key_space, key, common_key, value = r.string(), r.string(), r.string(), r.string()
+        for name, text, limit in (('keySpace', key_space, MAX_METADATA_KEY), ('key', key, MAX_METADATA_KEY),
+                                  ('commonKey', common_key, MAX_METADATA_KEY), ('value', value, MAX_METADATA_VALUE)):
+            if len(text.encode('utf-8')) > limit:
+                raise ProtocolViolation('metadata %s of %d bytes (at most %d)' % (name, len(text.encode()), limit))
+        items.append(MetadataItem(key_space, key, common_key or None, value))
+    return items
 
 
 def _track_clock(r):

@@ -1,0 +1,139 @@
+// Asset and track metadata (AVMetadataItem-shaped) and a track's edit-list segments (AVAssetTrackSegment-shaped):
+// what AssetOpened and the track record carry after their older fields (docs/PROTOCOL.md §7.5, §7.6).
+
+/// One metadata item, as AVMetadataItem has it: the key space it is stored in, its key there, the AVFoundation
+/// common key it maps to ("" when none), and its value as text (dates ISO 8601, locations ISO 6709).
+public struct MetadataItem: Sendable, Hashable, CustomStringConvertible {
+    /// "udta" (QuickTime user data), "itsk" (iTunes ilst), "mdta" (QuickTime metadata), "mvhd", "mdhd", "hdlr",
+    /// "stsd" (MP4/MOV structure), "mkv" (Matroska elements), "mkvtag" (Matroska SimpleTags) — PROTOCOL.md §7.5.
+    public var keySpace: String
+    public var key: String
+    /// AVMetadataCommonKey's string ("title", "creationDate", "software", "make", "model", "location", "artist",
+    /// "albumName", "description", "copyright", "author", "language" …), or "".
+    public var commonKey: String
+    public var value: String
+
+    public init(keySpace: String, key: String, commonKey: String = "", value: String) {
+        self.keySpace = keySpace
+        self.key = key
+        self.commonKey = commonKey
+        self.value = value
+    }
+
+    /// AVMetadataItem.identifier's shape: "keySpace/key".
+    public var identifier: String { "\(keySpace)/\(key)" }
+
+    public var description: String {
+        "\(identifier)\(commonKey.isEmpty ? "" : " (\(commonKey))") = \(value)"
+    }
+
+    /// The bytes this item takes on the wire.
+    public var encodedSize: Int {
+        8 + [keySpace, key, commonKey].reduce(0) { $0 + min($1.utf8.count, Wire.maxMetadataKey) }
+            + min(value.utf8.count, Wire.maxMetadataValue)
+    }
+
+    /// Four strings: keySpace, key, commonKey (each cut to 255 bytes), value (cut to 1024 bytes), each cut at a
+    /// Unicode scalar boundary.
+    func encode(into w: inout ByteWriter) {
+        w.string(keySpace, max: Wire.maxMetadataKey)
+        w.string(key, max: Wire.maxMetadataKey)
+        w.string(commonKey, max: Wire.maxMetadataKey)
+        w.string(value, max: Wire.maxMetadataValue)
+    }
+
+    static func decode(from r: inout ByteReader) throws(TrackError) -> MetadataItem {
+        MetadataItem(keySpace: try r.string("metadata.keySpace", max: Wire.maxMetadataKey),
+                     key: try r.string("metadata.key", max: Wire.maxMetadataKey),
+                     commonKey: try r.string("metadata.commonKey", max: Wire.maxMetadataKey),
+                     value: try r.string("metadata.value", max: Wire.maxMetadataValue))
+    }
+}
+
+/// One segment of a track's edit list (AVAssetTrackSegment): `source` in the track's media time (the media
+/// timescale), `target` in the presentation (movie) time. An empty edit has an invalid `source.start`.
+public struct TrackSegment: Sendable, Hashable, CustomStringConvertible {
+    public var source: MediaTimeRange
+    public var target: MediaTimeRange
+
+    public init(source: MediaTimeRange, target: MediaTimeRange) {
+        self.source = source
+        self.target = target
+    }
+
+    /// An empty edit (nothing of the media is shown during `target`).
+    public static func empty(target: MediaTimeRange, sourceDuration: MediaTime) -> TrackSegment {
+        TrackSegment(source: MediaTimeRange(start: .invalid, duration: sourceDuration), target: target)
+    }
+
+    /// AVAssetTrackSegment.isEmpty.
+    public var isEmpty: Bool { !source.start.isValid }
+
+    public var description: String {
+        let source = isEmpty ? "empty" : "\(self.source.start)+\(self.source.duration)"
+        return "\(source) → \(target.start)+\(target.duration)"
+    }
+
+    /// 64 bytes: source start, source duration, target start, target duration.
+    public static let encodedSize = 64
+
+    func encode(into w: inout ByteWriter) {
+        w.timeRange(source)
+        w.timeRange(target)
+    }
+
+    static func decode(from r: inout ByteReader) throws(TrackError) -> TrackSegment {
+        TrackSegment(source: try r.timeRange("segment.sourceStart", "segment.sourceDuration"),
+                     target: try r.timeRange("segment.targetStart", "segment.targetDuration"))
+    }
+}
+
+extension AssetOpened {
+    /// The message with its metadata and segments cut to `Wire.maxMetadataBytes` in all: the asset's items, then
+    /// each track's segments and items in track order, are kept while their running total fits; the first item or
+    /// segment that would pass the limit and everything after it in the same order are left out (PROTOCOL.md §7.5).
+    public func boundingMetadata(to limit: Int = Wire.maxMetadataBytes) -> AssetOpened {
+        var budget = limit
+        func keep<T>(_ items: [T], max: Int, size: (T) -> Int) -> [T] {
+            var kept: [T] = []
+            for item in items.prefix(max) {
+                let n = size(item)
+                guard n <= budget else { budget = 0; break }
+                budget -= n
+                kept.append(item)
+            }
+            return kept
+        }
+        var bounded = self
+        bounded.metadata = keep(metadata, max: Wire.maxMetadataItems, size: \.encodedSize)
+        for i in bounded.tracks.indices {
+            bounded.tracks[i].segments = keep(tracks[i].segments, max: Wire.maxSegments) { _ in TrackSegment.encodedSize }
+            bounded.tracks[i].metadata = keep(tracks[i].metadata, max: Wire.maxMetadataItems, size: \.encodedSize)
+        }
+        return bounded
+    }
+}
+
+extension ByteWriter {
+    /// A string cut to `max` bytes at a Unicode scalar boundary.
+    mutating func string(_ s: String, max: Int) {
+        var utf8 = Array(s.utf8)
+        if utf8.count > max {
+            var cut = max
+            while cut > 0 && utf8[cut] & 0xC0 == 0x80 { cut -= 1 }
+            utf8 = Array(utf8[..<cut])
+        }
+        string(String(decoding: utf8, as: UTF8.self))
+    }
+}
+
+extension ByteReader {
+    /// A string of at most `max` bytes (more is a protocol violation).
+    mutating func string(_ f: StaticString, max: Int) throws(TrackError) -> String {
+        let s = try string(f)
+        guard s.utf8.count <= max else {
+            throw TrackError(.protocolViolation, "\(f): string of \(s.utf8.count) bytes exceeds \(max)")
+        }
+        return s
+    }
+}

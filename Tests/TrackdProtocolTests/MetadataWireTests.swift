@@ -1,0 +1,95 @@
+import TrackdProtocol
+import TestSupport
+import Testing
+
+/// AssetOpened's metadata and the track record's segments and metadata (PROTOCOL.md §7.5, §7.6): the §14.2 bytes,
+/// the limits and how the encoder cuts what passes them.
+@Suite(.timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs) struct MetadataWireTests {
+    static let example: AssetOpened = {
+        let t = { (v: Int64, ts: Int32) in MediaTime(value: v, timescale: ts) }
+        let track = TrackDescription(
+            id: 1, mediaType: .video, codec: "avc1", width: 64, height: 48, nominalFrameRate: 30, duration: t(30720, 15360),
+            timeRangeStart: t(0, 15360), depth: 24, bitsPerComponent: 8, chromaSubsampling: .yuv420, language: "und",
+            pixelAspectRatio: PixelAspectRatio(numerator: 1, denominator: 1),
+            colorimetry: Colorimetry(range: 1, matrix: 1, primaries: 1, transfer: 1), naturalTimeScale: 15360,
+            minFrameDuration: t(512, 15360),
+            segments: [TrackSegment(source: MediaTimeRange(start: t(1024, 15360), duration: t(30720, 15360)),
+                                    target: MediaTimeRange(start: t(0, 1000), duration: t(2000, 1000)))],
+            metadata: [MetadataItem(keySpace: "hdlr", key: "name", value: "VideoHandler")])
+        return AssetOpened(assetID: 1, duration: t(2000, 1000), tracks: [track],
+                           metadata: [MetadataItem(keySpace: "itsk", key: "©nam", commonKey: "title", value: "Clip")])
+    }()
+
+    /// PROTOCOL.md §14.2 "AssetOpened", both ways.
+    static let golden = hex("""
+        0d01000002800000020000000000000001000000d007000000000000e803000001000000010001000000013163766140000000300000\
+        000000000000003e400078000000000000003c0000010000000000000000000000003c00000100000000000000000000001800000000\
+        0801000000000300756e6400000000010000000100000001010101000000000000003c00000002000000000000003c00000100000001\
+        000004000000000000003c0000010000000078000000000000003c0000010000000000000000000000e803000001000000d007000000\
+        000000e8030000010000000100040068646c7204006e616d6500000c00566964656f48616e646c6572010004006974736b0500c2a96e\
+        616d05007469746c650400436c6970
+        """)
+
+    static func hex(_ s: String) -> [UInt8] {
+        let digits = Array(s.filter(\.isHexDigit))
+        return stride(from: 0, to: digits.count, by: 2).map { UInt8(String(digits[$0...$0 + 1]), radix: 16)! }
+    }
+
+    @Test func goldenBytes() throws {
+        #expect(Codec.frame(.assetOpened(Self.example), requestID: 2) == Self.golden)
+        let decoded = try decodeAll(Self.golden)
+        #expect(decoded.first?.message == .assetOpened(Self.example))
+        guard case .assetOpened(let opened)? = decoded.first?.message else { return }
+        #expect(opened.tracks[0].segments[0].isEmpty == false)
+        #expect(opened.metadata[0].identifier == "itsk/©nam")
+    }
+
+    @Test func anEmptyEditHasAnInvalidSourceStart() throws {
+        let empty = TrackSegment.empty(target: MediaTimeRange(start: .zero, duration: MediaTime(value: 500, timescale: 1000)),
+                                       sourceDuration: MediaTime(value: 22050, timescale: 44100))
+        var opened = Self.example
+        opened.tracks[0].segments = [empty]
+        let decoded = try decodeAll(Codec.frame(.assetOpened(opened), requestID: 2))
+        guard case .assetOpened(let back)? = decoded.first?.message else { Issue.record("not AssetOpened"); return }
+        #expect(back.tracks[0].segments == [empty] && back.tracks[0].segments[0].isEmpty)
+    }
+
+    /// Strings are cut at a scalar boundary to 255 (keys) and 1024 (values) bytes; lists to 64 items/segments.
+    @Test func theEncoderCutsToTheLimits() throws {
+        let longValue = String(repeating: "é", count: 600)  // 1200 bytes
+        let longKey = String(repeating: "k", count: 300)
+        var opened = Self.example
+        opened.metadata = (0..<100).map { MetadataItem(keySpace: "mkvtag", key: $0 == 0 ? longKey : "K\($0)", value: longValue) }
+        opened.tracks[0].segments = Array(repeating: Self.example.tracks[0].segments[0], count: 70)
+        let decoded = try decodeAll(Codec.frame(.assetOpened(opened), requestID: 2))
+        guard case .assetOpened(let back)? = decoded.first?.message else { Issue.record("not AssetOpened"); return }
+        #expect(back.metadata.count == Wire.maxMetadataItems && back.tracks[0].segments.count == Wire.maxSegments)
+        #expect(back.metadata[0].key.utf8.count == 255 && back.metadata[0].value == String(repeating: "é", count: 512))
+    }
+
+    @Test func theDecoderRefusesWhatPassesTheLimits() {
+        var p = payload(of: .assetOpened(AssetOpened(assetID: 1, duration: .zero, tracks: [])))
+        p.removeLast(2)
+        let count = UInt16(Wire.maxMetadataItems + 1)
+        #expect(decodeError(MalformedTests.frame(.assetOpened, p + [UInt8(count & 0xFF), UInt8(count >> 8)]))?.message
+            .contains("exceeds") == true)
+        // One item whose value is 1025 bytes.
+        let item: [UInt8] = [1, 0, 0x61] + [0, 0] + [0, 0] + [0x01, 0x04] + Array(repeating: 0x61, count: 1025)
+        #expect(decodeError(MalformedTests.frame(.assetOpened, p + [1, 0] + item))?.message
+            .contains("metadata.value") == true)
+    }
+
+    /// The worker's bound: asset items, then each track's segments and items, while they fit in maxMetadataBytes.
+    @Test func boundingKeepsWhatFitsInOrder() {
+        var opened = Self.example
+        let item = MetadataItem(keySpace: "mkvtag", key: "K", value: String(repeating: "v", count: 1000))
+        opened.metadata = Array(repeating: item, count: 20)  // 20 × 1015 bytes
+        opened.tracks[0].metadata = Array(repeating: item, count: 20)
+        let bounded = opened.boundingMetadata()
+        #expect(item.encodedSize == 1015)
+        #expect(bounded.metadata.count == 20 && bounded.tracks[0].segments.count == 1)
+        let left = Wire.maxMetadataBytes - 20 * 1015 - TrackSegment.encodedSize
+        #expect(bounded.tracks[0].metadata.count == left / 1015)
+        #expect(opened.boundingMetadata(to: 2030).metadata.count == 2)
+    }
+}
