@@ -1,9 +1,12 @@
-// libFuzzer target `mp4`: ContainerIndex, the MP4/MOV sample-table reader the worker runs on untrusted files.
+// libFuzzer target `mp4`: ContainerIndex, the MP4/MOV sample-table reader the worker runs on untrusted files, and
+// ContainerMetadata's MP4/MOV (moov) and Matroska (file head) metadata and edit-list readers.
 // Input: a moov box's body (scripts/fuzz.sh seeds it with the moov of ffmpeg-made MP4 and MOV files; the target's
 // own seeds are MediaIndexTests' synthetic movies). Invariants, beyond "never traps":
 //  - frames that come back are a valid index: 1 … maxSamples frames, presentation times non-negative and in
 //    order, durations ≥ 0, decode positions a permutation of 0 ..< n;
-//  - FrameIndex and the planner handle them: the first, middle and last frames plan and each time names its frame.
+//  - FrameIndex and the planner handle them: the first, middle and last frames plan and each time names its frame;
+//  - metadata (the input as a moov body, and as a Matroska file's head) stays within the wire's limits: at most 64
+//    items per list and 64 segments per track, values of at most 1024 bytes, segments with numeric targets.
 import MediaIndex
 import TrackdProtocol
 
@@ -38,7 +41,21 @@ public func fuzzMP4(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
         guard let frames = ContainerIndex.frames(movie: movie, fileSize: .max, trackID: trackID) else { continue }
         checkFrames(frames)
     }
+    checkMetadata(ContainerMetadata.mp4(movie: movie))
+    checkMetadata(ContainerMetadata.matroska([0x1A, 0x45, 0xDF, 0xA3] + Array(movie)))
     return 0
+}
+
+func checkMetadata(_ found: ContainerMetadata) {
+    for items in [found.items] + found.tracks.map(\.items) {
+        check(items.count <= Wire.maxMetadataItems, "\(items.count) items")
+        for item in items { check(item.value.utf8.count <= 3 * Wire.maxMetadataValue && !item.value.isEmpty, "value \(item)") }
+    }
+    for track in found.tracks {
+        let segments = track.segments ?? []
+        check(segments.count <= Wire.maxSegments, "\(segments.count) segments")
+        for s in segments { check(s.target.start.isNumeric && s.target.duration.isNumeric && s.source.duration.isNumeric, "\(s)") }
+    }
 }
 
 func checkFrames(_ frames: [FrameIndex.Frame]) {

@@ -4,6 +4,8 @@ struct BoxReader {
     let bytes: ArraySlice<UInt8>
     private var at: Int
     private(set) var isValid = true
+    /// The raw type of the box `next()` returned last (an ilst item's type is a key index in `mdta` lists).
+    private(set) var lastType: UInt32 = 0
 
     init(bytes: ArraySlice<UInt8>) {
         self.bytes = bytes
@@ -26,6 +28,7 @@ struct BoxReader {
         }
         guard size >= header, size <= bytes.endIndex - at else { isValid = false; return nil }
         let body = bytes[(at + header)..<(at + size)]
+        lastType = be32(bytes[at...], 4)
         at += size
         return (type, body)
     }
