@@ -33,8 +33,9 @@ enum IndexCacheClient {
     }
 
     /// What a cached description is stamped with: the GStreamer version that found it, and the track record's
-    /// layout (descriptions cached before tracks carried their timescale, in nanoseconds, are misses).
-    static var descriptionStamp: [UInt8] { Array("\(Gst.versionString); track times on the track's grid".utf8) }
+    /// layout (descriptions cached before tracks carried their timescale, in nanoseconds, or before they carried
+    /// metadata and segments, are misses).
+    static var descriptionStamp: [UInt8] { Array("\(Gst.versionString); track times on the track's grid; metadata".utf8) }
 
     /// What opening the file found, kept under the file's key with track id 0: the payload of the AssetOpened
     /// that discovery answered (asset id 0), after the GStreamer version that found it — a description made by
@@ -49,10 +50,10 @@ enum IndexCacheClient {
         return opened
     }
 
-    static func putDescription(_ key: IndexCacheWire.FileKey, duration: MediaTime, tracks: [TrackDescription]) {
+    static func putDescription(_ key: IndexCacheWire.FileKey, _ description: AssetOpened) {
         let stamp = descriptionStamp
         guard stamp.count < 256 else { return }
-        let frame = Codec.frame(.assetOpened(AssetOpened(assetID: 0, duration: duration, tracks: tracks)), requestID: 0)
+        let frame = Codec.frame(.assetOpened(description), requestID: 0)
         guard let blob = IndexCacheWire.encodeDescription([UInt8(stamp.count)] + stamp + frame.dropFirst(Wire.headerSize))
         else { return }
         putBlob(key, blob)

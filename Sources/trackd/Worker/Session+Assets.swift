@@ -53,7 +53,8 @@ extension Session {
 
     func openAsset(fd: Int32, name: String) throws(TrackError) -> Message {
         let source = try MediaSource(fd: fd)  // owns fd from here, even when it throws
-        let (duration, tracks) = try describe(source)
+        let opened = try describe(source)
+        let tracks = opened.tracks
         let grids = Self.grids(tracks, clocks: source.trackClocks())
         let assetID = try state.withLock { (s: inout State) throws(TrackError) -> UInt32 in
             guard s.assets.count < Self.maxAssets else {
@@ -64,29 +65,35 @@ extension Session {
             return s.nextAssetID
         }
         Log.info("opened asset \(assetID) \"\(name)\": \(tracks.count) tracks")
-        return .assetOpened(AssetOpened(assetID: assetID, duration: duration, tracks: tracks))
+        return .assetOpened(AssetOpened(assetID: assetID, duration: opened.duration, tracks: tracks, metadata: opened.metadata))
     }
 
     /// What discovery finds in `source` — from the daemon's cache when this uid opened the same unchanged file
     /// before (same device, inode, size and mtime, as for frame indexes), which saves the discovery pipeline
     /// (10–20 ms); else discovered, and given to the cache. The tracks come in ascending track-id order, as
     /// AVAsset lists them (a demuxer exposes its pads in its own order: a MOV's tracks 1, 2, 3 as 1, 3, 2), and each
-    /// track's times are on its grid (Session+TimeGrids.swift).
-    func describe(_ source: MediaSource) throws(TrackError) -> (MediaTime, [TrackDescription]) {
+    /// track's times are on its grid (Session+TimeGrids.swift). The metadata and segments (Session+Metadata.swift)
+    /// are bounded to `Wire.maxMetadataBytes` (the answer's asset id is 0).
+    func describe(_ source: MediaSource) throws(TrackError) -> AssetOpened {
         let before = source.status()
         let key = before.map { IndexCacheClient.key($0, trackID: IndexCacheWire.descriptionTrackID) }
         if let key, let cached = IndexCacheClient.getDescription(key) {
             Log.info("asset description from the cache: \(cached.tracks.count) tracks")
             // Ordered here too: a description cached before tracks were ordered is still in the demuxer's order.
-            return (cached.duration, Self.inTrackIDOrder(cached.tracks))
+            var ordered = cached
+            ordered.tracks = Self.inTrackIDOrder(cached.tracks)
+            return ordered
         }
-        var found = try source.discover()
-        found.tracks = Self.placeOnGrids(Self.inTrackIDOrder(found.tracks), source: source).0  // what is cached and answered
+        let discovered = try source.discover()
+        let onGrids = Self.placeOnGrids(Self.inTrackIDOrder(discovered.tracks), source: source).0
+        let (tracks, metadata) = Self.withMetadata(onGrids, source: source)
+        // What is cached and answered.
+        let found = AssetOpened(assetID: 0, duration: discovered.duration, tracks: tracks, metadata: metadata).boundingMetadata()
         // Only when the file did not change while it was read (else the key would not match what was found), and
         // only audio and video: discovery does not wait for a subtitle track's data, so its language tag may not
         // have arrived yet — a description without it must not be the answer for every later open.
         if let key, source.status() == before, found.tracks.allSatisfy({ $0.mediaType == .video || $0.mediaType == .audio }) {
-            IndexCacheClient.putDescription(key, duration: found.duration, tracks: found.tracks)
+            IndexCacheClient.putDescription(key, found)
         }
         return found
     }

@@ -1,0 +1,29 @@
+import GstBridge
+import MediaIndex
+import TrackdProtocol
+
+/// The asset's and its tracks' metadata and each track's segments (PROTOCOL.md §7.5, §7.6), put into the description
+/// discovery found: from the container (`ContainerMetadata`, MediaIndex); a track the container gives no edit list
+/// is one segment mapping its time range onto itself, as AVFoundation reports it.
+extension Session {
+    static func withMetadata(_ tracks: [TrackDescription], source: MediaSource) -> ([TrackDescription], [MetadataItem]) {
+        let found = source.containerMetadata()
+        let described = tracks.map { track in
+            var track = track
+            let entry = found.track(track.id)
+            track.segments = entry?.segments ?? identitySegment(track).map { [$0] } ?? []
+            track.metadata = entry?.items ?? []
+            return track
+        }
+        return (described, found.items)
+    }
+
+    /// The track's time range (start, duration, in its timescale) as both source and target; nil when the duration
+    /// is not known.
+    static func identitySegment(_ track: TrackDescription) -> TrackSegment? {
+        guard track.duration.isNumeric else { return nil }
+        let start = track.timeRangeStart.isNumeric ? track.timeRangeStart : MediaTime(value: 0, timescale: track.duration.timescale)
+        let range = MediaTimeRange(start: start, duration: track.duration)
+        return TrackSegment(source: range, target: range)
+    }
+}
