@@ -46,6 +46,8 @@ public final class Asset: Sendable {
     public let duration: MediaTime
     /// Every track trackd found, in ascending track-id order (`AVAsset.tracks`).
     public let tracks: [AssetTrack]
+    /// The asset's metadata (`AVAsset.metadata`): every item the container stores, in its key space; PROTOCOL.md §7.5.
+    public let metadata: [MetadataItem]
     let connection: Connection
     let assetID: UInt32
 
@@ -113,6 +115,7 @@ public final class Asset: Sendable {
         self.assetID = opened.assetID
         self.duration = opened.duration
         self.tracks = opened.tracks.map(AssetTrack.init)
+        self.metadata = opened.metadata
     }
 
     deinit { connection.close() }
@@ -192,8 +195,15 @@ public struct AssetTrack: Sendable, Hashable {
     /// Video: the shortest frame duration (`AVAssetTrack.minFrameDuration`), in `naturalTimeScale`; invalid when
     /// not known.
     public let minFrameDuration: MediaTime
+    /// The track's edit list (`AVAssetTrack.segments`): source ranges in the media timescale, target ranges in the
+    /// presentation timescale; one segment mapping the track onto itself when the container has none. PROTOCOL.md §7.6.
+    public let segments: [TrackSegment]
+    /// The track's metadata (`AVAssetTrack.metadata`): language, handler name, tags …; PROTOCOL.md §7.5.
+    public let metadata: [MetadataItem]
 
     init(_ d: TrackDescription) {
+        segments = d.segments
+        metadata = d.metadata
         naturalTimeScale = d.naturalTimeScale
         minFrameDuration = d.minFrameDuration
         profile = d.profile.isEmpty ? nil : d.profile

@@ -1,33 +1,41 @@
 import TrackdProtocol
 import TrackClient
 
-/// `trackctl tracks FILE [--json]`: a file's tracks, as a table or JSON.
+/// `trackctl tracks FILE [--json] [--asset]`: a file's tracks, their segments and the metadata, as a table or JSON.
 struct TracksCommand: Command {
     static let json = Flag("--json", help: "one JSON array, one object per track; unknown values are null")
+    static let withAsset = Flag("--asset", help: "with --json: one object, the asset's duration and metadata and its tracks")
 
     static let spec = CommandSpec(
         name: "tracks", summary: "list a file's tracks",
-        forms: [[.argument(.file), .opt(json)]],
+        forms: [[.argument(.file), .opt(json), .opt(withAsset)]],
         notes: """
               Lists each track: id, media type, codec, size, frame rate, duration, time range start, sample rate,
-              channels, depth, alpha, bit depth, chroma subsampling and the recommended pixel format.
+              channels, depth, alpha, bit depth, chroma subsampling and the recommended pixel format; then the
+              asset's and each track's metadata (key space/key (common key) = value) and each track's segments
+              (source → target, from the edit list). --json gives each track's "metadata" and "segments" too;
+              --json --asset wraps the array as {"duration", "metadata", "tracks"}.
             """,
-        examples: ["trackctl tracks clip.mp4", "trackctl tracks clip.mp4 --json"])
+        examples: ["trackctl tracks clip.mp4", "trackctl tracks clip.mp4 --json", "trackctl tracks clip.mp4 --json --asset"])
 
     let file: String
     let asJSON: Bool
+    let withAsset: Bool
 
     init(_ p: ParsedArguments) {
         file = p.argument(.file)
         asJSON = p[Self.json]
+        withAsset = p[Self.withAsset]
     }
 
     func run(socketPath: String?) {
         let asset = Open.asset(file, socketPath: socketPath)
         if asJSON {
-            print(JSON.encode(.array(asset.tracks.map(Self.json))))
+            let tracks = JSON.Value.array(asset.tracks.map(Self.json))
+            print(JSON.encode(withAsset ? Self.assetJSON(asset, tracks: tracks) : tracks))
         } else {
             Self.printTable(asset)
+            Self.printMetadata(asset)
         }
     }
 
@@ -71,6 +79,7 @@ struct TracksCommand: Command {
             ("bitRate", number(t.estimatedDataRate)), ("channelLayout", text(t.channelLayout)),
             ("timescale", number(UInt32(clamping: t.naturalTimeScale))),
             ("minFrameDuration", text(t.minFrameDuration.isNumeric ? t.minFrameDuration.description : nil)),
+            ("segments", .array(t.segments.map(segmentJSON))), ("metadata", metadataJSON(t.metadata)),
         ]
     }
 
