@@ -8,6 +8,9 @@ extension ContainerMetadata {
         var reader = BoxReader(bytes: udta)
         while let box = reader.next() {
             if box.type == "meta" { metaItems(box.body, into: &items); continue }
+            if box.type == "loci", let location = location3GPP(box.body) {
+                append(MetadataItem(keySpace: "udta", key: "loci", commonKey: "location", value: location), to: &items)
+            }
             guard reader.lastType >> 24 == 0xA9 else { continue }
             let key = atomKey(raw: reader.lastType)
             let b = box.body
@@ -23,6 +26,32 @@ extension ContainerMetadata {
             append(MetadataItem(keySpace: "udta", key: key, commonKey: commonKey(keySpace: "udta", key: key), value: value),
                    to: &items)
         }
+    }
+
+    /// 3GPP `loci` (what ffmpeg writes for an MP4's location): version/flags, u16 language, the place name (C
+    /// string), u8 role, then longitude, latitude and altitude as 16.16 fixed point — as ffmpeg prints it, ISO 6709:
+    /// latitude `%+08.4f`, longitude `%+09.4f`, a non-zero altitude `%+f`, then "/" and the place name.
+    static func location3GPP(_ b: ArraySlice<UInt8>) -> String? {
+        let rest = b.dropFirst(6)
+        guard let end = rest.firstIndex(of: 0), b.endIndex - end >= 14 else { return nil }
+        let place = text(rest[..<end])
+        let at = end + 2 - b.startIndex  // after the NUL and the role
+        let longitude = Int32(bitPattern: be32(b, at)), latitude = Int32(bitPattern: be32(b, at + 4))
+        let altitude = Int32(bitPattern: be32(b, at + 8))
+        return fixed(latitude, 4, 2) + fixed(longitude, 4, 3) + (altitude != 0 ? fixed(altitude, 6, 1) : "") + "/" + place
+    }
+
+    /// A 16.16 fixed-point value as printf's `%+0W.Df` prints it (the exact value rounded half to even, at least
+    /// `digits` integer digits).
+    static func fixed(_ raw: Int32, _ decimals: Int, _ digits: Int) -> String {
+        let scale = (0..<decimals).reduce(Int64(1)) { p, _ in p * 10 }
+        let q = Int64(raw.magnitude) * scale
+        var whole = q >> 16
+        let rem = q & 0xFFFF
+        if rem > 0x8000 || (rem == 0x8000 && whole % 2 == 1) { whole += 1 }
+        let integer = String(whole / scale), fraction = String(whole % scale)
+        return (raw < 0 ? "-" : "+") + String(repeating: "0", count: max(0, digits - integer.count)) + integer + "."
+            + String(repeating: "0", count: max(0, decimals - fraction.count)) + fraction
     }
 
     /// meta (a full box in MP4, a plain box in QuickTime): its hdlr says `mdir` (iTunes: each ilst item's type is

@@ -62,6 +62,19 @@ import TrackdProtocol
         #expect(found.tracks[0].segments == nil)
     }
 
+    /// ffmpeg's `loci` for -metadata location=+48.8577+002.2950/ (bytes from an ffmpeg-made MP4), and the formatting
+    /// of other values.
+    @Test func threeGPPLocation() {
+        let loci: [UInt8] = [0, 0, 0, 0, 0x15, 0xC7, 0, 0, 0, 0x02, 0x4B, 0x85, 0, 0x30, 0xDB, 0x92, 0, 0, 0, 0]
+            + Array("earth".utf8) + [0, 0]
+        #expect(ContainerMetadata.location3GPP(loci[...]) == "+48.8577+002.2950/")
+        let placed: [UInt8] = [0, 0, 0, 0, 0x15, 0xC7] + Array("Paris".utf8) + [0, 0] + Box.u32(UInt32(bitPattern: -150_405))
+            + Box.u32(UInt32(bitPattern: -655_360)) + Box.u32(2_162_688)
+        #expect(ContainerMetadata.location3GPP(placed[...]) == "-10.0000-002.2950+33.000000/Paris")
+        #expect(ContainerMetadata.fixed(0x8, 4, 2) == "+00.0001" && ContainerMetadata.fixed(3, 4, 1) == "+0.0000")
+        #expect(ContainerMetadata.location3GPP(loci.prefix(12)) == nil)
+    }
+
     @Test func languagesAndHandlerNames() {
         #expect(ContainerMetadata.language(0x1CB2) == "ger")  // (7, 5, 18) + 0x60 each
         #expect(ContainerMetadata.language(0x55C4) == "und")
