@@ -16,6 +16,9 @@ import TrackdProtocol
                          "-metadata:s:a:0", "handler_name=Sound Handler X"]
     static let files: [String: String] = [
         "mp4": Media.make("meta.mp4", tagged), "mov": Media.make("meta.mov", tagged), "mkv": Media.make("meta.mkv", tagged),
+        // QuickTime metadata (meta/keys/ilst, key space mdta), as Apple's cameras write make and model.
+        "mdta": Media.make("meta-mdta.mov", tagged + ["-movflags", "use_metadata_tags", "-metadata", "com.apple.quicktime.make=Acme",
+                                                      "-metadata", "com.apple.quicktime.model=Cam 1"]),
     ]
     /// The MP4 again with its audio delayed by 0.5 s (`-c copy`): an empty edit, then an edit of duration 0.
     static let delayed: String = Media.make("meta-delayed.mp4", ["-i", files["mp4"]!, "-itsoffset", "0.5", "-i", files["mp4"]!,
@@ -43,6 +46,9 @@ import TrackdProtocol
         case ("mkv", true, "language"): return ("mkv", "Language")
         case ("mkv", true, "title"): return ("mkv", "Name")
         case ("mkv", _, _): return ("mkvtag", key)
+        case ("mdta", false, "creation_time"): return ("mvhd", "creationTime")
+        case ("mdta", false, "location-eng"): return ("udta", "loci")  // ffmpeg writes a loci box too
+        case ("mdta", false, _): return ("mdta", key)
         case (_, false, "creation_time"): return ("mvhd", "creationTime")
         case (_, true, "creation_time"): return ("mdhd", "creationTime")
         case (_, true, "language"): return ("mdhd", "language")
@@ -58,9 +64,11 @@ import TrackdProtocol
     }
 
     /// Items trackd reports that ffprobe shows under no key (or leaves out): Matroska's muxing and writing apps, a
-    /// MOV's ©des (ffprobe folds it into `comment`), a Matroska track's "und" language.
+    /// MOV's ©des (ffprobe folds it into `comment`), a Matroska track's "und" language, the mdta copy of the
+    /// creation time (ffprobe shows one creation_time, the mvhd's, with the same value).
     static func isExtra(_ item: MetadataItem) -> Bool {
-        [("mkv", "MuxingApp"), ("mkv", "WritingApp"), ("udta", "©des")].contains { $0 == (item.keySpace, item.key) }
+        [("mkv", "MuxingApp"), ("mkv", "WritingApp"), ("udta", "©des"), ("mdta", "creation_time")]
+            .contains { $0 == (item.keySpace, item.key) }
             || (item.identifier == "mkv/Language" && item.value == "und")
     }
 
@@ -83,7 +91,7 @@ import TrackdProtocol
         }
     }
 
-    @Test(arguments: ["mp4", "mov", "mkv"]) func tagsMatchFFprobe(kind: String) throws {
+    @Test(arguments: ["mp4", "mov", "mkv", "mdta"]) func tagsMatchFFprobe(kind: String) throws {
         let file = try #require(Self.files[kind])
         let probe = try Self.probeTags(file)
         let daemon = try Daemon()
@@ -95,9 +103,15 @@ import TrackdProtocol
             Self.compare(kind, stream: true, probe: probe.streams[i], items: track.metadata, "track \(track.trackID)")
         }
         // AVFoundation's common keys.
-        #expect(MetadataItem.items(asset.commonMetadata, withCommonKey: "title").map(\.value) == ["My Title"])
-        #expect(MetadataItem.items(asset.commonMetadata, withCommonKey: "artist").map(\.value) == ["Ann Artist"])
+        if kind != "mdta" {  // ffmpeg's mdta keys are its own names ("title"), not com.apple.quicktime.*
+            #expect(MetadataItem.items(asset.commonMetadata, withCommonKey: "title").map(\.value) == ["My Title"])
+            #expect(MetadataItem.items(asset.commonMetadata, withCommonKey: "artist").map(\.value) == ["Ann Artist"])
+        }
         #expect(asset.creationDate.map(Self.normalized) == "2021-03-04T05:06:07Z")
+        if kind == "mdta" {
+            #expect(MetadataItem.items(asset.commonMetadata, withCommonKey: "make").map(\.value) == ["Acme"])
+            #expect(MetadataItem.items(asset.commonMetadata, withCommonKey: "model").map(\.value) == ["Cam 1"])
+        }
         if kind != "mkv" {  // Matroska's LOCATION is a plain tag (no common key)
             #expect(MetadataItem.items(asset.metadata, withCommonKey: "location").map(\.value) == ["+48.8577+002.2950/"])
         }
