@@ -120,5 +120,10 @@ import TrackdProtocol
         let audio = try #require(asset.tracks(withMediaType: .audio).first)
         let handler = kind == "mkv" ? ("mkvtag", "HANDLER_NAME") : ("hdlr", "name")
         #expect(MetadataItem.items(audio.metadata, withKey: handler.1, keySpace: handler.0).map(\.value) == ["Sound Handler X"])
+        // Opened again, the description comes from the daemon's cache, metadata and segments included.
+        let again = try Asset(path: file, socketPath: daemon.socketPath)
+        #expect(again.metadata == asset.metadata)
+        #expect(again.tracks.map(\.metadata) == asset.tracks.map(\.metadata) && again.tracks.map(\.segments) == asset.tracks.map(\.segments))
+        #expect(daemon.log.contains("asset description from the cache"), "\(daemon.log)")
     }
 }
