@@ -62,56 +62,60 @@ private func gcd(_ a: Int64, _ b: Int64) -> Int64 {
 /// audioresample element keeps its phase across flushes, so a range read after another would start in whatever
 /// phase the previous one ended in). It is fed contiguous input from the plan's first frame and numbers its output
 /// from the plan's first output frame.
-final class RangeResampler {
+@safe final class RangeResampler {  // owns the C resampler it wraps
     private let resampler: OpaquePointer
     let latency: Int
     /// The next input frame it expects, and the output frame it makes next.
     private(set) var nextInput: Int64
     private(set) var nextOutput: Int64
 
-    init?(caps: CapsPtr, outputRate: Int, plan: AudioRangePlan) {
-        guard let made = swift_gst_resampler_new(caps, gint(outputRate)) else { return nil }
-        resampler = made
-        latency = Int(swift_gst_resampler_latency(made))
+    init?(caps: GstRef<GstCapsObject>, outputRate: Int, plan: AudioRangePlan) {
+        guard let made = unsafe swift_gst_resampler_new(caps.pointer, gint(outputRate)) else { return nil }
+        unsafe resampler = made
+        latency = unsafe Int(swift_gst_resampler_latency(made))
         nextInput = plan.firstInput
         nextOutput = plan.firstOutput
     }
 
-    deinit { swift_gst_resampler_free(resampler) }
+    deinit { unsafe swift_gst_resampler_free(resampler) }
 
     /// The resampler's reach for `caps` at `outputRate` (input frames), 0 when it cannot be made.
-    static func latency(caps: CapsPtr, outputRate: Int) -> Int {
-        guard let made = swift_gst_resampler_new(caps, gint(outputRate)) else { return 0 }
-        defer { swift_gst_resampler_free(made) }
-        return Int(swift_gst_resampler_latency(made))
+    static func latency(caps: GstRef<GstCapsObject>, outputRate: Int) -> Int {
+        guard let made = unsafe swift_gst_resampler_new(caps.pointer, gint(outputRate)) else { return 0 }
+        defer { unsafe swift_gst_resampler_free(made) }
+        return unsafe Int(swift_gst_resampler_latency(made))
     }
 
     /// Feeds the frames of `buffer` (its first input frame `first`, `frames` frames) from `nextInput` on — frames
     /// before it (already fed, or before the plan's first frame) are skipped — and returns what the resampler made
     /// (a sample with `segment`), its first output frame and frame count. Decoded audio is contiguous; a gap (a
     /// decoder that lost a packet) is not filled but closed, as audioresample does within 1/32 s.
-    func feed(_ buffer: UnsafeMutablePointer<GstBuffer>, first: Int64, frames: Int,
-              segment: UnsafePointer<GstSegment>?) -> Made? {
+    func feed(_ sample: GstRef<GstSampleObject>, first: Int64, frames: Int) -> Made? {
         let skip = Int(clamping: max(0, nextInput - first))
         guard skip < frames else { return nil }
         nextInput = max(nextInput, first) + Int64(frames - skip)
-        return run(buffer, skip: skip, frames: frames - skip, segment: segment)
+        return run(sample, skip: skip, frames: frames - skip)
     }
 
     /// At the end of the input: the filter's last frames (its reach of silence fed).
-    func drain() -> Made? { run(nil, skip: 0, frames: latency, segment: nil) }
+    func drain() -> Made? { run(nil, skip: 0, frames: latency) }
 
     typealias Made = (sample: GstRef<GstSampleObject>, first: Int64, frames: Int)
 
-    private func run(_ buffer: UnsafeMutablePointer<GstBuffer>?, skip: Int, frames: Int,
-                     segment: UnsafePointer<GstSegment>?) -> Made? {
+    /// `sample`: its buffer is fed and its segment given to the output (nil: silence, no segment).
+    private func run(_ sample: GstRef<GstSampleObject>?, skip: Int, frames: Int) -> Made? {
         var made: gsize = 0
-        guard frames > 0,
-              let out = swift_gst_resampler_process(resampler, buffer, gsize(skip), gsize(frames), segment, &made) else {
-            return nil
-        }
+        guard frames > 0, let out = unsafe process(sample, skip: skip, frames: frames, made: &made) else { return nil }
         let first = nextOutput
         nextOutput += Int64(made)
-        return (GstRef(full: out), first, Int(made))
+        return unsafe (GstRef(full: out), first, Int(made))
+    }
+
+    private func process(_ sample: GstRef<GstSampleObject>?, skip: Int, frames: Int, made: inout gsize) -> OpaquePointer? {
+        guard let sample else {
+            return unsafe swift_gst_resampler_process(resampler, nil, gsize(skip), gsize(frames), nil, &made)
+        }
+        return unsafe swift_gst_resampler_process(resampler, sample.buffer, gsize(skip), gsize(frames),
+                                                  gst_sample_get_segment(sample.pointer), &made)
     }
 }

@@ -41,12 +41,11 @@ final class AudioSamples: SampleMaker {
     private var outputRate: Int { request.sampleRate ?? inputRate }
     private var resamples: Bool { inputRate > 0 && outputRate != inputRate }
 
-    func prerolled(sink: ElementPtr) -> Int64 {
+    func prerolled(sink: GstRef<GstElementObject>) -> Int64 {
         stopLead = TrackPipeline.timestampLead(sink: sink)
-        let pad = GstRef<GstPad>(full: gst_element_get_static_pad(sink, "sink")!)
-        if let caps = gst_pad_get_current_caps(pad.pointer).map({ GstRef<GstCaps>(full: $0) }) {
-            inputRate = Int(CapsView(caps.pointer)?.int("rate") ?? 0)
-            if resamples { latency = RangeResampler.latency(caps: caps.pointer, outputRate: outputRate) }
+        if let caps = sink.staticPad("sink").currentCaps {
+            inputRate = Int(CapsView(caps)?.int("rate") ?? 0)
+            if resamples { latency = RangeResampler.latency(caps: caps, outputRate: outputRate) }
         }
         replan()
         return stopLead
@@ -89,10 +88,9 @@ final class AudioSamples: SampleMaker {
 
     /// .skip when no frame of the buffer is in the range (the sample is released).
     func make(_ sample: GstRef<GstSampleObject>) -> MadeSample {
-        let buffer = gst_sample_get_buffer(sample.pointer)!  // transfer none: the sample holds it
-        let caps = gst_sample_get_caps(sample.pointer)
-        let frames = frameCount(buffer, caps: caps)
-        let first = firstFrame(sample, buffer: buffer, frames: frames, rate: Int(CapsView(caps)?.int("rate") ?? 0))
+        let caps = sample.caps
+        let frames = frameCount(sample, caps: caps)
+        let first = firstFrame(sample, frames: frames, rate: Int(CapsView(caps)?.int("rate") ?? 0))
         if let first, let end = plan?.inputEnd, first.frame >= end {
             rangeEnded = true  // every frame the range needs was made (a range read without a demuxer stop)
             return .endOfRange
@@ -101,8 +99,7 @@ final class AudioSamples: SampleMaker {
             return deliver(sample, first: first, frames: frames)
         }
         if resampler == nil { resampler = RangeResampler(caps: caps, outputRate: outputRate, plan: plan) }
-        guard let made = resampler?.feed(buffer, first: first.frame, frames: frames,
-                                         segment: gst_sample_get_segment(sample.pointer)) else { return .skip }
+        guard let made = resampler?.feed(sample, first: first.frame, frames: frames) else { return .skip }
         return deliver(made.sample, first: (made.first, false), frames: made.frames)
     }
 
@@ -115,19 +112,17 @@ final class AudioSamples: SampleMaker {
     }
 
     /// Frames in a buffer of `caps` (GstAudioMeta's count when non-interleaved).
-    private func frameCount(_ buffer: UnsafeMutablePointer<GstBuffer>, caps: CapsPtr?) -> Int {
-        if request.isNonInterleaved, let meta = gst_buffer_get_meta(buffer, gst_audio_meta_api_get_type()) {
-            return Int(UnsafeRawPointer(meta).assumingMemoryBound(to: GstAudioMeta.self).pointee.samples)
-        }
+    private func frameCount(_ sample: GstRef<GstSampleObject>, caps: GstRef<GstCapsObject>?) -> Int {
+        if request.isNonInterleaved, let meta = sample.audioMeta { return meta.samples }
         let channels = max(1, Int(CapsView(caps)?.int("channels") ?? 1))
-        return Int(gst_buffer_get_size(buffer)) / (channels * request.bytesPerSample)
+        return sample.size / (channels * request.bytesPerSample)
     }
 
     /// The sample's frames from its frame `first` (the range's rate; aligned: its PTS is that frame's time), trimmed
     /// to the range; first nil: delivered as it is.
     private func deliver(_ sample: GstRef<GstSampleObject>, first: (frame: Int64, aligned: Bool)?, frames: Int) -> MadeSample {
-        let buffer = gst_sample_get_buffer(sample.pointer)!  // transfer none: the sample holds it
-        let caps = CapsView(gst_sample_get_caps(sample.pointer))
+        let sampleCaps = sample.caps
+        let caps = CapsView(sampleCaps)
         let channels = max(1, Int(caps?.int("channels") ?? 1))
         let rate = Int(caps?.int("rate") ?? 0)
         let bytesPerSample = request.bytesPerSample
@@ -135,15 +130,12 @@ final class AudioSamples: SampleMaker {
         var offsets: [UInt64]? = nil  // non-interleaved: where each channel's plane starts in the buffer
         if request.isNonInterleaved {
             offsets = (0..<channels).map { UInt64($0 * frames * bytesPerSample) }
-            if let meta = gst_buffer_get_meta(buffer, gst_audio_meta_api_get_type()) {
-                let audioMeta = UnsafeRawPointer(meta).assumingMemoryBound(to: GstAudioMeta.self)
-                if let metaOffsets = audioMeta.pointee.offsets {
-                    offsets = (0..<min(channels, Int(audioMeta.pointee.info.channels))).map { UInt64(metaOffsets[$0]) }
-                }
+            if let meta = sample.audioMeta, let metaOffsets = meta.offsets {
+                offsets = Array(metaOffsets.prefix(min(channels, meta.channels)))
             }
         }
         // AVChannelLayoutKey: the layout's order (GStreamer's is canonical).
-        let reorder = channelOrder?.reordering(for: gst_sample_get_caps(sample.pointer))
+        let reorder = channelOrder?.reordering(for: sampleCaps)
         if let reorder, let planeOffsets = offsets, planeOffsets.count == reorder.order.count {
             offsets = reorder.order.map { planeOffsets[$0] }  // non-interleaved: permute the planes
         }
@@ -177,19 +169,18 @@ final class AudioSamples: SampleMaker {
     /// A decoded buffer's first frame: its stream time × rate (rounded: frames are 1/rate apart, far more than a
     /// nanosecond), or, for the buffer the decoder clipped at the segment start, the end of the input packet it was
     /// cut from minus its frames. aligned: the PTS is that frame's time. nil without a time or rate.
-    private func firstFrame(_ sample: GstRef<GstSampleObject>, buffer: UnsafeMutablePointer<GstBuffer>, frames: Int,
-                            rate: Int) -> (frame: Int64, aligned: Bool)? {
-        let pts = swift_gst_buffer_pts(buffer)
-        let segment = gst_sample_get_segment(sample.pointer)
+    private func firstFrame(_ sample: GstRef<GstSampleObject>, frames: Int, rate: Int) -> (frame: Int64, aligned: Bool)? {
+        let pts = sample.pts
+        let segment = sample.segment
         guard rate > 0, pts != GstClockTime.max, let ns = streamTime(pts, segment: segment).nanoseconds else { return nil }
         var first = Int64((Double(ns) * Double(rate) / 1e9).rounded())
         let frameNs = GstClockTime(1_000_000_000 / rate + 1)
-        let duration = swift_gst_buffer_duration(buffer)
+        let duration = sample.duration
         if let end = restorer.clippedEnd(pts: pts, duration: duration, segment: segment, tolerance: frameNs),
            let endNs = streamTime(end, segment: segment).nanoseconds {
             // Clipped by the decoder: its frames end where the input packet ends.
             first = Int64((Double(endNs) * Double(rate) / 1e9).rounded()) - Int64(frames)
-        } else if let segment, pts == GstClockTime(segment.pointee.start), duration != GstClockTime.max, duration < frameNs {
+        } else if let segment, pts == GstClockTime(segment.start), duration != GstClockTime.max, duration < frameNs {
             // What gst_audio_buffer_clip's rounding kept of a packet that ends at the segment start (AAC priming
             // before an edit list: a buffer of 1 frame and 1 ns at the start): frames before the start.
             first -= Int64(frames)

@@ -3,53 +3,64 @@ import CGStreamer
 import CGstShim
 import TrackdProtocol
 
-/// Typed access to the first structure of a caps (borrowed: valid while the caps is).
+/// Typed access to the first structure of a caps, which it keeps alive.
 struct CapsView {
-    let structure: UnsafePointer<GstStructure>
+    let caps: GstRef<GstCapsObject>
 
-    init?(_ caps: UnsafePointer<GstCaps>?) {
-        guard let caps, gst_caps_get_size(caps) > 0, let s = gst_caps_get_structure(caps, 0) else { return nil }
-        structure = UnsafePointer(s)
+    init?(_ caps: GstRef<GstCapsObject>?) {
+        guard let caps, unsafe gst_caps_get_size(caps.pointer) > 0, unsafe gst_caps_get_structure(caps.pointer, 0) != nil else {
+            return nil
+        }
+        self.caps = caps
     }
 
-    var name: String { String(cString: gst_structure_get_name(structure)) }
+    /// The first structure (transfer none: the caps, which this view holds, owns it).
+    private var structure: UnsafePointer<GstStructure> { unsafe UnsafePointer(gst_caps_get_structure(caps.pointer, 0)!) }
+
+    var name: String { unsafe String(cString: gst_structure_get_name(structure)) }
 
     func int(_ field: String) -> Int32? {
         var v: gint = 0
-        return gst_structure_get_int(structure, field, &v) != 0 ? v : nil
+        return unsafe gst_structure_get_int(structure, field, &v) != 0 ? v : nil
     }
 
     /// An unsigned field (h264parse's `bit-depth-luma` is a guint); also accepts a non-negative gint.
     func uint(_ field: String) -> UInt32? {
         var v: guint = 0
-        if gst_structure_get_uint(structure, field, &v) != 0 { return v }
+        if unsafe gst_structure_get_uint(structure, field, &v) != 0 { return v }
         return int(field).flatMap { $0 >= 0 ? UInt32($0) : nil }
     }
 
     /// A GstBitmask field (audio `channel-mask`).
     func uint64(_ field: String) -> UInt64? {
-        guard let value = gst_structure_get_value(structure, field), value.pointee.g_type == gst_bitmask_get_type() else {
+        guard let value = unsafe gst_structure_get_value(structure, field),
+              unsafe value.pointee.g_type == gst_bitmask_get_type() else {
             return nil
         }
-        return UInt64(gst_value_get_bitmask(value))
+        return unsafe UInt64(gst_value_get_bitmask(value))
     }
 
     func string(_ field: String) -> String? {
-        gst_structure_get_string(structure, field).map { String(cString: $0) }
+        unsafe gst_structure_get_string(structure, field).map { unsafe String(cString: $0) }
     }
 
     func fraction(_ field: String) -> (Int32, Int32)? {
         var n: gint = 0, d: gint = 0
-        return gst_structure_get_fraction(structure, field, &n, &d) != 0 ? (n, d) : nil
+        return unsafe gst_structure_get_fraction(structure, field, &n, &d) != 0 ? (n, d) : nil
     }
 
     /// Bytes of a buffer-typed field (codec_data), or [] when absent.
     func bufferBytes(_ field: String) -> [UInt8] {
-        guard let buffer = swift_gst_structure_get_buffer(structure, field) else { return [] }
-        let size = Int(gst_buffer_get_size(buffer))
+        guard let buffer = unsafe swift_gst_structure_get_buffer(structure, field) else { return [] }
+        return unsafe bytes(of: buffer)
+    }
+
+    /// All bytes of `buffer` (transfer none).
+    private func bytes(of buffer: UnsafeMutablePointer<GstBuffer>) -> [UInt8] {
+        let size = unsafe Int(gst_buffer_get_size(buffer))
         guard size > 0 else { return [] }
-        return [UInt8](unsafeUninitializedCapacity: size) { out, count in
-            count = Int(gst_buffer_extract(buffer, 0, out.baseAddress, gsize(size)))
+        return unsafe [UInt8](unsafeUninitializedCapacity: size) { out, count in
+            count = unsafe Int(gst_buffer_extract(buffer, 0, out.baseAddress, gsize(size)))
         }
     }
 
@@ -65,15 +76,15 @@ struct CapsView {
     /// STREAMINFO from a `streamheader` buffer that is its metadata block (type 0, length 34), or Ogg FLAC's mapping
     /// header (0x7F "FLAC", version, header count, "fLaC", then that block).
     private var flacStreamInfo: [UInt8]? {
-        guard let array = gst_structure_get_value(structure, "streamheader") else { return nil }
-        for i in 0..<gst_value_array_get_size(array) {
-            guard let item = gst_value_array_get_value(array, i), let boxed = g_value_get_boxed(item) else { continue }
-            let buffer = UnsafeMutablePointer(mutating: boxed.assumingMemoryBound(to: GstBuffer.self))
-            let size = Int(gst_buffer_get_size(buffer))
-            guard size == 38 || size == 51 else { continue }
-            let bytes = [UInt8](unsafeUninitializedCapacity: size) { out, count in
-                count = Int(gst_buffer_extract(buffer, 0, out.baseAddress, gsize(size)))
+        guard let array = unsafe gst_structure_get_value(structure, "streamheader") else { return nil }
+        for i in unsafe 0..<gst_value_array_get_size(array) {
+            guard let item = unsafe gst_value_array_get_value(array, i), let boxed = unsafe g_value_get_boxed(item) else {
+                continue
             }
+            let buffer = unsafe UnsafeMutablePointer(mutating: boxed.assumingMemoryBound(to: GstBuffer.self))
+            let size = unsafe Int(gst_buffer_get_size(buffer))
+            guard size == 38 || size == 51 else { continue }
+            let bytes = unsafe bytes(of: buffer)
             let block = size == 51 && bytes.starts(with: [0x7F, 0x46, 0x4C, 0x41, 0x43]) ? bytes.dropFirst(13) : bytes[...]
             let start = block.startIndex
             if block.count == 38, block[start] & 0x7F == 0, block[start + 1] == 0, block[start + 2] == 0, block[start + 3] == 34 {
@@ -175,10 +186,8 @@ struct CapsView {
 
 /// Describes one parsebin pad (caps, tags, duration) as a TrackDescription: from `caps` (the first buffer's) when given,
 /// else the pad's current caps.
-func describeTrack(pad: PadPtr, id: UInt32, firstPTS: GstClockTime?, caps firstCaps: CapsPtr? = nil) -> TrackDescription? {
-    guard let owned = firstCaps.map({ GstRef<GstCaps>(none: $0) })
-            ?? gst_pad_get_current_caps(pad).map({ GstRef<GstCaps>(full: $0) }) else { return nil }
-    guard let view = CapsView(owned.pointer) else { return nil }
+func describeTrack(pad: GstRef<GstPadObject>, id: UInt32, firstPTS: GstClockTime?, caps firstCaps: GstRef<GstCapsObject>? = nil) -> TrackDescription? {
+    guard let view = CapsView(firstCaps ?? pad.currentCaps) else { return nil }
     var track = TrackDescription(id: id, mediaType: view.mediaType, codec: view.codec)
     switch track.mediaType {
     case .video:
@@ -192,10 +201,7 @@ func describeTrack(pad: PadPtr, id: UInt32, firstPTS: GstClockTime?, caps firstC
         if let (n, d) = view.fraction("pixel-aspect-ratio"), n > 0, d > 0 {
             track.pixelAspectRatio = PixelAspectRatio(numerator: UInt32(n), denominator: UInt32(d))
         }
-        var cicp: [UInt8] = [0, 2, 2, 2]
-        if swift_gst_caps_colorimetry(owned.pointer, &cicp) != 0 {
-            track.colorimetry = Colorimetry(range: cicp[0], matrix: cicp[1], primaries: cicp[2], transfer: cicp[3])
-        }
+        if let colorimetry = view.caps.colorimetry { track.colorimetry = colorimetry }
     case .audio:
         track.sampleRate = UInt32(max(0, view.int("rate") ?? 0))
         track.channels = UInt32(max(0, view.int("channels") ?? 0))
@@ -206,12 +212,9 @@ func describeTrack(pad: PadPtr, id: UInt32, firstPTS: GstClockTime?, caps firstC
     }
     track.profile = view.string("profile") ?? ""
     track.level = view.string("level") ?? ""
-    var duration: gint64 = 0
-    if gst_pad_query_duration(pad, GST_FORMAT_TIME, &duration) != 0, duration >= 0 {
-        track.duration = .nanoseconds(Int64(duration))
-    }
+    if let duration = pad.duration, duration >= 0 { track.duration = .nanoseconds(duration) }
     // The first presented sample on the asset's timeline; never negative (AAC priming before an edit list).
-    let start = firstPTS.map { streamTime($0, segment: stickySegment(pad)) }
+    let start = firstPTS.map { streamTime($0, segment: pad.stickySegment) }
     track.timeRangeStart = start.flatMap { $0.isValid && $0.value > 0 ? $0 : nil } ?? .zero
     readTags(pad: pad, into: &track)
     return track
@@ -262,25 +265,17 @@ func channelLayoutName(channels: UInt32, mask: UInt64?, codec: FourCC) -> String
 }
 
 /// Language, rotation and bit rate from the pad's sticky TAG events (stream-scoped and global).
-private func readTags(pad: PadPtr, into track: inout TrackDescription) {
+private func readTags(pad: GstRef<GstPadObject>, into track: inout TrackDescription) {
     var index: guint = 0
-    while let event = gst_pad_get_sticky_event(pad, GST_EVENT_TAG, index).map({ GstRef<GstEvent>(full: $0) }) {
+    while let event = pad.stickyEvent(GST_EVENT_TAG, index: index) {
         index += 1
-        var list: UnsafeMutablePointer<GstTagList>?
-        gst_event_parse_tag(event.pointer, &list)
-        guard let list else { continue }
-        var value: UnsafeMutablePointer<gchar>?
-        if track.language.isEmpty, gst_tag_list_get_string(list, "language-code", &value) != 0,
-           let language = takeString(value), language != "und" {
+        guard let tags = event.tags else { continue }
+        if track.language.isEmpty, let language = tags.language, language != "und" {
             // qtdemux/matroskademux give ISO 639-1 where one exists ("fr"); AVFoundation reports ISO 639-2/T ("fra").
-            track.language = gst_tag_get_language_code_iso_639_2T(language).map { String(cString: $0) } ?? language
+            track.language = iso639_2T(language) ?? language
         }
-        var rate: guint = 0
-        if track.bitRate == 0, gst_tag_list_get_uint(list, "bitrate", &rate) != 0 || gst_tag_list_get_uint(list, "nominal-bitrate", &rate) != 0 {
-            track.bitRate = UInt32(rate)
-        }
-        value = nil
-        if gst_tag_list_get_string(list, "image-orientation", &value) != 0, let orientation = takeString(value) {
+        if track.bitRate == 0, let rate = tags.bitRate ?? tags.nominalBitRate { track.bitRate = rate }
+        if let orientation = tags.orientation {
             // "rotate-90", "flip-rotate-270" …: the number is the clockwise rotation.
             if let degrees = orientation.split(separator: "-").last.flatMap({ Int32($0) }), [0, 90, 180, 270].contains(degrees) {
                 track.rotation = degrees
@@ -289,30 +284,15 @@ private func readTags(pad: PadPtr, into track: inout TrackDescription) {
     }
 }
 
-/// A copy of the pad's sticky SEGMENT (nil when none).
-func stickySegment(_ pad: PadPtr) -> GstSegment? {
-    guard let event = gst_pad_get_sticky_event(pad, GST_EVENT_SEGMENT, 0).map({ GstRef<GstEvent>(full: $0) }) else {
-        return nil
-    }
-    var segment: UnsafePointer<GstSegment>?
-    gst_event_parse_segment(event.pointer, &segment)
-    return segment?.pointee
-}
-
 /// A buffer timestamp as stream time (the asset's timeline: edit lists applied by the demuxer's segment), also
 /// for positions before the segment start (negative DTS, frames before an accurate seek target).
-func streamTime(_ position: GstClockTime, segment: UnsafePointer<GstSegment>?) -> MediaTime {
+func streamTime(_ position: GstClockTime, segment: GstSegment?) -> MediaTime {
     guard position != clockTimeNone else { return .invalid }
-    guard let segment, segment.pointee.format == GST_FORMAT_TIME else { return mediaTime(position) }
+    guard var segment, segment.format == GST_FORMAT_TIME else { return mediaTime(position) }
     var out: guint64 = 0
-    switch gst_segment_to_stream_time_full(segment, GST_FORMAT_TIME, position, &out) {
+    switch unsafe gst_segment_to_stream_time_full(&segment, GST_FORMAT_TIME, position, &out) {
     case 1 where out <= guint64(Int64.max): return .nanoseconds(Int64(out))
     case -1 where out <= guint64(Int64.max): return .nanoseconds(-Int64(out))
     default: return .invalid
     }
-}
-
-func streamTime(_ position: GstClockTime, segment: GstSegment?) -> MediaTime {
-    guard var segment else { return mediaTime(position) }
-    return streamTime(position, segment: &segment)
 }

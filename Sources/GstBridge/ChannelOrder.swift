@@ -18,14 +18,14 @@ import Synchronization
 final class ChannelOrder: @unchecked Sendable {
     // @unchecked: `layout`, `baseCaps` and `filter` are set once; `resolved` lives in the Mutex.
     private let layout: ChannelLayout
-    private let baseCaps: GstRef<GstCaps>
-    private let filter: ElementPtr  // borrowed from the pipeline
+    private let baseCaps: GstRef<GstCapsObject>
+    private let filter: GstRef<GstElementObject>  // the capsfilter in front of appsink
     /// The layout's positions in its order, once the decoder's caps are known.
     private let resolved = Mutex<[GstAudioChannelPosition]?>(nil)
 
-    init(layout: ChannelLayout, baseCaps: CapsPtr, filter: ElementPtr) {
+    init(layout: ChannelLayout, baseCaps: GstRef<GstCapsObject>, filter: GstRef<GstElementObject>) {
         self.layout = layout
-        self.baseCaps = GstRef(none: baseCaps)
+        self.baseCaps = baseCaps
         self.filter = filter
     }
 
@@ -69,29 +69,24 @@ final class ChannelOrder: @unchecked Sendable {
     }
 
     /// Positions of raw audio caps, in caps order ([] when not raw audio).
-    static func positions(of caps: UnsafePointer<GstCaps>?) -> (positions: [GstAudioChannelPosition], format: GstAudioFormat) {
-        var buffer = [GstAudioChannelPosition](repeating: GST_AUDIO_CHANNEL_POSITION_INVALID, count: 64)
-        var format = GST_AUDIO_FORMAT_UNKNOWN
-        let n = swift_gst_audio_caps_positions(caps, &buffer, 64, &format)
-        return (Array(buffer.prefix(Int(n))), format)
+    static func positions(of caps: GstRef<GstCapsObject>?) -> (positions: [GstAudioChannelPosition], format: GstAudioFormat) {
+        caps?.audioPositions ?? ([], GST_AUDIO_FORMAT_UNKNOWN)
     }
 
     /// Called with the decoder's caps just before its pad is linked: resolves the positions and asks the capsfilter
     /// for them (audioconvert then converts to exactly those channels).
-    func decoderCapsKnown(_ caps: UnsafePointer<GstCaps>?) {
+    func decoderCapsKnown(_ caps: GstRef<GstCapsObject>?) {
         let source = Self.positions(of: caps).positions
         let wanted = Self.positions(layout, source: source)
         resolved.withLock { $0 = wanted }
         guard wanted.count > 1 else { return }  // one channel: mono, no mask
-        var mask: guint64 = 0
-        guard gst_audio_channel_positions_to_mask(wanted, gint(wanted.count), 0, &mask) != 0 else { return }
-        let caps = GstRef<GstCaps>(full: swift_gst_caps_with_channel_mask(baseCaps.pointer, mask)!)
-        swift_gst_object_set_caps(filter, "caps", caps.pointer)
+        guard let mask = channelMask(wanted) else { return }
+        filter.set("caps", caps: baseCaps.withChannelMask(mask))
     }
 
     /// For a sample whose caps are `caps`: nil when no reordering is needed; otherwise the output's channel c is
     /// the sample's channel `order[c]`, and the positions for gst_audio_reorder_channels.
-    func reordering(for caps: UnsafePointer<GstCaps>?) -> (order: [Int], from: [GstAudioChannelPosition],
+    func reordering(for caps: GstRef<GstCapsObject>?) -> (order: [Int], from: [GstAudioChannelPosition],
                                                             to: [GstAudioChannelPosition], format: GstAudioFormat)? {
         guard let wanted = resolved.withLock({ $0 }), wanted.count > 1 else { return nil }
         let (actual, format) = Self.positions(of: caps)

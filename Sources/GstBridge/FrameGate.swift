@@ -91,38 +91,30 @@ final class FrameGate: @unchecked Sendable {
     }
 
     /// `pad`: the converter branch's input, where decodebin's output is linked.
-    func attach(to pad: PadPtr) {
+    func attach(to pad: GstRef<GstPadObject>) {
         let mask = GST_PAD_PROBE_TYPE_BUFFER.rawValue | GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM.rawValue
-        _ = gst_pad_add_probe(pad, GstPadProbeType(rawValue: mask), { pad, info, data in
-            guard let pad, let info, let data else { return GST_PAD_PROBE_OK }
-            let gate = Unmanaged<FrameGate>.fromOpaque(data).takeUnretainedValue()
-            if info.pointee.type.rawValue & GST_PAD_PROBE_TYPE_BUFFER.rawValue != 0,
-               let buffer = swift_gst_pad_probe_info_buffer(info) {
-                let pts = swift_gst_buffer_pts(buffer), duration = swift_gst_buffer_duration(buffer)
-                let (passes, gap) = gate.passes(pts: pts, duration: duration)
+        pad.addProbe(GstPadProbeType(rawValue: mask)) { [self] info in
+            if let (pts, duration) = info.bufferTiming {
+                let (passes, gap) = passes(pts: pts, duration: duration)
                 if passes { return GST_PAD_PROBE_OK }
                 if gap, pts != clockTimeNone {
                     // On the streaming thread, which holds the pad's (recursive) stream lock: serialized after what
                     // went before, as DecodeStop's EOS.
-                    _ = gst_pad_send_event(pad, gst_event_new_gap(pts, duration))
+                    info.sendGap(pts: pts, duration: duration)
                 }
                 return GST_PAD_PROBE_DROP
             }
-            if let event = swift_gst_pad_probe_info_event(info), swift_gst_event_type(event) == GST_EVENT_SEGMENT {
-                var segment: UnsafePointer<GstSegment>?
-                gst_event_parse_segment(event, &segment)
-                if let segment { gate.state.withLock { ($0.segment, $0.hasSegment) = (segment.pointee, true) } }
-            }
+            if let segment = info.segment { state.withLock { ($0.segment, $0.hasSegment) = (segment, true) } }
             return GST_PAD_PROBE_OK
-        }, retained(self), releaseGate)
+        }
     }
 
     /// Counts the buffers entering the converter (`pad`: videoconvert's sink pad).
-    func countConversions(at pad: PadPtr) {
-        _ = gst_pad_add_probe(pad, GST_PAD_PROBE_TYPE_BUFFER, { _, _, data in
-            if let data { Unmanaged<FrameGate>.fromOpaque(data).takeUnretainedValue().state.withLock { $0.converted += 1 } }
+    func countConversions(at pad: GstRef<GstPadObject>) {
+        pad.addProbe(GST_PAD_PROBE_TYPE_BUFFER) { [self] _ in
+            state.withLock { $0.converted += 1 }
             return GST_PAD_PROBE_OK
-        }, retained(self), releaseGate)
+        }
     }
 
     /// Whether the frame passes, and whether a dropped one is replaced by a GAP event.
@@ -138,16 +130,12 @@ final class FrameGate: @unchecked Sendable {
         guard let selection = s.selection, selection.frames != nil else { return true }
         let time: MediaTime
         if s.hasSegment {
-            let (restored, _) = withUnsafePointer(to: &s.segment) { restorer.restore(pts: pts, duration: duration, segment: $0) }
-            time = streamTime(restored, segment: &s.segment)
+            let (restored, _) = restorer.restore(pts: pts, duration: duration, segment: s.segment)
+            time = streamTime(restored, segment: s.segment)
         } else {
             time = mediaTime(pts)
         }
         guard let ns = time.nanoseconds else { return false }
         return selection.delivers(ns)
     }
-}
-
-private let releaseGate: GDestroyNotify = { data in
-    if let data { Unmanaged<FrameGate>.fromOpaque(data).release() }
 }

@@ -11,17 +11,15 @@ import TrackdProtocol
 public enum Gst {
     private static let initResult: Result<String, TrackError> = {
         var error: UnsafeMutablePointer<GError>?
-        guard gst_init_check(nil, nil, &error) != 0 else {
-            let text = error.map { String(cString: $0.pointee.message) } ?? "unknown reason"
-            if let error { g_error_free(error) }
+        guard unsafe gst_init_check(nil, nil, &error) != 0 else {
+            let text = unsafe error.map { unsafe String(cString: $0.pointee.message) } ?? "unknown reason"
+            if let error = unsafe error { unsafe g_error_free(error) }
             return .failure(TrackError(.unknown, "GStreamer failed to initialize: \(text)"))
         }
         guard swift_gst_register_fdsrc() != 0 else {
             return .failure(TrackError(.unknown, "could not register the trackdfdsrc element"))
         }
-        guard let cString = gst_version_string() else { return .success("GStreamer") }
-        defer { g_free(cString) }
-        return .success(String(cString: cString))
+        return .success(unsafe takeString(gst_version_string()) ?? "GStreamer")
     }()
 
     /// gst_init once (idempotent, thread-safe: a static let runs its initializer exactly once), registers trackdfdsrc.
@@ -38,6 +36,19 @@ public enum Gst {
     }
 
     /// "GStreamer 1.22.0" (gst_version_string), or the initialization failure.
+    /// Loads the plugin of element `factory` (swift_gst_load_element_plugin); false when it is not installed.
+    static func loadElementPlugin(_ factory: String) -> Bool { unsafe swift_gst_load_element_plugin(factory) != 0 }
+
+    /// Makes the rehearsal clip (swift_gst_rehearsal_clip): its descriptor (the caller's), or the failure's text.
+    static func rehearsalClip() -> Result<Int32, TrackError> {
+        var message = [CChar](repeating: 0, count: 256)
+        let fd = unsafe swift_gst_rehearsal_clip(&message, message.count)
+        guard fd >= 0 else {
+            return .failure(TrackError(.unknown, String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)))
+        }
+        return .success(fd)
+    }
+
     public static var versionString: String {
         switch initResult {
         case .success(let v): v
@@ -46,47 +57,11 @@ public enum Gst {
     }
 }
 
-// ── Pointer casts between GObject "subclasses" (C structs whose first member is the parent) ─────────────────────
-
-typealias ElementPtr = UnsafeMutablePointer<GstElement>
-typealias PadPtr = UnsafeMutablePointer<GstPad>
-typealias CapsPtr = UnsafeMutablePointer<GstCaps>
-typealias BusPtr = UnsafeMutablePointer<GstBus>
-typealias MessagePtr = UnsafeMutablePointer<GstMessage>
-
-@inline(__always) func upcast<T, U>(_ p: UnsafeMutablePointer<T>, to: U.Type) -> UnsafeMutablePointer<U> {
-    UnsafeMutablePointer<U>(OpaquePointer(p))
-}
-
-@inline(__always) func bin(_ e: ElementPtr) -> UnsafeMutablePointer<GstBin> { upcast(e, to: GstBin.self) }
-@inline(__always) func appSink(_ e: ElementPtr) -> UnsafeMutablePointer<GstAppSink> { upcast(e, to: GstAppSink.self) }
-
 let clockTimeNone: GstClockTime = swift_gst_clock_time_none()
 
 /// A GstClockTime (nanoseconds) as a MediaTime; GST_CLOCK_TIME_NONE becomes .invalid.
 func mediaTime(_ t: GstClockTime) -> MediaTime {
     t == clockTimeNone || t > GstClockTime(Int64.max) ? .invalid : .nanoseconds(Int64(t))
-}
-
-/// Takes a transfer-full gchar* and frees it.
-func takeString(_ p: UnsafeMutablePointer<gchar>?) -> String? {
-    guard let p else { return nil }
-    defer { g_free(p) }
-    return String(cString: p)
-}
-
-/// gst_element_factory_make; a missing element is a broken installation. The new element's floating reference is
-/// ours: a bin it is added to takes a reference of its own.
-func makeElement(_ factory: String, _ name: String? = nil) throws(TrackError) -> GstRef<GstElement> {
-    guard let e = gst_element_factory_make(factory, name) else {
-        throw TrackError(.decoderNotFound, "GStreamer element \"\(factory)\" is not installed")
-    }
-    return GstRef(floating: e)
-}
-
-func capsToString(_ caps: UnsafePointer<GstCaps>?) -> String {
-    guard let caps else { return "(no caps)" }
-    return takeString(gst_caps_to_string(caps)) ?? "(no caps)"
 }
 
 // ── Errors ─────────────────────────────────────────────────────────────────────────────────────────────────────────
@@ -124,16 +99,11 @@ enum GstErrors {
     /// streams. (qtdemux: no known streams found)". The debug string's first line (source file, line, function and
     /// the element's path, whose names count the pipelines a process made) is left out, so the same failure of the
     /// same bytes reads the same in every process.
-    static func fromMessage(_ message: MessagePtr) -> TrackError {
-        var error: UnsafeMutablePointer<GError>?
-        var debug: UnsafeMutablePointer<gchar>?
-        gst_message_parse_error(message, &error, &debug)
-        let debugText = takeString(debug) ?? ""
-        guard let error else { return TrackError(.unknown, "GStreamer error without details") }
-        defer { g_error_free(error) }
-        let code = code(domain: error.pointee.domain, code: error.pointee.code)
-        var text = error.pointee.message.map { String(cString: $0) } ?? "GStreamer error"
-        let source = swift_gst_object_factory_name(message.pointee.src).map { String(cString: $0) }
+    static func fromMessage(_ message: GstRef<GstMessageObject>) -> TrackError {
+        guard let details = message.errorDetails else { return TrackError(.unknown, "GStreamer error without details") }
+        let code = code(domain: details.domain, code: details.code)
+        var text = details.message ?? "GStreamer error"
+        let (source, debugText) = (message.sourceFactory, details.debug ?? "")
         var lines = debugText.split(separator: "\n").map { String($0.drop(while: \.isWhitespace).reversed().drop(while: \.isWhitespace).reversed()) }
             .filter { !$0.isEmpty }
         if let first = lines.first, first.contains("): ") && first.contains(" (): ") { lines.removeFirst() }
@@ -152,21 +122,18 @@ enum GstErrors {
     /// track) 0; reading the file 1; the stream's own errors (demuxing, decoding, a missing decoder) 2; other core
     /// and library errors (negotiation) 3; "Internal data stream error", which every element whose streaming
     /// thread a failure downstream stops posts, 4.
-    static func rank(_ message: MessagePtr) -> Int {
-        switch swift_gst_message_type(message) {
+    static func rank(_ message: GstRef<GstMessageObject>) -> Int {
+        switch message.type {
         case GST_MESSAGE_APPLICATION: return 0
         case GST_MESSAGE_ELEMENT: return 2  // a missing plugin
         case GST_MESSAGE_ERROR: break
         default: return 5
         }
-        var error: UnsafeMutablePointer<GError>?
-        gst_message_parse_error(message, &error, nil)
-        guard let error else { return 5 }
-        defer { g_error_free(error) }
-        let domain = error.pointee.domain
+        guard let error = message.errorDetails else { return 5 }
+        let domain = error.domain
         if domain == gst_resource_error_quark() { return 1 }
-        if domain == gst_stream_error_quark() { return error.pointee.code == Int32(GST_STREAM_ERROR_FAILED.rawValue) ? 4 : 2 }
-        if domain == gst_core_error_quark() && error.pointee.code == Int32(GST_CORE_ERROR_MISSING_PLUGIN.rawValue) { return 2 }
+        if domain == gst_stream_error_quark() { return error.code == Int32(GST_STREAM_ERROR_FAILED.rawValue) ? 4 : 2 }
+        if domain == gst_core_error_quark() && error.code == Int32(GST_CORE_ERROR_MISSING_PLUGIN.rawValue) { return 2 }
         return 3
     }
 }
@@ -181,32 +148,27 @@ enum AppMessage {
     /// A DecodeLimits refusal (DecodeGuard); the text names the limit and the option.
     static let limitExceeded = "trackd-limit-exceeded"
 
-    /// Posts an application message named `name` with a string field "text" on `element`'s bus.
-    static func post(_ element: ElementPtr, _ name: String, text: String) {
-        guard let s = swift_gst_structure_new_with_string(name, "text", text) else { return }
-        if let m = gst_message_new_application(upcast(element, to: GstObject.self), s) {
-            _ = gst_element_post_message(element, m)
-        }
+    /// Posts an application message named `name` with a string field "text" on `bus` (the pipeline's).
+    static func post(_ bus: GstRef<GstBusObject>, _ name: String, text: String) {
+        bus.postApplication(name, text: text)
     }
 
-    static func text(_ message: MessagePtr) -> (name: String, text: String)? {
-        guard let s = gst_message_get_structure(message), let name = gst_structure_get_name(s) else { return nil }
-        let text = gst_structure_get_string(s, "text").map { String(cString: $0) } ?? ""
-        return (String(cString: name), text)
+    static func text(_ message: GstRef<GstMessageObject>) -> (name: String, text: String)? {
+        message.applicationText
     }
 }
 
 /// nil for an uninteresting message; the TrackError for an error, a missing plugin (unless `ignoreMissingPlugins`:
 /// discovery needs no decoder, and qtdemux reports a codec it does not know as missing) or one of our application
 /// errors.
-func checkMessage(_ message: MessagePtr, context: String, ignoreMissingPlugins: Bool = false) -> TrackError? {
-    switch swift_gst_message_type(message) {
+func checkMessage(_ message: GstRef<GstMessageObject>, context: String, ignoreMissingPlugins: Bool = false) -> TrackError? {
+    switch message.type {
     case GST_MESSAGE_ERROR:
         var e = GstErrors.fromMessage(message)
         e.message = "\(context): \(e.message)"
         return e
-    case GST_MESSAGE_ELEMENT where !ignoreMissingPlugins && gst_is_missing_plugin_message(message) != 0:
-        let what = takeString(gst_missing_plugin_message_get_description(message)) ?? "a plug-in"
+    case GST_MESSAGE_ELEMENT where !ignoreMissingPlugins && message.isMissingPlugin:
+        let what = message.missingPluginDescription ?? "a plug-in"
         return TrackError(.decoderNotFound, "\(context): no GStreamer decoder installed for \(what)")
     case GST_MESSAGE_APPLICATION:
         guard let (name, text) = AppMessage.text(message) else { return nil }
@@ -229,8 +191,8 @@ func monotonicNs() -> UInt64 { UInt64(g_get_monotonic_time()) &* 1000 }
 /// The container's track id of a parsebin pad: demuxers end the stream id in the track number (qtdemux "/%03u" of
 /// the track_ID, matroskademux the TrackNumber). nil when the stream id has no numeric last component (elementary
 /// streams): callers then use the 1-based pad order.
-func containerTrackID(_ pad: PadPtr) -> UInt32? {
-    guard let id = takeString(gst_pad_get_stream_id(pad)) else { return nil }
+func containerTrackID(_ pad: GstRef<GstPadObject>) -> UInt32? {
+    guard let id = pad.streamID else { return nil }
     guard let last = id.split(separator: "/").last, !last.isEmpty, last.allSatisfy(\.isASCII),
           last.allSatisfy(\.isNumber), let n = UInt32(last), n > 0 else { return nil }
     return n

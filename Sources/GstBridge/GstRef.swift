@@ -6,7 +6,11 @@
 import CGStreamer
 import CGstShim
 
-/// A GStreamer type whose instances are reference-counted.
+/// A GStreamer type whose instances are reference-counted. The conforming types are Swift-side names for the C
+/// structs (`GstElementObject` for GstElement …): the C structs hold raw pointers, which makes them unsafe types
+/// under strict memory safety, and `GstRef<GstElementObject>` keeps them out of every signature that uses a GstRef.
+/// The conformances are @unsafe: `Pointer` is a raw pointer, touched only by GstRef and the wrappers
+/// (GstObjects.swift, Probes.swift, Caps.swift's CapsView).
 protocol GstRefCounted {
     associatedtype Pointer: Equatable
     static func ref(_ pointer: Pointer)
@@ -14,36 +18,40 @@ protocol GstRefCounted {
 }
 
 /// GstObject subclasses (elements, pads, buses, allocators). New instances are floating.
-protocol GstObjectType: GstRefCounted where Pointer == UnsafeMutablePointer<Self> {}
+protocol GstObjectType: GstRefCounted where Pointer == UnsafeMutablePointer<Struct> {
+    associatedtype Struct
+}
 
 extension GstObjectType {
-    static func ref(_ pointer: Pointer) { _ = gst_object_ref(pointer) }
-    static func unref(_ pointer: Pointer) { gst_object_unref(pointer) }
-    static func refSink(_ pointer: Pointer) { _ = gst_object_ref_sink(pointer) }
+    static func ref(_ pointer: Pointer) { _ = unsafe gst_object_ref(pointer) }
+    static func unref(_ pointer: Pointer) { unsafe gst_object_unref(pointer) }
+    static func refSink(_ pointer: Pointer) { _ = unsafe gst_object_ref_sink(pointer) }
 }
 
-extension GstElement: GstObjectType {}
-extension GstPad: GstObjectType {}
-extension GstBus: GstObjectType {}
-extension GstAllocator: GstObjectType {}
-extension GstStreamCollection: GstObjectType {}
+enum GstElementObject: @unsafe GstObjectType { typealias Struct = GstElement }
+enum GstPadObject: @unsafe GstObjectType { typealias Struct = GstPad }
+enum GstBusObject: @unsafe GstObjectType { typealias Struct = GstBus }
+enum GstAllocatorObject: @unsafe GstObjectType { typealias Struct = GstAllocator }
+enum GstStreamCollectionObject: @unsafe GstObjectType { typealias Struct = GstStreamCollection }
 
 /// GstMiniObject subclasses (caps, messages, events, buffers).
-protocol GstMiniObjectType: GstRefCounted where Pointer == UnsafeMutablePointer<Self> {}
-
-extension GstMiniObjectType {
-    static func ref(_ pointer: Pointer) { _ = gst_mini_object_ref(UnsafeMutablePointer(OpaquePointer(pointer))) }
-    static func unref(_ pointer: Pointer) { gst_mini_object_unref(UnsafeMutablePointer(OpaquePointer(pointer))) }
+protocol GstMiniObjectType: GstRefCounted where Pointer == UnsafeMutablePointer<Struct> {
+    associatedtype Struct
 }
 
-extension GstCaps: GstMiniObjectType {}
-extension GstMessage: GstMiniObjectType {}
-extension GstEvent: GstMiniObjectType {}
+extension GstMiniObjectType {
+    static func ref(_ pointer: Pointer) { _ = unsafe gst_mini_object_ref(UnsafeMutablePointer(OpaquePointer(pointer))) }
+    static func unref(_ pointer: Pointer) { unsafe gst_mini_object_unref(UnsafeMutablePointer(OpaquePointer(pointer))) }
+}
+
+enum GstCapsObject: @unsafe GstMiniObjectType { typealias Struct = GstCaps }
+enum GstMessageObject: @unsafe GstMiniObjectType { typealias Struct = GstMessage }
+enum GstEventObject: @unsafe GstMiniObjectType { typealias Struct = GstEvent }
 
 /// GstSample, which Swift imports as an opaque pointer.
-enum GstSampleObject: GstRefCounted {
-    static func ref(_ pointer: OpaquePointer) { _ = gst_sample_ref(pointer) }
-    static func unref(_ pointer: OpaquePointer) { gst_sample_unref(pointer) }
+enum GstSampleObject: @unsafe GstRefCounted {
+    static func ref(_ pointer: OpaquePointer) { _ = unsafe gst_sample_ref(pointer) }
+    static func unref(_ pointer: OpaquePointer) { unsafe gst_sample_unref(pointer) }
 }
 
 /// One reference on a GStreamer object, dropped in deinit.
@@ -67,7 +75,7 @@ final class GstRef<T: GstRefCounted>: @unchecked Sendable {
 extension GstRef where T: GstObjectType {
     /// A new GstObject: sinks its floating reference and takes it over (a reference of its own if it was sunk).
     convenience init(floating pointer: T.Pointer) {
-        T.refSink(pointer)
-        self.init(full: pointer)
+        unsafe T.refSink(pointer)
+        unsafe self.init(full: pointer)
     }
 }

@@ -45,7 +45,7 @@ public struct DecodeLimits: Sendable, Hashable {
 /// against the budget. A refusal posts a trackd application message (→ .limitExceeded with the text) and answers
 /// the decoder with a flow error, which stops the streaming thread.
 final class DecodeGuard: @unchecked Sendable {
-    // @unchecked: the counters are behind the Mutex; `pipeline` is borrowed and outlives the probe.
+    // @unchecked: the counters are behind the Mutex; `bus` is set once.
     private struct State {
         /// Video: pixels per frame; audio: bytes per sample of one channel. 0 before the first caps.
         var unit: UInt64 = 0
@@ -57,56 +57,43 @@ final class DecodeGuard: @unchecked Sendable {
     private let limits: DecodeLimits
     private let audio: Bool
     private let trackID: UInt32
-    private let pipeline: ElementPtr
+    private let bus: GstRef<GstBusObject>  // the pipeline's, for AppMessage
     private let state = Mutex(State())
 
-    init(limits: DecodeLimits, audio: Bool, trackID: UInt32, pipeline: ElementPtr) {
+    init(limits: DecodeLimits, audio: Bool, trackID: UInt32, bus: GstRef<GstBusObject>) {
         self.limits = limits
         self.audio = audio
         self.trackID = trackID
-        self.pipeline = pipeline
+        self.bus = bus
     }
 
     /// `converter`: the element decoded data enters first; the probe goes on its sink pad.
-    func attach(to converter: ElementPtr) {
-        let pad = GstRef<GstPad>(full: gst_element_get_static_pad(converter, "sink")!)
+    func attach(to converter: GstRef<GstElementObject>) {
         let mask = GST_PAD_PROBE_TYPE_BUFFER.rawValue | GST_PAD_PROBE_TYPE_BUFFER_LIST.rawValue
             | GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM.rawValue
-        _ = gst_pad_add_probe(pad.pointer, GstPadProbeType(rawValue: mask), { _, info, data in
-            guard let info, let data else { return GST_PAD_PROBE_OK }
-            return Unmanaged<DecodeGuard>.fromOpaque(data).takeUnretainedValue().probe(info)
-        }, Unmanaged.passRetained(self).toOpaque(), { data in
-            if let data { Unmanaged<DecodeGuard>.fromOpaque(data).release() }
-        })
+        converter.staticPad("sink").addProbe(GstPadProbeType(rawValue: mask)) { [self] info in probe(info) }
     }
 
-    private func probe(_ info: UnsafeMutablePointer<GstPadProbeInfo>) -> GstPadProbeReturn {
-        let type = info.pointee.type.rawValue
-        if type & GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM.rawValue != 0 {
-            guard let event = swift_gst_pad_probe_info_event(info), swift_gst_event_type(event) == GST_EVENT_CAPS else {
-                return GST_PAD_PROBE_OK
-            }
-            var caps: UnsafeMutablePointer<GstCaps>?
-            gst_event_parse_caps(event, &caps)  // transfer none
-            return accept(caps) ? GST_PAD_PROBE_OK : swift_gst_pad_probe_refuse(info, GST_FLOW_NOT_NEGOTIATED)
+    private func probe(_ info: borrowing ProbeInfo) -> GstPadProbeReturn {
+        if info.is(GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM) {
+            guard info.eventType == GST_EVENT_CAPS else { return GST_PAD_PROBE_OK }
+            return accept(info.caps) ? GST_PAD_PROBE_OK : info.refuse(GST_FLOW_NOT_NEGOTIATED)
         }
         var bytes: UInt64 = 0, count: UInt64 = 1
-        if type & GST_PAD_PROBE_TYPE_BUFFER.rawValue != 0, let buffer = swift_gst_pad_probe_info_buffer(info) {
-            bytes = UInt64(gst_buffer_get_size(buffer))
-        } else if type & GST_PAD_PROBE_TYPE_BUFFER_LIST.rawValue != 0, let data = info.pointee.data {
-            let list = OpaquePointer(data)
-            bytes = UInt64(gst_buffer_list_calculate_size(list))
-            count = UInt64(gst_buffer_list_length(list))
+        if let size = info.bufferSize {
+            bytes = size
+        } else if let list = info.bufferList {
+            (bytes, count) = list
         } else {
             return GST_PAD_PROBE_OK
         }
-        return consume(bytes: bytes, buffers: count) ? GST_PAD_PROBE_OK : swift_gst_pad_probe_refuse(info, GST_FLOW_ERROR)
+        return consume(bytes: bytes, buffers: count) ? GST_PAD_PROBE_OK : info.refuse(GST_FLOW_ERROR)
     }
 
     /// New caps: checks the frame size (video) or notes the sample size (audio). False: refused.
-    private func accept(_ caps: UnsafeMutablePointer<GstCaps>?) -> Bool {
+    private func accept(_ caps: GstRef<GstCapsObject>?) -> Bool {
         if audio {
-            let size = UInt64(max(0, swift_gst_audio_bytes_per_sample(caps)))
+            let size = UInt64(max(0, caps?.audioBytesPerSample ?? 0))
             state.withLock { $0.unit = size }
             return true
         }
@@ -152,6 +139,6 @@ final class DecodeGuard: @unchecked Sendable {
             defer { s.refused = true }
             return !s.refused
         }
-        if first { AppMessage.post(pipeline, AppMessage.limitExceeded, text: text) }
+        if first { AppMessage.post(bus, AppMessage.limitExceeded, text: text) }
     }
 }

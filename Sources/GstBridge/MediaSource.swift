@@ -27,8 +27,7 @@ public final class MediaSource: Sendable {
     }
 
     public func status() -> FileStatus? {
-        var st = stat()
-        guard (try? syscall("fstat", { fstat(fd, &st) })) != nil else { return nil }
+        guard let st = try? descriptor.status() else { return nil }
         return FileStatus(device: UInt64(st.st_dev), inode: UInt64(st.st_ino), size: UInt64(st.st_size),
                           mtimeSeconds: Int64(st.st_mtim.tv_sec), mtimeNanoseconds: Int64(st.st_mtim.tv_nsec))
     }
@@ -41,10 +40,9 @@ public final class MediaSource: Sendable {
     /// Rejects non-regular files (directory, pipe, socket) with .invalidSourceMedia and empty files with
     /// .fileFormatNotRecognized; the descriptor is closed then.
     public init(_ descriptor: consuming FileDescriptor) throws(TrackError) {
-        var st = stat()
-        let raw = descriptor.rawValue
+        let st: stat
         do {
-            _ = try syscall("fstat") { fstat(raw, &st) }
+            st = try descriptor.status()
         } catch {
             throw TrackError(.invalidSourceMedia, "the media file descriptor cannot be examined: \(error.reason)")
         }
@@ -88,21 +86,11 @@ public final class MediaSource: Sendable {
         let parser = try pipeline.addSourceAndParser(fd: fd)
         let state = DiscoveryState()
         defer {
-            _ = gst_element_set_state(pipeline.element, GST_STATE_NULL)  // joins the streaming threads …
+            pipeline.element.setState(GST_STATE_NULL)  // joins the streaming threads …
             state.releasePads()  // … so no probe runs while the pad refs go
         }
-        _ = swift_gst_connect_pad_added(parser, { _, pad, data in
-            guard let pad, let data else { return }
-            Unmanaged<DiscoveryState>.fromOpaque(data).takeUnretainedValue().padAdded(pad)
-        }, Unmanaged.passRetained(state).toOpaque(), { data, _ in
-            if let data { Unmanaged<DiscoveryState>.fromOpaque(data).release() }
-        })
-        _ = swift_gst_connect_no_more_pads(parser, { _, data in
-            guard let data else { return }
-            Unmanaged<DiscoveryState>.fromOpaque(data).takeUnretainedValue().state.withLock { $0.noMorePads = true }
-        }, Unmanaged.passRetained(state).toOpaque(), { data, _ in
-            if let data { Unmanaged<DiscoveryState>.fromOpaque(data).release() }
-        })
+        parser.onPadAdded { pad in state.padAdded(pad) }
+        parser.onNoMorePads { state.state.withLock { $0.noMorePads = true } }
 
         let context = "Cannot open the media file"
         try pipeline.setState(GST_STATE_PAUSED, context: context)
@@ -121,7 +109,7 @@ public final class MediaSource: Sendable {
     /// takes too (DiscoveryState) — and fails with that error otherwise, whichever this thread saw first. A demuxer
     /// that describes a track and then fails on the next one's data (a damaged sample table) thus fails every time,
     /// and one that fails only after describing every track opens every time (its reads then fail).
-    private static func waitForStreams(_ pipeline: Pipeline, parser: ElementPtr, state: DiscoveryState,
+    private static func waitForStreams(_ pipeline: Pipeline, parser: GstRef<GstElementObject>, state: DiscoveryState,
                                        context: String) throws(TrackError) -> Bool {
         var stalledSince: UInt64?
         var announced: Int?  // the streams parsebin's stream-collection message says it exposes
@@ -152,7 +140,7 @@ public final class MediaSource: Sendable {
             // A demuxer that stops with no stream and no error: waited for a second, since typefind also pauses its
             // task while parsebin autoplugs the demuxer, which takes long on a loaded machine (a valid WAV was once
             // refused after three 10 ms polls).
-            if count == 0 && swift_gst_bin_tasks_all_paused(bin(parser)) != 0 {
+            if count == 0 && parser.tasksAllPaused {
                 let since = stalledSince ?? monotonicNs()
                 stalledSince = since
                 if monotonicNs() - since >= stalledDemuxerNs {
@@ -164,65 +152,57 @@ public final class MediaSource: Sendable {
             }
             let now = monotonicNs(), deadline = lastChange + discoveryTimeoutNs  // no progress for that long: stuck
             if now >= deadline { return true }
-            if let message = gst_bus_timed_pop(pipeline.bus, GstClockTime(min(deadline - now, 10_000_000))) {
-                announced = notice(GstRef<GstMessage>(full: message), parser: parser) ?? announced
+            if let message = pipeline.bus.pop(timeoutNs: min(deadline - now, 10_000_000)) {
+                announced = notice(message, parser: parser) ?? announced
             }
         }
     }
 
     /// The number of streams in parsebin's stream-collection message; nil for any other message. Errors are read
     /// from the bins' first errors (firstError), not here: the bus is only a wake-up for them.
-    private static func notice(_ message: GstRef<GstMessage>, parser: ElementPtr) -> Int? {
-        guard swift_gst_message_type(message.pointer) == GST_MESSAGE_STREAM_COLLECTION,
-              message.pointer.pointee.src == upcast(parser, to: GstObject.self) else { return nil }
-        var collection: UnsafeMutablePointer<GstStreamCollection>?
-        gst_message_parse_stream_collection(message.pointer, &collection)
-        guard let owned = collection.map({ GstRef<GstStreamCollection>(full: $0) }) else { return nil }
-        return Int(gst_stream_collection_get_size(owned.pointer))
+    private static func notice(_ message: GstRef<GstMessageObject>, parser: GstRef<GstElementObject>) -> Int? {
+        guard message.type == GST_MESSAGE_STREAM_COLLECTION, message.isFrom(parser) else { return nil }
+        return message.streamCollectionSize
     }
 
     /// The first error posted in the pipeline — by the source or by any element inside the parser, including one
     /// parsebin dropped (it drops the errors of an element it is still autoplugging, and a demuxer in pull mode can
     /// fail before that ends) — with its sequence number. Kept by swift_gst_bin_record_first_error.
-    private static func firstError(_ pipeline: Pipeline, parser: ElementPtr,
+    private static func firstError(_ pipeline: Pipeline, parser: GstRef<GstElementObject>,
                                    context: String) -> (seq: UInt32, ranked: (rank: Int, error: TrackError))? {
         var first: (seq: UInt32, ranked: (rank: Int, error: TrackError))?
-        for owner in [bin(parser), bin(pipeline.element)] {
-            guard let message = swift_gst_bin_first_error(owner).map({ GstRef<GstMessage>(full: $0) }),
-                  let error = checkMessage(message.pointer, context: context, ignoreMissingPlugins: true) else { continue }
-            let seq = gst_message_get_seqnum(message.pointer)
+        for owner in [parser, pipeline.element] {
+            guard let message = owner.firstRecordedError(),
+                  let error = checkMessage(message, context: context, ignoreMissingPlugins: true) else { continue }
+            let seq = message.seqnum
             if first.map({ gst_util_seqnum_compare(seq, $0.seq) < 0 }) ?? true {
-                first = (seq, (GstErrors.rank(message.pointer), error))
+                first = (seq, (GstErrors.rank(message), error))
             }
         }
         return first
     }
 
     /// The tracks of the discovered pads, and the asset's duration.
-    private static func describe(_ entries: [DiscoveryState.Entry], parser: ElementPtr,
+    private static func describe(_ entries: [DiscoveryState.Entry], parser: GstRef<GstElementObject>,
                                  context: String) throws(TrackError) -> (duration: MediaTime, tracks: [TrackDescription]) {
         var tracks: [TrackDescription] = []
         for entry in entries {
-            let id = containerTrackID(entry.pad.pointer) ?? UInt32(entry.order)
-            if let track = describeTrack(pad: entry.pad.pointer, id: id, firstPTS: entry.firstPTS,
-                                         caps: entry.firstCaps?.pointer) {
+            let id = containerTrackID(entry.pad) ?? UInt32(entry.order)
+            if let track = describeTrack(pad: entry.pad, id: id, firstPTS: entry.firstPTS, caps: entry.firstCaps) {
                 tracks.append(track)
             }
         }
         if tracks.isEmpty || tracks.allSatisfy({ $0.mediaType == .other }) {
             let kinds = entries.compactMap { entry -> String? in
-                guard let caps = gst_pad_get_current_caps(entry.pad.pointer).map({ GstRef<GstCaps>(full: $0) }) else {
-                    return nil
-                }
-                return CapsView(caps.pointer)?.name
+                guard let caps = entry.pad.currentCaps else { return nil }
+                return CapsView(caps)?.name
             }
             throw TrackError(.fileFormatNotRecognized,
                              "\(context): no audio, video or subtitle streams (found: \(kinds.joined(separator: ", ")))")
         }
-        var duration: gint64 = -1
         var assetDuration = MediaTime.invalid
-        if gst_element_query_duration(parser, GST_FORMAT_TIME, &duration) != 0, duration >= 0 {
-            assetDuration = .nanoseconds(Int64(duration))
+        if let duration = parser.duration, duration >= 0 {
+            assetDuration = .nanoseconds(duration)
         } else if let longest = tracks.compactMap(\.duration.nanoseconds).max() {
             assetDuration = .nanoseconds(longest)
         }
@@ -234,7 +214,7 @@ public final class MediaSource: Sendable {
 final class DiscoveryState: @unchecked Sendable {
     // @unchecked: every field is behind the Mutex; the pads are GObjects with thread-safe refcounts.
     struct Entry: Sendable {
-        let pad: GstRef<GstPad>  // dropped by releasePads()
+        let pad: GstRef<GstPadObject>  // dropped by releasePads()
         let order: Int
         /// Subtitle and other sparse tracks may not carry data for a long time: discovery does not wait for them.
         /// nil until the pad has caps: a pad exposed before its caps are set is waited for like a dense one.
@@ -243,7 +223,7 @@ final class DiscoveryState: @unchecked Sendable {
         /// The caps the first buffer came with (one ref, dropped by releasePads): the track is described as it
         /// starts — by the time discovery ends, the demuxer may have moved on to a later format (a stream whose
         /// size changes).
-        var firstCaps: GstRef<GstCaps>?
+        var firstCaps: GstRef<GstCapsObject>?
         var done = false
         /// The GStreamer sequence number taken when the track was described (its first buffer, GAP or EOS), in the
         /// streaming thread: ordered with the errors that thread posts (their messages take one when made).
@@ -268,29 +248,25 @@ final class DiscoveryState: @unchecked Sendable {
 
     let state = Mutex(State())
 
-    func padAdded(_ pad: PadPtr) {
-        let caps = gst_pad_get_current_caps(pad).map { GstRef<GstCaps>(full: $0) }
-        let sparse = caps.map { Self.isSparse($0.pointer) }
-        state.withLock {
-            $0.entries.append(Entry(pad: GstRef(none: pad), order: $0.entries.count + 1, sparse: sparse))
+    /// Records the pad (entry `order`) and watches it. The probe names its entry by `order`, not by the pad: a
+    /// probe holding a reference to its own pad would keep the pad alive for ever.
+    func padAdded(_ pad: GstRef<GstPadObject>) {
+        let sparse = pad.currentCaps.map { Self.isSparse($0) }
+        let order = state.withLock {
+            $0.entries.append(Entry(pad: pad, order: $0.entries.count + 1, sparse: sparse))
             $0.lastChange = monotonicNs()
+            return $0.entries.count
         }
         let mask = GST_PAD_PROBE_TYPE_BUFFER.rawValue | GST_PAD_PROBE_TYPE_BUFFER_LIST.rawValue
             | GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM.rawValue
-        _ = gst_pad_add_probe(pad, GstPadProbeType(rawValue: mask), { pad, info, data in
-            guard let pad, let info, let data else { return GST_PAD_PROBE_OK }
-            return Unmanaged<DiscoveryState>.fromOpaque(data).takeUnretainedValue().probe(pad, info)
-        }, Unmanaged.passRetained(self).toOpaque(), { data in
-            if let data { Unmanaged<DiscoveryState>.fromOpaque(data).release() }
-        })
+        pad.addProbe(GstPadProbeType(rawValue: mask)) { [self] info in probe(order, info) }
     }
 
-    private func probe(_ pad: PadPtr, _ info: UnsafeMutablePointer<GstPadProbeInfo>) -> GstPadProbeReturn {
-        let type = info.pointee.type.rawValue
-        if type & GST_PAD_PROBE_TYPE_BUFFER.rawValue != 0 {
-            let pts = swift_gst_pad_probe_info_buffer(info).map { swift_gst_buffer_pts($0) } ?? clockTimeNone
-            let seen = state.withLock { s in s.entries.first { $0.pad.pointer == pad }?.firstCaps != nil }
-            let caps = seen ? nil : gst_pad_get_current_caps(pad).map { GstRef<GstCaps>(full: $0) }
+    private func probe(_ pad: Int, _ info: borrowing ProbeInfo) -> GstPadProbeReturn {
+        if info.is(GST_PAD_PROBE_TYPE_BUFFER) {
+            let pts = info.bufferTiming?.pts ?? clockTimeNone
+            let seen = state.withLock { s in s.entries.first { $0.order == pad }?.firstCaps != nil }
+            let caps = seen ? nil : info.padCurrentCaps
             update(pad) { entry in
                 if entry.firstCaps == nil { entry.firstCaps = caps }
                 entry.done = true
@@ -298,34 +274,30 @@ final class DiscoveryState: @unchecked Sendable {
             }
             return GST_PAD_PROBE_DROP
         }
-        if type & GST_PAD_PROBE_TYPE_BUFFER_LIST.rawValue != 0 {
+        if info.is(GST_PAD_PROBE_TYPE_BUFFER_LIST) {
             update(pad) { $0.done = true }
             return GST_PAD_PROBE_DROP
         }
-        if let event = swift_gst_pad_probe_info_event(info) {
-            let t = swift_gst_event_type(event)
+        if let t = info.eventType {
             if t == GST_EVENT_EOS || t == GST_EVENT_GAP { update(pad) { $0.done = true } }
-            if t == GST_EVENT_CAPS {
-                var caps: UnsafeMutablePointer<GstCaps>?
-                gst_event_parse_caps(event, &caps)  // transfer none
-                if let caps {
-                    let sparse = Self.isSparse(caps)
-                    update(pad) { if $0.sparse == nil { $0.sparse = sparse } }
-                }
+            if t == GST_EVENT_CAPS, let caps = info.caps {
+                let sparse = Self.isSparse(caps)
+                update(pad) { if $0.sparse == nil { $0.sparse = sparse } }
             }
         }
         return GST_PAD_PROBE_OK
     }
 
     /// Neither audio nor video.
-    static func isSparse(_ caps: UnsafeMutablePointer<GstCaps>) -> Bool {
+    static func isSparse(_ caps: GstRef<GstCapsObject>) -> Bool {
         let type = CapsView(caps)?.mediaType ?? .other
         return type != .video && type != .audio
     }
 
-    private func update(_ pad: PadPtr, _ body: (inout Entry) -> Void) {
+    /// `pad`: the entry's order.
+    private func update(_ pad: Int, _ body: (inout Entry) -> Void) {
         state.withLock { s in
-            guard let i = s.entries.firstIndex(where: { $0.pad.pointer == pad }) else { return }
+            guard let i = s.entries.firstIndex(where: { $0.order == pad }) else { return }
             let wasDone = s.entries[i].done
             body(&s.entries[i])
             if !wasDone && s.entries[i].done {

@@ -11,8 +11,8 @@ import TrackdProtocol
 /// What a chain built: the element the track's pad links to, the appsink, the media type the track must have, and
 /// the sample maker.
 struct OutputBranch {
-    let target: GstRef<GstElement>
-    let appsink: GstRef<GstElement>
+    let target: GstRef<GstElementObject>
+    let appsink: GstRef<GstElementObject>
     /// Decoding: the track must be of this type (nil for passthrough).
     let requiredType: MediaType?
     let samples: any SampleMaker
@@ -23,14 +23,14 @@ struct OutputBranch {
 /// before it are still pulled first, and the EOS can complete a preroll — with the default, a stream that ends
 /// before the pipeline prerolled (a truncated MP4's few video samples, then EOS) blocks its streaming thread in
 /// appsink's EOS handler until the queue is pulled, which the worker does only after ASYNC_DONE: a deadlock.
-private func makeAppSink() throws(TrackError) -> GstRef<GstElement> {
+private func makeAppSink() throws(TrackError) -> GstRef<GstElementObject> {
     let appsink = try makeElement("appsink")
-    swift_gst_object_set_bool(appsink.pointer, "wait-on-eos", 0)
-    swift_gst_object_set_bool(appsink.pointer, "sync", 0)
-    swift_gst_object_set_uint(appsink.pointer, "max-buffers", 2)
-    swift_gst_object_set_bool(appsink.pointer, "drop", 0)
-    swift_gst_object_set_bool(appsink.pointer, "emit-signals", 0)
-    swift_gst_object_set_bool(appsink.pointer, "enable-last-sample", 0)
+    appsink.set("wait-on-eos", bool: false)
+    appsink.set("sync", bool: false)
+    appsink.set("max-buffers", uint: 2)
+    appsink.set("drop", bool: false)
+    appsink.set("emit-signals", bool: false)
+    appsink.set("enable-last-sample", bool: false)
     return appsink
 }
 
@@ -38,11 +38,11 @@ private func makeAppSink() throws(TrackError) -> GstRef<GstElement> {
 /// already frames, so the bytes are the stored ones.
 enum PassthroughChain {
     /// `fd`, `trackID`: the file and track, for what qtdemux leaves out of an MP4 audio track (PassthroughEdit).
-    static func build(_ pipeline: Pipeline, parser: ElementPtr, fd: Int32, trackID: UInt32) throws(TrackError) -> OutputBranch {
+    static func build(_ pipeline: Pipeline, parser: GstRef<GstElementObject>, fd: Int32, trackID: UInt32) throws(TrackError) -> OutputBranch {
         let appsink = try makeAppSink()
-        swift_gst_parsebin_expose_container_framed(parser)
+        parser.exposeContainerFramed()
         pipeline.ignoreMissingPlugins = true
-        try pipeline.addChain([appsink.pointer])
+        try pipeline.addChain([appsink])
         return OutputBranch(target: appsink, appsink: appsink, requiredType: nil,
                             samples: PassthroughSamples(fd: fd, trackID: trackID))
     }
@@ -53,13 +53,13 @@ enum PassthroughChain {
 /// BGRA output took 3.0 s instead of 3.6 s for 300 1080p frames). appsink offers a buffer pool over memfds
 /// (zero-copy).
 struct VideoChain {
-    let appsink: GstRef<GstElement>
-    let queue: GstRef<GstElement>
-    let decodebin: GstRef<GstElement>
-    let convertQueue: GstRef<GstElement>
-    let convert: GstRef<GstElement>
-    let scale: GstRef<GstElement>
-    let filter: GstRef<GstElement>
+    let appsink: GstRef<GstElementObject>
+    let queue: GstRef<GstElementObject>
+    let decodebin: GstRef<GstElementObject>
+    let convertQueue: GstRef<GstElementObject>
+    let convert: GstRef<GstElementObject>
+    let scale: GstRef<GstElementObject>
+    let filter: GstRef<GstElementObject>
 
     /// Live memfd memories per output at most: back-pressure (the client's slots, appsink's queue) keeps far fewer.
     static let maxSharedMemories: guint = 32
@@ -80,34 +80,33 @@ struct VideoChain {
     func build(_ pipeline: Pipeline, request: VideoOutputRequest, threads: Int?, limits: DecodeLimits, trackID: UInt32,
                stop: DecodeStop, selection: FrameSelection?) throws(TrackError) -> OutputBranch {
         let shared = SharedAllocator(maxLive: Self.maxSharedMemories)
-        swift_gst_appsink_offer_memfd_pool(appsink.pointer, shared.pointer, 2)
-        if VideoCaps.copiesAsNV12(request.pixelFormat) { swift_gst_memfd_allocator_reserve_nv12(shared.pointer) }
-        swift_gst_bin_tune_decoders(decodebin.pointer, gint(min(threads ?? 0, 64)))
-        swift_gst_object_set_uint(convert.pointer, "n-threads", guint(min(threads ?? 2, 2)))
+        shared.offer(to: appsink, minBuffers: 2)
+        if VideoCaps.copiesAsNV12(request.pixelFormat) { shared.reserveNV12() }
+        decodebin.tuneDecoders(maxThreads: gint(min(threads ?? 0, 64)))
+        convert.set("n-threads", uint: guint(min(threads ?? 2, 2)))
         // GST_VIDEO_DITHER_NONE: the default (bayer) dithers whenever the output has fewer bits than videoconvert's
         // 16-bit intermediate — even 10-bit to 10-bit (I420_10LE → P010_10LE), which must be a lossless repack.
         // Without it, outputs of the same depth as the decoder's are exact.
-        swift_gst_object_set_int(convert.pointer, "dither", 0)
-        swift_gst_object_set_uint(convertQueue.pointer, "max-size-buffers", 3)
-        swift_gst_object_set_uint(convertQueue.pointer, "max-size-bytes", 0)
-        swift_gst_object_set_uint64(convertQueue.pointer, "max-size-time", 0)
-        let caps = VideoCaps.output(request)
-        swift_gst_object_set_caps(filter.pointer, "caps", caps.pointer)
-        try pipeline.addChain([queue.pointer, decodebin.pointer])
-        try pipeline.addChain([convertQueue.pointer, convert.pointer, scale.pointer, filter.pointer, appsink.pointer])
-        DecodeLinker(target: staticPad(convertQueue, "sink"), pipeline: pipeline.element, rawName: "video/x-raw")
-            .attach(to: decodebin.pointer)
+        convert.set("dither", int: 0)
+        convertQueue.set("max-size-buffers", uint: 3)
+        convertQueue.set("max-size-bytes", uint: 0)
+        convertQueue.set("max-size-time", uint64: 0)
+        filter.set("caps", caps: VideoCaps.output(request))
+        try pipeline.addChain([queue, decodebin])
+        try pipeline.addChain([convertQueue, convert, scale, filter, appsink])
+        DecodeLinker(target: convertQueue.staticPad("sink"), bus: pipeline.bus, rawName: "video/x-raw")
+            .attach(to: decodebin)
         // On the converter branch's input, before FrameGate (probes run in the order they were added): every decoded
         // frame counts against the budget, delivered or not.
-        DecodeGuard(limits: limits, audio: false, trackID: trackID, pipeline: pipeline.element).attach(to: convertQueue.pointer)
+        DecodeGuard(limits: limits, audio: false, trackID: trackID, bus: pipeline.bus).attach(to: convertQueue)
         let restorer = ClipRestorer()
-        let queueSrc = staticPad(queue, "src")
-        restorer.attach(to: queueSrc.pointer)
-        stop.count(at: queueSrc.pointer)
-        stop.attach(to: staticPad(queue, "sink").pointer)
+        let queueSrc = queue.staticPad("src")
+        restorer.attach(to: queueSrc)
+        stop.count(at: queueSrc)
+        stop.attach(to: queue.staticPad("sink"))
         let gate = FrameGate(selection: selection, restorer: restorer)
-        gate.attach(to: staticPad(convertQueue, "sink").pointer)
-        gate.countConversions(at: staticPad(convert, "sink").pointer)
+        gate.attach(to: convertQueue.staticPad("sink"))
+        gate.countConversions(at: convert.staticPad("sink"))
         let samples = VideoSamples(format: request.pixelFormat.code, targetRange: request.pixelFormat.range,
                                    allocator: shared, restorer: restorer, stop: stop, gate: gate, selection: selection)
         return OutputBranch(target: queue, appsink: appsink, requiredType: .video, samples: samples)
@@ -118,11 +117,11 @@ struct VideoChain {
 /// is made by AudioSamples with GStreamer's resampler (GstAudioConverter, audioresample's defaults), started afresh
 /// at a known frame for every range: the audioresample element keeps its phase across flushes (AudioResampling.swift).
 struct AudioChain {
-    let appsink: GstRef<GstElement>
-    let queue: GstRef<GstElement>
-    let decodebin: GstRef<GstElement>
-    let convert: GstRef<GstElement>
-    let filter: GstRef<GstElement>
+    let appsink: GstRef<GstElementObject>
+    let queue: GstRef<GstElementObject>
+    let decodebin: GstRef<GstElementObject>
+    let convert: GstRef<GstElementObject>
+    let filter: GstRef<GstElementObject>
 
     init() throws(TrackError) {
         appsink = try makeAppSink()
@@ -135,51 +134,46 @@ struct AudioChain {
     func build(_ pipeline: Pipeline, request: AudioOutputRequest, limits: DecodeLimits, trackID: UInt32,
                range: MediaTimeRange) throws(TrackError) -> OutputBranch {
         // Deterministic conversion: no random dither, no noise shaping (both enums' value 0 is "none").
-        swift_gst_object_set_int(convert.pointer, "dithering", 0)
-        swift_gst_object_set_int(convert.pointer, "noise-shaping", 0)
+        convert.set("dithering", int: 0)
+        convert.set("noise-shaping", int: 0)
         let caps = AudioCaps.output(request)
         var channelOrder: ChannelOrder?
         if let layout = request.channelLayout, layout.speakers.count > 1 {
-            channelOrder = ChannelOrder(layout: layout, baseCaps: caps.pointer, filter: filter.pointer)
+            channelOrder = ChannelOrder(layout: layout, baseCaps: caps, filter: filter)
         }
-        swift_gst_object_set_caps(filter.pointer, "caps", caps.pointer)
-        try pipeline.addChain([queue.pointer, decodebin.pointer])
-        try pipeline.addChain([convert.pointer, filter.pointer, appsink.pointer])
-        DecodeLinker(target: staticPad(convert, "sink"), pipeline: pipeline.element, rawName: "audio/x-raw",
-                     channelOrder: channelOrder).attach(to: decodebin.pointer)
-        DecodeGuard(limits: limits, audio: true, trackID: trackID, pipeline: pipeline.element).attach(to: convert.pointer)
+        filter.set("caps", caps: caps)
+        try pipeline.addChain([queue, decodebin])
+        try pipeline.addChain([convert, filter, appsink])
+        DecodeLinker(target: convert.staticPad("sink"), bus: pipeline.bus, rawName: "audio/x-raw",
+                     channelOrder: channelOrder).attach(to: decodebin)
+        DecodeGuard(limits: limits, audio: true, trackID: trackID, bus: pipeline.bus).attach(to: convert)
         let restorer = ClipRestorer()  // see ClipRestorer.clippedEnd
-        restorer.attach(to: staticPad(queue, "src").pointer)
+        restorer.attach(to: queue.staticPad("src"))
         let samples = AudioSamples(request: request, channelOrder: channelOrder, restorer: restorer, range: range)
         return OutputBranch(target: queue, appsink: appsink, requiredType: .audio, samples: samples)
     }
 }
 
-/// gst_element_get_static_pad of a pad every element of the kind has.
-func staticPad(_ element: GstRef<GstElement>, _ name: String) -> GstRef<GstPad> {
-    GstRef(full: gst_element_get_static_pad(element.pointer, name)!)
-}
-
 enum VideoCaps {
     /// video/x-raw,format=<gst format>[,width][,height][,pixel-aspect-ratio=1/1 when a size is requested].
-    static func output(_ request: VideoOutputRequest) -> GstRef<GstCaps> {
-        let raw = GstRef<GstCaps>(full: gst_caps_new_empty_simple("video/x-raw")!)
-        var caps = GstRef<GstCaps>(full: swift_gst_caps_with_string(raw.pointer, "format", request.pixelFormat.gstFormat)!)
+    static func output(_ request: VideoOutputRequest) -> GstRef<GstCapsObject> {
+        let raw = GstRef<GstCapsObject>.empty("video/x-raw")
+        var caps = raw.with("format", string: request.pixelFormat.gstFormat)
         if copiesAsNV12(request.pixelFormat) {
             // 420v/420f: the worker makes NV12 out of I420 itself (in the frame's memfd, nv12InPlace), so I420 from
             // the decoder is as good and saves videoconvert a pass; videoconvert passes through the input format
             // when it can. Measured (1080p H.264, 600 frames, 2 CPUs): videoconvert writing NV12 into the zero-copy
             // pool cost the worker 2.86 s of CPU per read, a fused I420→NV12 copy 2.37 s, y420 2.09 s.
-            gst_caps_append(caps.pointer, swift_gst_caps_with_string(raw.pointer, "format", "I420")!)  // takes it
+            caps.append(raw.with("format", string: "I420"))
         }
         func set(_ field: String, _ value: Int?) {
             guard let value, value > 0, value <= Int(Int32.max) else { return }
-            caps = GstRef(full: swift_gst_caps_with_int(caps.pointer, field, gint(value))!)
+            caps = caps.with(field, int: gint(value))
         }
         set("width", request.width)
         set("height", request.height)
         if (request.width ?? 0) > 0 || (request.height ?? 0) > 0 {
-            caps = GstRef(full: swift_gst_caps_with_fraction(caps.pointer, "pixel-aspect-ratio", 1, 1)!)
+            caps = caps.with("pixel-aspect-ratio", fraction: 1, 1)
         }
         return caps
     }
@@ -192,12 +186,10 @@ enum VideoCaps {
 enum AudioCaps {
     /// audio/x-raw,format=<S16LE …>,layout=interleaved|non-interleaved[,channels]: channels are left open (the
     /// source's) when not requested; the rate always is (AudioSamples resamples).
-    static func output(_ request: AudioOutputRequest) -> GstRef<GstCaps> {
-        let raw = GstRef<GstCaps>(full: gst_caps_new_empty_simple("audio/x-raw")!)
-        var caps = GstRef<GstCaps>(full: swift_gst_caps_with_string(raw.pointer, "format", request.gstFormat)!)
-        func set(_ make: (CapsPtr) -> CapsPtr?) { caps = GstRef(full: make(caps.pointer)!) }
-        set { swift_gst_caps_with_string($0, "layout", request.isNonInterleaved ? "non-interleaved" : "interleaved") }
-        if let channels = request.channels { set { swift_gst_caps_with_int($0, "channels", gint(channels)) } }
+    static func output(_ request: AudioOutputRequest) -> GstRef<GstCapsObject> {
+        var caps = GstRef<GstCapsObject>.empty("audio/x-raw").with("format", string: request.gstFormat)
+        caps = caps.with("layout", string: request.isNonInterleaved ? "non-interleaved" : "interleaved")
+        if let channels = request.channels { caps = caps.with("channels", int: gint(channels)) }
         return caps
     }
 }

@@ -15,7 +15,7 @@ final class PassthroughEdit {
     private let trackID: UInt32
     /// Looked up at the first sample (an audio track only); .some(nil): no edit to restore.
     private var edited: EditedAudio??
-    private var caps: GstRef<GstCaps>?
+    private var caps: GstRef<GstCapsObject>?
     private var fromStart = true
     /// The stored sample delivered last in this range.
     private var last: Int?
@@ -40,7 +40,7 @@ final class PassthroughEdit {
         guard let edited = lookUp(sample), let ns = plain.presentationTime.nanoseconds,
               let grid = TimeGrid(timescale: edited.timescale),
               let i = edited.index(decodeTime: grid.time(nanoseconds: ns).value + edited.editStart) else { return plain }
-        if caps == nil, let c = gst_sample_get_caps(sample.pointer) { caps = GstRef(none: c) }
+        if caps == nil { caps = sample.caps }
         var out: [PulledSample] = []
         if fromStart, last == nil { out = (0..<i).compactMap { stored($0, edited, layout: layout) } }
         last = i
@@ -60,7 +60,7 @@ final class PassthroughEdit {
 
     private func lookUp(_ sample: GstRef<GstSampleObject>) -> EditedAudio? {
         if edited == nil {
-            let audio = CapsView(gst_sample_get_caps(sample.pointer))?.mediaType == .audio
+            let audio = CapsView(sample.caps)?.mediaType == .audio
             edited = .some(audio ? EditedAudio.mp4(fd: fd, trackID: trackID) : nil)
         }
         return edited ?? nil
@@ -87,15 +87,11 @@ final class PassthroughEdit {
         let file = FileDescriptor(taking: fd)
         let read = s.offset <= UInt64(Int.max) ? try? [UInt8](preading: file, count: s.size, at: Int(s.offset)) : nil
         _ = file.take()  // the pipeline's descriptor: not closed here
-        guard let bytes = read, bytes.count == s.size,
-              let buffer = bytes.withUnsafeBytes({ gst_buffer_new_memdup($0.baseAddress, gsize($0.count)) }) else {
+        // DTS 0 makes it valid: the sample's decode time is its timing's (audio: DTS = PTS).
+        guard let bytes = read, bytes.count == s.size, let made = GstRef<GstSampleObject>.holding(bytes, caps: caps) else {
             return nil
         }
-        buffer.pointee.dts = 0  // valid: the sample's decode time is its timing's (audio: DTS = PTS)
-        let made = gst_sample_new(buffer, caps?.pointer, nil, nil)
-        gst_buffer_unref(buffer)
-        guard let made else { return nil }
-        return PulledSample(GstRef(full: made), layout: layout(s.size), copy: .bytes,
+        return PulledSample(made, layout: layout(s.size), copy: .bytes,
                             timing: (.nanoseconds(pts), .nanoseconds(duration)),
                             trims: Self.trims(edited, k))
     }

@@ -4,47 +4,46 @@ import TrackdProtocol
 
 /// Owns a GstPipeline and its bus. The pipeline is set to NULL before the last unref.
 final class Pipeline {
-    private let pipeline: GstRef<GstElement>
-    private let ownedBus: GstRef<GstBus>
-    var element: ElementPtr { pipeline.pointer }
-    var bus: BusPtr { ownedBus.pointer }
+    let element: GstRef<GstElementObject>
+    let bus: GstRef<GstBusObject>
     /// Passthrough and discovery need no decoder: a missing-plugin message (qtdemux posts one for a codec it does not
     /// know) is then not an error.
     var ignoreMissingPlugins = false
 
     init() throws(TrackError) {
-        guard let p = gst_pipeline_new(nil) else { throw TrackError(.unknown, "gst_pipeline_new failed") }
-        pipeline = GstRef(floating: p)  // a toplevel pipeline has no parent to sink its floating ref
-        ownedBus = GstRef(full: gst_element_get_bus(p))
+        guard let p = unsafe gst_pipeline_new(nil) else { throw TrackError(.unknown, "gst_pipeline_new failed") }
+        let element = unsafe GstRef<GstElementObject>(floating: p)  // a toplevel pipeline has no parent to sink its floating ref
+        self.element = element
+        bus = element.bus
     }
 
     /// NULL before the references go (GstRef's deinits run after this).
-    deinit { _ = gst_element_set_state(element, GST_STATE_NULL) }
+    deinit { element.setState(GST_STATE_NULL) }
 
     /// Adds (bin takes the floating refs) and links the elements in order.
-    func addChain(_ elements: [ElementPtr]) throws(TrackError) {
-        for e in elements { _ = gst_bin_add(bin(element), e) }
+    func addChain(_ elements: [GstRef<GstElementObject>]) throws(TrackError) {
+        for e in elements { element.add(e) }
         for (a, b) in zip(elements, elements.dropFirst()) {
-            guard gst_element_link(a, b) != 0 else {
-                throw TrackError(.unknown, "could not link \(name(a)) to \(name(b))")
+            guard a.link(b) else {
+                throw TrackError(.unknown, "could not link \(a.name) to \(b.name)")
             }
         }
     }
 
     /// trackdfdsrc(fd) ! parsebin, added to the pipeline. Returns the parsebin (borrowed: the pipeline owns it).
-    func addSourceAndParser(fd: Int32) throws(TrackError) -> ElementPtr {
+    func addSourceAndParser(fd: Int32) throws(TrackError) -> GstRef<GstElementObject> {
         let source = try makeElement("trackdfdsrc")
         let parser = try makeElement("parsebin")
-        swift_gst_object_set_int(source.pointer, "fd", fd)
-        try addChain([source.pointer, parser.pointer])
-        swift_gst_bin_record_first_error(bin(element))  // the source's errors, and those parsebin passes on
-        swift_gst_bin_record_first_error(bin(parser.pointer))  // and those it drops
-        return parser.pointer
+        source.set("fd", int: fd)
+        try addChain([source, parser])
+        element.recordFirstError()  // the source's errors, and those parsebin passes on
+        parser.recordFirstError()  // and those it drops
+        return parser
     }
 
     /// Sets `state`; a synchronous FAILURE is reported with the error the element posted.
     func setState(_ state: GstState, context: String) throws(TrackError) {
-        if gst_element_set_state(element, state) == GST_STATE_CHANGE_FAILURE {
+        if element.setState(state) == GST_STATE_CHANGE_FAILURE {
             throw popError(context: context) ?? TrackError(.unknown, "\(context): state change failed")
         }
     }
@@ -57,13 +56,13 @@ final class Pipeline {
         while true {
             let now = monotonicNs()
             guard now < deadline,
-                  let message = gst_bus_timed_pop(bus, GstClockTime(deadline - now)).map({ GstRef<GstMessage>(full: $0) }) else {
+                  let message = bus.pop(timeoutNs: deadline - now) else {
                 throw TrackError(.fileFailedToParse, "\(context): no verdict from the pipeline in \(timeoutNs / 1_000_000_000) s")
             }
-            if let error = checkMessage(message.pointer, context: context, ignoreMissingPlugins: ignoreMissingPlugins) {
-                throw settledError(first: (GstErrors.rank(message.pointer), error), context: context)
+            if let error = checkMessage(message, context: context, ignoreMissingPlugins: ignoreMissingPlugins) {
+                throw settledError(first: (GstErrors.rank(message), error), context: context)
             }
-            if swift_gst_message_type(message.pointer) == GST_MESSAGE_ASYNC_DONE { return }
+            if message.type == GST_MESSAGE_ASYNC_DONE { return }
         }
     }
 
@@ -83,27 +82,23 @@ final class Pipeline {
     /// depend on which thread noticed first.
     func settledError(first: (rank: Int, error: TrackError), also: [(rank: Int, error: TrackError)] = [],
                       context: String) -> TrackError {
-        _ = gst_element_set_state(element, GST_STATE_NULL)
+        element.setState(GST_STATE_NULL)
         var best = first
         for candidate in also where candidate.rank < best.rank { best = candidate }
         while let next = nextError(context: context) {
             if next.rank < best.rank { best = next }
         }
-        while gst_bus_pop(bus).map({ GstRef<GstMessage>(full: $0) }) != nil {}
+        while bus.pop() != nil {}
         return best.error
     }
 
     /// Pops messages without blocking until an error (or a trackd refusal); nil when the bus is empty.
     private func nextError(context: String) -> (rank: Int, error: TrackError)? {
-        while let message = gst_bus_pop(bus).map({ GstRef<GstMessage>(full: $0) }) {
-            if let error = checkMessage(message.pointer, context: context, ignoreMissingPlugins: ignoreMissingPlugins) {
-                return (GstErrors.rank(message.pointer), error)
+        while let message = bus.pop() {
+            if let error = checkMessage(message, context: context, ignoreMissingPlugins: ignoreMissingPlugins) {
+                return (GstErrors.rank(message), error)
             }
         }
         return nil
     }
-}
-
-func name(_ e: ElementPtr) -> String {
-    takeString(gst_object_get_name(upcast(e, to: GstObject.self))) ?? "element"
 }

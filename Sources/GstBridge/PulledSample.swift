@@ -72,7 +72,6 @@ public final class PulledSample: @unchecked Sendable {
     // @unchecked: immutable but for the memfd (in a Mutex); the GstSample and its buffer are read-only once pulled,
     // and refcounted thread-safely.
     private let sample: GstRef<GstSampleObject>
-    private let buffer: UnsafeMutablePointer<GstBuffer>  // transfer none: the sample holds it
     private let copy: CopyPlan
     /// Nanosecond timescale; .invalid when GStreamer has no timestamp.
     public let presentationTime: MediaTime
@@ -114,8 +113,6 @@ public final class PulledSample: @unchecked Sendable {
          trims: (atStart: MediaTime, atEnd: MediaTime)? = nil) {
         self.trims = trims
         self.sample = sample
-        let buffer = gst_sample_get_buffer(sample.pointer)!  // transfer none; appsink samples always have one
-        self.buffer = buffer
         self.copy = copy
         self.shared = shared?.memory
         var owned: FileDescriptor? = nil
@@ -123,19 +120,19 @@ public final class PulledSample: @unchecked Sendable {
         sharedFD = Mutex(owned)
         // Buffer timestamps are in the demuxer's media time; the sample's segment maps them to the asset timeline
         // (edit lists: an H.264 track with B-frames starts at PTS 0 there, not at the composition offset).
-        let segment = gst_sample_get_segment(sample.pointer)  // transfer none
-        var pts = swift_gst_buffer_pts(buffer), length = swift_gst_buffer_duration(buffer)
+        let segment = sample.segment
+        var pts = sample.pts, length = sample.duration
         if let restorer { (pts, length) = restorer.restore(pts: pts, duration: length, segment: segment) }
         presentationTime = timing?.pts ?? streamTime(pts, segment: segment)
-        let dts = streamTime(swift_gst_buffer_dts(buffer), segment: segment)
+        let dts = streamTime(sample.dts, segment: segment)
         decodeTime = timing != nil && dts.isValid ? timing!.pts : dts  // trimmed audio: DTS = PTS when there is one
         if timing == nil, let ns = presentationTime.nanoseconds, let end = displayEnd?(ns), end > ns {
             duration = .nanoseconds(end - ns)  // decoded video: displayed until the next frame (FrameGate)
         } else {
             duration = timing?.duration ?? mediaTime(length)
         }
-        isSync = swift_gst_buffer_is_delta_unit(buffer) == 0
-        let flags = buffer.pointee.mini_object.flags
+        isSync = !sample.isDeltaUnit
+        let flags = sample.flags
         isDiscontinuity = flags & GST_BUFFER_FLAG_DISCONT.rawValue != 0
         isDroppable = flags & GST_BUFFER_FLAG_DROPPABLE.rawValue != 0
         format = layout.format
@@ -143,7 +140,7 @@ public final class PulledSample: @unchecked Sendable {
         height = layout.height
         colorimetry = layout.colorimetry
         planes = layout.planes
-        size = layout.size ?? Int(gst_buffer_get_size(buffer))
+        size = layout.size ?? sample.size
         frameCount = layout.frameCount
     }
 
@@ -160,7 +157,7 @@ public final class PulledSample: @unchecked Sendable {
 
     /// Copies the whole sample (`size` bytes) to `destination`, as its CopyPlan says.
     public func copyBytes(to destination: UnsafeMutableRawPointer) {
-        write(copy, size: size, to: destination)
+        unsafe write(copy, size: size, to: destination)
     }
 
     /// The same frame with every plane's bytesPerRow and offset a multiple of `alignment`
@@ -186,7 +183,6 @@ public final class PulledSample: @unchecked Sendable {
     /// aligningRows' copy of `original`.
     private init(restriding original: PulledSample, planes: [PlaneLayout], size: Int) {
         sample = original.sample
-        buffer = original.buffer
         copy = .restride(inner: original.copy, innerSize: original.size, from: original.planes)
         presentationTime = original.presentationTime
         decodeTime = original.decodeTime
@@ -206,46 +202,49 @@ public final class PulledSample: @unchecked Sendable {
         sharedFD = Mutex(nil)
     }
 
+    /// The copy engine: writes the buffer into `destination` (which holds `size` bytes) as `copy` says. Together with
+    /// copyBytes, the one place a sample's bytes are touched through pointers.
     private func write(_ copy: CopyPlan, size: Int, to destination: UnsafeMutableRawPointer) {
+        let buffer = unsafe sample.buffer
         switch copy {
         case .bytes:
-            _ = gst_buffer_extract(buffer, 0, destination, gsize(size))
+            _ = unsafe gst_buffer_extract(buffer, 0, destination, gsize(size))
         case .bytesClearingPadding(let p):
-            _ = gst_buffer_extract(buffer, 0, destination, gsize(size))
+            _ = unsafe gst_buffer_extract(buffer, 0, destination, gsize(size))
             for row in 0..<p.rows {
                 let start = p.offset + row * p.stride + p.start
                 let end = min(p.offset + row * p.stride + p.end, size)
-                if start < end { (destination + start).initializeMemory(as: UInt8.self, repeating: 0, count: end - start) }
+                if start < end { unsafe (destination + start).initializeMemory(as: UInt8.self, repeating: 0, count: end - start) }
             }
         case .bytesConvertingRange(var layout, let range):
-            _ = gst_buffer_extract(buffer, 0, destination, gsize(size))
-            _ = swift_gst_p010_convert_range(destination, gsize(size), &layout, range)
+            _ = unsafe gst_buffer_extract(buffer, 0, destination, gsize(size))
+            _ = unsafe swift_gst_p010_convert_range(destination, gsize(size), &layout, range)
         case .tightNV12(var layout, let range):
-            _ = swift_gst_copy_as_nv12(buffer, &layout, destination, range)
+            _ = unsafe swift_gst_copy_as_nv12(buffer, &layout, destination, range)
         case .memoryWithTail:
-            _ = swift_gst_memfd_copy(buffer, destination, gsize(size))
+            _ = unsafe swift_gst_memfd_copy(buffer, destination, gsize(size))
         case .audio(let pieces, let reorder):
             if let pieces {
                 for piece in pieces {
-                    _ = gst_buffer_extract(buffer, gsize(piece.from), destination + piece.to, gsize(piece.length))
+                    _ = unsafe gst_buffer_extract(buffer, gsize(piece.from), destination + piece.to, gsize(piece.length))
                 }
             } else {
-                _ = gst_buffer_extract(buffer, 0, destination, gsize(size))
+                _ = unsafe gst_buffer_extract(buffer, 0, destination, gsize(size))
             }
             if let reorder {
-                _ = gst_audio_reorder_channels(destination, gsize(size), reorder.format, gint(reorder.from.count),
+                _ = unsafe gst_audio_reorder_channels(destination, gsize(size), reorder.format, gint(reorder.from.count),
                                                reorder.from, reorder.to)
             }
         case .restride(let inner, let innerSize, let from):
             let packed = UnsafeMutableRawPointer.allocate(byteCount: max(innerSize, 1), alignment: 64)
-            defer { packed.deallocate() }
-            write(inner, size: innerSize, to: packed)
-            destination.initializeMemory(as: UInt8.self, repeating: 0, count: size)
+            defer { unsafe packed.deallocate() }
+            unsafe write(inner, size: innerSize, to: packed)
+            unsafe destination.initializeMemory(as: UInt8.self, repeating: 0, count: size)
             for (source, target) in zip(from, planes) {
                 for row in 0..<Int(source.height) {
                     let from = Int(source.offset) + row * Int(source.bytesPerRow)
                     guard from + Int(source.rowBytes) <= innerSize else { break }
-                    (destination + Int(target.offset) + row * Int(target.bytesPerRow))
+                    unsafe (destination + Int(target.offset) + row * Int(target.bytesPerRow))
                         .copyMemory(from: packed + from, byteCount: Int(source.rowBytes))
                 }
             }
@@ -256,8 +255,39 @@ public final class PulledSample: @unchecked Sendable {
 /// Owns one ref on a memfd allocator (swift_gst_memfd_allocator_new).
 final class SharedAllocator: @unchecked Sendable {
     // @unchecked: the allocator's state is behind its own mutex.
-    private let allocator: GstRef<GstAllocator>
-    var pointer: UnsafeMutablePointer<GstAllocator> { allocator.pointer }
+    private let allocator: GstRef<GstAllocatorObject>
 
-    init(maxLive: guint) { allocator = GstRef(full: swift_gst_memfd_allocator_new(maxLive)!) }
+    init(maxLive: guint) { allocator = unsafe GstRef(full: swift_gst_memfd_allocator_new(maxLive)!) }
+
+    /// Offers appsink (`sink`) a buffer pool over this allocator's memfds (swift_gst_appsink_offer_memfd_pool).
+    func offer(to sink: GstRef<GstElementObject>, minBuffers: guint) {
+        unsafe swift_gst_appsink_offer_memfd_pool(sink.pointer, allocator.pointer, minBuffers)
+    }
+
+    /// Sizes its memfds for NV12 made in place (swift_gst_memfd_allocator_reserve_nv12).
+    func reserveNV12() { unsafe swift_gst_memfd_allocator_reserve_nv12(allocator.pointer) }
+
+    /// The ids of memfds freed since the last call, at most `capacity` (swift_gst_memfd_allocator_take_freed).
+    func takeFreed(capacity: Int) -> [UInt32] {
+        var ids = [UInt32](repeating: 0, count: capacity)
+        let n = unsafe swift_gst_memfd_allocator_take_freed(allocator.pointer, &ids, guint(ids.count))
+        return Array(ids.prefix(Int(n)))
+    }
+
+    /// Rewrites the sample's I420 frame as NV12 in its own memfd (swift_gst_memfd_make_nv12): the chroma plane's
+    /// offset and stride, or nil when the frame is not in one of this allocator's memfds.
+    func makeNV12(_ sample: GstRef<GstSampleObject>, layout: inout SwiftGstVideoLayout,
+                  conversion: SwiftGstRangeConversion) -> (uvOffset: UInt64, uvStride: UInt32)? {
+        var uvOffset: UInt64 = 0, uvStride: UInt32 = 0
+        guard unsafe swift_gst_memfd_make_nv12(allocator.pointer, sample.buffer, &layout, conversion, &uvOffset,
+                                               &uvStride) != 0 else { return nil }
+        return (uvOffset, uvStride)
+    }
+
+    /// The memfd slot holding the sample's frame (swift_gst_memfd_describe: its fd, the first time, is the caller's
+    /// to send and close), or nil when the frame is not one of this allocator's memories.
+    func describe(_ sample: GstRef<GstSampleObject>) -> SwiftGstMemfdSlot? {
+        var slot = SwiftGstMemfdSlot()
+        return unsafe swift_gst_memfd_describe(allocator.pointer, sample.buffer, &slot) != 0 ? slot : nil
+    }
 }

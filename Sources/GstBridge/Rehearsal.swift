@@ -24,7 +24,7 @@ public enum Rehearsal {
     /// loaded (a missing encoder is reported by `run`).
     @discardableResult
     public static func loadPlugins() -> Int {
-        (try? Gst.initialize()) == nil ? 0 : clipElements.filter { swift_gst_load_element_plugin($0) != 0 }.count
+        (try? Gst.initialize()) == nil ? 0 : clipElements.filter { Gst.loadElementPlugin($0) }.count
     }
 
     /// What the rehearsal did, for the worker's log.
@@ -38,11 +38,7 @@ public enum Rehearsal {
     public static func run() throws(TrackError) -> Report {
         try Gst.initialize()
         let start = monotonicNs()
-        var message = [CChar](repeating: 0, count: 256)
-        let fd = swift_gst_rehearsal_clip(&message, message.count)
-        guard fd >= 0 else {
-            throw TrackError(.unknown, String(decoding: message.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
-        }
+        let fd = try Gst.rehearsalClip().get()
         let source = try MediaSource(fd: fd)
         let (_, tracks) = try source.discover()
         guard let track = tracks.first(where: { $0.mediaType == .video }), let format = PixelFormat.named("y420") else {

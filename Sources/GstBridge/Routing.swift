@@ -6,17 +6,15 @@ import CGstShim
 import TrackdProtocol
 import Synchronization
 
-/// Retains `object` for a C callback; the callback's destroy notify releases it.
-func retained<T: AnyObject>(_ object: T) -> UnsafeMutableRawPointer { Unmanaged.passRetained(object).toOpaque() }
-
 /// Routes parsebin's pads: the pad of the wanted track is linked to `target`; every other pad gets a probe that
 /// drops its buffers (answering OK, so the demuxer neither stops with not-linked nor blocks on a sink that prerolls
 /// — in pull mode one streaming thread serves all tracks, and a prerolling fakesink would hold it).
 final class PadRouter: @unchecked Sendable {
-    // @unchecked: the pointers are set once in init; `linked`/`order` live in the Mutex.
+    // @unchecked: the references are set once in init; `linked`/`order` live in the Mutex.
     private let wantedTrack: UInt32
-    private let target: GstRef<GstPad>
-    private let pipeline: ElementPtr  // borrowed: the pipeline outlives parsebin's signal handlers
+    private let target: GstRef<GstPadObject>
+    /// The pipeline's bus, for AppMessage (not the pipeline: parsebin, which holds this router, is in it).
+    private let bus: GstRef<GstBusObject>
     /// Decoding: the media type the track must have (nil for passthrough).
     private let requiredType: MediaType?
     private struct State: Sendable {
@@ -26,34 +24,24 @@ final class PadRouter: @unchecked Sendable {
     }
     private let state = Mutex(State())
 
-    init(wantedTrack: UInt32, target: GstRef<GstPad>, pipeline: ElementPtr, requiredType: MediaType?) {
+    init(wantedTrack: UInt32, target: GstRef<GstPadObject>, bus: GstRef<GstBusObject>, requiredType: MediaType?) {
         self.wantedTrack = wantedTrack
         self.target = target
-        self.pipeline = pipeline
+        self.bus = bus
         self.requiredType = requiredType
     }
 
-    convenience init(wantedTrack: UInt32, target: GstRef<GstPad>, pipeline: ElementPtr, requireVideo: Bool) {
-        self.init(wantedTrack: wantedTrack, target: target, pipeline: pipeline, requiredType: requireVideo ? .video : nil)
+    convenience init(wantedTrack: UInt32, target: GstRef<GstPadObject>, bus: GstRef<GstBusObject>, requireVideo: Bool) {
+        self.init(wantedTrack: wantedTrack, target: target, bus: bus, requiredType: requireVideo ? .video : nil)
     }
 
     /// Connects pad-added and no-more-pads of `parsebin`.
-    func attach(to parsebin: ElementPtr) {
-        _ = swift_gst_connect_pad_added(parsebin, { _, pad, data in
-            guard let pad, let data else { return }
-            Unmanaged<PadRouter>.fromOpaque(data).takeUnretainedValue().padAdded(pad)
-        }, retained(self), { data, _ in
-            if let data { Unmanaged<PadRouter>.fromOpaque(data).release() }
-        })
-        _ = swift_gst_connect_no_more_pads(parsebin, { _, data in
-            guard let data else { return }
-            Unmanaged<PadRouter>.fromOpaque(data).takeUnretainedValue().noMorePads()
-        }, retained(self), { data, _ in
-            if let data { Unmanaged<PadRouter>.fromOpaque(data).release() }
-        })
+    func attach(to parsebin: GstRef<GstElementObject>) {
+        parsebin.onPadAdded { [self] pad in padAdded(pad) }
+        parsebin.onNoMorePads { [self] in noMorePads() }
     }
 
-    private func padAdded(_ pad: PadPtr) {
+    private func padAdded(_ pad: GstRef<GstPadObject>) {
         let order = state.withLock { s in
             s.order += 1
             return s.order
@@ -69,19 +57,18 @@ final class PadRouter: @unchecked Sendable {
             return
         }
         if let requiredType {
-            let caps = (gst_pad_get_current_caps(pad) ?? gst_pad_query_caps(pad, nil)).map { GstRef<GstCaps>(full: $0) }
-            let type = CapsView(caps?.pointer)?.mediaType ?? .other
+            let type = CapsView(pad.currentOrQueriedCaps)?.mediaType ?? .other
             if type != requiredType {
-                dropBuffers(pad)
-                AppMessage.post(pipeline, AppMessage.wrongMediaType,
+                pad.dropBuffers()
+                AppMessage.post(bus, AppMessage.wrongMediaType,
                                 text: "Output settings are not compatible with media type \(type.avMediaType)")
                 return
             }
         }
-        let result = gst_pad_link(pad, target.pointer)
+        let result = pad.link(to: target)
         if result != GST_PAD_LINK_OK {
-            dropBuffers(pad)
-            AppMessage.post(pipeline, AppMessage.notDecodable, text: "could not link track \(id) (link result \(result.rawValue))")
+            pad.dropBuffers()
+            AppMessage.post(bus, AppMessage.notDecodable, text: "could not link track \(id) (link result \(result.rawValue))")
         }
     }
 
@@ -96,84 +83,64 @@ final class PadRouter: @unchecked Sendable {
             return !s.linked && !s.reported
         }
         if post {
-            AppMessage.post(pipeline, AppMessage.noSuchTrack, text: "the asset has no track with id \(wantedTrack)")
+            AppMessage.post(bus, AppMessage.noSuchTrack, text: "the asset has no track with id \(wantedTrack)")
         }
     }
 
     /// Drops the pad's buffers; the first buffer or EOS also checks that the wanted track was found.
-    private func dropBuffersAndCheck(_ pad: PadPtr) {
+    private func dropBuffersAndCheck(_ pad: GstRef<GstPadObject>) {
         let mask = GST_PAD_PROBE_TYPE_BUFFER.rawValue | GST_PAD_PROBE_TYPE_BUFFER_LIST.rawValue
             | GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM.rawValue
-        _ = gst_pad_add_probe(pad, GstPadProbeType(rawValue: mask), { _, info, data in
-            guard let info, let data else { return GST_PAD_PROBE_OK }
-            let router = Unmanaged<PadRouter>.fromOpaque(data).takeUnretainedValue()
-            // GST_PAD_PROBE_INFO_EVENT is a plain cast of info->data: test the type bits first.
-            if info.pointee.type.rawValue & GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM.rawValue != 0 {
-                if let event = swift_gst_pad_probe_info_event(info), swift_gst_event_type(event) == GST_EVENT_EOS {
-                    router.checkLinked()
-                }
+        pad.addProbe(GstPadProbeType(rawValue: mask)) { [self] info in
+            if info.is(GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM) {
+                if info.eventType == GST_EVENT_EOS { checkLinked() }
                 return GST_PAD_PROBE_OK
             }
-            router.checkLinked()
+            checkLinked()
             return GST_PAD_PROBE_DROP
-        }, retained(self), releaseRouter)
+        }
     }
-}
-
-private let releaseRouter: GDestroyNotify = { data in
-    if let data { Unmanaged<PadRouter>.fromOpaque(data).release() }
-}
-
-/// A probe that drops every buffer passing `pad` and reports success upstream.
-func dropBuffers(_ pad: PadPtr) {
-    let mask = GST_PAD_PROBE_TYPE_BUFFER.rawValue | GST_PAD_PROBE_TYPE_BUFFER_LIST.rawValue
-    _ = gst_pad_add_probe(pad, GstPadProbeType(rawValue: mask), { _, _, _ in GST_PAD_PROBE_DROP }, nil, nil)
 }
 
 /// Links decodebin's raw video (or audio) pad to the converter; a non-raw pad means decodebin found no decoder.
 final class DecodeLinker: @unchecked Sendable {
     // @unchecked: set once in init; `linked` lives in the Mutex.
-    private let target: GstRef<GstPad>
-    private let pipeline: ElementPtr  // borrowed
+    private let target: GstRef<GstPadObject>
+    private let bus: GstRef<GstBusObject>  // the pipeline's, for AppMessage
     private let linked = Mutex(false)
     /// The caps name of decoded output: video/x-raw or audio/x-raw.
     private let rawName: String
     /// Audio with AVChannelLayoutKey: told the decoder's caps before the link, to pick the output positions.
     private let channelOrder: ChannelOrder?
 
-    init(target: GstRef<GstPad>, pipeline: ElementPtr, rawName: String = "video/x-raw", channelOrder: ChannelOrder? = nil) {
+    init(target: GstRef<GstPadObject>, bus: GstRef<GstBusObject>, rawName: String = "video/x-raw", channelOrder: ChannelOrder? = nil) {
         self.target = target
-        self.pipeline = pipeline
+        self.bus = bus
         self.rawName = rawName
         self.channelOrder = channelOrder
     }
 
-    func attach(to decodebin: ElementPtr) {
-        _ = swift_gst_connect_pad_added(decodebin, { _, pad, data in
-            guard let pad, let data else { return }
-            Unmanaged<DecodeLinker>.fromOpaque(data).takeUnretainedValue().padAdded(pad)
-        }, retained(self), { data, _ in
-            if let data { Unmanaged<DecodeLinker>.fromOpaque(data).release() }
-        })
+    func attach(to decodebin: GstRef<GstElementObject>) {
+        decodebin.onPadAdded { [self] pad in padAdded(pad) }
     }
 
-    private func padAdded(_ pad: PadPtr) {
-        let caps = (gst_pad_get_current_caps(pad) ?? gst_pad_query_caps(pad, nil)).map { GstRef<GstCaps>(full: $0) }
-        let name = CapsView(caps?.pointer)?.name ?? ""
+    private func padAdded(_ pad: GstRef<GstPadObject>) {
+        let caps = pad.currentOrQueriedCaps
+        let name = CapsView(caps)?.name ?? ""
         guard name == rawName else {
-            dropBuffers(pad)
-            AppMessage.post(pipeline, AppMessage.notDecodable, text: "no GStreamer decoder installed for \(capsToString(caps?.pointer))")
+            pad.dropBuffers()
+            AppMessage.post(bus, AppMessage.notDecodable, text: "no GStreamer decoder installed for \(capsToString(caps))")
             return
         }
         let first = linked.withLock { l in
             defer { l = true }
             return !l
         }
-        guard first else { dropBuffers(pad); return }
-        channelOrder?.decoderCapsKnown(caps?.pointer)
-        let result = gst_pad_link(pad, target.pointer)
+        guard first else { pad.dropBuffers(); return }
+        channelOrder?.decoderCapsKnown(caps)
+        let result = pad.link(to: target)
         if result != GST_PAD_LINK_OK {
-            AppMessage.post(pipeline, AppMessage.notDecodable, text: "could not link the decoder (link result \(result.rawValue))")
+            AppMessage.post(bus, AppMessage.notDecodable, text: "could not link the decoder (link result \(result.rawValue))")
         }
     }
 }
@@ -210,15 +177,12 @@ final class DecodeStop: @unchecked Sendable {
     }
 
     /// `pad`: the decoder branch's input (the queue in front of decodebin).
-    func attach(to pad: PadPtr) {
+    func attach(to pad: GstRef<GstPadObject>) {
         let mask = GST_PAD_PROBE_TYPE_BUFFER.rawValue | GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM.rawValue
             | GST_PAD_PROBE_TYPE_EVENT_FLUSH.rawValue
-        _ = gst_pad_add_probe(pad, GstPadProbeType(rawValue: mask), { pad, info, data in
-            guard let pad, let info, let data else { return GST_PAD_PROBE_OK }
-            let stop = Unmanaged<DecodeStop>.fromOpaque(data).takeUnretainedValue()
-            if info.pointee.type.rawValue & GST_PAD_PROBE_TYPE_BUFFER.rawValue != 0,
-               let buffer = swift_gst_pad_probe_info_buffer(info) {
-                switch stop.verdict(pts: swift_gst_buffer_pts(buffer)) {
+        pad.addProbe(GstPadProbeType(rawValue: mask)) { [self] info in
+            if let (pts, _) = info.bufferTiming {
+                switch verdict(pts: pts) {
                 case .pass:
                     return GST_PAD_PROBE_OK
                 case .skip:
@@ -227,26 +191,20 @@ final class DecodeStop: @unchecked Sendable {
                     // Called without the pad's object lock, on the streaming thread that holds its (recursive)
                     // stream lock: the EOS is queued behind the buffers already sent, and the pad refuses what
                     // follows.
-                    _ = gst_pad_send_event(pad, gst_event_new_eos())
+                    info.sendEOS()
                     return GST_PAD_PROBE_DROP
                 }
             }
-            if let event = swift_gst_pad_probe_info_event(info) {
-                switch swift_gst_event_type(event) {
-                case GST_EVENT_SEGMENT:
-                    var segment: UnsafePointer<GstSegment>?
-                    gst_event_parse_segment(event, &segment)
-                    if let segment { stop.setSegment(segment.pointee) }
-                case GST_EVENT_FLUSH_STOP:
-                    stop.state.withLock { $0.passed = false }
-                default:
-                    break
-                }
+            switch info.eventType {
+            case GST_EVENT_SEGMENT:
+                if let segment = info.segment { setSegment(segment) }
+            case GST_EVENT_FLUSH_STOP:
+                state.withLock { $0.passed = false }
+            default:
+                break
             }
             return GST_PAD_PROBE_OK
-        }, retained(self), { data in
-            if let data { Unmanaged<DecodeStop>.fromOpaque(data).release() }
-        })
+        }
     }
 
     private func setSegment(_ segment: GstSegment) {
@@ -257,13 +215,11 @@ final class DecodeStop: @unchecked Sendable {
     var samplesDecoded: UInt64 { state.withLock { $0.decoded } }
 
     /// Counts the samples leaving the decoder branch's queue for the decoder (`pad`: the queue's src pad).
-    func count(at pad: PadPtr) {
-        _ = gst_pad_add_probe(pad, GST_PAD_PROBE_TYPE_BUFFER, { _, _, data in
-            if let data { Unmanaged<DecodeStop>.fromOpaque(data).takeUnretainedValue().state.withLock { $0.decoded += 1 } }
+    func count(at pad: GstRef<GstPadObject>) {
+        pad.addProbe(GST_PAD_PROBE_TYPE_BUFFER) { [self] _ in
+            state.withLock { $0.decoded += 1 }
             return GST_PAD_PROBE_OK
-        }, retained(self), { data in
-            if let data { Unmanaged<DecodeStop>.fromOpaque(data).release() }
-        })
+        }
     }
 
     /// Samples dropped before the decoder as not needed.
@@ -276,7 +232,7 @@ final class DecodeStop: @unchecked Sendable {
         state.withLock { s in
             if s.passed { return .end }
             guard s.needed != nil || s.lastNeeded != nil else { return .pass }
-            let time = s.hasSegment ? streamTime(pts, segment: &s.segment) : mediaTime(pts)
+            let time = s.hasSegment ? streamTime(pts, segment: s.segment) : mediaTime(pts)
             guard let ns = time.nanoseconds else { return .pass }  // no timestamp: not ours to judge
             if let needed = s.needed, !Self.contains(needed, ns) {
                 s.skipped += 1
@@ -312,20 +268,16 @@ final class ClipRestorer: @unchecked Sendable {
     private static let capacity = 256
 
     /// Watches the buffers entering the decoder (`pad`: the decoder branch's input).
-    func attach(to pad: PadPtr) {
+    func attach(to pad: GstRef<GstPadObject>) {
         let mask = GST_PAD_PROBE_TYPE_BUFFER.rawValue | GST_PAD_PROBE_TYPE_EVENT_FLUSH.rawValue
-        _ = gst_pad_add_probe(pad, GstPadProbeType(rawValue: mask), { _, info, data in
-            guard let info, let data else { return GST_PAD_PROBE_OK }
-            let restorer = Unmanaged<ClipRestorer>.fromOpaque(data).takeUnretainedValue()
-            if let buffer = swift_gst_pad_probe_info_buffer(info), info.pointee.type.rawValue & GST_PAD_PROBE_TYPE_BUFFER.rawValue != 0 {
-                restorer.record(pts: swift_gst_buffer_pts(buffer), duration: swift_gst_buffer_duration(buffer))
-            } else if let event = swift_gst_pad_probe_info_event(info), swift_gst_event_type(event) == GST_EVENT_FLUSH_STOP {
-                restorer.frames.withLock { $0.removeAll() }
+        pad.addProbe(GstPadProbeType(rawValue: mask)) { [self] info in
+            if let (pts, duration) = info.bufferTiming {
+                record(pts: pts, duration: duration)
+            } else if info.eventType == GST_EVENT_FLUSH_STOP {
+                frames.withLock { $0.removeAll() }
             }
             return GST_PAD_PROBE_OK
-        }, retained(self), { data in
-            if let data { Unmanaged<ClipRestorer>.fromOpaque(data).release() }
-        })
+        }
     }
 
     private func record(pts: GstClockTime, duration: GstClockTime) {
@@ -342,10 +294,10 @@ final class ClipRestorer: @unchecked Sendable {
     /// the start. The end of the kept frames is still the input packet's end, so the true first frame is that end
     /// minus the frames. Returns the end (buffer time) of the input packet an output buffer starting exactly at the
     /// segment start was cut from — the packet whose end is within `tolerance` ns of the buffer's end — or nil.
-    func clippedEnd(pts: GstClockTime, duration: GstClockTime, segment: UnsafePointer<GstSegment>?,
+    func clippedEnd(pts: GstClockTime, duration: GstClockTime, segment: GstSegment?,
                     tolerance: GstClockTime) -> GstClockTime? {
-        guard let segment, segment.pointee.format == GST_FORMAT_TIME, pts != clockTimeNone,
-              duration != clockTimeNone, pts == GstClockTime(segment.pointee.start) else { return nil }
+        guard let segment, segment.format == GST_FORMAT_TIME, pts != clockTimeNone,
+              duration != clockTimeNone, pts == GstClockTime(segment.start) else { return nil }
         let end = pts + duration
         return frames.withLock { f in
             f.last { $0.pts < pts && $0.end > pts && ($0.end > end ? $0.end - end : end - $0.end) <= tolerance }?.end
@@ -353,9 +305,9 @@ final class ClipRestorer: @unchecked Sendable {
     }
 
     /// The unclipped (pts, duration) of an output buffer; unchanged unless it starts exactly at the segment start.
-    func restore(pts: GstClockTime, duration: GstClockTime, segment: UnsafePointer<GstSegment>?) -> (GstClockTime, GstClockTime) {
-        guard let segment, segment.pointee.format == GST_FORMAT_TIME, pts != clockTimeNone,
-              duration != clockTimeNone, pts == GstClockTime(segment.pointee.start) else { return (pts, duration) }
+    func restore(pts: GstClockTime, duration: GstClockTime, segment: GstSegment?) -> (GstClockTime, GstClockTime) {
+        guard let segment, segment.format == GST_FORMAT_TIME, pts != clockTimeNone,
+              duration != clockTimeNone, pts == GstClockTime(segment.start) else { return (pts, duration) }
         let end = pts + duration
         let original = frames.withLock { f in f.last { $0.end == end && $0.pts < pts } }
         guard let original else { return (pts, duration) }

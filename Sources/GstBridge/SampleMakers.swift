@@ -22,7 +22,7 @@ protocol SampleMaker: AnyObject {
     /// to show the range, as AVAssetReader returns); its maker ends the range (see PassthroughSamples).
     var seeksToKeyUnits: Bool { get }
     /// After preroll: how far the demuxer's stops must be moved later (ns); 0 but for audio (AudioSamples).
-    func prerolled(sink: ElementPtr) -> Int64
+    func prerolled(sink: GstRef<GstElementObject>) -> Int64
     /// A flush-seek to `range` whose end is `stop` (stream time, ns; nil: to the end) is about to be made. Returns
     /// the stop to give the demuxer (nil: none).
     func seeking(to range: MediaTimeRange, stop: Int64?) -> Int64?
@@ -59,7 +59,7 @@ protocol SampleMaker: AnyObject {
 
 extension SampleMaker {
     var seeksToKeyUnits: Bool { false }
-    func prerolled(sink: ElementPtr) -> Int64 { 0 }
+    func prerolled(sink: GstRef<GstElementObject>) -> Int64 { 0 }
     func seeking(to range: MediaTimeRange, stop: Int64?) -> Int64? { stop }
     func seekStart(_ start: Int64) -> Int64 { start }
     func endOfInput() -> MadeSample { .skip }
@@ -109,18 +109,16 @@ final class PassthroughSamples: SampleMaker {
     }
 
     func make(_ sample: GstRef<GstSampleObject>) -> MadeSample {
-        let buffer = gst_sample_get_buffer(sample.pointer)!  // transfer none: the sample holds it
         // Codec headers are no samples: what a decoder needs of them is the codec configuration. flacparse pushes
         // FLAC's fLaC marker and metadata blocks before the frames without a time, flagged HEADER — but for FLAC in
         // Matroska also a VORBIS_COMMENT block it made up, unflagged — so for FLAC only frames (sync code
         // 0xFFF8/0xFFF9) are samples.
-        if buffer.pointee.mini_object.flags & GST_BUFFER_FLAG_HEADER.rawValue != 0 { return .skip }
+        if sample.flags & GST_BUFFER_FLAG_HEADER.rawValue != 0 { return .skip }
         if format.format == "fLaC" {
-            var sync: (UInt8, UInt8) = (0, 0)
-            let read = withUnsafeMutableBytes(of: &sync) { gst_buffer_extract(buffer, 0, $0.baseAddress, 2) }
-            if read < 2 || sync.0 != 0xFF || sync.1 & 0xFE != 0xF8 { return .skip }
+            let sync = sample.bytes(count: 2)
+            if sync.count < 2 || sync[0] != 0xFF || sync[1] & 0xFE != 0xF8 { return .skip }
         }
-        let size = Int(gst_buffer_get_size(buffer))
+        let size = sample.size
         let plain = PulledSample(sample, layout: layout(size: size), copy: .bytes)
         if let end {
             let time = plain.decodeTime.isNumeric ? plain.decodeTime : plain.presentationTime
@@ -156,7 +154,7 @@ final class VideoSamples: SampleMaker, @unchecked Sendable {
     /// The range delivers no frame: pull reports the end until the next seek.
     private(set) var rangeEnded = false
     /// The layout of the last caps seen (the cache holds a ref, so the pointer stays unique).
-    private var layoutCache: (caps: GstRef<GstCaps>, layout: SwiftGstVideoLayout)?
+    private var layoutCache: (caps: GstRef<GstCapsObject>, layout: SwiftGstVideoLayout)?
 
     init(format: FourCC, targetRange: PixelFormat.Range?, allocator: SharedAllocator, restorer: ClipRestorer,
          stop: DecodeStop, gate: FrameGate, selection: FrameSelection?) {
@@ -187,20 +185,17 @@ final class VideoSamples: SampleMaker, @unchecked Sendable {
     private var displayEnd: (Int64) -> Int64? { { [gate] in gate.displayEnd(at: $0) } }
 
     func takeFreedSharedMemories() -> [UInt32] {
-        var ids = [UInt32](repeating: 0, count: Int(VideoChain.maxSharedMemories))
-        let n = swift_gst_memfd_allocator_take_freed(allocator.pointer, &ids, guint(ids.count))
-        return Array(ids.prefix(Int(n)))
+        allocator.takeFreed(capacity: Int(VideoChain.maxSharedMemories))
     }
 
     func make(_ sample: GstRef<GstSampleObject>) -> MadeSample {
-        let buffer = gst_sample_get_buffer(sample.pointer)!  // transfer none: the sample holds it
-        var layout = videoLayout(gst_sample_get_caps(sample.pointer))
-        _ = swift_gst_video_layout_apply_meta(buffer, &layout)
+        var layout = videoLayout(sample.caps)
+        sample.applyVideoMeta(to: &layout)
         var colorimetry = Colorimetry(range: layout.range, matrix: layout.matrix, primaries: layout.primaries,
                                       transfer: layout.transfer)
         guard let target = targetRange,
               layout.format == GST_VIDEO_FORMAT_NV12 || layout.format == GST_VIDEO_FORMAT_I420 else {
-            return .sample(plainFrame(sample, buffer: buffer, layout: layout, colorimetry: colorimetry))
+            return .sample(plainFrame(sample, layout: layout, colorimetry: colorimetry))
         }
         // 420v/420f: NV12 made in the frame's memfd (nv12InPlace), else written as tight NV12 by copyBytes, the
         // range converted when the decoder's differs (videoconvert 1.22 keeps the range between YCbCr formats of
@@ -209,9 +204,9 @@ final class VideoSamples: SampleMaker, @unchecked Sendable {
         colorimetry.range = target.rawValue
         if layout.format == GST_VIDEO_FORMAT_NV12 && conversion == SWIFT_GST_RANGE_KEEP {
             // Already NV12 in the right range (a decoder that outputs NV12): as is, shared when it can be.
-            return .sample(plainFrame(sample, buffer: buffer, layout: layout, colorimetry: colorimetry))
+            return .sample(plainFrame(sample, layout: layout, colorimetry: colorimetry))
         }
-        if let nv12 = nv12InPlace(sample, buffer: buffer, layout: layout, conversion: conversion, colorimetry: colorimetry) {
+        if let nv12 = nv12InPlace(sample, layout: layout, conversion: conversion, colorimetry: colorimetry) {
             return .sample(nv12)
         }
         let w = layout.width, h = layout.height, chromaRow = (w + 1) / 2 * 2
@@ -219,7 +214,7 @@ final class VideoSamples: SampleMaker, @unchecked Sendable {
                       PlaneLayout(offset: UInt64(w) * UInt64(h), bytesPerRow: chromaRow, rowBytes: chromaRow,
                                   height: (h + 1) / 2)]
         let tight = SampleLayout(format: format, width: w, height: h, colorimetry: colorimetry, planes: planes,
-                                 size: Int(swift_gst_nv12_size(w, h)))
+                                 size: nv12Size(width: w, height: h))
         return .sample(PulledSample(sample, layout: tight, copy: .tightNV12(layout, conversion), restorer: restorer, displayEnd: displayEnd))
     }
 
@@ -233,16 +228,11 @@ final class VideoSamples: SampleMaker, @unchecked Sendable {
     /// 420v/420f with zero copies: the frame made NV12 where it lies in its memfd (swift_gst_memfd_make_nv12) — the
     /// luma plane as the decoder wrote it, the CbCr plane in the memory's tail (I420) or in place (NV12). nil when the
     /// frame is not in a memfd memory with room: it is then written as tight NV12 into a copy pool.
-    private func nv12InPlace(_ sample: GstRef<GstSampleObject>, buffer: UnsafeMutablePointer<GstBuffer>,
-                             layout: SwiftGstVideoLayout, conversion: SwiftGstRangeConversion,
+    private func nv12InPlace(_ sample: GstRef<GstSampleObject>, layout: SwiftGstVideoLayout, conversion: SwiftGstRangeConversion,
                              colorimetry: Colorimetry) -> PulledSample? {
         var layout = layout
-        var uvOffset: UInt64 = 0, uvStride: UInt32 = 0
-        guard swift_gst_memfd_make_nv12(allocator.pointer, buffer, &layout, conversion, &uvOffset, &uvStride) != 0 else {
-            return nil
-        }
-        var slot = SwiftGstMemfdSlot()
-        guard swift_gst_memfd_describe(allocator.pointer, buffer, &slot) != 0 else { return nil }
+        guard let (uvOffset, uvStride) = allocator.makeNV12(sample, layout: &layout, conversion: conversion),
+              let slot = allocator.describe(sample) else { return nil }
         let w = layout.width, h = layout.height, chromaRow = (w + 1) / 2 * 2, chromaHeight = (h + 1) / 2
         let planes = [PlaneLayout(offset: tuple(layout.offset, 0), bytesPerRow: UInt32(clamping: tuple(layout.stride, 0) as Int32),
                                   rowBytes: w, height: h),
@@ -255,8 +245,7 @@ final class VideoSamples: SampleMaker, @unchecked Sendable {
 
     /// A decoded frame delivered as GStreamer wrote it (planes from its video meta), shared when it is in a memfd
     /// memory, except for the rewrites below.
-    private func plainFrame(_ sample: GstRef<GstSampleObject>, buffer: UnsafeMutablePointer<GstBuffer>,
-                            layout: SwiftGstVideoLayout, colorimetry: Colorimetry) -> PulledSample {
+    private func plainFrame(_ sample: GstRef<GstSampleObject>, layout: SwiftGstVideoLayout, colorimetry: Colorimetry) -> PulledSample {
         var colorimetry = colorimetry
         let planes = (0..<Int(min(layout.n_planes, 4))).map { i in
             PlaneLayout(offset: tuple(layout.offset, i), bytesPerRow: UInt32(clamping: abs(tuple(layout.stride, i))),
@@ -281,9 +270,8 @@ final class VideoSamples: SampleMaker, @unchecked Sendable {
             }
         }
         var shared: (SharedMemory, Int32)?
-        var slot = SwiftGstMemfdSlot()
         // Frames the worker must rewrite (v210 padding, a P010 range conversion) are copied into a copy pool.
-        if case .bytes = copy, swift_gst_memfd_describe(allocator.pointer, buffer, &slot) != 0 {
+        if case .bytes = copy, let slot = allocator.describe(sample) {
             shared = (SharedMemory(id: slot.id, mapSize: Int(slot.map_size)), slot.fd)
         }
         let made = SampleLayout(format: format, width: layout.width, height: layout.height, colorimetry: colorimetry,
@@ -292,17 +280,17 @@ final class VideoSamples: SampleMaker, @unchecked Sendable {
     }
 
     /// The layout for `caps`, parsed once per caps object.
-    private func videoLayout(_ caps: CapsPtr?) -> SwiftGstVideoLayout {
+    private func videoLayout(_ caps: GstRef<GstCapsObject>?) -> SwiftGstVideoLayout {
         guard let caps else { return SwiftGstVideoLayout() }
-        if let cached = layoutCache, cached.caps.pointer == caps { return cached.layout }
-        var layout = SwiftGstVideoLayout()
-        _ = swift_gst_video_layout_from_caps(caps, &layout)
-        layoutCache = (GstRef(none: caps), layout)
+        if let cached = layoutCache, cached.caps.isSame(as: caps) { return cached.layout }
+        let layout = caps.videoLayout
+        layoutCache = (caps, layout)
         return layout
     }
 }
 
 /// Element `i` of a homogeneous C array imported as a tuple.
 func tuple<T, E>(_ t: T, _ i: Int) -> E {
-    withUnsafeBytes(of: t) { $0.load(fromByteOffset: i * MemoryLayout<E>.stride, as: E.self) }
+    precondition(i >= 0 && (i + 1) * MemoryLayout<E>.stride <= MemoryLayout<T>.size, "element \(i) is outside the C array")
+    return unsafe withUnsafeBytes(of: t) { unsafe $0.load(fromByteOffset: i * MemoryLayout<E>.stride, as: E.self) }
 }

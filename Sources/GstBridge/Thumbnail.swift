@@ -44,9 +44,8 @@ public func generatePNG(source: MediaSource, trackID: UInt32, at time: MediaTime
     }
     if let result = try chain.frame(at: target, pipeline, context: context) { return result }
     // Past the last frame: the frame displayed just before the end.
-    var duration: gint64 = -1
-    if gst_element_query_duration(pipeline.element, GST_FORMAT_TIME, &duration) != 0, duration > 0,
-       Int64(duration) <= target, let result = try chain.frame(at: Int64(duration) - 1, pipeline, context: context) {
+    if let duration = pipeline.element.duration, duration > 0,
+       duration <= target, let result = try chain.frame(at: duration - 1, pipeline, context: context) {
         return result
     }
     throw TrackError(.invalidArgument, "\(context): no frame at \(time)")
@@ -54,7 +53,7 @@ public func generatePNG(source: MediaSource, trackID: UInt32, at time: MediaTime
 
 /// The image pipeline's elements, by name, and the frame at one time.
 private struct ImageChain {
-    let sink: GstRef<GstElement>
+    let sink: GstRef<GstElementObject>
     let restorer = ClipRestorer()
     let gate: FrameGate
 
@@ -65,22 +64,20 @@ private struct ImageChain {
         let convert = try makeElement("videoconvert"), filter = try makeElement("capsfilter")
         let encoder = try makeElement("pngenc")
         sink = try makeElement("appsink")
-        swift_gst_object_set_bool(sink.pointer, "sync", 0)
-        swift_gst_object_set_uint(sink.pointer, "max-buffers", 1)
-        swift_gst_object_set_bool(sink.pointer, "enable-last-sample", 0)
-        let caps = GstRef<GstCaps>(full: gst_caps_new_empty_simple("video/x-raw")!)
-        let rgb = GstRef<GstCaps>(full: swift_gst_caps_with_string(caps.pointer, "format", "RGB")!)
-        swift_gst_object_set_caps(filter.pointer, "caps", rgb.pointer)
-        try pipeline.addChain([queue.pointer, decodebin.pointer])
-        try pipeline.addChain([convert.pointer, filter.pointer, encoder.pointer, sink.pointer])
-        DecodeLinker(target: staticPad(convert, "sink"), pipeline: pipeline.element).attach(to: decodebin.pointer)
+        sink.set("sync", bool: false)
+        sink.set("max-buffers", uint: 1)
+        sink.set("enable-last-sample", bool: false)
+        filter.set("caps", caps: GstRef<GstCapsObject>.empty("video/x-raw").with("format", string: "RGB"))
+        try pipeline.addChain([queue, decodebin])
+        try pipeline.addChain([convert, filter, encoder, sink])
+        DecodeLinker(target: convert.staticPad("sink"), bus: pipeline.bus).attach(to: decodebin)
         var frameLimit = limits
         (frameLimit.videoBudgetPixels, frameLimit.audioBudgetSamples) = (.max, .max)
-        DecodeGuard(limits: frameLimit, audio: false, trackID: trackID, pipeline: pipeline.element).attach(to: convert.pointer)
-        restorer.attach(to: staticPad(queue, "src").pointer)
-        gate.attach(to: staticPad(convert, "sink").pointer)
-        gate.countConversions(at: staticPad(filter, "sink").pointer)  // what came out of the converter
-        PadRouter(wantedTrack: trackID, target: staticPad(queue, "sink"), pipeline: pipeline.element,
+        DecodeGuard(limits: frameLimit, audio: false, trackID: trackID, bus: pipeline.bus).attach(to: convert)
+        restorer.attach(to: queue.staticPad("src"))
+        gate.attach(to: convert.staticPad("sink"))
+        gate.countConversions(at: filter.staticPad("sink"))  // what came out of the converter
+        PadRouter(wantedTrack: trackID, target: queue.staticPad("sink"), bus: pipeline.bus,
                   requireVideo: true).attach(to: parser)
     }
 
@@ -88,23 +85,16 @@ private struct ImageChain {
     func frame(at ns: Int64, _ pipeline: Pipeline,
                context: String) throws(TrackError) -> PNGImage? {
         let flags = GST_SEEK_FLAG_FLUSH.rawValue | GST_SEEK_FLAG_ACCURATE.rawValue
-        guard gst_element_seek(pipeline.element, 1.0, GST_FORMAT_TIME, GstSeekFlags(rawValue: flags), GST_SEEK_TYPE_SET,
-                               gint64(ns), GST_SEEK_TYPE_NONE, -1) != 0 else {
+        guard pipeline.element.seek(flags: flags, start: ns, stopType: GST_SEEK_TYPE_NONE, stop: -1) else {
             throw pipeline.popError(context: context)
                 ?? TrackError(.operationNotSupportedForAsset, "\(context): the demuxer refused to seek to \(ns) ns")
         }
         try pipeline.waitAsyncDone(timeoutNs: TrackPipeline.prerollTimeoutNs, context: context)
-        guard let pulled = gst_app_sink_try_pull_preroll(appSink(sink.pointer), 0) else { return nil }  // EOS: no frame
-        let sample = GstRef<GstSampleObject>(full: pulled)
-        guard let buffer = gst_sample_get_buffer(sample.pointer) else { return nil }  // transfer none
-        let view = CapsView(gst_sample_get_caps(sample.pointer))
-        let size = Int(gst_buffer_get_size(buffer))
-        let png = [UInt8](unsafeUninitializedCapacity: size) { out, count in
-            count = Int(gst_buffer_extract(buffer, 0, out.baseAddress, gsize(size)))
-        }
-        let segment = gst_sample_get_segment(sample.pointer)  // transfer none
-        let (pts, _) = restorer.restore(pts: swift_gst_buffer_pts(buffer), duration: swift_gst_buffer_duration(buffer),
-                                        segment: segment)
+        guard let sample = sink.tryPullPreroll(timeoutNs: 0), sample.hasBuffer else { return nil }  // EOS: no frame
+        let view = CapsView(sample.caps)
+        let png = sample.bytes(count: sample.size)
+        let segment = sample.segment
+        let (pts, _) = restorer.restore(pts: sample.pts, duration: sample.duration, segment: segment)
         return PNGImage(actualTime: streamTime(pts, segment: segment), width: UInt32(max(0, view?.int("width") ?? 0)),
                               height: UInt32(max(0, view?.int("height") ?? 0)), png: png,
                               framesDecoded: gate.framesDecoded, framesConverted: gate.framesConverted)

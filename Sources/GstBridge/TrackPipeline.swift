@@ -44,7 +44,7 @@ public final class TrackPipeline: @unchecked Sendable {
     // maker's thread-safe takeFreedSharedMemories).
     private let source: MediaSource  // keeps the fd open as long as the pipeline reads it
     private let pipeline: Pipeline
-    private let sink: GstRef<GstElement>
+    private let sink: GstRef<GstElementObject>
     private let samples: any SampleMaker
     public let outputFormat: OutputFormat
     private let stopped = Mutex(false)
@@ -88,16 +88,16 @@ public final class TrackPipeline: @unchecked Sendable {
         sink = branch.appsink
         samples = branch.samples
         if case .decode(let request) = mode { rowAlignment = request.bytesPerRowAlignment } else { rowAlignment = 1 }
-        PadRouter(wantedTrack: trackID, target: staticPad(branch.target, "sink"), pipeline: pipeline.element,
+        PadRouter(wantedTrack: trackID, target: branch.target.staticPad("sink"), bus: pipeline.bus,
                   requiredType: branch.requiredType).attach(to: parser)
 
         let context = "Cannot read track \(trackID)"
         self.context = context
         try pipeline.setState(GST_STATE_PAUSED, context: context)
         try pipeline.waitAsyncDone(timeoutNs: Self.prerollTimeoutNs, context: context)
-        try Self.seekAfterPreroll(pipeline, samples: samples, sink: sink.pointer, to: timeRange, selection: selection,
+        try Self.seekAfterPreroll(pipeline, samples: samples, sink: sink, to: timeRange, selection: selection,
                                   context: context)
-        outputFormat = Self.negotiatedFormat(sink: sink.pointer, mode: mode)
+        outputFormat = Self.negotiatedFormat(sink: sink, mode: mode)
         samples.negotiated(outputFormat)
         try pipeline.setState(GST_STATE_PLAYING, context: context)
     }
@@ -105,7 +105,7 @@ public final class TrackPipeline: @unchecked Sendable {
     /// The first seek, to the reader's range, in PAUSED. None when the range is everything from 0 and the demuxer's
     /// stops need no lead (AudioSamples: with a lead, even reading everything needs a seek, because the demuxer's
     /// initial stop is the asset's duration).
-    private static func seekAfterPreroll(_ pipeline: Pipeline, samples: any SampleMaker, sink: ElementPtr,
+    private static func seekAfterPreroll(_ pipeline: Pipeline, samples: any SampleMaker, sink: GstRef<GstElementObject>,
                                          to timeRange: MediaTimeRange, selection: FrameSelection?,
                                          context: String) throws(TrackError) {
         let lead = samples.prerolled(sink: sink)
@@ -114,10 +114,9 @@ public final class TrackPipeline: @unchecked Sendable {
         if lead == 0, samples.endsRangesItself, samples.seekStart(bounds.start) == 0 { return }  // decoded audio from 0
         let stop = samples.seeking(to: timeRange, stop: bounds.stop)
         let stopType = stop == nil && lead == 0 ? GST_SEEK_TYPE_NONE : GST_SEEK_TYPE_SET
-        let ok = gst_element_seek(pipeline.element, 1.0, GST_FORMAT_TIME, GstSeekFlags(rawValue: seekFlags(samples)),
-                                  GST_SEEK_TYPE_SET, gint64(samples.seekStart(bounds.start)),
-                                  stopType, gint64(stop ?? -1))  // SET -1: no stop
-        guard ok != 0 else {
+        let ok = pipeline.element.seek(flags: seekFlags(samples), start: samples.seekStart(bounds.start),
+                                       stopType: stopType, stop: stop ?? -1)  // SET -1: no stop
+        guard ok else {
             throw pipeline.popError(context: context)
                 ?? TrackError(.operationNotSupportedForAsset, "\(context): the demuxer refused to seek to \(timeRange.start)")
         }
@@ -172,10 +171,9 @@ public final class TrackPipeline: @unchecked Sendable {
         if selection?.frames?.isEmpty == true { return }  // no frame to deliver: pull reports the end
         let bounds = Self.seekBounds(range)
         let stop = samples.seeking(to: range, stop: bounds.stop)
-        let ok = gst_element_seek(pipeline.element, 1.0, GST_FORMAT_TIME, GstSeekFlags(rawValue: Self.seekFlags(samples)),
-                                  GST_SEEK_TYPE_SET, gint64(samples.seekStart(bounds.start)),
-                                  GST_SEEK_TYPE_SET, gint64(stop ?? -1))  // -1: to the end (NONE would keep the last stop)
-        guard ok != 0 else {
+        let ok = pipeline.element.seek(flags: Self.seekFlags(samples), start: samples.seekStart(bounds.start),
+                                       stopType: GST_SEEK_TYPE_SET, stop: stop ?? -1)  // -1: to the end (NONE would keep the last stop)
+        guard ok else {
             throw pipeline.popError(context: context)
                 ?? TrackError(.operationNotSupportedForAsset, "the demuxer refused to seek to \(range.start)")
         }
@@ -183,9 +181,9 @@ public final class TrackPipeline: @unchecked Sendable {
 
     /// How far buffer timestamps run ahead of stream time at the appsink (its sticky segment's start − time), in ns;
     /// 0 when they do not.
-    static func timestampLead(sink: ElementPtr) -> Int64 {
-        guard let pad = gst_element_get_static_pad(sink, "sink").map({ GstRef<GstPad>(full: $0) }) else { return 0 }
-        guard let segment = stickySegment(pad.pointer), segment.format == GST_FORMAT_TIME,
+    static func timestampLead(sink: GstRef<GstElementObject>) -> Int64 {
+        guard let pad = sink.staticPadIfAny("sink") else { return 0 }
+        guard let segment = pad.stickySegment, segment.format == GST_FORMAT_TIME,
               segment.start != clockTimeNone, segment.time != clockTimeNone, segment.start > segment.time,
               segment.start - segment.time < UInt64(Int64.max / 2) else { return 0 }
         return Int64(segment.start - segment.time)
@@ -204,10 +202,8 @@ public final class TrackPipeline: @unchecked Sendable {
         return (bounds.start, bounds.stop.map { $0 - bounds.start })
     }
 
-    private static func negotiatedFormat(sink: ElementPtr, mode: OutputMode) -> OutputFormat {
-        let pad = GstRef<GstPad>(full: gst_element_get_static_pad(sink, "sink")!)
-        let caps = gst_pad_get_current_caps(pad.pointer).map { GstRef<GstCaps>(full: $0) }
-        let view = CapsView(caps?.pointer)
+    private static func negotiatedFormat(sink: GstRef<GstElementObject>, mode: OutputMode) -> OutputFormat {
+        let view = CapsView(sink.staticPad("sink").currentCaps)
         let width = UInt32(max(0, view?.int("width") ?? 0))
         let height = UInt32(max(0, view?.int("height") ?? 0))
         switch mode {
@@ -232,8 +228,8 @@ public final class TrackPipeline: @unchecked Sendable {
             failure = error
             return .failed(error)
         }
-        while let appsinkSample = gst_app_sink_try_pull_sample(appSink(sink.pointer), GstClockTime(timeoutNs)) {
-            switch samples.make(Self.ownSample(GstRef(full: appsinkSample))) {
+        while let appsinkSample = sink.tryPullSample(timeoutNs: timeoutNs) {
+            switch samples.make(Self.ownSample(appsinkSample)) {
             case .sample(let pulled): return .sample(pulled.aligningRows(to: rowAlignment))
             case .skip: continue  // audio entirely outside the range (dropped by the trimming): pull the next one
             case .endOfRange: return .endOfStream
@@ -244,7 +240,7 @@ public final class TrackPipeline: @unchecked Sendable {
             return .failed(error)
         }
         if stopped.withLock({ $0 }) { return .endOfStream }
-        if gst_app_sink_is_eos(appSink(sink.pointer)) != 0 {
+        if sink.isEOS {
             if case .sample(let last) = samples.endOfInput() { return .sample(last) }  // decoded audio's tail
             return .endOfStream
         }
@@ -260,8 +256,7 @@ public final class TrackPipeline: @unchecked Sendable {
     /// the copy gst_sample_make_writable would make on the next pull).
     static func ownSample(_ sample: GstRef<GstSampleObject>) -> GstRef<GstSampleObject> {
         // gst_sample_new refs the buffer and caps and copies the segment: transfer full.
-        GstRef(full: gst_sample_new(gst_sample_get_buffer(sample.pointer), gst_sample_get_caps(sample.pointer),
-                                    gst_sample_get_segment(sample.pointer), nil)!)
+        sample.copy()
     }
 
     /// Stops the pipeline (state NULL). Idempotent; safe while another thread is blocked in pull (which then
@@ -271,6 +266,6 @@ public final class TrackPipeline: @unchecked Sendable {
             defer { s = true }
             return !s
         }
-        if first { _ = gst_element_set_state(pipeline.element, GST_STATE_NULL) }
+        if first { pipeline.element.setState(GST_STATE_NULL) }
     }
 }

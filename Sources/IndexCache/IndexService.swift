@@ -61,9 +61,7 @@ public final class IndexService: Sendable {
     private func serve(_ socket: borrowing FileDescriptor, _ channel: Channel) {
         var buffer = [UInt8](repeating: 0, count: IndexCacheWire.requestBytes + 1)
         while true {
-            let result = buffer.withUnsafeMutableBytes { raw in
-                Result { () throws(SystemError) in try socket.receive(into: raw, maxDescriptors: 2) }
-            }
+            let result = Result { () throws(SystemError) in try socket.receive(into: &buffer, maxDescriptors: 2) }
             guard case .success(let (n, received, truncated)) = result, n > 0 else { return }
             guard !truncated, let (op, key) = IndexCacheWire.parseRequest(buffer[0..<n]),
                   received.count == (op == .put ? 1 : 0) else {
@@ -120,7 +118,7 @@ public final class IndexService: Sendable {
     /// A new sealed memfd holding `blob` (written with pwrite: the sandbox of the other end allows it).
     static func memfd(holding blob: [UInt8]) throws(SystemError) -> FileDescriptor {
         let memfd = try FileDescriptor.sealedMemfd(name: "trackd-index", size: blob.count)
-        try blob.withUnsafeBytes { raw in Result { () throws(SystemError) in try memfd.pwriteFully(raw) } }.get()
+        try memfd.pwriteFully(blob)
         return memfd
     }
 }

@@ -110,11 +110,11 @@ public final class IndexStore: Sendable {
         }
         let probe = directory + "/.probe-\(getpid())"
         do {
-            try FileDescriptor("open") { open(probe, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600) }.close()
+            try FileDescriptor(opening: probe, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode: 0o600).close()
         } catch {
             return "cannot write in \(directory): \(error.reason)"
         }
-        unlink(probe)
+        PathCall.unlink(probe)
         return nil
     }
 
@@ -122,11 +122,10 @@ public final class IndexStore: Sendable {
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return }
         var found: [(name: String, bytes: Int, mtime: Int)] = []
         for name in names {
-            var st = stat()
             let path = directory + "/" + name
-            guard stat(path, &st) == 0 else { continue }
+            guard let st = PathCall.status(path) else { continue }
             if name.hasPrefix(".tmp-") {  // left by a writer that died
-                unlink(path)
+                PathCall.unlink(path)
                 continue
             }
             guard name.hasSuffix(".idx"), st.st_mode & S_IFMT == S_IFREG else { continue }
@@ -144,7 +143,7 @@ public final class IndexStore: Sendable {
         let name = key.hashName + ".idx"
         let path = directory + "/" + name
         let header = Self.fileMagic.count + IndexCacheWire.StoreKey.encodedBytes
-        guard let fd = try? FileDescriptor("open", { open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW) }),
+        guard let fd = try? FileDescriptor(opening: path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW),
               let fileSize = try? fd.regularFileSize() else { return nil }
         let size = Int(fileSize)
         let bytes = (try? [UInt8](preading: fd, count: max(0, min(size, header + IndexCacheWire.maxBlobBytes)))) ?? []
@@ -153,7 +152,7 @@ public final class IndexStore: Sendable {
               IndexCacheWire.StoreKey(decoding: bytes[Self.fileMagic.count..<header]) == key,
               IndexCacheWire.isValidBlob(Array(bytes[header...])) else {
             // Corrupt, truncated, another key with the same hash, or an older format: drop it.
-            unlink(path)
+            PathCall.unlink(path)
             memory.withLock { m in
                 if let f = m.files.removeValue(forKey: name) { m.fileBytes -= f.bytes }
             }
@@ -172,12 +171,12 @@ public final class IndexStore: Sendable {
         let contents = Self.fileMagic + key.encoded + blob
         guard contents.count <= budget else { return }
         let temp = directory + "/.tmp-\(name)-\(getpid())-\(UInt64.random(in: 0 ... .max))"
-        guard let fd = try? FileDescriptor("open", { open(temp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600) })
+        guard let fd = try? FileDescriptor(opening: temp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode: 0o600)
         else { return }
-        let written = contents.withUnsafeBytes { raw in Result { () throws(SystemError) in try fd.writeFully(raw) } }
+        let written = Result { () throws(SystemError) in try fd.writeFully(contents) }
         fd.close()
-        guard case .success = written, rename(temp, directory + "/" + name) == 0 else {
-            unlink(temp)
+        guard case .success = written, PathCall.rename(temp, to: directory + "/" + name) else {
+            PathCall.unlink(temp)
             return
         }
         let drop = memory.withLock { m -> [String] in
@@ -196,6 +195,6 @@ public final class IndexStore: Sendable {
             }
             return drop
         }
-        for n in drop { unlink(directory + "/" + n) }
+        for n in drop { PathCall.unlink(directory + "/" + n) }
     }
 }

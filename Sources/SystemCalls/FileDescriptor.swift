@@ -43,7 +43,7 @@ public struct FileDescriptor: ~Copyable, Sendable {
 
     /// A new memfd of `size` bytes, sealed against shrinking, growing and further seals (close-on-exec).
     public static func sealedMemfd(name: String, size: Int) throws(SystemError) -> FileDescriptor {
-        try FileDescriptor("memfd_create") { trackd_memfd_sealed(name, UInt64(size)) }
+        try FileDescriptor("memfd_create") { unsafe trackd_memfd_sealed(name, UInt64(size)) }
     }
 
     /// Makes `target` refer to this open file (dup3, which a sandboxed worker may call), then closes this number.
@@ -65,7 +65,7 @@ extension FileDescriptor {
     public func writeFully(_ bytes: UnsafeRawBufferPointer) throws(SystemError) {
         var done = 0
         while done < bytes.count {
-            let n = try syscall("write") { Glibc.write(raw, bytes.baseAddress! + done, bytes.count - done) }
+            let n = try syscall("write") { unsafe Glibc.write(raw, bytes.baseAddress! + done, bytes.count - done) }
             guard n > 0 else { throw SystemError("write", errno: EIO) }
             done += n
         }
@@ -76,7 +76,7 @@ extension FileDescriptor {
         var done = 0
         while done < bytes.count {
             let n = try syscall("pwrite") {
-                Glibc.pwrite(raw, bytes.baseAddress! + done, bytes.count - done, off_t(offset + done))
+                unsafe Glibc.pwrite(raw, bytes.baseAddress! + done, bytes.count - done, off_t(offset + done))
             }
             guard n > 0 else { throw SystemError("pwrite", errno: EIO) }
             done += n
@@ -88,7 +88,7 @@ extension FileDescriptor {
     public func readFully(into buffer: UnsafeMutableRawBufferPointer) throws(SystemError) -> Int {
         var done = 0
         while done < buffer.count {
-            let n = try syscall("read") { Glibc.read(raw, buffer.baseAddress! + done, buffer.count - done) }
+            let n = try syscall("read") { unsafe Glibc.read(raw, buffer.baseAddress! + done, buffer.count - done) }
             if n == 0 { break }
             done += n
         }
@@ -101,7 +101,7 @@ extension FileDescriptor {
         var done = 0
         while done < buffer.count {
             let n = try syscall("pread") {
-                Glibc.pread(raw, buffer.baseAddress! + done, buffer.count - done, off_t(offset + done))
+                unsafe Glibc.pread(raw, buffer.baseAddress! + done, buffer.count - done, off_t(offset + done))
             }
             if n == 0 { break }
             done += n
@@ -109,11 +109,18 @@ extension FileDescriptor {
         return done
     }
 
+    /// What fstat says about the file.
+    public func status() throws(SystemError) -> stat {
+        var st = stat()
+        _ = try syscall("fstat") { unsafe fstat(raw, &st) }
+        return st
+    }
+
     /// Is it a regular file, and its size (fstat).
     public func regularFileSize() throws(SystemError) -> UInt64? {
         var regular: Int32 = 0
         var size: UInt64 = 0
-        _ = try syscall("fstat") { trackd_fd_is_regular(raw, &regular, &size) }
+        _ = try syscall("fstat") { unsafe trackd_fd_is_regular(raw, &regular, &size) }
         return regular != 0 ? size : nil
     }
 }
@@ -122,8 +129,8 @@ extension Array where Element == UInt8 {
     /// `count` bytes read with `preadFully` from offset `offset`; fewer at end of file.
     public init(preading fd: borrowing FileDescriptor, count: Int, at offset: Int = 0) throws(SystemError) {
         var bytes = [UInt8](repeating: 0, count: count)
-        let got = try bytes.withUnsafeMutableBytes { buffer in
-            Result { () throws(SystemError) in try fd.preadFully(into: buffer, at: offset) }
+        let got = try unsafe bytes.withUnsafeMutableBytes { buffer in
+            Result { () throws(SystemError) in try unsafe fd.preadFully(into: buffer, at: offset) }
         }.get()
         self = got == count ? bytes : Array(bytes.prefix(got))
     }

@@ -21,7 +21,7 @@ import Glibc
         let type = kind == .stream ? SOCK_STREAM : SOCK_SEQPACKET
         var pair: [Int32] = [-1, -1]
         _ = try syscall("socketpair") {
-            socketpair(AF_UNIX, Int32(type.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &pair)
+            unsafe socketpair(AF_UNIX, Int32(type.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &pair)
         }
         first = FileDescriptor(taking: pair[0])
         second = FileDescriptor(taking: pair[1])
@@ -56,8 +56,8 @@ extension FileDescriptor {
     /// caller's). EINTR and short writes are handled by the shim; a vanished peer is EPIPE, never SIGPIPE.
     public func send(_ bytes: UnsafeRawBufferPointer, descriptors: [Int32] = []) throws(SystemError) {
         _ = try syscall("sendmsg") {
-            descriptors.withUnsafeBufferPointer {
-                trackd_send_with_fds(rawValue, bytes.baseAddress, bytes.count, $0.baseAddress, Int32($0.count))
+            unsafe descriptors.withUnsafeBufferPointer {
+                unsafe trackd_send_with_fds(rawValue, bytes.baseAddress, bytes.count, $0.baseAddress, Int32($0.count))
             }
         }
     }
@@ -65,12 +65,14 @@ extension FileDescriptor {
     /// `send` of `bytes` with one descriptor attached.
     public func send(_ bytes: [UInt8], passing descriptor: borrowing FileDescriptor) throws(SystemError) {
         let fd = descriptor.rawValue
-        try bytes.withUnsafeBytes { raw in Result { () throws(SystemError) in try send(raw, descriptors: [fd]) } }.get()
+        try unsafe bytes.withUnsafeBytes { raw in Result { () throws(SystemError) in try unsafe send(raw, descriptors: [fd]) } }.get()
     }
 
-    /// `send` of `bytes` alone.
-    public func send(_ bytes: [UInt8]) throws(SystemError) {
-        try bytes.withUnsafeBytes { raw in Result { () throws(SystemError) in try send(raw) } }.get()
+    /// `send` of `bytes`, with `descriptors` attached.
+    public func send(_ bytes: [UInt8], descriptors: [Int32] = []) throws(SystemError) {
+        try unsafe bytes.withUnsafeBytes { raw in
+            Result { () throws(SystemError) in try unsafe send(raw, descriptors: descriptors) }
+        }.get()
     }
 
     /// One recvmsg into `buffer`, taking up to `maxDescriptors` descriptors (close-on-exec). `count` 0 is the peer's
@@ -81,11 +83,26 @@ extension FileDescriptor {
         var fds = [Int32](repeating: -1, count: max(maxDescriptors, 1))
         var nfds: Int32 = 0
         var truncated: Int32 = 0
-        let n = trackd_recv_with_fds(rawValue, buffer.baseAddress, buffer.count, &fds, Int32(maxDescriptors), &nfds, &truncated)
+        let n = unsafe trackd_recv_with_fds(rawValue, buffer.baseAddress, buffer.count, &fds, Int32(maxDescriptors), &nfds, &truncated)
         let e = trackd_errno()
         let received = ReceivedDescriptors(Array(fds.prefix(Int(max(nfds, 0)))))
         guard n >= 0 else { throw SystemError("recvmsg", errno: e) }
         return (n, received, truncated != 0)
+    }
+
+    /// `receive` into the start of `buffer`.
+    public func receive(into buffer: inout [UInt8], maxDescriptors: Int) throws(SystemError)
+        -> (count: Int, descriptors: ReceivedDescriptors, truncated: Bool) {
+        try unsafe buffer.withUnsafeMutableBytes { raw in
+            Result { () throws(SystemError) in try unsafe receive(into: raw, maxDescriptors: maxDescriptors) }
+        }.get()
+    }
+
+    /// poll() of this descriptor alone for `events` for at most `timeoutMs`: poll's result (errno is left as poll
+    /// set it).
+    public func poll(_ events: Int16, timeoutMs: Int32) -> Int32 {
+        var pfd = pollfd(fd: rawValue, events: events, revents: 0)
+        return unsafe Glibc.poll(&pfd, 1, timeoutMs)
     }
 
     /// The peer's pid, uid and gid (SO_PEERCRED) of a connected Unix socket.
@@ -93,7 +110,7 @@ extension FileDescriptor {
         var pid: Int32 = 0
         var uid: UInt32 = 0
         var gid: UInt32 = 0
-        _ = try syscall("getsockopt SO_PEERCRED") { trackd_peer_credentials(rawValue, &pid, &uid, &gid) }
+        _ = try syscall("getsockopt SO_PEERCRED") { unsafe trackd_peer_credentials(rawValue, &pid, &uid, &gid) }
         return (pid, uid, gid)
     }
 

@@ -16,3 +16,8 @@ public func syscall<Result: FixedWidthInteger>(_ call: @autoclosure () -> String
         throw SystemError(call(), errno: e)
     }
 }
+
+/// The environment variable `name` (getenv), or nil when it is not set.
+public func environmentVariable(_ name: String) -> String? {
+    unsafe getenv(name).map { unsafe String(cString: $0) }
+}

@@ -18,7 +18,7 @@ public struct SystemError: Error, Sendable, CustomStringConvertible {
     }
 
     /// strerror's text for `errno`.
-    public var reason: String { String(cString: strerror(errno)) }
+    public var reason: String { unsafe String(cString: strerror(errno)) }
 
     public var description: String {
         let what = "\(call): \(reason)"

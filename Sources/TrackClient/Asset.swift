@@ -274,7 +274,7 @@ extension Asset {
         }
         do {
             let mapping = try SharedMapping(fd: fd, size: max(Int(image.length), 1), writable: false)
-            let bytes = [UInt8](UnsafeRawBufferPointer(start: mapping.base, count: Int(image.length)))
+            let bytes = mapping.bytes(at: 0, count: Int(image.length))
             return GeneratedImage(actualTime: image.actualTime, width: image.width, height: image.height, png: bytes)
         } catch {
             throw TrackError(.limitExceeded, "cannot map the image: \(error)")

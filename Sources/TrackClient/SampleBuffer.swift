@@ -100,7 +100,7 @@ public final class SampleBuffer: @unchecked Sendable {
         trimDurationAtStart = sample.trims.flatMap { $0.atStart.value != 0 ? $0.atStart : nil }
         trimDurationAtEnd = sample.trims.flatMap { $0.atEnd.value != 0 ? $0.atEnd : nil }
         if copy {
-            storage = .owned([UInt8](UnsafeRawBufferPointer(start: mapping.base + offset, count: dataLength)))
+            storage = .owned(mapping.bytes(at: offset, count: dataLength))
             channel.release(sample.slot)
         } else {
             storage = .shared(mapping, offset: offset, slot: sample.slot, channel: channel)

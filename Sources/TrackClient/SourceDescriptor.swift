@@ -24,7 +24,7 @@ enum SourceDescriptor {
     /// `path` opened read-only. The daemon's worker judges what it is (a directory, an empty file: its errors).
     static func open(path: String) throws(TrackError) -> Int32 {
         do {
-            return try FileDescriptor("open \(path)") { Glibc.open(path, O_RDONLY | O_CLOEXEC) }.take()
+            return try FileDescriptor(opening: path, O_RDONLY | O_CLOEXEC).take()
         } catch {
             throw TrackError(.invalidSourceMedia, "cannot open \(path): \(error.reason)")
         }

@@ -62,9 +62,7 @@ public final class MessageSocket: Sendable {
         let bytes = Codec.frame(message, requestID: requestID)
         try sendLock.withLock { _ in
             sending?(true)
-            let result = bytes.withUnsafeBytes { raw in
-                Result { () throws(SystemError) in try descriptor.send(raw, descriptors: fds) }
-            }
+            let result = Result { () throws(SystemError) in try descriptor.send(bytes, descriptors: fds) }
             if case .success = result { sending?(false) }
             return result
         }.get()
@@ -109,13 +107,12 @@ public final class MessageSocket: Sendable {
                 }
                 if let check {
                     if let error = check(state.decoder.pendingBytes) { throw .broken(error) }
-                    var pfd = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-                    let ready = poll(&pfd, 1, pollMs)
+                    let ready = descriptor.poll(Int16(POLLIN), timeoutMs: pollMs)
                     if ready == 0 || (ready < 0 && currentErrno() == EINTR) { continue }
                 }
                 let maxFds = state.maxFds
-                let received = state.buffer.withUnsafeMutableBytes { raw in
-                    Result { () throws(SystemError) in try descriptor.receive(into: raw, maxDescriptors: maxFds) }
+                let received = Result { () throws(SystemError) in
+                    try descriptor.receive(into: &state.buffer, maxDescriptors: maxFds)
                 }
                 didRead?()
                 let (n, fds, truncated): (Int, ReceivedDescriptors, Bool)

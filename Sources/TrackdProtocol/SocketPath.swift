@@ -1,3 +1,5 @@
+import SystemCalls
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -6,8 +8,8 @@ import Glibc
 /// `$TRACKD_SOCKET`, else `$XDG_RUNTIME_DIR/trackd.sock`, else `/run/trackd/trackd.sock`.
 public enum SocketPath {
     public static func resolveDefault() -> String {
-        if let p = getenv("TRACKD_SOCKET").map({ String(cString: $0) }), !p.isEmpty { return p }
-        if let d = getenv("XDG_RUNTIME_DIR").map({ String(cString: $0) }), !d.isEmpty { return d + "/trackd.sock" }
+        if let p = environmentVariable("TRACKD_SOCKET"), !p.isEmpty { return p }
+        if let d = environmentVariable("XDG_RUNTIME_DIR"), !d.isEmpty { return d + "/trackd.sock" }
         return "/run/trackd/trackd.sock"
     }
 }

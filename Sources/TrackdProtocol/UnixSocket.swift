@@ -19,12 +19,12 @@ public enum UnixSocket {
         guard bytes.count < MemoryLayout.size(ofValue: addr.sun_path) else {
             throw SystemError("socket path too long: \(path)", errno: ENAMETOOLONG)
         }
-        withUnsafeMutableBytes(of: &addr.sun_path) { raw in
-            raw.copyBytes(from: bytes)
-            raw[bytes.count] = 0
+        unsafe withUnsafeMutableBytes(of: &addr.sun_path) { raw in
+            unsafe raw.copyBytes(from: bytes)
+            unsafe raw[bytes.count] = 0
         }
-        return withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        return unsafe withUnsafePointer(to: &addr) {
+            unsafe $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { unsafe body($0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
         }
     }
 
@@ -38,7 +38,7 @@ public enum UnixSocket {
     public static func connected(to path: String) throws(SystemError) -> FileDescriptor {
         let fd = try make()
         // Not retried on EINTR: the connection then completes asynchronously, and a second connect fails.
-        let (rc, e) = try withAddress(path) { (Glibc.connect(fd.rawValue, $0, $1), currentErrno()) }
+        let (rc, e) = try unsafe withAddress(path) { unsafe (Glibc.connect(fd.rawValue, $0, $1), currentErrno()) }
         guard rc == 0 else { throw SystemError("connect \(path)", errno: e) }
         return fd
     }

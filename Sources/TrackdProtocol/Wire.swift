@@ -6,9 +6,14 @@ public struct ByteWriter: Sendable {
     public init(capacity: Int = 64) { bytes.reserveCapacity(capacity) }
 
     public mutating func u8(_ v: UInt8) { bytes.append(v) }
-    public mutating func u16(_ v: UInt16) { withUnsafeBytes(of: v.littleEndian) { bytes.append(contentsOf: $0) } }
-    public mutating func u32(_ v: UInt32) { withUnsafeBytes(of: v.littleEndian) { bytes.append(contentsOf: $0) } }
-    public mutating func u64(_ v: UInt64) { withUnsafeBytes(of: v.littleEndian) { bytes.append(contentsOf: $0) } }
+    public mutating func u16(_ v: UInt16) { littleEndian(v) }
+    public mutating func u32(_ v: UInt32) { littleEndian(v) }
+    public mutating func u64(_ v: UInt64) { littleEndian(v) }
+
+    /// `v`'s bytes, least significant first.
+    private mutating func littleEndian<T: FixedWidthInteger>(_ v: T) {
+        for shift in stride(from: 0, to: T.bitWidth, by: 8) { bytes.append(UInt8(truncatingIfNeeded: v >> shift)) }
+    }
     public mutating func i32(_ v: Int32) { u32(UInt32(bitPattern: v)) }
     public mutating func i64(_ v: Int64) { u64(UInt64(bitPattern: v)) }
     public mutating func f64(_ v: Double) { u64(v.bitPattern) }

@@ -14,10 +14,10 @@ import Testing
     }
 
     @Test func fullTakesOverTheCallersReferenceAndNoneTakesItsOwn() {
-        let owner = GstRef<GstCaps>(full: gst_caps_new_empty_simple("video/x-raw")!)
+        let owner = GstRef<GstCapsObject>(full: gst_caps_new_empty_simple("video/x-raw")!)
         #expect(Self.refcount(owner.pointer) == 1)
         do {
-            let borrowed = GstRef<GstCaps>(none: owner.pointer)
+            let borrowed = GstRef<GstCapsObject>(none: owner.pointer)
             #expect(Self.refcount(owner.pointer) == 2)
             withExtendedLifetime(borrowed) {}
         }
@@ -33,7 +33,7 @@ import Testing
     @Test func aBinTakesAReferenceOfItsOwn() throws {
         let pipeline = try Pipeline()
         let element = try makeElement("queue")
-        try pipeline.addChain([element.pointer])
+        try pipeline.addChain([element])
         #expect(Self.refcount(element.pointer) == 2)
         withExtendedLifetime(pipeline) {}
     }
