@@ -30,12 +30,15 @@ let package = Package(
             name: "CSeccomp", path: "Sources/CSeccomp", pkgConfig: "libseccomp",
             providers: [.apt(["libseccomp-dev"])]),
         .systemLibrary(
+            name: "COrc", path: "Sources/COrc", pkgConfig: "orc-0.4",
+            providers: [.apt(["liborc-0.4-dev"])]),
+        .systemLibrary(
             name: "CCairo", path: "Sources/CCairo", pkgConfig: "cairo",
             providers: [.apt(["libcairo2-dev"])]),
         // ── C: shims for what Swift cannot import (macros, varargs, cmsg) ──────────────────────
         .target(name: "CTrackSys", path: "Sources/CTrackSys"),
         .target(name: "CGstShim", dependencies: ["CGStreamer", "CTrackSys"], path: "Sources/CGstShim"),
-        .target(name: "CSandbox", dependencies: ["CSeccomp"], path: "Sources/CSandbox"),
+        .target(name: "CSandbox", dependencies: ["CSeccomp", "COrc"], path: "Sources/CSandbox"),
         // ── Swift: system calls — errno captured at the call, EINTR retried in one place, owned descriptors ──
         .target(name: "SystemCalls", dependencies: ["CTrackSys"], swiftSettings: strict),
         // ── Swift: the wire, shared by both ends (no GStreamer) ───────────────────────────────
@@ -74,7 +77,7 @@ let package = Package(
         .testTarget(
             name: "MediaIndexTests", dependencies: ["MediaIndex", "TrackdProtocol", "TestSupport"], swiftSettings: strict),
         // Test-only C: the worker's sandbox entered in a forked child that then tries one memory operation.
-        .target(name: "CSandboxProbe", dependencies: ["CSandbox"], path: "Tests/CSandboxProbe"),
+        .target(name: "CSandboxProbe", dependencies: ["CSandbox", "COrc"], path: "Tests/CSandboxProbe"),
         .testTarget(name: "SandboxFilterTests", dependencies: ["CSandboxProbe", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "SamplePoolsTests", dependencies: ["SamplePools", "TestSupport"], swiftSettings: strict),
         .testTarget(

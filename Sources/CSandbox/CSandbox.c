@@ -127,8 +127,10 @@ static const int killed[] = {
 // PROT_EXEC is refused too, whatever else it asks: an executable mapping of a descriptor the worker holds — a
 // memfd it wrote, or the client's (hostile) media file — would run bytes an attacker chose without ever being
 // writable and executable at once. shmat and pkey_mprotect are not allowed at all (the default EPERM).
-// Refused with EPERM, like systemd's rule: GStreamer's ORC, the one user of run-time generated code, gets
-// ORC_CODE=backup in the worker's environment (the supervisor sets it) and then maps nothing executable.
+// Refused with EPERM, like systemd's rule. GStreamer's ORC, the one user of run-time generated code, compiles what
+// the worker will need before this (Rehearsal.compileConversions), and trackd_orc_seal (OrcSeal.c) then makes
+// that code private read+exec with no writable alias and every later compile fall back to ORC's C code: after
+// the filter ORC maps nothing and writes no code.
 static int add_write_xor_execute(scmp_filter_ctx ctx) {
     int rc = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, SCMP_SYS(mmap), 1, SCMP_A2(SCMP_CMP_MASKED_EQ, PROT_EXEC, 0));
     if (rc == 0)
@@ -174,6 +176,9 @@ static int install_filter(char *error, size_t size) {
 
 int trackd_sandbox_enter(const trackd_sandbox_config *c, char *error, size_t size) {
     errno = 0;
+    // First, while /proc/self/maps can still be read: no more ORC compiles, its code read-only (OrcSeal.c).
+    int sealed = 0;
+    if (trackd_orc_seal(&sealed) != 0) return fail(error, size, "sealing ORC's generated code failed");
 #ifdef TRACKD_SANITIZED
     // Sanitized builds: the shadow memory ThreadSanitizer/AddressSanitizer reserve at start-up is terabytes of
     // address space, so any RLIMIT_AS would make every later allocation fail. Not set (the only difference).

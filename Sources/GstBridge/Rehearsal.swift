@@ -27,6 +27,27 @@ public enum Rehearsal {
         (try? Gst.initialize()) == nil ? 0 : clipElements.filter { Gst.loadElementPlugin($0) }.count
     }
 
+    /// What decoders give videoconvert: 8-bit 4:2:0 (I420; NV12 from some), 4:2:2, 4:4:4 and monochrome, their
+    /// 10-bit forms (H.264/HEVC/VP9/AV1 High profiles, ProRes), planar RGB (HEVC/VP9 RGB), packed 4:2:2 (raw video).
+    static let decodedFormats = ["I420", "NV12", "Y42B", "Y444", "GRAY8", "I420_10LE", "I422_10LE", "Y444_10LE",
+                                 "GBR", "UYVY", "YUY2"]
+
+    /// Compiles the ORC programs of the conversions a worker is likely to run — from each of `decodedFormats` (in
+    /// BT.709, BT.601 and full-range BT.601) to each pixel format trackd offers, and each offered format scaled — by
+    /// converting one small frame of each pair. Call before the sandbox, and only when ORC can map code there
+    /// (CSandbox's trackd_orc_code_memory_available): after the sandbox has sealed ORC, a program not compiled
+    /// yet runs its C backup (docs/SECURITY.md "W^X"). Returns how many conversions ran, and the milliseconds.
+    @discardableResult
+    public static func compileConversions() -> (conversions: Int, milliseconds: Double) {
+        guard (try? Gst.initialize()) != nil else { return (0, 0) }
+        let start = monotonicNs()
+        var outputs: [String] = []
+        for format in PixelFormat.all where !outputs.contains(format.gstFormat) { outputs.append(format.gstFormat) }
+        let n = swift_gst_warm_video_conversions(decodedFormats.joined(separator: ","), outputs.joined(separator: ","),
+                                                 "bt709,bt601,jpeg", 64, 32)
+        return (Int(n), Double(monotonicNs() - start) / 1e6)
+    }
+
     /// What the rehearsal did, for the worker's log.
     public struct Report: Sendable {
         public let frames: Int

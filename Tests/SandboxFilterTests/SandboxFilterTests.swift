@@ -35,6 +35,27 @@ struct SandboxFilterTests {
         #expect(r.succeeded == 1, "operation \(operation.rawValue) failed: errno \(r.error_number)")
     }
 
+    /// ORC under the sandbox (CSandbox's OrcSeal.c): code generated before it still runs, from a private r-x
+    /// mapping of a sealed memfd; ORC's writable alias (the orcexec file) is gone and nothing is writable and
+    /// executable or shared and executable; a program first compiled after the filter gets no generated code but
+    /// runs its C backup, with the right bytes, and the child is not killed.
+    @Test func orcCodeCompiledBeforeTheFilterIsSealedAndLaterProgramsFallBack() throws {
+        var r = trackd_orc_probe_result()
+        #expect(trackd_probe_orc_in_sandbox(&r) == 0, "fork/wait failed: errno \(errno)")
+        let message = withUnsafeBytes(of: r.error) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        #expect(r.signal_number == 0, "the child was killed by signal \(r.signal_number)")
+        #expect(r.entered == 1, "the child did not enter the sandbox: \(message)")
+        #expect(r.code_memory_available == 1, "ORC cannot map code in this process: the test proves nothing here")
+        #expect(r.compiled_before == 1, "ORC did not generate code before the sandbox")
+        #expect(r.compiled_output_right == 1, "the code generated before the sandbox gave wrong bytes after it")
+        #expect(r.compiled_code_sealed == 1, "the generated code is not in the sealed mapping")
+        #expect(r.sealed_mappings >= 1)
+        #expect(r.orc_file_mappings == 0, "ORC's orcexec file (its writable alias) is still mapped")
+        #expect(r.writable_executable == 0, "a mapping is writable or shared, and executable")
+        #expect(r.later_compiled == 0, "a program compiled after the filter got generated code")
+        #expect(r.later_ran_backup == 1 && r.later_output_right == 1, "the later program's C backup did not run right")
+    }
+
     /// Without the filter the refused operations work: the refusals above are the filter's, not the kernel's.
     @Test func withoutTheFilterWritableExecutableMemoryIsAllowedHere() {
         let page = Int(sysconf(Int32(_SC_PAGESIZE)))

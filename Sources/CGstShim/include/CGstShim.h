@@ -38,6 +38,13 @@ gboolean swift_gst_load_element_plugin(const char *factory_name);
 /// encoder is done (a few ms). Needs C: memfd_create, which Swift's Glibc module does not import.
 int swift_gst_rehearsal_clip(char *error, size_t size);
 
+/// Converts one grey `width`×`height` frame from each format of `inputs` (comma-separated GstVideoFormat names;
+/// YCbCr ones once with each colorimetry of `colorimetries`, e.g. "bt709,bt601") to each of `outputs`, with
+/// trackd's videoconvert settings, and scales each output format once: compiles the ORC programs those
+/// conversions run while ORC may still generate code (ConversionWarmup.c). Returns how many conversions ran.
+int swift_gst_warm_video_conversions(const char *inputs, const char *outputs, const char *colorimetries,
+                                     int width, int height);
+
 // ── g_object_set is variadic: one typed setter per GValue type we use ───────────────────────────────────────
 
 /// g_object_set(object, name, (gint)value, NULL). Nothing returned. Needs C: varargs.

@@ -15,9 +15,20 @@ typedef struct {
     uint32_t gid;
 } trackd_sandbox_config;
 
-/// Enters the sandbox, in this order: rlimits, privilege drop (if asked), PR_SET_NO_NEW_PRIVS, seccomp filter
-/// (synchronised onto every thread of the process). Irreversible. On failure returns -1 and writes a message into
-/// `error` (the process must then exit: it may be half-sandboxed). Returns 0 on success.
+/// Enters the sandbox, in this order: ORC's generated code sealed (trackd_orc_seal), rlimits, privilege drop (if
+/// asked), PR_SET_NO_NEW_PRIVS, seccomp filter (synchronised onto every thread of the process). Irreversible. On
+/// failure returns -1 and writes a message into `error` (the process must then exit: it may be half-sandboxed).
+/// Returns 0 on success.
 int trackd_sandbox_enter(const trackd_sandbox_config *config, char *error, size_t error_size);
+
+/// Whether ORC (GStreamer's code generator) would find memory for generated code here, tried the way ORC 0.4.33
+/// tries (a dual-mapped file in $XDG_RUNTIME_DIR, $HOME, $TMPDIR or /tmp, else anonymous RWX). When it would not,
+/// ORC aborts the process at its first compile, so nothing may be compiled before trackd_orc_seal. 1 or 0.
+int trackd_orc_code_memory_available(void);
+
+/// From now on ORC compiles nothing (every program runs its C backup function), and the code it generated so far
+/// becomes private read+exec memory with no writable alias (OrcSeal.c says how). Call with no ORC code running;
+/// trackd_sandbox_enter calls it first. Returns 0 and the number of executable regions sealed, or -1 with errno.
+int trackd_orc_seal(int *regions_sealed);
 
 #endif

@@ -117,9 +117,9 @@ extension Supervisor {
 
     /// The supervisor's environment, with Swift's crash backtracer off: in the sandbox it could not start
     /// swift-backtrace anyway (exec is forbidden, and the filter would kill the worker with SIGSYS, hiding the
-    /// real signal), and a crashing worker should die at once, with the signal the supervisor then logs. And with
-    /// `ORC_CODE=backup`: the worker's filter refuses executable memory (W^X, CSandbox), so GStreamer's ORC must
-    /// run its C fallbacks instead of generating code (docs/SECURITY.md).
+    /// real signal), and a crashing worker should die at once, with the signal the supervisor then logs. And
+    /// without `ORC_CODE` (the unit's `backup`, an operator's `debug`): the worker compiles its conversions' ORC
+    /// code before its filter and the sandbox seals it (W^X, CSandbox's OrcSeal.c; docs/SECURITY.md).
     static let workerEnvironment: [String] = {
         var env: [String] = []
         var p = environ
@@ -128,6 +128,6 @@ extension Supervisor {
             if !text.hasPrefix("SWIFT_BACKTRACE=") && !text.hasPrefix("ORC_CODE=") { env.append(text) }
             p += 1
         }
-        return env + ["SWIFT_BACKTRACE=enable=no", "ORC_CODE=backup"]
+        return env + ["SWIFT_BACKTRACE=enable=no"]
     }()
 }

@@ -121,6 +121,13 @@ enum WorkerMain {
         }
         Gst.preloadPlugins()
         if warm { Rehearsal.loadPlugins() }
+        // ORC's programs compiled while it may map code; entering the sandbox seals them (docs/SECURITY.md "W^X").
+        if trackd_orc_code_memory_available() != 0 {
+            let warmed = Rehearsal.compileConversions()
+            Log.write(.debug, "compiled the conversions' ORC code (\(warmed.conversions) conversions) in \(Int(warmed.milliseconds)) ms")
+        } else {
+            Log.notice("ORC cannot map code here (no directory allows an executable file mapping); conversions run ORC's C code")
+        }
         do {
             try context.sandbox.enter()
         } catch {

@@ -27,4 +27,26 @@ typedef struct {
 /// through a pipe. Returns 0, or -1 (errno set) when fork/pipe/waitpid failed.
 int trackd_probe_in_sandbox(trackd_probe_operation operation, trackd_probe_result *result);
 
+/// What a child that compiled an ORC program (ORC's JIT, before the sandbox) saw after entering the sandbox.
+typedef struct {
+    int entered;                 ///< 1: the child entered the sandbox (else `error` says why not)
+    int code_memory_available;   ///< trackd_orc_code_memory_available() before the sandbox
+    int compiled_before;         ///< 1: the first program compiled to generated code before the sandbox
+    int compiled_output_right;   ///< 1: after the sandbox, the generated code ran and gave the right bytes
+    int compiled_code_sealed;    ///< 1: that code lies in a private r-x mapping of ORC's sealed memfd
+    int later_compiled;          ///< 1: a program first compiled after the sandbox got generated code (must not)
+    int later_ran_backup;        ///< 1: it ran its C backup function instead
+    int later_output_right;      ///< 1: and gave the right bytes
+    int orc_file_mappings;       ///< mappings of ORC's orcexec file after the sandbox (must be 0)
+    int writable_executable;     ///< mappings writable and executable, or shared and executable (must be 0)
+    int sealed_mappings;         ///< private r-x mappings of the sealed memfd
+    int signal_number;           ///< the signal that ended the child, 0 if it exited
+    char error[256];
+} trackd_orc_probe_result;
+
+/// Forks; the child compiles an ORC program, enters the sandbox (which seals ORC), runs that program, compiles and
+/// runs a second one, and reads its own memory map (through a descriptor opened before the filter). Returns 0, or
+/// -1 (errno set) when fork/pipe/waitpid failed.
+int trackd_probe_orc_in_sandbox(trackd_orc_probe_result *result);
+
 #endif
