@@ -53,6 +53,22 @@ static gboolean set_info(GstVideoInfo *info, const char *format, int width, int 
     return TRUE;
 }
 
+// videoscale after videoconvert: `format` scaled. The resampler's ORC programs depend on the ratio (its taps):
+// down by 1.5, 2, 3 and 8 (1080p to 720p, 540p, 360p, 135p), and up.
+static int scale_once(const char *format) {
+    static const int sizes[][4] = { { 96, 48, 64, 32 }, { 64, 32, 32, 16 }, { 96, 48, 32, 16 }, { 192, 128, 24, 16 },
+                                    { 32, 16, 64, 32 } };
+    int ran = 0;
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+        GstVideoInfo from, to;
+        if (!set_info(&from, format, sizes[k][0], sizes[k][1], NULL) || !set_info(&to, format, sizes[k][2], sizes[k][3], NULL))
+            continue;
+        to.colorimetry = from.colorimetry;
+        ran += convert_once(&from, &to);
+    }
+    return ran;
+}
+
 int swift_gst_warm_video_conversions(const char *inputs, const char *outputs, const char *colorimetries,
                                      int width, int height) {
     gchar **in_names = g_strsplit(inputs, ",", -1);
@@ -69,17 +85,10 @@ int swift_gst_warm_video_conversions(const char *inputs, const char *outputs, co
                 // videoconvert keeps the colorimetry between YCbCr formats (no matrix), RGB outputs are sRGB.
                 if (GST_VIDEO_INFO_IS_YUV(&in) && GST_VIDEO_INFO_IS_YUV(&out)) out.colorimetry = in.colorimetry;
                 ran += convert_once(&in, &out);
-                if (i == in_names && c == matrices) {
-                    // videoscale after videoconvert: the output format, scaled down.
-                    GstVideoInfo from = out, to;
-                    if (set_info(&to, *o, width / 2, height / 2, NULL)) {
-                        to.colorimetry = from.colorimetry;
-                        ran += convert_once(&from, &to);
-                    }
-                }
             }
         }
     }
+    for (gchar **o = out_names; *o != NULL; o++) ran += scale_once(*o);
     g_strfreev(in_names);
     g_strfreev(out_names);
     g_strfreev(matrices);

@@ -161,9 +161,10 @@ struct ServiceHardeningTests {
         #expect(hardened.log.contains("using the socket passed by systemd"), "\(hardened.log)")
     }
 
-    /// Under W^X (the unit's, PR_SET_MDWE here, and the worker's own filter) ORC's generated code cannot be
-    /// mapped, so ORC must run its C fallbacks. The supervisor gives every worker ORC_CODE=backup itself, so a
-    /// unit (or an operator's environment) without it still converts: BGRA scaled video, resampled audio.
+    /// Under W^X (the unit's, PR_SET_MDWE here, and the worker's own filter) a worker compiles ORC's code before
+    /// its filter and seals it (docs/SECURITY.md "W^X"); the supervisor removes ORC_CODE from workers' environment
+    /// whatever its own says, so a unit (or an operator's environment) without it converts the same: BGRA scaled
+    /// video, resampled audio.
     @Test func withoutTheUnitsOrcSettingWorkersStillConvert() throws {
         let hardened = try HardenedDaemon(orc: false)
         let reads: [[String]] = [

@@ -124,7 +124,7 @@ enum WorkerMain {
         // ORC's programs compiled while it may map code; entering the sandbox seals them (docs/SECURITY.md "W^X").
         if trackd_orc_code_memory_available() != 0 {
             let warmed = Rehearsal.compileConversions()
-            Log.write(.debug, "compiled the conversions' ORC code (\(warmed.conversions) conversions) in \(Int(warmed.milliseconds)) ms")
+            Log.write(.debug, "compiled the conversions' ORC code (\(warmed.conversions) conversions) in \(Int(warmed.milliseconds)) ms (CPU \(Int(warmed.cpuMilliseconds)) ms)")
         } else {
             Log.notice("ORC cannot map code here (no directory allows an executable file mapping); conversions run ORC's C code")
         }
