@@ -131,7 +131,7 @@ struct ServiceHardeningTests {
     /// under the unit's restrictions, give the same bytes as an unrestricted trackd.
     @Test func readsUnderTheUnitsRestrictionsMatchAnUnrestrictedDaemon() throws {
         let env = try Self.unitEnvironment(cache: "/c")
-        #expect(env["ORC_CODE"] == "backup", "the unit sets MemoryDenyWriteExecute, so ORC must not generate code")
+        #expect(env["ORC_CODE"] == "backup", "the unit sets ORC_CODE=backup (the supervisor generates no code; workers get none, docs/SECURITY.md)")
         #expect(env["GST_REGISTRY"] == "/c/registry.bin", "the registry belongs in the CacheDirectory")
         if !Self.mdweSupported { print("ServiceHardeningTests: this kernel has no PR_SET_MDWE; only the workers enforce W^X here (their own filter)") }
         let hardened = try HardenedDaemon()
