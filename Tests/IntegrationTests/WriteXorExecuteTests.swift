@@ -113,6 +113,31 @@ struct WriteXorExecuteTests {
         #expect(Self.executableMappings(maps) == Self.executableMappings(before), "\(before)\n---\n\(maps)")
     }
 
+    /// DV (4:1:1: Y41B out of the decoder) to BGRA runs an ORC program the warm-up does not compile
+    /// (video_orc_unpack_YUV9, found with ORC_DEBUG=3), so after the filter the sealed ORC runs its C backup. It
+    /// converts, the worker survives, and the bytes are videoconvert's own as gst-launch makes them outside any
+    /// sandbox with ORC's generated code: the fallback is exact, not merely alive.
+    @Test func aConversionNotCompiledBeforeTheFilterFallsBackToORCsCCode() throws {
+        let dv = Media.make("dv-411.mov", ["-f", "lavfi", "-i", "testsrc2=size=720x480:rate=30000/1001", "-frames:v", "5",
+                                           "-c:v", "dvvideo", "-pix_fmt", "yuv411p"])
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        let asset = try Asset(path: dv, socketPath: daemon.socketPath)
+        let bgra = try read(asset, [SettingsKey.pixelFormatType: .string("BGRA")])
+        let out = Env.tempDir("wx") + "/dv.bgra"
+        let r = try run("gst-launch-1.0", ["-q", "filesrc", "location=\(dv)", "!", "qtdemux", "!", "decodebin", "!",
+                                          "videoconvert", "dither=0", "!", "video/x-raw,format=BGRA", "!", "filesink",
+                                          "location=\(out)"])
+        #expect(r.status == 0, "gst-launch: \(r.stderr)")
+        let oracle = [UInt8](FileManager.default.contents(atPath: out) ?? Data())
+        let frame = 720 * 480 * 4
+        #expect(bgra.count == 5 && oracle.count == 5 * frame, "\(bgra.count) frames; gst-launch wrote \(oracle.count) bytes")
+        for (i, sample) in bgra.enumerated() where oracle.count >= (i + 1) * frame {
+            #expect(sample.packedBytes() == Array(oracle[i * frame..<(i + 1) * frame]), "frame \(i) differs from videoconvert's")
+        }
+        #expect(try asset.serverStatus().workerPID > 0, "the worker is gone")
+    }
+
     /// The check above would see ORC's unsealed code: an anonymous executable mapping, or any orcexec mapping.
     @Test func mapsCheckSeesWritableOrAnonymousExecutableMemory() {
         let maps = """
