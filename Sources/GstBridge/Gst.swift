@@ -49,6 +49,14 @@ public enum Gst {
         return .success(fd)
     }
 
+    /// Converts one small frame of each pair (swift_gst_warm_video_conversions, ConversionWarmup.c), compiling
+    /// their ORC programs: how many conversions ran.
+    static func warmVideoConversions(inputs: [String], outputs: [String], colorimetries: [String], width: Int32,
+                                     height: Int32) -> Int {
+        Int(unsafe swift_gst_warm_video_conversions(inputs.joined(separator: ","), outputs.joined(separator: ","),
+                                                    colorimetries.joined(separator: ","), width, height))
+    }
+
     public static var versionString: String {
         switch initResult {
         case .success(let v): v

@@ -35,24 +35,19 @@ public enum Rehearsal {
     /// Compiles the ORC programs of the conversions a worker is likely to run — from each of `decodedFormats` to
     /// each pixel format trackd offers, and each offered format scaled down and up — by converting one small frame
     /// of each pair (the colour matrix is a parameter of the programs, not a program of its own: BT.601 and
-    /// full-range frames compiled nothing BT.709 had not; 57 programs, measured in docs/BENCHMARKS.md). Call before the sandbox, and only when ORC can map code there
-    /// (CSandbox's trackd_orc_code_memory_available): after the sandbox has sealed ORC, a program not compiled
-    /// yet runs its C backup (docs/SECURITY.md "W^X"). Returns how many conversions ran, and the milliseconds of
-    /// wall time and of this thread's CPU time they took.
+    /// full-range frames compiled nothing BT.709 had not; 68 programs, docs/SECURITY.md). Call before the sandbox,
+    /// and only when ORC can map code there (CSandbox's trackd_orc_code_memory_available): after the sandbox has
+    /// sealed ORC, a program not compiled yet runs its C backup (docs/SECURITY.md "W^X"). Returns how many conversions ran, and the milliseconds of
+    /// wall time and of the process's CPU time they took (the worker's other threads are idle then).
     @discardableResult
     public static func compileConversions() -> (conversions: Int, milliseconds: Double, cpuMilliseconds: Double) {
         guard (try? Gst.initialize()) != nil else { return (0, 0, 0) }
-        func threadCPUNs() -> Int {
-            var t = timespec()
-            clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t)
-            return t.tv_sec * 1_000_000_000 + t.tv_nsec
-        }
-        let start = monotonicNs(), cpuStart = threadCPUNs()
+        let start = monotonicNs(), cpuStart = clock()
         var outputs: [String] = []
         for format in PixelFormat.all where !outputs.contains(format.gstFormat) { outputs.append(format.gstFormat) }
-        let n = swift_gst_warm_video_conversions(decodedFormats.joined(separator: ","), outputs.joined(separator: ","),
-                                                 "bt709", 64, 32)
-        return (Int(n), Double(monotonicNs() - start) / 1e6, Double(threadCPUNs() - cpuStart) / 1e6)
+        let n = Gst.warmVideoConversions(inputs: decodedFormats, outputs: outputs, colorimetries: ["bt709"],
+                                         width: 64, height: 32)
+        return (n, Double(monotonicNs() - start) / 1e6, Double(clock() - cpuStart) * 1000 / Double(CLOCKS_PER_SEC))
     }
 
     /// What the rehearsal did, for the worker's log.
