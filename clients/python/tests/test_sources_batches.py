@@ -142,6 +142,17 @@ class BatchTests(unittest.TestCase):
         with open_(clip) as asset:
             self.assertEqual(asset.frame_count(), ffprobe_frame_count(clip))
             self.assertEqual(asset.frame_count(), 60)
+            self.assertEqual(asset.get_frames(indices=[59]).indices.tolist(), [59])
+            audio = asset.track(None, 'audio')
+            with self.assertRaisesRegex(trackd.TrackdError, 'CountFrames counts video frames; track %d is audio'
+                                        % audio.id) as caught:
+                asset.frame_count(audio.id)
+            self.assertEqual(caught.exception.code, -11838)
+        # A file without sample tables: the count comes from the frame index's demuxing pass.
+        mkv = make_clip(daemon.path('count.mkv'), size='160x120', rate=25, seconds=1.48, audio=False, gop=10)
+        with open_(mkv) as asset:
+            self.assertEqual(asset.frame_count(), ffprobe_frame_count(mkv))
+            self.assertEqual(asset.frame_count(), 37)
 
     def test_batch_equals_frame_by_frame(self):
         indices = [59, 0, 30, 30, 1, 14, 15, 44]

@@ -196,35 +196,18 @@ def get_frames(asset, indices=None, times=None, track=None, pixel_format='RGB', 
     return batches[0]
 
 
-_COUNT = re.compile(r'the track has (\d+) frames')
-
-
 def frame_count(asset, track=None):
-    """The number of frames of a video track (every frame, presentation order), from trackd's frame index."""
+    """The number of frames of a video track (every frame, presentation order), from trackd's frame index:
+    CountFrames (PROTOCOL.md §8), asked once per track and asset."""
     t = asset.track(track, None if track is not None else 'video')
-    if t.id in asset._frame_counts:
-        return asset._frame_counts[t.id]
-    # The protocol has no frame count; asking for the last possible index is refused with trackd's message
-    # naming the count (FrameIndex.resolve). Should the message change, the frame shown at the track's end is
-    # resolved instead (FramesResolved, then the output is cancelled).
-    try:
-        output = asset.frames_at(indices=[2 ** 64 - 1], track=t)
-    except TrackdError as e:
-        if e.code != INVALID_ARGUMENT:
-            raise
-        m = _COUNT.search(e.message)
-        if m:
-            asset._frame_counts[t.id] = int(m.group(1))
-            return asset._frame_counts[t.id]
-    else:
-        output.close()
-    end = t.time_range_start.seconds or 0.0
-    end += (t.duration.seconds or asset.duration or 0.0) - 1e-6
-    with asset.frames_at([max(end, 0.0)], track=t) as output:
-        frame = next(output)
-        asset._frame_counts[t.id] = frame.index + 1
-        frame.release()
-    return asset._frame_counts[t.id]
+    count = asset._frame_counts.get(t.id)
+    if count is None:
+        conn = asset._c
+        track_id, count = conn.request(w.COUNT_FRAMES, w.count_frames(asset.id, t.id), w.FRAME_COUNT)
+        if track_id != t.id:
+            conn._violation('FrameCount names track %d, not %d' % (track_id, t.id))
+        asset._frame_counts[t.id] = count
+    return count
 
 
 def frames_in_range(asset, start=0, stop=None, step=1, **kwargs):
