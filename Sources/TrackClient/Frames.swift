@@ -32,6 +32,18 @@ extension Asset {
         try readFrames(indices.map(FrameRequest.index), track: track, outputSettings: outputSettings)
     }
 
+    /// The number of frames of a video `track`: every frame, in presentation order, as trackd's frame index counts
+    /// them — the indices `frames(atIndices:track:outputSettings:)` takes are 0 ..< this (CountFrames). trackd builds
+    /// the index on first use, as for a ReadFrames (a pass over the stored samples on a file that is not an
+    /// MP4/MOV). Errors: -11901 for an unknown track, -11838 for a track that is not video, demuxer errors.
+    public func frameCount(track: AssetTrack) throws(TrackError) -> UInt64 {
+        let (reply, _) = try connection.request(.countFrames(assetID: assetID, trackID: track.trackID))
+        guard case .frameCount(let trackID, let count) = reply, trackID == track.trackID else {
+            throw TrackError(.protocolViolation, "trackd answered CountFrames of track \(track.trackID) with \(reply.type)")
+        }
+        return count
+    }
+
     private func readFrames(_ requests: [FrameRequest], track: AssetTrack,
                             outputSettings: [String: SettingValue]) throws(TrackError) -> [IndexedFrame] {
         guard !requests.isEmpty else { return [] }

@@ -283,3 +283,20 @@ extension ReadFrames: WireMessage {
                           settings: try SettingValue.decodeDictionary(from: &r, depth: 1))
     }
 }
+
+/// `Message.countFrames`'s payload.
+struct CountFrames: WireMessage {
+    static let messageType = MessageType.countFrames
+    var assetID: UInt32
+    var trackID: UInt32
+    var asMessage: Message { .countFrames(assetID: assetID, trackID: trackID) }
+
+    func encode(into w: inout ByteWriter) {
+        w.u32(assetID)
+        w.u32(trackID)
+    }
+
+    static func decode(from r: inout ByteReader) throws(TrackError) -> CountFrames {
+        CountFrames(assetID: try r.u32("countFrames.assetID"), trackID: try r.u32("countFrames.trackID"))
+    }
+}

@@ -40,6 +40,7 @@ extension MessageType {
         case .resetOutput: ResetOutput.self
         case .finishOutput: FinishOutput.self
         case .readFrames: ReadFrames.self
+        case .countFrames: CountFrames.self
         case .helloReply: HelloReply.self
         case .assetOpened: AssetOpened.self
         case .ack: Ack.self
@@ -52,6 +53,7 @@ extension MessageType {
         case .status: StatusReport.self
         case .rangeEnded: RangeEnded.self
         case .framesResolved: FramesResolved.self
+        case .frameCount: FrameCount.self
         case .error: TrackError.self
         }
     }

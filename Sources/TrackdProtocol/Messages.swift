@@ -12,6 +12,7 @@ public enum MessageType: UInt16, Sendable, CaseIterable {
     case resetOutput = 0x0009
     case finishOutput = 0x000A
     case readFrames = 0x000B
+    case countFrames = 0x000C
     // worker → client
     case helloReply = 0x8001
     case assetOpened = 0x8002
@@ -25,6 +26,7 @@ public enum MessageType: UInt16, Sendable, CaseIterable {
     case status = 0x800A
     case rangeEnded = 0x800B
     case framesResolved = 0x800C
+    case frameCount = 0x800D
     case error = 0x80FF
 
     /// The exact number of descriptors a message of this type carries. Any other count is a protocol error.
@@ -82,6 +84,8 @@ public enum Message: Sendable, Equatable {
     /// markConfigurationAsFinal: the output completes at the end of its current ranges.
     case finishOutput(outputID: UInt32)
     case readFrames(ReadFrames)
+    /// The number of frames of a video track (its frame index's size); answered with `frameCount`.
+    case countFrames(assetID: UInt32, trackID: UInt32)
     case helloReply(HelloReply)
     case assetOpened(AssetOpened)
     case ack
@@ -96,6 +100,8 @@ public enum Message: Sendable, Equatable {
     case rangeEnded(outputID: UInt32)
     /// A ReadFrames output's first event: the frame each request resolved to, in request order.
     case framesResolved(outputID: UInt32, frames: [ResolvedFrame])
+    /// CountFrames' reply: the track's frames, every one in presentation order (ReadFrames indices 0 ..< count).
+    case frameCount(trackID: UInt32, count: UInt64)
     case error(TrackError)
 
     public var type: MessageType { Swift.type(of: payload).messageType }
@@ -115,6 +121,7 @@ public enum Message: Sendable, Equatable {
         case .resetOutput(let outputID, let ranges): ResetOutput(outputID: outputID, ranges: ranges)
         case .finishOutput(let outputID): FinishOutput(id: outputID)
         case .readFrames(let read): read
+        case .countFrames(let assetID, let trackID): CountFrames(assetID: assetID, trackID: trackID)
         case .helloReply(let reply): reply
         case .assetOpened(let opened): opened
         case .ack: Ack()
@@ -127,6 +134,7 @@ public enum Message: Sendable, Equatable {
         case .status(let status): status
         case .rangeEnded(let outputID): RangeEnded(id: outputID)
         case .framesResolved(let outputID, let frames): FramesResolved(outputID: outputID, frames: frames)
+        case .frameCount(let trackID, let count): FrameCount(trackID: trackID, count: count)
         case .error(let error): error
         }
     }

@@ -267,3 +267,20 @@ extension TrackError: WireMessage {
         return TrackError(rawCode: code, message: try r.string("error.message"))
     }
 }
+
+/// `Message.frameCount`'s payload: the reply to CountFrames.
+struct FrameCount: WireMessage {
+    static let messageType = MessageType.frameCount
+    var trackID: UInt32
+    var count: UInt64
+    var asMessage: Message { .frameCount(trackID: trackID, count: count) }
+
+    func encode(into w: inout ByteWriter) {
+        w.u32(trackID)
+        w.u64(count)
+    }
+
+    static func decode(from r: inout ByteReader) throws(TrackError) -> FrameCount {
+        FrameCount(trackID: try r.u32("frameCount.trackID"), count: try r.u64("frameCount.count"))
+    }
+}

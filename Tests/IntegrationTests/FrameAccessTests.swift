@@ -83,6 +83,30 @@ import TrackClient
         try expectExact(frames, indices: [1], file: Media.clip)
     }
 
+    /// CountFrames: ffprobe's count of decoded frames, from MP4 sample tables and from a Matroska file's demuxing pass;
+    /// the last index it allows reads, the next does not; an audio track and an unknown track get clear errors.
+    @Test func frameCountIsFFprobesCount() throws {
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        let mkv = Media.make("count.mkv", ["-f", "lavfi", "-i", "testsrc2=size=160x120:rate=25:duration=1.48",
+                                           "-c:v", "libx264", "-preset", "veryfast", "-bf", "2", "-g", "10"])
+        for file in [Media.clip, Self.vfr, mkv] {
+            let expected = try Oracle.framePTS(file).count
+            let asset = try Asset(path: file, socketPath: daemon.socketPath)
+            let track = try #require(asset.tracks(withMediaType: .video).first)
+            let count = try asset.frameCount(track: track)
+            #expect(count == UInt64(expected), "\(file)")
+            #expect(try asset.frames(atIndices: [count - 1], track: track, outputSettings: Self.y420).count == 1)
+            #expect(throws: TrackError.self) { try asset.frames(atIndices: [count], track: track, outputSettings: Self.y420) }
+        }
+        let asset = try Asset(path: Media.clip, socketPath: daemon.socketPath)
+        let audio = try #require(asset.tracks(withMediaType: .audio).first)
+        var error: TrackError?
+        do { _ = try asset.frameCount(track: audio) } catch let e { error = e }
+        #expect(error?.knownCode == .operationNotSupportedForAsset)
+        #expect(error?.message == "CountFrames counts video frames; track \(audio.trackID) is audio")
+    }
+
     /// `trackctl frames`: read's md5 line format with INDEX the frame's number; NV12 (420v) against ffmpeg's nv12.
     @Test func trackctlFrames() throws {
         let daemon = try Daemon()

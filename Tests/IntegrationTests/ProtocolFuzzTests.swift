@@ -265,7 +265,7 @@ struct ProtocolFuzzTests {
                 Bool.random(using: &rng) ? .time(time()) : .index([0, 1, 59, 60, UInt64.max].randomElement(using: &rng)!)
             }
         }
-        switch Int.random(in: 0..<19, using: &rng) {
+        switch Int.random(in: 0..<21, using: &rng) {
         case 0: return .hello(Hello(minVersion: UInt16.random(in: 0...2, using: &rng), maxVersion: UInt16.random(in: 0...3, using: &rng),
                                     maxMessageSize: [0, Wire.minMessageSize - 1, Wire.minMessageSize, UInt32.max].randomElement(using: &rng)!,
                                     maxFds: UInt16.random(in: 0...8, using: &rng), clientName: "fuzz"))
@@ -289,6 +289,8 @@ struct ProtocolFuzzTests {
         case 16: return .readFrames(ReadFrames(assetID: u32(), trackID: u32(), frames: frameRequests(),
                                                settings: settings.randomElement(using: &rng)! ?? [:]))
         case 17: return .framesResolved(outputID: u32(), frames: [ResolvedFrame(index: UInt64(u32()), presentationTime: time())])
+        case 18: return .countFrames(assetID: u32(), trackID: u32())
+        case 19: return .frameCount(trackID: u32(), count: UInt64(u32()))
         default: return .outputFinished(OutputFinished(outputID: u32(), status: .completed))
         }
     }

@@ -124,6 +124,19 @@ import Testing
                 == [4, 0, 0, 0, 0x0b, 0x80, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0])
     }
 
+    /// §8 CountFrames and §9 FrameCount: the §14.2 worked example's bytes, and the reply's exact length.
+    @Test func countFramesAndFrameCountBytes() throws {
+        #expect(Codec.frame(.countFrames(assetID: 1, trackID: 1), requestID: 6)
+                == [8, 0, 0, 0, 0x0c, 0, 0, 0, 6, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0])
+        let reply: [UInt8] = [12, 0, 0, 0, 0x0d, 0x80, 0, 0, 6, 0, 0, 0, 0, 0, 0, 0,
+                              1, 0, 0, 0, 0x2c, 0x01, 0, 0, 0, 0, 0, 0]
+        #expect(Codec.frame(.frameCount(trackID: 1, count: 300), requestID: 6) == reply)
+        let decoded = try decodeAll(reply)
+        #expect(decoded.count == 1 && decoded[0].message == .frameCount(trackID: 1, count: 300))
+        #expect(decodeError(rawFrame(type: 0x800D, payload: Array(reply[16..<27])))?.knownCode == .protocolViolation)
+        #expect(decodeError(rawFrame(type: 0x800D, payload: Array(reply[16...]) + [0]))?.knownCode == .protocolViolation)
+    }
+
     /// §9 Status: framesDecoded, framesConverted, watchdogKills, connectionsRefused and connectionsRateLimited follow
     /// gstreamerVersion; the §14.2 worked example's bytes.
     @Test func statusCountersFollowTheVersion() {
@@ -156,10 +169,10 @@ import Testing
         let numbers: [MessageType: UInt16] = [
             .hello: 0x0001, .openAsset: 0x0002, .closeAsset: 0x0003, .createOutput: 0x0004, .releaseSlots: 0x0005,
             .cancelOutput: 0x0006, .generateImage: 0x0007, .getStatus: 0x0008, .resetOutput: 0x0009,
-            .finishOutput: 0x000A, .readFrames: 0x000B, .helloReply: 0x8001,
+            .finishOutput: 0x000A, .readFrames: 0x000B, .countFrames: 0x000C, .helloReply: 0x8001,
             .assetOpened: 0x8002, .ack: 0x8003, .outputCreated: 0x8004, .poolAdded: 0x8005, .poolRemoved: 0x8006,
             .sample: 0x8007, .outputFinished: 0x8008, .image: 0x8009, .status: 0x800A, .rangeEnded: 0x800B,
-            .framesResolved: 0x800C, .error: 0x80FF,
+            .framesResolved: 0x800C, .frameCount: 0x800D, .error: 0x80FF,
         ]
         #expect(numbers.count == MessageType.allCases.count)
         for (type, number) in numbers { #expect(type.rawValue == number) }

@@ -85,6 +85,8 @@ enum Fixtures {
                                settings: ["PixelFormatType": .int(0x7934_3230)])),
         .readFrames(ReadFrames(assetID: 1, trackID: 1, frames: (0..<UInt64(Wire.maxFrameRequests)).map { .index($0 * 3) },
                                settings: allSettingValues)),
+        .countFrames(assetID: 1, trackID: 1),
+        .countFrames(assetID: .max, trackID: 0),
         .generateImage(GenerateImage(assetID: 1, trackID: 1, time: MediaTime(value: 12, timescale: 1))),
         .generateImage(GenerateImage(assetID: 1, trackID: 1, time: .zero, imageFormat: FourCC(rawValue: 0))),
         .getStatus,
@@ -152,6 +154,8 @@ enum Fixtures {
         .framesResolved(outputID: 1, frames: []),
         .framesResolved(outputID: 2, frames: [ResolvedFrame(index: 59, presentationTime: .nanoseconds(1_966_666_667)),
                                               ResolvedFrame(index: .max, presentationTime: .invalid)]),
+        .frameCount(trackID: 1, count: 300),
+        .frameCount(trackID: .max, count: .max),
         .error(TrackError(.protocolViolation, "bad")),
         .error(TrackError(rawCode: 12345, message: maxLengthString)),
     ]

@@ -56,7 +56,7 @@ class TorchCodecClips:
     """The same items as a trackd VideoClips (items: (source, first frame) pairs), decoded by TorchCodec: a
     VideoDecoder per file, opened in the worker process that reads it (at most max_open kept)."""
 
-    def __init__(self, sources, items, clip_length, threads, max_open=4):
+    def __init__(self, sources, items, clip_length, threads, max_open):
         self.sources, self.items, self.clip_length = sources, items, clip_length
         self.threads, self.max_open = threads, max_open
         self._pid, self._decoders = None, {}
@@ -92,12 +92,13 @@ def torch_rows(clips, socket, clip_length, batch_size, workers, threads):
     from torchcodec.decoders import VideoDecoder
     from trackd.torch import VideoClips
 
-    ours = VideoClips(clips, clip_length=clip_length, socket=socket)
+    # Both keep every file open in each worker process (a trackd connection, a VideoDecoder): 8 files, 2 workers.
+    ours = VideoClips(clips, clip_length=clip_length, socket=socket, max_open=len(clips))
     items = [ours.clip_index(i) for i in range(len(ours))]
     for path, count in zip(clips, ours.frame_counts):
         theirs = VideoDecoder(path).metadata.num_frames
         assert theirs == count, '%s: trackd counts %d frames, TorchCodec %d' % (path, count, theirs)
-    codec = TorchCodecClips(clips, items, clip_length, threads)
+    codec = TorchCodecClips(clips, items, clip_length, threads, max_open=len(clips))
     shape = None
 
     def consume(dataset, shuffle):
@@ -172,8 +173,10 @@ def main():
     parser.add_argument('--clip-length', type=int, default=16)
     parser.add_argument('--batch-size', type=int, default=4)
     parser.add_argument('--workers', type=int, default=2)
-    parser.add_argument('--torchcodec-threads', type=int, default=0,
-                        help='num_ffmpeg_threads (0: FFmpeg picks, as trackd\'s and decord\'s decoders do)')
+    parser.add_argument('--torchcodec-threads', type=int, default=1,
+                        help='num_ffmpeg_threads (default 1, TorchCodec\'s own default and what its documentation '
+                             'recommends when several decoders run in parallel, as in DataLoader workers; 0: FFmpeg '
+                             'picks)')
     parser.add_argument('--only', choices=('ray', 'torch'))
     parser.add_argument('--label', default='')
     parser.add_argument('--out', required=True)

@@ -224,6 +224,17 @@ extension Session {
                              grid: grid, passthrough: false, supportsRandomAccess: false, frames: plan)
     }
 
+    /// CountFrames: the size of the track's frame index (built on first use, as by ReadFrames).
+    func countFrames(assetID: UInt32, trackID: UInt32) throws(TrackError) -> Message {
+        let (asset, track) = try assetTrack(assetID, trackID)
+        guard track.mediaType == .video else {
+            throw TrackError(.operationNotSupportedForAsset,
+                             "CountFrames counts video frames; track \(track.id) is \(track.mediaType)")
+        }
+        let index = try asset.indexes.index(source: asset.source, trackID: track.id)
+        return .frameCount(trackID: track.id, count: UInt64(index.frames.count))
+    }
+
     /// The frame size a decoded output with Width and/or Height delivers (one missing side follows the source's
     /// aspect ratio, as videoscale's); nil when neither is requested.
     static func outputSize(_ request: VideoOutputRequest, source: (width: UInt64, height: UInt64))

@@ -199,12 +199,16 @@ final class Session: Sendable {
                     try? socket.send(.error(error), requestID: rid)
                 }
             }
+        case .countFrames(let assetID, let trackID):
+            background("count-frames") { [self] in  // the first use of a track builds its frame index
+                reply { () throws(TrackError) -> Message in try countFrames(assetID: assetID, trackID: trackID) }
+            }
         case .getStatus:
             reply { () throws(TrackError) -> Message in status() }
         case .hello:
             throw TrackError(.protocolViolation, "Hello was already exchanged")
         case .helloReply, .assetOpened, .ack, .outputCreated, .poolAdded, .poolRemoved, .sample, .outputFinished,
-             .image, .status, .rangeEnded, .framesResolved, .error:
+             .image, .status, .rangeEnded, .framesResolved, .frameCount, .error:
             throw TrackError(.protocolViolation, "\(frame.message.type) is sent by the worker, not the client")
         }
     }

@@ -122,6 +122,64 @@ class DatasetForkTests(unittest.TestCase):
             self.assertEqual(digests, [reference[i] for i in indices])
         self.assertEqual(first['indices'].tolist(), [0, 1, 2, 3, 4])
         self.assertEqual(dataset[1]['indices'].tolist(), [20, 21, 22, 23, 24])
+        # A batch (DataLoader's __getitems__): one read per file, the same items as one by one, in order.
+        order = [4, 0, 2, 5, 1]
+        for got, i in zip(dataset.__getitems__(order), order):
+            want = dataset[i]
+            self.assertEqual((got['source'], got['indices'].tolist()), (want['source'], want['indices'].tolist()))
+            np.testing.assert_array_equal(got['video'], want['video'])
+        dataset.close()
+
+
+def child_session_read(which):
+    """In a forked child: read with an asset of the parent's session (the session connects again here)."""
+    asset = _shared['assets'][which]
+    batch = asset.get_frames(indices=[which, 30 + which], pixel_format='y420')
+    return os.getpid(), asset.worker_pid, _shared['session'].worker_pid, [md5(r.tobytes()) for r in batch.frames]
+
+
+class SessionTests(unittest.TestCase):
+    def test_assets_share_one_connection(self):
+        other = make_clip(daemon.path('session-b.mp4'), size='160x120', seconds=1)
+        with trackd.Session(daemon.socket, timeout=TIMEOUT) as session:
+            a, b = session.open(clip), session.open(other)
+            self.assertEqual(a.worker_pid, b.worker_pid)
+            self.assertEqual(session.worker_pid, a.worker_pid)
+            self.assertNotEqual(a.id, b.id)
+            self.assertEqual((a.frame_count(), b.frame_count()), (60, 30))
+            self.assertEqual([md5(r.tobytes()) for r in a.get_frames(indices=[5, 50], pixel_format='y420').frames],
+                             [reference[5], reference[50]])
+            self.assertEqual(a.status()['open_assets'], 2)
+            b.close()  # CloseAsset: the worker forgets b, a goes on
+            self.assertEqual(a.status()['open_assets'], 1)
+            # CloseAsset's Ack was drained and its handler dropped (outputs' drains stay, §12.6).
+            self.assertTrue(all(isinstance(getattr(h, '__self__', None), trackd.Output)
+                                for h in a._conn._drains.values()), a._conn._drains)
+            self.assertEqual(md5(a.get_frames(indices=[7], pixel_format='y420').frames[0].tobytes()), reference[7])
+            with self.assertRaisesRegex(trackd.TrackdError, 'no open asset with id %d' % b.id):
+                b.get_frames(indices=[0])
+        self.assertTrue(session.closed)
+        with self.assertRaises(trackd.TrackdError):
+            a.status()
+
+    def test_session_assets_in_forked_children(self):
+        with trackd.Session(daemon.socket, timeout=TIMEOUT) as session:
+            assets = [session.open(clip), session.open(clip)]
+            parent_worker = session.worker_pid
+            _shared.update(session=session, assets=assets)
+            try:
+                with multiprocessing.get_context('fork').Pool(1) as pool:  # one child: both assets there
+                    results = pool.map(child_session_read, [0, 1], chunksize=1)
+            finally:
+                _shared.clear()
+            (pid0, worker0, session0, digests0), (pid1, worker1, session1, digests1) = results
+            self.assertEqual(pid0, pid1)
+            self.assertNotEqual(worker0, parent_worker)
+            self.assertEqual({worker0, worker1, session0, session1}, {worker0})  # one new connection in the child
+            self.assertEqual(digests0, [reference[0], reference[30]])
+            self.assertEqual(digests1, [reference[1], reference[31]])
+            self.assertEqual(session.worker_pid, parent_worker)  # the parent's session is untouched
+            self.assertEqual(assets[0].status()['open_assets'], 2)
 
 
 class ThreadTests(unittest.TestCase):

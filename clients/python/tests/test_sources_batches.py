@@ -142,6 +142,46 @@ class BatchTests(unittest.TestCase):
         with open_(clip) as asset:
             self.assertEqual(asset.frame_count(), ffprobe_frame_count(clip))
             self.assertEqual(asset.frame_count(), 60)
+            self.assertEqual(asset.get_frames(indices=[59]).indices.tolist(), [59])
+            audio = asset.track(None, 'audio')
+            with self.assertRaisesRegex(trackd.TrackdError, 'CountFrames counts video frames; track %d is audio'
+                                        % audio.id) as caught:
+                asset.frame_count(audio.id)
+            self.assertEqual(caught.exception.code, -11838)
+        # A file without sample tables: the count comes from the frame index's demuxing pass.
+        mkv = make_clip(daemon.path('count.mkv'), size='160x120', rate=25, seconds=1.48, audio=False, gop=10)
+        with open_(mkv) as asset:
+            self.assertEqual(asset.frame_count(), ffprobe_frame_count(mkv))
+            self.assertEqual(asset.frame_count(), 37)
+
+    def test_batch_memory_is_reused_only_when_nothing_refers_to_it(self):
+        from trackd import _batch
+        with open_(clip) as asset:
+            first = asset.get_frames(indices=[1, 2, 3])
+            kept = first.frames.copy()
+            second = asset.get_frames(indices=[4, 5, 6])  # first is still referred to: other memory
+            self.assertNotEqual(first.frames.ctypes.data, second.frames.ctypes.data)
+            view = second.frames[1]
+            address = second.frames.ctypes.data
+            del second
+            third = asset.get_frames(indices=[7, 8, 9])  # a view of second's array still holds it
+            self.assertNotEqual(third.frames.ctypes.data, address)
+            np.testing.assert_array_equal(first.frames, kept)
+            del view, third
+            fourth = asset.get_frames(indices=[10, 11, 12])  # now free: filled again
+            self.assertIn(fourth.frames.ctypes.data, [a.ctypes.data for a in _batch._recycler._arrays])
+            np.testing.assert_array_equal(fourth.frames, asset.get_frames(indices=[10, 11, 12]).frames)
+            np.testing.assert_array_equal(first.frames, kept)
+            previous = trackd.set_batch_cache(0)
+            try:
+                self.assertEqual(previous, 256 << 20)
+                self.assertEqual(_batch._recycler._arrays, [])
+                asset.get_frames(indices=[1])
+                self.assertEqual(_batch._recycler._arrays, [])
+            finally:
+                trackd.set_batch_cache(previous)
+            with self.assertRaises(ValueError):
+                trackd.set_batch_cache(-1)
 
     def test_batch_equals_frame_by_frame(self):
         indices = [59, 0, 30, 30, 1, 14, 15, 44]

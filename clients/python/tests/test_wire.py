@@ -61,6 +61,19 @@ class EncodingTests(unittest.TestCase):
         self.assertEqual(w.frame(w.FINISH_OUTPUT, w.finish_output(1)).hex(' '),
                          '04 00 00 00 0a 00 00 00 00 00 00 00 00 00 00 00 01 00 00 00')
 
+    def test_count_frames_and_frame_count(self):
+        self.assertEqual(w.frame(w.COUNT_FRAMES, w.count_frames(1, 1), 6).hex(' '),
+                         '08 00 00 00 0c 00 00 00 06 00 00 00 00 00 00 00 01 00 00 00 01 00 00 00')
+        reply = bytes.fromhex('0c 00 00 00 0d 80 00 00 06 00 00 00 00 00 00 00 01 00 00 00 2c 01 00 00 00 00 00 00')
+        length, type_, fds, rid, reserved = w.HEADER.unpack_from(reply)
+        self.assertEqual((length, type_, fds, rid, reserved), (12, w.FRAME_COUNT, 0, 6, 0))
+        self.assertEqual(w.WORKER_TYPES[w.FRAME_COUNT], 0)
+        self.assertEqual(w.decode(type_, reply[16:]), (1, 300))
+        with self.assertRaises(ProtocolViolation):  # truncated, and trailing bytes
+            w.decode(type_, reply[16:-1])
+        with self.assertRaises(ProtocolViolation):
+            w.decode(type_, reply[16:] + b'\x00')
+
     def test_settings_value_tags(self):
         body = w.settings_body({'b': True, 'd': 0.5, 'a': [1, 'x'], 'e': {}})
         # keys sorted: a (array of integer 1, string "x"), b (boolean), d (double), e (empty dictionary)

@@ -11,19 +11,20 @@ memoryviews (frame.data, frame.planes) and bytes (frame.tobytes()).
 
 open() also takes a file descriptor, bytes or a binary stream (copied into a sealed memfd); asset.get_frames(),
 frames_in_range() and sample_uniform() return batches (one contiguous array and the PTS); frames and batches
-export DLPack; an asset may be shared by threads and reconnects by itself after fork. trackd.torch (VideoClips,
+export DLPack; an asset may be shared by threads and reconnects by itself after fork; a Session opens many
+assets on one connection (one trackd worker). trackd.torch (VideoClips,
 a DataLoader dataset) and trackd.ray (read_frames, a Ray Data datasource) import torch and ray when used.
 """
 
 from . import errors
-from ._asset import Asset, Frame, Image, Output, open
-from ._batch import Batch
+from ._asset import Asset, Frame, Image, Output, Session, open
+from ._batch import Batch, set_batch_cache
 from ._conn import ForkedConnection, default_socket_path
 from ._source import MAX_SOURCE_BYTES
 from ._wire import Colorimetry, MetadataItem, Plane, Segment, Time, TimeRange, Track
 from .errors import ProtocolViolation, TrackdError
 
-__all__ = ['open', 'Asset', 'Output', 'Frame', 'Batch', 'Image', 'Track', 'Time', 'Plane', 'Colorimetry',
-           'MetadataItem', 'Segment', 'TimeRange', 'TrackdError', 'ProtocolViolation', 'ForkedConnection', 'errors', 'default_socket_path',
-           'MAX_SOURCE_BYTES']
+__all__ = ['open', 'Session', 'Asset', 'Output', 'Frame', 'Batch', 'Image', 'Track', 'Time', 'Plane', 'Colorimetry',
+           'MetadataItem', 'Segment', 'TimeRange', 'TrackdError', 'ProtocolViolation', 'ForkedConnection', 'errors',
+           'default_socket_path', 'MAX_SOURCE_BYTES', 'set_batch_cache']
 __version__ = '0.1.0'

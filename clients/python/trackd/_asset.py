@@ -10,7 +10,7 @@ from collections import namedtuple
 
 from . import _batch, _dlpack
 from . import _wire as w
-from ._conn import Connection
+from ._conn import Connection, default_socket_path
 from ._source import MAX_SOURCE_BYTES, open_source
 from .errors import INVALID_ARGUMENT, MEDIA_SERVICES_WERE_RESET, ProtocolViolation, TrackdError
 
@@ -478,12 +478,64 @@ def _pixel_format(value):
     return value
 
 
-_reconnect_lock = threading.Lock()
-os.register_at_fork(after_in_child=lambda: globals().__setitem__('_reconnect_lock', threading.Lock()))
+_reconnect_lock = threading.RLock()  # an asset of a Session reconnects the session inside its own reconnect
+os.register_at_fork(after_in_child=lambda: globals().__setitem__('_reconnect_lock', threading.RLock()))
+
+
+class Session:
+    """One connection to trackd — one worker — that several assets share: session.open(source) opens each
+    on it (OpenAsset), asset.close() closes just that asset (CloseAsset), session.close() ends the connection
+    and with it every asset opened on it. trackd.open() gives each asset a connection of its own; a session
+    saves a worker start (and its memory) per file when one process reads many files, as a DataLoader worker
+    or a Ray read task does. A context manager.
+
+    Threads: as for an Asset (each read is its own output on the shared connection). Fork: in a child process
+    the session connects again on first use, and each of its assets is opened again on the new connection
+    when it is next used (the parent's connection is never touched)."""
+
+    def __init__(self, socket=None, client_name='trackd-python', timeout=None):
+        self._options = (socket, client_name, timeout)
+        self._conn = Connection(*self._options)
+
+    @property
+    def _c(self):
+        """The connection, made again in a child process after a fork."""
+        if self._conn.pid != os.getpid():
+            with _reconnect_lock:
+                if self._conn.pid != os.getpid():
+                    self._conn.close()  # only this process's copy of the socket: nothing is sent
+                    self._conn = Connection(*self._options)
+        return self._conn
+
+    @property
+    def closed(self):
+        return self._conn.pid == os.getpid() and self._conn.closed
+
+    @property
+    def worker_pid(self):
+        return self._c.hello['worker_pid']
+
+    def open(self, source, *, name=None, max_bytes=MAX_SOURCE_BYTES):
+        """Opens source (anything trackd.open() takes) on this session's connection; returns an Asset."""
+        return Asset(source, name=name, max_bytes=max_bytes, session=self)
+
+    def close(self):
+        """Ends the connection: trackd closes every asset of the session and cancels their outputs."""
+        self._conn.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __repr__(self):
+        return '<trackd.Session %s%s>' % (self._options[0] or default_socket_path(), ', closed' if self.closed else '')
 
 
 class Asset:
-    """Opened media: one connection to trackd, one worker. Use as a context manager, or close().
+    """Opened media: one connection to trackd, one worker (or an asset of a Session, sharing its connection).
+    Use as a context manager, or close().
 
     Threads: the methods may be called from several threads at once (each read is its own output on the shared
     connection); one Output (iterator) is read by one thread at a time. Fork: an asset opened before a fork
@@ -492,10 +544,11 @@ class Asset:
     TrackdError -11819), and the child never sends on, reads from or shuts down the parent's connection."""
 
     def __init__(self, source, socket=None, client_name='trackd-python', timeout=None, name=None,
-                 max_bytes=MAX_SOURCE_BYTES):
+                 max_bytes=MAX_SOURCE_BYTES, session=None):
         fd, self.name, self.path = open_source(source, name, max_bytes)
         self._fd = fd  # kept open: the source of a reconnect after fork (a memfd cannot be opened again)
         self._options = (socket, client_name, timeout)
+        self._session = session
         self._conn = None
         try:
             self._connect()
@@ -505,12 +558,13 @@ class Asset:
             raise
 
     def _connect(self):
-        conn = Connection(*self._options)
+        conn = Connection(*self._options) if self._session is None else self._session._c
         try:
             asset_id, duration, tracks, metadata = conn.request(w.OPEN_ASSET, w.open_asset(os.fsdecode(self.name)),
                                                       w.ASSET_OPENED, fd=self._fd)
         except BaseException:
-            conn.close()
+            if self._session is None:
+                conn.close()
             raise
         self._conn = conn
         self.id = asset_id
@@ -531,8 +585,9 @@ class Asset:
                 if self._conn.pid != os.getpid():
                     if self._fd < 0:
                         raise TrackdError(MEDIA_SERVICES_WERE_RESET, 'the asset is closed')
-                    self._conn.close()  # only this process's copy of the socket: nothing is sent
-                    self._connect()
+                    if self._session is None:
+                        self._conn.close()  # only this process's copy of the socket: nothing is sent
+                    self._connect()  # a session's asset: opened again on the session's (new) connection
         return self._conn
 
     @property
@@ -546,17 +601,29 @@ class Asset:
         self.close()
 
     def close(self):
-        """Ends the session (the worker cancels every output). Frames still held stay readable. In a child
-        after a fork, closes only this process's copies (the parent's session goes on)."""
-        if self._conn is not None:
-            self._conn.close()
+        """Ends the session (the worker cancels every output) — for an asset of a Session, closes just this
+        asset (CloseAsset, not waiting for its Ack; the worker cancels the asset's outputs). Frames still held
+        stay readable. In a child after a fork, closes only this process's copies (the parent's session goes
+        on)."""
+        self._close(True)
+
+    def _close(self, close_asset):
+        conn = self._conn
+        if conn is not None and self._session is None:
+            conn.close()
+        elif close_asset and conn is not None and self._fd >= 0 and not conn.closed and conn.pid == os.getpid():
+            try:
+                rid = conn.send(w.CLOSE_ASSET, w.close_asset(self.id))
+                conn.drain(rid, lambda m: [os.close(fd) for fd in m.fds])  # the Ack (or Error) is not waited for
+            except TrackdError:  # the connection is gone: so is the asset
+                pass
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
 
     def __del__(self):
-        try:
-            self.close()
+        try:  # a Session's asset left open stays open in trackd until the session ends (a finalizer must not
+            self._close(False)  # send: it may run inside this thread's own send)
         except Exception:  # noqa: BLE001
             pass
 

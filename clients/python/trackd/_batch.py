@@ -2,7 +2,8 @@
 GOP decoded once, frames in the order asked), plus their presentation times and frame numbers."""
 
 import operator
-import re
+import sys
+import threading
 
 from . import _wire as w
 from .errors import INVALID_ARGUMENT, TrackdError
@@ -28,7 +29,8 @@ _MAX_REQUESTS = w.MAX_READ_FRAMES
 class Batch:
     """get_frames()'s result; unpacks as `frames, pts = batch`.
 
-    frames: one C-contiguous numpy array the batch owns (a copy out of trackd's pool, writable):
+    frames: one C-contiguous numpy array the batch owns (a copy out of trackd's pool, writable; its memory may have
+    held an earlier batch that nothing refers to any more, see trackd.set_batch_cache):
     (N, H, W, C) for layout "NHWC", (N, C, H, W) for "NCHW" — C is 3 for RGB/BGR/_RGP, 4 for BGRA/RGBA/ARGB/y408
     (uint16 for y416/l64r, big-endian uint16 for b64a), 2 for 2vuy/yuvs (uint16 for v216), 1 for L008 (uint16
     for L016); for formats with several planes (420v, y420, x420, ..., v210) (N, L) uint8, each row the frame's
@@ -156,6 +158,60 @@ def iter_batches(asset, indices=None, times=None, track=None, pixel_format='RGB'
                     yield batch
 
 
+class _Recycler:
+    """Batch arrays used again once nothing refers to them any more.
+
+    Filling memory the process has not touched yet costs the kernel a fault and a zeroed page for every page —
+    about 3 ms of CPU per 1280x720 RGB frame on a 2-CPU VM, where the copy out of the pool itself is about 0.5 ms
+    (docs/BENCHMARKS.md, data pipelines). So the last arrays this process filled are kept (at most max_bytes in
+    all, each at most max_bytes) and handed out again for a batch of the same shape and dtype — but only when this
+    cache holds the only reference: a Batch, a view or slice, a torch tensor (torch.from_numpy), a DLPack capsule
+    or a pyarrow buffer made from the array all hold one, so memory anything still uses is never written.
+    trackd.set_batch_cache(0) turns it off."""
+
+    def __init__(self, max_bytes):
+        self.max_bytes = max_bytes
+        self._arrays = []  # least recently used first
+        self._lock = threading.Lock()
+
+    def empty(self, shape, dtype):
+        dtype = _np.dtype(dtype)
+        with self._lock:
+            for i in range(len(self._arrays)):
+                # 2: the list's reference and getrefcount's argument — nothing else holds it.
+                if (self._arrays[i].shape == shape and self._arrays[i].dtype == dtype
+                        and sys.getrefcount(self._arrays[i]) == 2):
+                    array = self._arrays.pop(i)
+                    self._arrays.append(array)
+                    return array
+            array = _np.empty(shape, dtype)
+            if array.nbytes <= self.max_bytes:
+                self._arrays.append(array)
+                total = sum(a.nbytes for a in self._arrays)
+                while total > self.max_bytes:  # the least recently used go (their users keep them)
+                    total -= self._arrays.pop(0).nbytes
+            return array
+
+    def resize(self, max_bytes):
+        with self._lock:
+            self.max_bytes = max_bytes
+            while self._arrays and sum(a.nbytes for a in self._arrays) > max_bytes:
+                self._arrays.pop(0)
+
+
+_recycler = _Recycler(256 << 20)
+
+
+def set_batch_cache(max_bytes):
+    """How much memory this process keeps for batch arrays to be filled again once nothing refers to them
+    (default 256 MiB; 0: every batch gets fresh memory). Returns the previous value."""
+    if not isinstance(max_bytes, int) or isinstance(max_bytes, bool) or max_bytes < 0:
+        raise ValueError('set_batch_cache takes a number of bytes >= 0, not %r' % (max_bytes,))
+    previous = _recycler.max_bytes
+    _recycler.resize(max_bytes)
+    return previous
+
+
 class _Filler:
     """Copies frames into batch arrays of batch_size (the last one smaller), all of the first frame's shape."""
 
@@ -172,7 +228,7 @@ class _Filler:
         if self.out is None:
             count = min(self.batch_size, self.left)
             shape = item.shape if self.layout == 'NHWC' else (item.shape[2],) + item.shape[:2]
-            self.out = _np.empty((count,) + shape, dtype=item.dtype)
+            self.out = _recycler.empty((count,) + shape, item.dtype)
             self.pts = _np.empty(count, dtype=_np.float64)
             self.numbers = _np.empty(count, dtype=_np.int64)
             self.i = 0
@@ -196,35 +252,18 @@ def get_frames(asset, indices=None, times=None, track=None, pixel_format='RGB', 
     return batches[0]
 
 
-_COUNT = re.compile(r'the track has (\d+) frames')
-
-
 def frame_count(asset, track=None):
-    """The number of frames of a video track (every frame, presentation order), from trackd's frame index."""
+    """The number of frames of a video track (every frame, presentation order), from trackd's frame index:
+    CountFrames (PROTOCOL.md §8), asked once per track and asset."""
     t = asset.track(track, None if track is not None else 'video')
-    if t.id in asset._frame_counts:
-        return asset._frame_counts[t.id]
-    # The protocol has no frame count; asking for the last possible index is refused with trackd's message
-    # naming the count (FrameIndex.resolve). Should the message change, the frame shown at the track's end is
-    # resolved instead (FramesResolved, then the output is cancelled).
-    try:
-        output = asset.frames_at(indices=[2 ** 64 - 1], track=t)
-    except TrackdError as e:
-        if e.code != INVALID_ARGUMENT:
-            raise
-        m = _COUNT.search(e.message)
-        if m:
-            asset._frame_counts[t.id] = int(m.group(1))
-            return asset._frame_counts[t.id]
-    else:
-        output.close()
-    end = t.time_range_start.seconds or 0.0
-    end += (t.duration.seconds or asset.duration or 0.0) - 1e-6
-    with asset.frames_at([max(end, 0.0)], track=t) as output:
-        frame = next(output)
-        asset._frame_counts[t.id] = frame.index + 1
-        frame.release()
-    return asset._frame_counts[t.id]
+    count = asset._frame_counts.get(t.id)
+    if count is None:
+        conn = asset._c
+        track_id, count = conn.request(w.COUNT_FRAMES, w.count_frames(asset.id, t.id), w.FRAME_COUNT)
+        if track_id != t.id:
+            conn._violation('FrameCount names track %d, not %d' % (track_id, t.id))
+        asset._frame_counts[t.id] = count
+    return count
 
 
 def frames_in_range(asset, start=0, stop=None, step=1, **kwargs):

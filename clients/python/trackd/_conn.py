@@ -22,6 +22,9 @@ from .errors import DAEMON_UNREACHABLE, MEDIA_SERVICES_WERE_RESET, OPERATION_INT
 Message = namedtuple('Message', 'type request_id value fds')
 
 _CMSG_SPACE = socket.CMSG_SPACE(w.MAX_FDS * 4)
+# Drained replies after which nothing comes for their request id (a CloseAsset not waited for). An output's
+# drain stays: a PoolRemoved may follow its OutputFinished (§12.6).
+_LAST_MESSAGES = frozenset({w.ACK, w.ERROR})
 
 
 class _SendFailed(Exception):
@@ -311,6 +314,8 @@ class Connection:
                         self.close(err)
                         raise err
                     drain = self._drains.get(m.request_id)
+                    if drain is not None and m.type in _LAST_MESSAGES:  # nothing follows for this request id
+                        del self._drains[m.request_id]
                     if drain is None:
                         self._queues.setdefault(m.request_id, deque()).append(m)
                         self._cond.notify_all()
@@ -343,7 +348,8 @@ class Connection:
         with self._cond:
             if self._error is not None:
                 return
-            self._drains[request_id] = handler
             queued = self._queues.pop(request_id, ())
+            if not any(m.type in _LAST_MESSAGES for m in queued):  # else nothing more will come
+                self._drains[request_id] = handler
         for m in queued:  # outside the routing lock: the handler sends (ReleaseSlots)
             handler(m)

@@ -41,6 +41,7 @@ GET_STATUS = 0x0008
 RESET_OUTPUT = 0x0009
 FINISH_OUTPUT = 0x000A
 READ_FRAMES = 0x000B
+COUNT_FRAMES = 0x000C
 HELLO_REPLY = 0x8001
 ASSET_OPENED = 0x8002
 ACK = 0x8003
@@ -53,12 +54,14 @@ IMAGE = 0x8009
 STATUS = 0x800A
 RANGE_ENDED = 0x800B
 FRAMES_RESOLVED = 0x800C
+FRAME_COUNT = 0x800D
 ERROR = 0x80FF
 
 # Worker -> client types and the number of descriptors each carries.
 WORKER_TYPES = {
     HELLO_REPLY: 0, ASSET_OPENED: 0, ACK: 0, OUTPUT_CREATED: 0, POOL_ADDED: 1, POOL_REMOVED: 0, SAMPLE: 0,
-    OUTPUT_FINISHED: 0, IMAGE: 1, STATUS: 0, RANGE_ENDED: 0, FRAMES_RESOLVED: 0, ERROR: 0,
+    OUTPUT_FINISHED: 0, IMAGE: 1, STATUS: 0, RANGE_ENDED: 0, FRAMES_RESOLVED: 0, FRAME_COUNT: 0,
+    ERROR: 0,
 }
 # Output events (§6): routed by the request id of the request that started the output.
 OUTPUT_EVENTS = frozenset({POOL_ADDED, POOL_REMOVED, SAMPLE, OUTPUT_FINISHED, RANGE_ENDED, FRAMES_RESOLVED})
@@ -183,6 +186,10 @@ def finish_output(output_id):
 
 def cancel_output(output_id):
     return struct.pack('<I', output_id)
+
+
+def count_frames(asset_id, track_id):
+    return struct.pack('<II', asset_id, track_id)
 
 
 def read_frames(asset_id, track_id, requests, settings):
@@ -463,7 +470,7 @@ DECODERS = {
     HELLO_REPLY: decode_hello_reply, ASSET_OPENED: decode_asset_opened, ACK: lambda r: None,
     OUTPUT_CREATED: decode_output_created, POOL_ADDED: decode_pool_added, POOL_REMOVED: decode_pool_removed,
     SAMPLE: decode_sample, OUTPUT_FINISHED: decode_output_finished, RANGE_ENDED: lambda r: r.unpack('<I'),
-    FRAMES_RESOLVED: decode_frames_resolved, ERROR: decode_error, STATUS: decode_status,
+    FRAMES_RESOLVED: decode_frames_resolved, FRAME_COUNT: lambda r: r.unpack('<IQ'), ERROR: decode_error, STATUS: decode_status,
     IMAGE: lambda r: (r.time(),) + r.unpack('<IIQ'),
 }
 

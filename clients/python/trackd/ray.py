@@ -7,16 +7,17 @@ Datasource API; ray and pyarrow are imported when read_frames is called, not wit
         ...
 
 Each read task opens its files through the trackd of the node it runs on (socket=, else that node's
-$TRACKD_SOCKET, $XDG_RUNTIME_DIR/trackd.sock or /run/trackd/trackd.sock): a local path's descriptor is passed to
-trackd, a file on a pyarrow filesystem (an s3://, gs://, hdfs:// URI, or any path with filesystem=) is streamed
-into a sealed memfd first. Only paths (and the remote file's bytes, from its store to the reading node) cross
+$TRACKD_SOCKET, $XDG_RUNTIME_DIR/trackd.sock or /run/trackd/trackd.sock), on one connection that the Ray worker
+process keeps for its later read tasks (a trackd.Session: no trackd worker start per file or task). A local
+path's descriptor is passed to trackd, a file on a pyarrow filesystem (an s3://, gs://, hdfs:// URI, or any
+path with filesystem=) is streamed into a sealed memfd first. Only paths (and the remote file's bytes, from its store to the reading node) cross
 the network; decoded frames stay in the node's memory until Ray moves the blocks downstream.
 """
 
 import os
 
 from . import _batch
-from ._asset import open as _open
+from ._asset import Session
 from ._source import MAX_SOURCE_BYTES
 
 SUPPORTED_PIXEL_FORMATS = tuple(_batch.PACKED_FORMATS)
@@ -128,13 +129,25 @@ def _requests(asset, options):
     return dict(indices=list(frames))
 
 
+_sessions = {}  # socket -> this process's Session (Ray runs many read tasks in one worker process)
+
+
+def _session(socket):
+    """This process's trackd session on `socket`: kept between read tasks, so a task does not wait for a trackd
+    worker to start (and made again after a fork or when its connection was lost)."""
+    session = _sessions.get(socket)
+    if session is None or session.closed or session._conn.pid != os.getpid():
+        session = _sessions[socket] = Session(socket)
+    return session
+
+
 def _read_files(paths, options):
     import numpy as np
     from ray.data.block import BlockAccessor
     for path in paths:
         source, name = _open_source(path, options)
         try:
-            asset = _open(source, socket=options['socket'], name=name, max_bytes=options['max_bytes'])
+            asset = _session(options['socket']).open(source, name=name, max_bytes=options['max_bytes'])
         finally:
             if hasattr(source, 'close'):
                 source.close()

@@ -9,9 +9,11 @@ trackd.
     for batch in DataLoader(clips, batch_size=4, shuffle=True, num_workers=2):
         video = batch["video"]        # (4, 16, 3, H, 112) uint8: N, T, C, H, W
 
-Each process opens its own connections: files are counted in the process that makes the dataset (and closed),
-and every DataLoader worker opens the files it reads itself, keeping up to max_open of them open (one trackd
-connection and worker each). A connection is never shared across fork (trackd.Asset reconnects in a child).
+Each process has its own trackd connection (a trackd.Session: one trackd worker per process, not per file):
+files are counted in the process that makes the dataset (and closed), and every DataLoader worker opens the
+files it reads itself on its session, keeping up to max_open of them open. A connection is never shared across
+fork (a child connects again). A batch's clips of one file are read with one ReadFrames (__getitems__), so
+consecutive clips decode their shared GOPs once.
 """
 
 import bisect
@@ -20,7 +22,7 @@ import threading
 from collections import OrderedDict
 
 from . import _batch
-from ._asset import open as _open
+from ._asset import Session
 
 
 class VideoClips:
@@ -34,7 +36,7 @@ class VideoClips:
     frame) of item i. Sources are anything trackd.open() takes that can be opened again (paths, bytes)."""
 
     def __init__(self, sources, clip_length=16, frames_between_clips=None, step=1, *, pixel_format='RGB',
-                 layout='TCHW', width=None, height=None, socket=None, max_open=4, output='torch'):
+                 layout='TCHW', width=None, height=None, socket=None, max_open=16, output='torch'):
         if isinstance(sources, (str, bytes, os.PathLike)):
             sources = [sources]
         self.sources = list(sources)
@@ -55,14 +57,16 @@ class VideoClips:
         self.frame_counts = []
         self._starts = [0]  # cumulative clip counts: item i is in source bisect_right(_starts, i) - 1
         span = (clip_length - 1) * step + 1
-        for source in self.sources:
-            with _open(source, socket=socket) as asset:
-                count = asset.frame_count()
-            self.frame_counts.append(count)
-            self._starts.append(self._starts[-1] + (max(0, (count - span) // frames_between_clips + 1)
-                                                    if count >= span else 0))
+        with Session(socket) as session:
+            for source in self.sources:
+                with session.open(source) as asset:
+                    count = asset.frame_count()
+                self.frame_counts.append(count)
+                self._starts.append(self._starts[-1] + (max(0, (count - span) // frames_between_clips + 1)
+                                                        if count >= span else 0))
         self._pid = None
         self._assets = OrderedDict()
+        self._session = None
 
     def __len__(self):
         return self._starts[-1]
@@ -76,40 +80,64 @@ class VideoClips:
         return source, (i - self._starts[source]) * self.frames_between_clips
 
     def _asset(self, source):
-        """This process's open asset of a source (opened again after fork; at most max_open kept)."""
+        """This process's open asset of a source, on this process's session (both made again after fork, or
+        when the connection was lost; at most max_open assets kept)."""
         if self._pid != os.getpid():  # a new process: what the parent had open is not ours to use
-            self._pid, self._assets, self._lock = os.getpid(), OrderedDict(), threading.Lock()
+            self._pid, self._assets, self._lock, self._session = os.getpid(), OrderedDict(), threading.Lock(), None
         with self._lock:
+            if self._session is None or self._session.closed:
+                self._session, self._assets = Session(self.socket), OrderedDict()
             asset = self._assets.pop(source, None)
             if asset is None:
-                asset = _open(self.sources[source], socket=self.socket)
+                asset = self._session.open(self.sources[source])
             self._assets[source] = asset
             while len(self._assets) > self.max_open:
                 self._assets.popitem(last=False)[1].close()
             return asset
 
     def __getitem__(self, i):
-        source, first = self.clip_index(i)
-        indices = list(range(first, first + self.clip_length * self.step, self.step))
-        batch = self._asset(source).get_frames(indices=indices, pixel_format=self.pixel_format,
-                                               layout='NCHW' if self.layout == 'TCHW' else 'NHWC',
-                                               width=self.width, height=self.height)
+        return self.__getitems__([i])[0]
+
+    def __getitems__(self, items):
+        """The items of a batch, in order (DataLoader calls this with a batch's item numbers when the dataset has
+        it): the clips of one source are read with one get_frames, one ReadFrames, so a GOP that several of them
+        need is decoded once, and the source's connection makes one round trip per batch."""
+        clips = [self.clip_index(i) for i in items]
+        by_source = OrderedDict()
+        for position, (source, first) in enumerate(clips):
+            by_source.setdefault(source, []).append((position, first))
+        out = [None] * len(clips)
+        span = self.clip_length * self.step
+        for source, wanted in by_source.items():
+            indices = [i for _, first in wanted for i in range(first, first + span, self.step)]
+            batch = self._asset(source).get_frames(indices=indices, pixel_format=self.pixel_format,
+                                                   layout='NCHW' if self.layout == 'TCHW' else 'NHWC',
+                                                   width=self.width, height=self.height)
+            for k, (position, _) in enumerate(wanted):
+                part = slice(k * self.clip_length, (k + 1) * self.clip_length)
+                out[position] = self._item(source, batch.frames[part], batch.pts[part], batch.indices[part])
+        return out
+
+    def _item(self, source, frames, pts, indices):
         path = self.sources[source] if isinstance(self.sources[source], str) else ''
         if self.output == 'numpy':
-            return dict(video=batch.frames, pts=batch.pts, indices=batch.indices, source=source, path=path)
+            return dict(video=frames, pts=pts, indices=indices, source=source, path=path)
         import torch
-        return dict(video=torch.from_numpy(batch.frames), pts=torch.from_numpy(batch.pts),
-                    indices=torch.from_numpy(batch.indices), source=source, path=path)
+        return dict(video=torch.from_numpy(frames), pts=torch.from_numpy(pts), indices=torch.from_numpy(indices),
+                    source=source, path=path)
 
     def __getstate__(self):  # DataLoader with the spawn start method pickles the dataset: no open assets
         state = dict(self.__dict__)
-        state.update(_pid=None, _assets=OrderedDict())
+        state.update(_pid=None, _assets=OrderedDict(), _session=None)
         state.pop('_lock', None)
         return state
 
     def close(self):
-        """Closes this process's open assets (they are opened again when needed)."""
+        """Closes this process's open assets and its session (they are opened again when needed)."""
         if self._pid == os.getpid():
             with self._lock:
                 while self._assets:
                     self._assets.popitem()[1].close()
+                if self._session is not None:
+                    self._session.close()
+                    self._session = None
