@@ -254,6 +254,12 @@ extension GstRef where T == GstMessageObject {
         unsafe pointer.pointee.src == upcast(object.pointer, to: GstObject.self)
     }
 
+    /// Whether the message's source is inside `bin` (gst_object_has_as_ancestor): an element the bin still holds.
+    func isFrom(inside bin: GstRef<GstElementObject>) -> Bool {
+        guard let source = unsafe pointer.pointee.src else { return false }
+        return unsafe gst_object_has_as_ancestor(source, upcast(bin.pointer, to: GstObject.self)) != 0
+    }
+
     /// The number of streams of a STREAM_COLLECTION message (gst_message_parse_stream_collection); nil when it has
     /// no collection.
     var streamCollectionSize: Int? {

@@ -9,6 +9,9 @@ final class Pipeline {
     /// Passthrough and discovery need no decoder: a missing-plugin message (qtdemux posts one for a codec it does not
     /// know) is then not an error.
     var ignoreMissingPlugins = false
+    /// The parsebin of addSourceAndParser: an error posted inside it counts even when parsebin did not pass it on
+    /// (droppedError).
+    private var parser: GstRef<GstElementObject>?
 
     init() throws(TrackError) {
         guard let p = unsafe gst_pipeline_new(nil) else { throw TrackError(.unknown, "gst_pipeline_new failed") }
@@ -38,6 +41,7 @@ final class Pipeline {
         try addChain([source, parser])
         element.recordFirstError()  // the source's errors, and those parsebin passes on
         parser.recordFirstError()  // and those it drops
+        self.parser = parser
         return parser
     }
 
@@ -70,10 +74,28 @@ final class Pipeline {
     /// ends a worker that makes no progress first).
     static let stuckNs: UInt64 = 120_000_000_000
 
-    /// The error of a failure, when one was posted: see `settledError`. nil when the bus holds none.
+    /// The error of a failure, when one was posted — on the bus, or inside parsebin and dropped by it
+    /// (droppedError): see `settledError`. nil when there is none. Every verdict of a running pipeline (preroll,
+    /// seek, each pull, the end of the stream) is taken here.
     func popError(context: String) -> TrackError? {
-        guard let first = nextError(context: context) else { return nil }
-        return settledError(first: first, context: context)
+        let dropped = droppedError(context: context)
+        guard let first = nextError(context: context) ?? dropped else { return nil }
+        return settledError(first: first, also: dropped.map { [$0] } ?? [], context: context)
+    }
+
+    /// The first error posted inside parsebin, also when parsebin did not pass it on to the bus: parsebin drops the
+    /// errors of an element it is still autoplugging, and a demuxer in pull mode streams — and can fail, posting its
+    /// error and then going on (qtdemux with a damaged sample table ends that track and pushes the others to EOS) —
+    /// before the autoplugging thread gets to end that window on a loaded machine. Whether the error reached the
+    /// bus thus depended on scheduling (a damaged MP4 read completely once in 200 reads under load, issue #13). It
+    /// is recorded as it is posted (swift_gst_bin_record_first_error), before the element pushes anything after it,
+    /// so whoever sees a later sample or the end of the stream finds it. An element parsebin tried and removed again
+    /// (a candidate that failed) is no longer inside it: its error does not count.
+    private func droppedError(context: String) -> (rank: Int, error: TrackError)? {
+        guard let parser, let message = parser.firstRecordedError(), message.isFrom(inside: parser),
+              let error = checkMessage(message, context: context, ignoreMissingPlugins: ignoreMissingPlugins)
+        else { return nil }
+        return (GstErrors.rank(message), error)
     }
 
     /// The error to report for a failure whose first error is `first` (already popped): the pipeline is set to NULL,

@@ -218,8 +218,10 @@ public final class TrackPipeline: @unchecked Sendable {
     }
 
     /// Blocking; call from one dedicated thread. .timeout when nothing arrived within `timeoutNs`, .endOfStream at
-    /// the end (or after stop()), .failed on a bus error — the bus is checked before EOS is believed, so a decode
-    /// error is not mistaken for the end.
+    /// the end (or after stop()), .failed on an error (Pipeline.popError: the bus, and what parsebin dropped) —
+    /// checked before EOS or a range's end is believed, so a demuxer or decode error is not mistaken for the end.
+    /// An error is posted before the element that failed pushes anything after it, so the end of the stream is
+    /// a verdict on the bytes: every error posted before it is seen.
     public func pull(timeoutNs: UInt64) -> PullResult {
         if let failure { return .failed(failure) }
         if let next = samples.queued() { return .sample(next) }
@@ -232,7 +234,14 @@ public final class TrackPipeline: @unchecked Sendable {
             switch samples.make(Self.ownSample(appsinkSample)) {
             case .sample(let pulled): return .sample(pulled.aligningRows(to: rowAlignment))
             case .skip: continue  // audio entirely outside the range (dropped by the trimming): pull the next one
-            case .endOfRange: return .endOfStream
+            case .endOfRange:
+                // The sample past the range's end was pushed after any error on what precedes it: look again, or
+                // an error posted while this pull waited would pass unseen, depending on timing.
+                if let error = pipeline.popError(context: context) {
+                    failure = error
+                    return .failed(error)
+                }
+                return .endOfStream
             }
         }
         if let error = pipeline.popError(context: context) {

@@ -85,6 +85,20 @@ public struct FrameIndex: Sendable {
         frames.last.map { $0.presentationTime + max($0.duration, 1) }
     }
 
+    /// This index with its last frame displayed until `trackEnd` (ns, the track's end by its container) when the
+    /// track ends inside that frame's stored duration — an MP4 edit that ends inside its last sample (ffmpeg's VFR
+    /// MP4: the last frame stored as 0.1 s, the edit ending 34 ms after its PTS) — so that the frame is displayed, and
+    /// its decoded duration lasts, until the track's end (PROTOCOL.md §7.1). Unchanged otherwise (nil; an end at or
+    /// before the last frame's PTS, which no container means; one after the stored duration).
+    public func endingAt(_ trackEnd: Int64?) -> FrameIndex {
+        guard let trackEnd, let last = frames.last, let end, trackEnd < end, trackEnd > last.presentationTime else {
+            return self
+        }
+        var frames = self.frames
+        frames[frames.count - 1].duration = trackEnd - last.presentationTime
+        return FrameIndex(frames: frames)
+    }
+
     /// The frame displayed at `ns` (stream time): a frame is displayed from its presentation time until the next
     /// frame's, in presentation order — its own duration does not matter, so there are no gaps and no overlaps —
     /// and the last frame until the track's `end`. A time before the first frame is the first frame (it is what is

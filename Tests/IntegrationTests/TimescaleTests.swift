@@ -116,6 +116,28 @@ import TrackdProtocol
         }
     }
 
+    /// Decoded durations are display intervals (#13's frame-selection rule, PROTOCOL.md §7.1): each frame's duration
+    /// is the next frame's PTS − its own, ffprobe's integers in the time_base (`-show_frames`), and the last one's
+    /// lasts until the track's end — also where the frame rate varies (a VFR MP4 with B-frames, whose frames last
+    /// 1/30, 0.533 and 0.1 s; the same stream in Matroska, whose block durations are nominal) and where Matroska's
+    /// block durations (33 ms at 0, 33, 67 ms) overlap the next frame.
+    @Test(arguments: ["vfr-mp4", "vfr-mkv", "mp4", "mkv", "webm-vp9"]) func decodedDurationsAreDisplayIntervals(kind: String) throws {
+        let (probe, daemon, asset, track) = try Self.open(kind)
+        defer { daemon.stop() }
+        let samples = try Self.read(asset, track, Self.y420)
+        try #require(samples.count == probe.frames.count, "\(kind): \(samples.count) frames, ffprobe \(probe.frames.count)")
+        try #require(track.duration.timescale == track.naturalTimeScale && track.timeRangeStart.timescale == track.naturalTimeScale)
+        let trackEnd = track.timeRangeStart.value + track.duration.value  // in ticks of the time_base (1/den)
+        let ends = probe.frames.dropFirst().map { $0 * probe.timeBase.num } + [trackEnd]
+        for (s, (pts, end)) in zip(samples, zip(probe.frames, ends)) {
+            let expected = MediaTime(value: end - pts * probe.timeBase.num, timescale: Int32(probe.timeBase.den))
+            #expect(s.duration == expected, "\(kind) decoded duration of the frame at \(pts)")
+        }
+        if kind.hasPrefix("vfr") {  // the file is what it is meant to be: a frame of 0.533 s among ones of 1/30 s
+            #expect(samples.contains { abs($0.duration.seconds - 0.533) < 0.002 }, "\(kind): \(samples.map(\.duration))")
+        }
+    }
+
     /// Passthrough: every stored sample's PTS, DTS (where the container stores one) and duration equal ffprobe's
     /// packets', as integers in the time_base.
     @Test(arguments: kinds) func passthroughTimesAreTheContainers(kind: String) throws {

@@ -25,6 +25,15 @@ import Testing
         for (t, frame) in cases { #expect(index.frameDisplayed(at: t) == frame, "at \(t)") }
     }
 
+    /// A track that ends inside its last frame's stored duration (an MP4 edit ending early) ends that frame there;
+    /// any other end leaves the index as it is.
+    @Test func theLastFrameEndsAtTheTracksEnd() {
+        let ended = Self.regular.endingAt(4340)
+        #expect(ended.end == 4340 && ended.displayEnd(of: 3) == 4340 && ended.frameDisplayed(at: 4340) == nil)
+        #expect(ended.frameDisplayed(at: 4339) == 3 && ended.displayEnd(of: 2) == 4000)
+        for end: Int64? in [nil, 4000, 3000, 5000, 6000] { #expect(Self.regular.endingAt(end).end == 5000, "\(String(describing: end))") }
+    }
+
     @Test func beforeTheFirstFrameIsTheFirstFrame() {
         for t: Int64 in [999, 0, -1, .min] { #expect(Self.regular.frameDisplayed(at: t) == 0, "at \(t)") }
     }

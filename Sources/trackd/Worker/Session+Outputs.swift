@@ -155,11 +155,23 @@ extension Session {
     /// durations) when the track's index cannot be made.
     func decodedFrameIndex(_ asset: Asset, trackID: UInt32) -> FrameIndex? {
         do {
-            return try asset.indexes.index(source: asset.source, trackID: trackID)
+            return try frameIndex(asset, trackID: trackID)
         } catch {
             Log.warning("decoded output of track \(trackID): no frame index (\(error.message)); ranges follow the decoder's clipping")
             return nil
         }
+    }
+
+    /// The track's frame index, its last frame displayed until the track's end (FrameIndex.endingAt: the end of its
+    /// time range, on the demuxer's clock).
+    func frameIndex(_ asset: Asset, trackID: UInt32) throws(TrackError) -> FrameIndex {
+        let index = try asset.indexes.index(source: asset.source, trackID: trackID)
+        guard let track = asset.tracks.first(where: { $0.id == trackID }) else { return index }
+        let (start, duration) = (track.timeRangeStart, track.duration)
+        guard start.isNumeric, duration.isNumeric, start.timescale == duration.timescale else { return index }
+        let (end, overflow) = start.value.addingReportingOverflow(duration.value)
+        guard !overflow else { return index }
+        return index.endingAt(asset.grid(track.id).nanoseconds(MediaTime(value: end, timescale: start.timescale)))
     }
 
     /// Threads for a decoded video output's decoder and converter, from how many other workers are busy now.
@@ -198,7 +210,7 @@ extension Session {
         let video = try OutputSettings.validateVideo(request.settings)
         let limits = context.sandbox.decode
         try checkDecodeLimits(limits, track: track, video: video)
-        let index = try asset.indexes.index(source: asset.source, trackID: track.id)
+        let index = try frameIndex(asset, trackID: track.id)
         var order: [Int] = []
         let grid = asset.grid(track.id)
         for (i, frame) in request.frames.enumerated() {
