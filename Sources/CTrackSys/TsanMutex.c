@@ -1,4 +1,5 @@
-// ThreadSanitizer builds only (make test-sanitize); empty otherwise.
+// ThreadSanitizer builds only (make test-sanitize); otherwise empty but for the two hand-off functions at the end,
+// which are no-ops.
 //
 // Swift's Synchronization.Mutex on Linux is a priority-inheritance futex. Its uncontended paths are atomics inlined
 // into trackd's (instrumented) code, which TSan sees; its contended paths, _MutexHandle._lockSlow/_unlockSlow/
@@ -110,3 +111,44 @@ int g_cond_wait_until(void *cond, void *mutex, int64_t end_time) {
 }
 #endif
 #endif
+
+// ── A value handed to a Swift task through a continuation ────────────────────────────────────────────────────────
+// The Swift runtime (the uninstrumented libswift_Concurrency.so) does tell TSan about a continuation, but only on one
+// of its two paths. swift_continuation_resume calls __tsan_release on the task, and a task that had suspended is run
+// again by runJobInEstablishedExecutorContext, which calls __tsan_acquire on it: ordered. But when the resume comes
+// first — the continuation is resumed before the awaiting task reaches swift_continuation_await — the task finds the
+// status Resumed and goes on at once, without an acquire (Swift 6.3.1: the first compare in
+// swift_continuation_await jumps straight to the caller's resume point, as does the path where its Pending→Awaited
+// compare-and-swap loses to the resumer). The order is real there too (the status word is a release/acquire atomic
+// in the runtime), TSan just cannot see it, and reports the task's reads of whatever the resuming thread built
+// (docs/SECURITY.md § Sanitizers: "AsyncSamplesTests: a SampleBuffer handed through a continuation").
+// A ten-line program reproduces it without trackd: a thread allocates an object, writes a field and resumes; the
+// continuation's closure spins (relaxed atomic) until it has, so the await takes the fast path; the task reads the
+// field — one TSan report per run; the same program with the resume 200 ms later (the task suspended first): none.
+// Interposing swift_continuation_await (as g_mutex_* above) could acquire only before the runtime's own check, so a
+// resume landing in between would still be missed; the hand-off is annotated where it happens instead: the
+// resuming thread calls trackd_tsan_handoff_release(tag) just before resume, the task trackd_tsan_handoff_acquire
+// (tag) just after its await returns, with the same tag.
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define TRACKD_TSAN_HANDOFF 1
+#endif
+#endif
+#include <stdint.h>
+#include "CTrackSys.h"
+
+void trackd_tsan_handoff_release(uintptr_t tag) {
+#ifdef TRACKD_TSAN_HANDOFF
+    __tsan_release((void *)tag);
+#else
+    (void)tag;
+#endif
+}
+
+void trackd_tsan_handoff_acquire(uintptr_t tag) {
+#ifdef TRACKD_TSAN_HANDOFF
+    __tsan_acquire((void *)tag);
+#else
+    (void)tag;
+#endif
+}

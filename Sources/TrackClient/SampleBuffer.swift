@@ -139,6 +139,12 @@ public final class SampleBuffer: @unchecked Sendable {
         }
     }
 
+    /// `forEachPackedRow` with each row as a `RawSpan`: bounds-checked, and it cannot outlive the call, so the caller
+    /// needs no pointer (trackctl writes and hashes rows through it).
+    public func forEachPackedSpan(_ body: (RawSpan) -> Void) {
+        unsafe forEachPackedRow { row in body(unsafe RawSpan(_unsafeBytes: row)) }
+    }
+
     /// The tightly packed bytes (see `forEachPackedRow`), copied into a new array that the caller owns.
     public func packedBytes() -> [UInt8] {
         var out: [UInt8] = []

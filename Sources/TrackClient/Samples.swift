@@ -1,3 +1,4 @@
+import CTrackSys
 import Dispatch
 import Foundation
 import TrackdProtocol
@@ -93,6 +94,7 @@ final class SamplePump: Sendable {
         } onCancel: {
             core.cancel()
         }
+        core.received()
         switch outcome {
         case .sample(let sample): return sample
         case .end: return nil
@@ -130,7 +132,7 @@ private final class PumpCore: Sendable {
         }
         switch action {
         case .resume(let outcome):
-            continuation.resume(returning: outcome)
+            deliver(outcome, to: continuation)
         case .wake:
             wake.signal()
         case .start:
@@ -152,11 +154,26 @@ private final class PumpCore: Sendable {
         // The reader's status is `.cancelled` before the task resumes; stopping the outputs (CancelOutput, a socket
         // write) happens on a thread of its own.
         let outputs = output.reader?.markCancelled() ?? []
-        waiting?.resume(returning: .end)
+        if let waiting { deliver(.end, to: waiting) }
         if !outputs.isEmpty {
             Thread.detachNewThread { outputs.forEach { $0.stop() } }
         }
     }
+
+    /// Resumes the awaiting task with `outcome`, which this thread may have just built (a SampleBuffer, an error).
+    /// The runtime orders the resume before the task's next step, but ThreadSanitizer cannot see that order when
+    /// the resume comes before the task has suspended (CTrackSys/TsanMutex.c): the release here and the acquire in
+    /// `received()` show it. No-ops outside a TSan build.
+    private func deliver(_ outcome: Outcome, to continuation: CheckedContinuation<Outcome, Never>) {
+        trackd_tsan_handoff_release(handoffTag)
+        continuation.resume(returning: outcome)
+    }
+
+    /// The awaiting task got its outcome: the other half of `deliver`.
+    func received() { trackd_tsan_handoff_acquire(handoffTag) }
+
+    /// The tag the hand-off is annotated on: this object's address.
+    private var handoffTag: UInt { UInt(bitPattern: ObjectIdentifier(self)) }
 
     func shutDown() {
         state.withLock { $0.shutDown = true }
@@ -188,7 +205,7 @@ private final class PumpCore: Sendable {
             }
             // A cancel that came first already answered the task; a sample fetched meanwhile is dropped here,
             // which releases its shared slot.
-            waiting?.resume(returning: outcome)
+            if let waiting { deliver(outcome, to: waiting) }
             if case .sample = outcome { continue }
             return
         }

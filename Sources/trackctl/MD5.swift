@@ -4,16 +4,18 @@ import CMD5
 struct MD5Digest {
     private var context = MD5_CTX()
 
-    init() { MD5Init(&context) }
+    init() { unsafe MD5Init(&context) }
 
-    mutating func update(_ bytes: UnsafeRawBufferPointer) {
-        guard let base = bytes.baseAddress, bytes.count > 0 else { return }
-        MD5Update(&context, base.assumingMemoryBound(to: UInt8.self), bytes.count)
+    mutating func update(_ bytes: RawSpan) {
+        guard bytes.byteCount > 0 else { return }
+        unsafe bytes.withUnsafeBytes { raw in
+            unsafe MD5Update(&context, raw.baseAddress!.assumingMemoryBound(to: UInt8.self), raw.count)
+        }
     }
 
     mutating func finalizeHex() -> String {
         var digest = [UInt8](repeating: 0, count: 16)
-        MD5Final(&digest, &context)
+        unsafe MD5Final(&digest, &context)
         let hex: [Character] = Array("0123456789abcdef")
         return String(digest.flatMap { [hex[Int($0 >> 4)], hex[Int($0 & 15)]] })
     }

@@ -9,12 +9,12 @@ import Glibc
 enum Exit {
     /// Prints the problem, the usage of the command at hand (or the command list) and where to read more; exit 2.
     static func usageError(_ error: UsageError, command: CommandSpec?) -> Never {
-        fputs("trackctl: \(error.message)\n" + Help.afterUsageError(command), IO.err)
+        IO.err.write("trackctl: \(error.message)\n" + Help.afterUsageError(command))
         exit(2)
     }
 
     static func failed(_ error: TrackError) -> Never {
-        fputs("trackctl: error \(error.code) (\(error.knownCode.map { "\($0)" } ?? "unknown")): \(error.message)\n", IO.err)
+        IO.err.write("trackctl: error \(error.code) (\(error.knownCode.map { "\($0)" } ?? "unknown")): \(error.message)\n")
         exit(error.code == AVErrorCode.daemonUnreachable.rawValue ? 3 : 1)
     }
 }

@@ -1,3 +1,6 @@
+import Synchronization
+import SystemCalls
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -7,11 +10,16 @@ import Glibc
 enum Log {
     enum Level: Int { case error = 3, warning = 4, notice = 5, info = 6, debug = 7 }
 
-    nonisolated(unsafe) static var role = "trackd"
+    private static let roleName = Mutex("trackd")
+
+    /// "trackd" or "trackd-worker": set once, at start.
+    static var role: String {
+        get { roleName.withLock { $0 } }
+        set { roleName.withLock { $0 = newValue } }
+    }
 
     static func write(_ level: Level, _ message: String) {
-        let line = "<\(level.rawValue)>\(role)[\(getpid())]: \(message)\n"
-        line.withCString { p in _ = Glibc.write(2, p, strlen(p)) }
+        writeToStandardError("<\(level.rawValue)>\(role)[\(getpid())]: \(message)\n")
     }
 
     static func error(_ m: String) { write(.error, m) }

@@ -61,24 +61,20 @@ final class WorkerTable: @unchecked Sendable {
 
     /// A worker's view of the table passed as `fd`, or nil when there is none (a worker started by hand).
     static func attach(fd: Int32) -> WorkerTable? {
-        var regular: Int32 = 0
-        var size: UInt64 = 0
-        guard trackd_fd_is_regular(fd, &regular, &size) == 0, regular != 0, size >= UInt64(slotBytes),
-              SharedMapping.verifySealed(fd: fd, size: Int(size)),
-              let mapping = try? SharedMapping(fd: fd, size: Int(size), writable: true)
-        else { return nil }
-        return WorkerTable(mapping: mapping, slots: Int(size) / slotBytes)
+        guard let mapping = SharedMapping.mapSealed(fd: fd, minimumSize: slotBytes, writable: true) else { return nil }
+        return WorkerTable(mapping: mapping, slots: mapping.size / slotBytes)
     }
 
-    private func word(_ slot: Int, _ field: Field) -> UnsafeMutablePointer<UInt64> {
+    /// The index of `field`'s word of `slot` in the mapping.
+    private func word(_ slot: Int, _ field: Field) -> Int {
         precondition(slot >= 0 && slot < slots)
-        return (mapping.base + slot * Self.slotBytes + field.rawValue * 8).assumingMemoryBound(to: UInt64.self)
+        return slot * Self.slotBytes / 8 + field.rawValue
     }
 
-    func load(_ slot: Int, _ field: Field) -> UInt64 { trackd_atomic_load_u64(word(slot, field)) }
-    func store(_ slot: Int, _ field: Field, _ value: UInt64) { trackd_atomic_store_u64(word(slot, field), value) }
-    @discardableResult func add(_ slot: Int, _ field: Field, _ value: UInt64) -> UInt64 { trackd_atomic_add_u64(word(slot, field), value) }
-    @discardableResult func sub(_ slot: Int, _ field: Field, _ value: UInt64) -> UInt64 { trackd_atomic_sub_u64(word(slot, field), value) }
+    func load(_ slot: Int, _ field: Field) -> UInt64 { mapping.atomicLoad(word: word(slot, field)) }
+    func store(_ slot: Int, _ field: Field, _ value: UInt64) { mapping.atomicStore(word: word(slot, field), value) }
+    @discardableResult func add(_ slot: Int, _ field: Field, _ value: UInt64) -> UInt64 { mapping.atomicAdd(word: word(slot, field), value) }
+    @discardableResult func sub(_ slot: Int, _ field: Field, _ value: UInt64) -> UInt64 { mapping.atomicSubtract(word: word(slot, field), value) }
 
     /// Zeroes a slot (supervisor: before a spawn and after a reap, which returns a dead worker's pool bytes).
     func clear(_ slot: Int) {

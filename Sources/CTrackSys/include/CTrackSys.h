@@ -87,4 +87,11 @@ int trackd_set_thread_name(const char *name);
 /// use it to see whether trackd left a worker unreaped). 0, or -1 with errno.
 int trackd_set_child_subreaper(int on);
 
+/// ThreadSanitizer builds: tell TSan that everything this thread did so far happens before whatever a thread does
+/// after a later trackd_tsan_handoff_acquire on the same `tag` (__tsan_release/__tsan_acquire on the tag as an
+/// address). For a hand-off whose real ordering lives in an uninstrumented library that TSan cannot see: a value
+/// passed to a task through a continuation (TrackClient's SamplePump; TsanMutex.c says why). No-ops otherwise.
+void trackd_tsan_handoff_release(uintptr_t tag);
+void trackd_tsan_handoff_acquire(uintptr_t tag);
+
 #endif

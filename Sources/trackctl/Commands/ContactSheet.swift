@@ -69,70 +69,50 @@ enum ContactSheet {
 
     /// Composes the sheet and writes it as PNG; cairo's status of the first thing that failed.
     static func draw(_ g: Geometry, frames: [IndexedFrame], rotation: Int, headline: String, to path: String) -> cairo_status_t {
-        let sheet = cairo_image_surface_create(CAIRO_FORMAT_RGB24, Int32(g.width), Int32(g.height))
-        defer { cairo_surface_destroy(sheet) }
-        let cr = cairo_create(sheet)
-        defer { cairo_destroy(cr) }
-        cairo_set_source_rgb(cr, 0.11, 0.11, 0.12)
-        cairo_paint(cr)
+        let sheet = CairoCanvas(width: g.width, height: g.height)
+        sheet.setColor(0.11, 0.11, 0.12)
+        sheet.paint()
 
-        cairo_select_font_face(cr, "sans-serif", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_BOLD)
-        cairo_set_font_size(cr, 15)
-        cairo_set_source_rgb(cr, 0.95, 0.95, 0.95)
-        cairo_move_to(cr, Double(margin), Double(margin + header - 10))
-        cairo_show_text(cr, headline)
+        sheet.setFont(bold: true, size: 15)
+        sheet.setColor(0.95, 0.95, 0.95)
+        sheet.move(to: Double(margin), Double(margin + header - 10))
+        sheet.showText(headline)
 
-        cairo_select_font_face(cr, "sans-serif", CAIRO_FONT_SLANT_NORMAL, CAIRO_FONT_WEIGHT_NORMAL)
-        cairo_set_font_size(cr, 13)
+        sheet.setFont(bold: false, size: 13)
         for (i, frame) in frames.enumerated() {
             let (x, y) = g.origin(i)
-            paint(frame.sample, in: cr, x: x, y: y, g: g, rotation: rotation)
+            paint(frame.sample, on: sheet, x: x, y: y, g: g, rotation: rotation)
             let baseline = Double(y + g.tileHeight + caption - 6)
-            cairo_set_source_rgb(cr, 0.85, 0.85, 0.85)
-            cairo_move_to(cr, Double(x), baseline)
-            cairo_show_text(cr, clock(frame.sample.presentationTimeStamp.seconds))
+            sheet.setColor(0.85, 0.85, 0.85)
+            sheet.move(to: Double(x), baseline)
+            sheet.showText(clock(frame.sample.presentationTimeStamp.seconds))
             let label = "#\(frame.index)"
-            var extents = cairo_text_extents_t()
-            cairo_text_extents(cr, label, &extents)
-            cairo_set_source_rgb(cr, 0.6, 0.6, 0.6)
-            cairo_move_to(cr, Double(x + tileWidth) - extents.x_advance, baseline)
-            cairo_show_text(cr, label)
+            let advance = sheet.textAdvance(label)
+            sheet.setColor(0.6, 0.6, 0.6)
+            sheet.move(to: Double(x + tileWidth) - advance, baseline)
+            sheet.showText(label)
         }
-        let status = cairo_status(cr)
+        let status = sheet.status
         guard status == CAIRO_STATUS_SUCCESS else { return status }
-        cairo_surface_flush(sheet)
-        return cairo_surface_write_to_png(sheet, path)
+        return sheet.writePNG(to: path)
     }
 
     /// Paints one decoded BGRA frame (opaque: painted as cairo's RGB24, which is BGRX in memory on little-endian)
     /// centred in its tile, rotated clockwise by `rotation` degrees and scaled if trackd's size differs.
-    static func paint(_ sample: SampleBuffer, in cr: OpaquePointer?, x: Int, y: Int, g: Geometry, rotation: Int) {
+    static func paint(_ sample: SampleBuffer, on sheet: CairoCanvas, x: Int, y: Int, g: Geometry, rotation: Int) {
         guard let plane = sample.planes.first, sample.width > 0, sample.height > 0 else { return }
         let w = Int(sample.width), h = Int(sample.height)
         let stride = Int(cairo_format_stride_for_width(CAIRO_FORMAT_RGB24, Int32(w)))
         var pixels = [UInt8](repeating: 0, count: stride * h)
-        sample.withUnsafeBytes { src in
-            pixels.withUnsafeMutableBytes { dst in
-                let rowBytes = min(Int(plane.rowBytes), w * 4)
-                for row in 0..<min(h, Int(plane.height)) {
-                    let from = Int(plane.offset) + row * Int(plane.bytesPerRow)
-                    dst.baseAddress!.advanced(by: row * stride).copyMemory(from: src.baseAddress!.advanced(by: from), byteCount: rowBytes)
-                }
-            }
+        // The first plane's rows, packed (rowBytes each), into cairo's stride.
+        let packed = sample.packedBytes()
+        let rowBytes = Int(plane.rowBytes), copied = min(rowBytes, w * 4)
+        for row in 0..<min(h, Int(plane.height)) {
+            pixels[row * stride ..< row * stride + copied] = packed[row * rowBytes ..< row * rowBytes + copied]
         }
-        pixels.withUnsafeMutableBytes { buffer in
-            let image = cairo_image_surface_create_for_data(
-                buffer.baseAddress!.assumingMemoryBound(to: UInt8.self), CAIRO_FORMAT_RGB24, Int32(w), Int32(h), Int32(stride))
-            defer { cairo_surface_destroy(image) }
-            cairo_save(cr)
-            cairo_rectangle(cr, Double(x), Double(y), Double(tileWidth), Double(g.tileHeight))
-            cairo_clip(cr)
-            cairo_translate(cr, Double(x) + Double(tileWidth) / 2, Double(y) + Double(g.tileHeight) / 2)
-            cairo_rotate(cr, Double(rotation) * Double.pi / 180)
-            cairo_scale(cr, Double(g.decodeWidth) / Double(w), Double(g.decodeHeight) / Double(h))
-            cairo_set_source_surface(cr, image, -Double(w) / 2, -Double(h) / 2)
-            cairo_paint(cr)
-            cairo_restore(cr)
-        }
+        sheet.paintImage(&pixels, width: w, height: h, stride: stride,
+                         clip: (Double(x), Double(y), Double(tileWidth), Double(g.tileHeight)),
+                         center: (Double(x) + Double(tileWidth) / 2, Double(y) + Double(g.tileHeight) / 2),
+                         degrees: Double(rotation), scale: (Double(g.decodeWidth) / Double(w), Double(g.decodeHeight) / Double(h)))
     }
 }

@@ -59,7 +59,7 @@ struct ContactSheetCommand: Command {
         let status = ContactSheet.draw(g, frames: frames, rotation: Int(track.rotation),
                                        headline: Self.headline(asset, track, duration: duration), to: path)
         guard status == CAIRO_STATUS_SUCCESS else {
-            Exit.failed(TrackError(.unknown, "cannot write \(path): \(String(cString: cairo_status_to_string(status)))"))
+            Exit.failed(TrackError(.unknown, "cannot write \(path): \(CairoCanvas.describe(status))"))
         }
         print("wrote \(path): \(g.width)x\(g.height) PNG, \(frameCount) frames of track \(track.trackID) in \(g.columns) columns "
               + "x \(g.rows) rows, tiles \(ContactSheet.tileWidth)x\(g.tileHeight)")

@@ -43,12 +43,12 @@ struct FrameCommand: Command {
         } catch {
             Exit.failed(error)
         }
-        guard let file = fopen(path, "wb") else {
+        guard let file = OutputFile.create(path) else {
             Exit.failed(TrackError(.unknown, "cannot write \(path): \(SystemError("fopen", errno: currentErrno()).reason)"))
         }
-        let written = image.png.withUnsafeBytes { fwrite($0.baseAddress, 1, $0.count, file) }
-        fclose(file)
-        guard written == image.png.count else { Exit.failed(TrackError(.unknown, "writing \(path) failed")) }
+        let written = file.write(image.png)
+        file.close()
+        guard written else { Exit.failed(TrackError(.unknown, "writing \(path) failed")) }
         print("wrote \(path): \(image.width)x\(image.height) PNG, the frame at \(fixed(image.actualTime.seconds, 6)) s")
     }
 }

@@ -1,3 +1,4 @@
+import SystemCalls
 import TrackdProtocol
 import TrackClient
 

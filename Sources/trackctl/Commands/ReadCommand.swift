@@ -1,3 +1,4 @@
+import SystemCalls
 import TrackdProtocol
 import TrackClient
 
@@ -160,7 +161,7 @@ struct ReadCommand: Command {
             misuse { () throws(AssetReaderUsageError) in try output.reset(forReadingTimeRanges: [next]) }
         }
         writer.close()
-        if progress { fputs("\r\u{1B}[K", IO.err) }
+        if progress { IO.err.write("\r\u{1B}[K") }
         guard reader.status == .completed else {
             Exit.failed(reader.error ?? TrackError(.unknown, "reading stopped with status \(reader.status)"))
         }
@@ -171,8 +172,8 @@ struct ReadCommand: Command {
         guard total.isFinite, total > 0 else { return }
         let fraction = min(max(position / total, 0), 1)
         let filled = Int(fraction * 40)
-        fputs("\r[" + String(repeating: "#", count: filled) + String(repeating: ".", count: 40 - filled) + "] "
-              + fixed(fraction * 100, 0) + "%", IO.err)
+        IO.err.write("\r[" + String(repeating: "#", count: filled) + String(repeating: ".", count: 40 - filled) + "] "
+                     + fixed(fraction * 100, 0) + "%")
     }
 }
 

@@ -11,7 +11,7 @@ import Glibc
 final class SampleWriter {
     let md5: Bool, json: Bool
     let decodedAudio: Bool
-    private var sink: UnsafeMutablePointer<FILE>?
+    private var sink: OutputFile?
     private let dataOnStdout: Bool
 
     init(_ p: ParsedArguments, decodedAudio: Bool) {
@@ -21,7 +21,7 @@ final class SampleWriter {
         let output = p[SampleOutput.output]
         dataOnStdout = output == "-"
         if let path = output {
-            sink = path == "-" ? IO.out : fopen(path, "wb")
+            sink = path == "-" ? IO.out : OutputFile.create(path)
             guard sink != nil else {
                 Exit.failed(TrackError(.unknown, "cannot write \(path): \(SystemError("fopen", errno: currentErrno()).reason)"))
             }
@@ -32,10 +32,10 @@ final class SampleWriter {
     func write(_ sample: SampleBuffer, index: Int) -> Int {
         var digest = md5 || json ? MD5Digest() : nil
         var size = 0
-        sample.forEachPackedRow { row in
-            size += row.count
+        sample.forEachPackedSpan { row in
+            size += row.byteCount
             digest?.update(row)
-            if let sink, let base = row.baseAddress, fwrite(base, 1, row.count, sink) != row.count {
+            if let sink, !sink.write(row) {
                 Exit.failed(TrackError(.unknown, "writing the output failed: \(SystemError("fwrite", errno: currentErrno()).reason)"))
             }
         }
@@ -60,7 +60,7 @@ final class SampleWriter {
     }
 
     func close() {
-        if let sink, sink != IO.out { fclose(sink) } else { fflush(IO.out) }
+        if let sink, sink !== IO.out { sink.close() } else { IO.out.flush() }
         sink = nil
     }
 
@@ -75,12 +75,6 @@ final class SampleWriter {
 
     /// A line on stdout, or on stderr when stdout carries the samples' bytes.
     private func emit(_ line: String) {
-        if dataOnStdout { fputs(line + "\n", IO.err) } else { print(line) }
+        if dataOnStdout { IO.err.write(line + "\n") } else { print(line) }
     }
-}
-
-func monotonicSeconds() -> Double {
-    var ts = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
 }

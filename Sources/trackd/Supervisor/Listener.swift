@@ -33,15 +33,12 @@ struct Listener: ~Copyable, Sendable {
             probe.close()
             throw SystemError("another trackd is already listening on \(path)", errno: EADDRINUSE)
         }
-        var st = stat()
-        if lstat(path, &st) == 0 && (st.st_mode & S_IFMT) == S_IFSOCK { unlink(path) }
-        let fd = try UnixSocket.make()
-        let (rc, e) = try UnixSocket.withAddress(path) { (Glibc.bind(fd.rawValue, $0, $1), currentErrno()) }
-        guard rc == 0 else { throw SystemError("bind \(path)", errno: e) }
+        if isUnixSocket(atPath: path) { removeFile(atPath: path) }
+        let fd = try UnixSocket.bound(to: path)
         do {
             _ = try syscall("listen") { listen(fd.rawValue, 128) }
         } catch {
-            unlink(path)
+            removeFile(atPath: path)
             throw error
         }
         return Listener(descriptor: fd, ownedPath: path)

@@ -27,9 +27,8 @@ final class SharedStatistics: @unchecked Sendable {
         let readOnly = try FileDescriptor("open \(path)") { open(path, O_RDONLY | O_CLOEXEC) }
         self.readOnly = try readOnly.duplicate(atLeast: 100)
         self.mapping = mapping
-        let words = mapping.base.assumingMemoryBound(to: UInt64.self)
-        words[0] = UInt64(getpid())
-        words[1] = Supervisor.nowMs()
+        mapping[word: 0] = UInt64(getpid())
+        mapping[word: 1] = wallClockMilliseconds()
     }
 
     /// What ended workers sent: samples, bytes copied, bytes zero-copy.
@@ -43,16 +42,9 @@ final class SharedStatistics: @unchecked Sendable {
     }
 
     func publish(accepted: UInt64, active: UInt64, crashes: UInt64, retired: Retired, interventions: Interventions) {
-        let words = mapping.base.assumingMemoryBound(to: UInt64.self)
-        words[2] = accepted
-        words[3] = active
-        words[4] = crashes
-        words[5] = retired.samples
-        words[6] = retired.copied
-        words[7] = retired.shared
-        words[8] = interventions.watchdogKills
-        words[9] = interventions.refused
-        words[10] = interventions.rateLimited
+        let words: [UInt64] = [accepted, active, crashes, retired.samples, retired.copied, retired.shared,
+                               interventions.watchdogKills, interventions.refused, interventions.rateLimited]
+        for (i, value) in words.enumerated() { mapping[word: 2 + i] = value }
     }
 
     /// A worker's view (fd 4), or nil when it was started without one.
@@ -63,19 +55,16 @@ final class SharedStatistics: @unchecked Sendable {
 
     /// (supervisor pid, started ms, accepted, active, crashes) from a mapping.
     static func read(_ mapping: SharedMapping) -> (UInt64, UInt64, UInt64, UInt64, UInt64) {
-        let w = mapping.base.assumingMemoryBound(to: UInt64.self)
-        return (w[0], w[1], w[2], w[3], w[4])
+        (mapping[word: 0], mapping[word: 1], mapping[word: 2], mapping[word: 3], mapping[word: 4])
     }
 
     /// Watchdog kills and refused connections from a mapping.
     static func interventions(_ mapping: SharedMapping) -> Interventions {
-        let w = mapping.base.assumingMemoryBound(to: UInt64.self)
-        return Interventions(watchdogKills: w[8], refused: w[9], rateLimited: w[10])
+        Interventions(watchdogKills: mapping[word: 8], refused: mapping[word: 9], rateLimited: mapping[word: 10])
     }
 
     /// The ended workers' totals from a mapping.
     static func retired(_ mapping: SharedMapping) -> Retired {
-        let w = mapping.base.assumingMemoryBound(to: UInt64.self)
-        return Retired(samples: w[5], copied: w[6], shared: w[7])
+        Retired(samples: mapping[word: 5], copied: mapping[word: 6], shared: mapping[word: 7])
     }
 }

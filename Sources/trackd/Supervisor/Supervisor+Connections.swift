@@ -13,10 +13,8 @@ extension Supervisor {
     /// accept: the listening socket is non-blocking, see `start`) and hands it off — unless trackd is stopping, when
     /// the thread ends and leaves the queue alone.
     func acceptLoop() {
-        let fd = listener.descriptor.rawValue
         while true {
-            var pending = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            guard poll(&pending, 1, -1) > 0 else { continue }
+            guard let events = listener.descriptor.poll(Int16(POLLIN), timeoutMs: -1), events != 0 else { continue }
             var failure: SystemError?
             let stopping = acceptGate.withLock { stopping -> Bool in
                 guard !stopping else { return true }
@@ -135,9 +133,8 @@ extension Supervisor {
     /// The worker may still be finishing; its record, slot and copy stay until it is reaped.
     private func markClosedConnections(_ c: inout Counters) {
         let pids = c.workers.filter { !$0.value.peerClosed }.map(\.key)
-        var fds = pids.map { pollfd(fd: c.workers[$0]!.connection.rawValue, events: 0, revents: 0) }
-        guard !fds.isEmpty, poll(&fds, nfds_t(fds.count), 0) > 0 else { return }
-        for (pid, fd) in zip(pids, fds) where fd.revents & Int16(POLLHUP) != 0 {
+        let hungUp = SharedDescriptor.hungUp(pids.map { c.workers[$0]!.connection })
+        for (pid, closed) in zip(pids, hungUp) where closed {
             c.workers[pid]!.peerClosed = true
         }
     }
@@ -148,6 +145,6 @@ extension Supervisor {
     /// whole or not at all). Only for a connection that is between frames: new, or its worker gone.
     func tell(_ conn: SharedDescriptor, _ error: TrackError) {
         let frame = Codec.frame(.error(error), requestID: 0)
-        _ = frame.withUnsafeBytes { send(conn.rawValue, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT | MSG_NOSIGNAL)) }
+        conn.descriptor.sendWithoutWaiting(frame)
     }
 }

@@ -13,11 +13,8 @@ extension Supervisor {
     /// Reaps every worker that has ended, logs how, and returns its slot and connection — or, for a warm worker
     /// that died before it was ready, hands its connection to a new worker.
     func reap() {
-        while true {
-            var status: Int32 = 0
-            var usage = rusage()
-            let pid = wait4(-1, &status, WNOHANG, &usage)
-            guard pid > 0 else { return }
+        while let ended = reapEndedChild() {
+            let (pid, status, usage) = (ended.pid, ended.status, ended.usage)
             // Peak resident memory (KiB): GStreamer, the pipeline and every pool page the worker touched; CPU time.
             let cpu = Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec)
                 + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
@@ -52,8 +49,7 @@ extension Supervisor {
     /// its pid, or nil when the record's worker is not such a one or the new worker cannot start.
     private func restartIfNeverReady(_ c: inout Counters, _ r: WorkerRecord, status: Int32) -> pid_t? {
         guard let control = r.warmControl, !r.killed, !c.stopping else { return nil }
-        var byte: UInt8 = 0
-        if recv(control.rawValue, &byte, 1, Int32(MSG_DONTWAIT)) == 1 && byte == Self.warmReady { return nil }
+        if control.descriptor.receiveByteWithoutWaiting() == Self.warmReady { return nil }
         let child: pid_t
         do {
             child = try spawnWorker(conn: r.connection, pid: r.clientPID, uid: r.uid, slot: r.slot)
@@ -89,11 +85,11 @@ extension Supervisor {
         let who = record.map { "(client uid \($0.uid) pid \($0.clientPID))" } ?? ""
         let termSignal = status & 0x7f
         if let restartedOn {
-            let how = termSignal != 0 ? "killed by signal \(termSignal) (\(String(cString: strsignal(termSignal))))"
+            let how = termSignal != 0 ? "killed by signal \(termSignal) (\(signalDescription(termSignal)))"
                 : "exited with status \((status >> 8) & 0xff)"
             Log.warning("warm worker \(pid) \(who) \(how) before it was ready, \(peak); its connection goes to worker \(restartedOn)")
         } else if termSignal != 0 {
-            Log.warning("worker \(pid) \(who) killed by signal \(termSignal) (\(String(cString: strsignal(termSignal)))), \(peak)")
+            Log.warning("worker \(pid) \(who) killed by signal \(termSignal) (\(signalDescription(termSignal))), \(peak)")
         } else if (status >> 8) & 0xff != 0 {
             Log.notice("worker \(pid) \(who) exited with status \((status >> 8) & 0xff), \(peak)")
         } else {

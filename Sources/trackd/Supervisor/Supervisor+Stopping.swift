@@ -31,10 +31,10 @@ extension Supervisor {
         let started = trackd_monotonic_ms()
         let grace = configuration.stopTimeout
         acceptGate.withLock { $0 = true }
-        Log.notice("received signal \(sig) (\(String(cString: strsignal(sig)))); stopping: no new connections; reads in flight get \(grace) s (--stop-timeout)")
-        _ = sd_notify(0, "STOPPING=1\nSTATUS=stopping: reads in flight get \(grace) s")
+        Log.notice("received signal \(sig) (\(signalDescription(sig))); stopping: no new connections; reads in flight get \(grace) s (--stop-timeout)")
+        Systemd.notify("STOPPING=1\nSTATUS=stopping: reads in flight get \(grace) s")
         if let path = listener.ownedPath {
-            unlink(path)
+            removeFile(atPath: path)
             refuseQueuedConnections()
         }
         let signalled = counters.withLock { c -> Int in
@@ -80,14 +80,11 @@ extension Supervisor {
 
     /// Reaps (on SIGCHLD, and every 100 ms) until every worker is gone or `deadline` (CLOCK_MONOTONIC ms) passes.
     private func waitForWorkers(untilMs deadline: UInt64) {
-        var set = sigset_t()
-        sigemptyset(&set)
-        sigaddset(&set, SIGCHLD)
+        let childEnded = SignalSet([SIGCHLD])
         while counters.withLock({ !$0.workers.isEmpty || !$0.ending.isEmpty }) {
             let now = trackd_monotonic_ms()
             guard now < deadline else { return }
-            var timeout = timespec(tv_sec: 0, tv_nsec: Int(min(deadline - now, 100)) * 1_000_000)
-            _ = sigtimedwait(&set, nil, &timeout)
+            _ = childEnded.wait(milliseconds: Int(min(deadline - now, 100)))
             reap()
         }
     }

@@ -78,7 +78,7 @@ extension Supervisor {
         c.warm = nil
         var payload = [UInt8]()
         for value in [UInt32(bitPattern: pid), uid, UInt32(slot)] {
-            withUnsafeBytes(of: value.littleEndian) { payload += $0 }
+            payload += (0..<4).map { UInt8(truncatingIfNeeded: value >> (8 * $0)) }  // little-endian
         }
         // Its frame-index requests are this client's from the moment it can have the connection.
         warm.index.uid.withLock { $0 = uid }
@@ -105,14 +105,9 @@ extension Supervisor {
     /// read-only statistics as fd 4, the worker table as fd 5 and its frame-index channel as fd 6.
     private func spawn(_ arguments: [String], fd: borrowing FileDescriptor, indexFD: borrowing FileDescriptor)
         throws(SystemError) -> pid_t {
-        var cArgs: [UnsafeMutablePointer<CChar>?] = ([executable, "worker"] + arguments).map { strdup($0) } + [nil]
-        defer { cArgs.forEach { free($0) } }
-        var cEnv: [UnsafeMutablePointer<CChar>?] = Self.workerEnvironment.map { strdup($0) } + [nil]
-        defer { cEnv.forEach { free($0) } }
         let fds = [fd.rawValue, statistics.readOnly.rawValue, table.descriptor!.rawValue, indexFD.rawValue]
-        return try syscall("posix_spawn \(executable)", retryOnInterrupt: false) {
-            executable.withCString { path in trackd_spawn_with_fds(path, &cArgs, &cEnv, fds, Int32(fds.count)) }
-        }
+        return try spawnProcess(executable, arguments: [executable, "worker"] + arguments,
+                                environment: Self.workerEnvironment, descriptors: fds)
     }
 
     /// The supervisor's environment, with Swift's crash backtracer off: in the sandbox it could not start

@@ -84,7 +84,8 @@ final class Supervisor: Sendable {
     /// set it no connection is taken from the listening socket's queue (a socket-activated restart's next trackd
     /// serves those) and every connection taken before is registered, and told.
     let acceptGate = Mutex(false)
-    nonisolated(unsafe) private var sources: [any DispatchSourceTimer] = []
+    /// The timers (kept alive here; only `start` adds to it).
+    private let sources = Mutex<[any DispatchSourceTimer]>([])
 
     var limits: Limits { configuration.limits }
 
@@ -99,11 +100,8 @@ final class Supervisor: Sendable {
         counters = Mutex(Counters(freeSlots: (0..<table.slots).reversed()))
     }
 
-    static func nowMs() -> UInt64 {
-        var ts = timespec()
-        clock_gettime(CLOCK_REALTIME, &ts)
-        return UInt64(ts.tv_sec) * 1000 + UInt64(ts.tv_nsec) / 1_000_000
-    }
+    /// Milliseconds since the epoch.
+    static func nowMs() -> UInt64 { wallClockMilliseconds() }
 
     func start() {
         // Once a second: the watchdog, and a reap as a backstop, because a dead worker that is not reaped keeps
@@ -113,10 +111,9 @@ final class Supervisor: Sendable {
             if limits.watchdog > 0 { watchdogTick() }
         }
         // systemd's WatchdogSec=: ping at half the interval it asks for (sd_watchdog_enabled checks WATCHDOG_PID).
-        var usec: UInt64 = 0
-        if sd_watchdog_enabled(0, &usec) > 0, usec > 0 {
+        if let usec = Systemd.watchdogMicroseconds() {
             Log.notice("systemd watchdog enabled: WATCHDOG=1 every \(usec / 2000) ms")
-            startTimer(every: .microseconds(Int(min(usec / 2, UInt64(Int.max))))) { _ = sd_notify(0, "WATCHDOG=1") }
+            startTimer(every: .microseconds(Int(min(usec / 2, UInt64(Int.max))))) { Systemd.notify("WATCHDOG=1") }
         }
         counters.withLock { startWarmWorker(&$0) }
         // Non-blocking: the accept thread accepts only after poll says a connection is queued, and a stop takes the
@@ -129,19 +126,12 @@ final class Supervisor: Sendable {
     }
 
     /// The signals the supervisor handles, blocked in every thread and taken by `waitForSignals`.
-    static var handledSignals: sigset_t {
-        var set = sigset_t()
-        sigemptyset(&set)
-        for sig in [SIGCHLD, SIGTERM, SIGINT, SIGHUP] { sigaddset(&set, sig) }
-        return set
-    }
+    static let handledSignals = SignalSet([SIGCHLD, SIGTERM, SIGINT, SIGHUP])
 
     /// The main thread's loop: reaps on SIGCHLD, answers SIGHUP, stops on SIGTERM/SIGINT. Never returns.
     func waitForSignals() -> Never {
-        var set = Self.handledSignals
         while true {
-            var sig: Int32 = 0
-            guard sigwait(&set, &sig) == 0 else { continue }
+            guard let sig = Self.handledSignals.wait() else { continue }
             switch sig {
             case SIGCHLD: reap()
             case SIGHUP:
@@ -153,11 +143,13 @@ final class Supervisor: Sendable {
     }
 
     private func startTimer(every interval: DispatchTimeInterval, _ handler: @escaping @Sendable () -> Void) {
-        let timer = DispatchSource.makeTimerSource(queue: timerQueue)
-        timer.schedule(deadline: .now() + interval, repeating: interval)
-        timer.setEventHandler(handler: handler)
-        timer.resume()
-        sources.append(timer)
+        sources.withLock { sources in
+            let timer = DispatchSource.makeTimerSource(queue: timerQueue)
+            timer.schedule(deadline: .now() + interval, repeating: interval)
+            timer.setEventHandler(handler: handler)
+            timer.resume()
+            sources.append(timer)
+        }
     }
 
     /// Publishes the counters for Status (every worker maps them). Call with the counters locked.

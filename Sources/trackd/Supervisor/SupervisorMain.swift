@@ -1,5 +1,6 @@
 import CSystemd
 import IndexCache
+import SystemCalls
 import TrackdProtocol
 
 #if canImport(Glibc)
@@ -25,12 +26,11 @@ enum SupervisorMain {
         // SIGCHLD, SIGTERM and SIGINT are blocked before any thread exists, so every thread inherits the mask
         // and the main thread takes them with sigwait (Supervisor.waitForSignals). (libdispatch signal sources
         // missed signals here: the kernel delivered them to a thread that did not block them.)
-        var signals = Supervisor.handledSignals
-        pthread_sigmask(SIG_BLOCK, &signals, nil)
+        Supervisor.handledSignals.blockInThisThread()
         guard dropWorkerPrivileges(&configuration) else { return 1 }
         guard let supervisor = makeSupervisor(configuration) else { return 1 }
         supervisor.start()
-        _ = sd_notify(0, "READY=1\nSTATUS=accepting connections")
+        Systemd.notify("READY=1\nSTATUS=accepting connections")
         supervisor.waitForSignals()
     }
 
@@ -38,17 +38,17 @@ enum SupervisorMain {
     static func dropWorkerPrivileges(_ configuration: inout Configuration) -> Bool {
         guard geteuid() == 0 else { return true }
         let user = configuration.workerUser
-        guard let entry = getpwnam(user) else {
+        guard let ids = userIDs(named: user) else {
             Log.error("--worker-user \(user): no such user; workers must not run as root")
             return false
         }
-        guard entry.pointee.pw_uid != 0 else {
+        guard ids.uid != 0 else {
             Log.error("--worker-user \(user) is root; workers must not run as root")
             return false
         }
-        configuration.sandbox.uid = entry.pointee.pw_uid
-        configuration.sandbox.gid = entry.pointee.pw_gid
-        Log.notice("workers drop to \(user) (uid \(entry.pointee.pw_uid), gid \(entry.pointee.pw_gid))")
+        configuration.sandbox.uid = ids.uid
+        configuration.sandbox.gid = ids.gid
+        Log.notice("workers drop to \(user) (uid \(ids.uid), gid \(ids.gid))")
         return true
     }
 
@@ -104,10 +104,5 @@ enum SupervisorMain {
         return store
     }
 
-    static func selfExecutable() -> String? {
-        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-        let n = readlink("/proc/self/exe", &buffer, buffer.count - 1)
-        guard n > 0 else { return nil }
-        return String(decoding: buffer[..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
-    }
+    static func selfExecutable() -> String? { currentExecutablePath() }
 }

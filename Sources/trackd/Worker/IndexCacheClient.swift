@@ -63,12 +63,8 @@ enum IndexCacheClient {
     private static func getBlob(_ key: IndexCacheWire.FileKey) -> [UInt8]? {
         let memfd: FileDescriptor? = channel.withLock { socket in
             guard (try? socket.descriptor.send(IndexCacheWire.request(.get, key))) != nil else { return nil }
-            var reply: [UInt8] = [0, 0]
-            let result = reply.withUnsafeMutableBytes { raw in
-                Result { () throws(SystemError) in try socket.descriptor.receive(into: raw, maxDescriptors: 2) }
-            }
-            guard case .success(let message) = result, message.count == 1, reply[0] == 1, !message.truncated,
-                  message.descriptors.count == 1 else { return nil }
+            guard let message = try? socket.descriptor.receive(maxBytes: 2, maxDescriptors: 2),
+                  message.bytes == [1], !message.truncated, message.descriptors.count == 1 else { return nil }
             return message.descriptors.takeFirst()
         }
         guard let memfd else { return nil }
@@ -79,14 +75,13 @@ enum IndexCacheClient {
     private static func putBlob(_ key: IndexCacheWire.FileKey, _ blob: [UInt8]) {
         guard let memfd = try? FileDescriptor.sealedMemfd(name: "trackd-index", size: blob.count),
               // write, not pwrite: the sandbox allows the one (the memfd is new, its offset 0).
-              case .success = blob.withUnsafeBytes({ raw in Result { () throws(SystemError) in try memfd.writeFully(raw) } })
+              (try? memfd.writeFully(blob)) != nil
         else { return }
         let request = IndexCacheWire.request(.put, key)
         channel.withLock { socket in
             guard (try? socket.descriptor.send(request, passing: memfd)) != nil else { return }
             // The acknowledgement: once it arrives, every other worker's GET finds the entry.
-            var ack: [UInt8] = [0]
-            _ = ack.withUnsafeMutableBytes { raw in try? socket.descriptor.receive(into: raw, maxDescriptors: 0) }
+            _ = try? socket.descriptor.receive(maxBytes: 1, maxDescriptors: 0)
         }
     }
 }

@@ -145,7 +145,7 @@ extension Session {
             throw TrackError(.limitExceeded, "cannot create shared memory for the image: \(error)")
         }
         let memfd = FileDescriptor(taking: raw)
-        image.png.withUnsafeBytes { mapping.base.copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
+        mapping.copy(image.png, toOffset: 0)
         stats.bytesCopied.add(UInt64(image.png.count), ordering: .relaxed)
         context.slot.countCopied(UInt64(image.png.count))
         return ImageReply(image: ImageReady(actualTime: grid.rounded(image.actualTime), width: image.width, height: image.height,

@@ -1,6 +1,7 @@
 import CTrackSys
 import Foundation
 import Synchronization
+import SystemCalls
 import TrackdProtocol
 
 #if canImport(Glibc)
@@ -18,11 +19,7 @@ enum StopRequest {
     /// its receive loop sees the flag at once (Linux gives a signal sent to the process to its main thread first).
     static func install() {
         _ = isRequested  // the static is initialised here, not in the handler
-        var action = sigaction()
-        action.__sigaction_handler.sa_handler = { _ in StopRequest.requested.store(true, ordering: .relaxed) }
-        sigemptyset(&action.sa_mask)
-        action.sa_flags = 0
-        sigaction(SIGTERM, &action, nil)
+        installSignalHandler(SIGTERM) { _ in StopRequest.requested.store(true, ordering: .relaxed) }
     }
 }
 

@@ -101,7 +101,7 @@ enum WorkerMain {
             guard let handoff = waitAsWarmWorker(connection) else { return 0 }
             (context.clientPID, context.clientUID, slotIndex) = (handoff.clientPID, handoff.clientUID, handoff.slot)
         }
-        _ = trackd_set_thread_name("trackd-worker")
+        setThreadName("trackd-worker")
         context.slot = WorkerSlot(table: table, index: slotIndex, poolBytesPerClient: configuration.limits.poolBytesPerClient,
                                   poolBytesTotal: configuration.limits.poolBytesTotal)
         let slot = context.slot
@@ -142,8 +142,7 @@ enum WorkerMain {
     /// may read then and cannot set after: a GLib-CRITICAL for each later thread) unless a client is already waiting
     /// (it would wait for it longer than it saves), says it is ready, and waits. nil when the supervisor is gone.
     static func waitAsWarmWorker(_ control: borrowing FileDescriptor) -> (clientPID: Int32, clientUID: UInt32, slot: Int)? {
-        var pending = pollfd(fd: control.rawValue, events: Int16(POLLIN), revents: 0)
-        if poll(&pending, 1, 0) == 0 {
+        if control.poll(Int16(POLLIN), timeoutMs: 0) == 0 {
             do {
                 let report = try Rehearsal.run()
                 Log.write(.debug, "warm worker: rehearsed an H.264 read (\(report.frames) frames) in \(Int(report.milliseconds)) ms")
@@ -157,7 +156,7 @@ enum WorkerMain {
         // connection to another worker should this one die. While it waits, ps and /proc/<pid>/comm call it
         // trackd-warm.
         guard (try? control.send([Supervisor.warmReady])) != nil else { return nil }  // the supervisor is gone
-        _ = trackd_set_thread_name("trackd-warm")
+        setThreadName("trackd-warm")
         return receiveConnection(control)  // nil: the supervisor stopped, or gave up on it
     }
 
@@ -165,17 +164,14 @@ enum WorkerMain {
     /// the worker-table slot, three u32 LE — with the connection's descriptor, which then replaces the control
     /// socket as fd 3. nil when the supervisor closes the control socket or sends anything else.
     static func receiveConnection(_ control: borrowing FileDescriptor) -> (clientPID: Int32, clientUID: UInt32, slot: Int)? {
-        var payload = [UInt8](repeating: 0, count: 16)
-        let result = payload.withUnsafeMutableBytes { raw in
-            Result { () throws(SystemError) in try control.receive(into: raw, maxDescriptors: 2) }
-        }
-        let n: Int, received: ReceivedDescriptors, truncated: Bool
-        switch result {
-        case .success(let message): (n, received, truncated) = message
-        case .failure(let error):
+        let payload: [UInt8], received: ReceivedDescriptors, truncated: Bool
+        do {
+            (payload, received, truncated) = try control.receive(maxBytes: 16, maxDescriptors: 2)
+        } catch {
             Log.error("warm worker: the control socket failed: \(error)")
             return nil
         }
+        let n = payload.count
         guard n == 12, received.count == 1, !truncated, let connection = received.takeFirst() else {
             if n != 0 { Log.error("warm worker: unexpected message on the control socket (\(n) bytes, \(received.count) descriptors)") }
             return nil
