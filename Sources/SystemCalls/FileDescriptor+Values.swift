@@ -7,11 +7,6 @@ import Glibc
 // FileDescriptor's calls for callers that hold their bytes in arrays, and the few socket calls the supervisor makes
 // without blocking: the buffer pointers stay in here.
 extension FileDescriptor {
-    /// `writeFully` of an array.
-    public func writeFully(_ bytes: [UInt8]) throws(SystemError) {
-        try unsafe bytes.withUnsafeBytes { raw in Result { () throws(SystemError) in try unsafe writeFully(raw) } }.get()
-    }
-
     /// One `receive` of at most `maxBytes` bytes: the bytes received (empty: the peer's orderly shutdown), the
     /// descriptors that came with them and whether there were more than `maxDescriptors`.
     public func receive(maxBytes: Int, maxDescriptors: Int) throws(SystemError)

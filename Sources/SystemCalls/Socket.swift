@@ -98,13 +98,6 @@ extension FileDescriptor {
         }.get()
     }
 
-    /// poll() of this descriptor alone for `events` for at most `timeoutMs`: poll's result (errno is left as poll
-    /// set it).
-    public func poll(_ events: Int16, timeoutMs: Int32) -> Int32 {
-        var pfd = pollfd(fd: rawValue, events: events, revents: 0)
-        return unsafe Glibc.poll(&pfd, 1, timeoutMs)
-    }
-
     /// The peer's pid, uid and gid (SO_PEERCRED) of a connected Unix socket.
     public func peerCredentials() throws(SystemError) -> (pid: Int32, uid: UInt32, gid: UInt32) {
         var pid: Int32 = 0

@@ -108,7 +108,7 @@ public final class MessageSocket: Sendable {
                 if let check {
                     if let error = check(state.decoder.pendingBytes) { throw .broken(error) }
                     let ready = descriptor.poll(Int16(POLLIN), timeoutMs: pollMs)
-                    if ready == 0 || (ready < 0 && currentErrno() == EINTR) { continue }
+                    if ready == 0 || (ready == nil && currentErrno() == EINTR) { continue }
                 }
                 let maxFds = state.maxFds
                 let received = Result { () throws(SystemError) in
