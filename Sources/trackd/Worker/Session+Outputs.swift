@@ -175,19 +175,20 @@ extension Session {
     }
 
     /// Threads for a decoded video output's decoder and converter, from how many other workers are busy now.
-    func decodeThreads() -> Int? {
+    func decodeThreads() -> Int {
         let others = context.slot.othersBusy
         let threads = Self.decodeThreads(cpus: context.cpus, othersBusy: others)
-        if let threads { Log.info("decoder threads: \(threads) (\(others) other workers busy, \(context.cpus) CPUs)") }
+        Log.info("decoder threads: \(threads) (\(others) other workers busy, \(context.cpus) CPUs)")
         return threads
     }
 
-    /// nil (the decoder's automatic count: one per CPU, and frame threading) when no other worker is busy; else the
-    /// CPUs shared out, at least 1. Frame threading lets one decode use idle CPUs, but when every CPU has a decode
-    /// already it only adds threads and hand-offs: 8 decoders at once on 2 CPUs took 7–13% less time single-threaded
-    /// (gst-launch, 1080p H.264). Chosen when the output is created; a decode does not change it later.
-    static func decodeThreads(cpus: Int, othersBusy: Int) -> Int? {
-        othersBusy > 0 ? max(1, cpus / (othersBusy + 1)) : nil
+    /// One per CPU when no other worker is busy (libav's automatic count is one more, CPUs + 1 frame threads: on 2
+    /// CPUs the worker took 0.94× the CPU time and 0.93× the wall time with 2, docs/BENCHMARKS.md "Decode path");
+    /// else the CPUs shared out, at least 1. Frame threading lets one decode use idle CPUs, but when every CPU has a
+    /// decode already it only adds threads and hand-offs: 8 decoders at once on 2 CPUs took 7–13% less time
+    /// single-threaded (gst-launch, 1080p H.264). Chosen when the output is created; a decode does not change it later.
+    static func decodeThreads(cpus: Int, othersBusy: Int) -> Int {
+        max(1, cpus / (othersBusy + 1))
     }
 
     /// Before anything is decoded: the container's declared size, then the requested output size, against
