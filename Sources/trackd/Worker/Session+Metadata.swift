@@ -13,9 +13,20 @@ extension Session {
             let entry = found.track(track.id)
             track.segments = entry?.segments ?? identitySegment(track).map { [$0] } ?? []
             track.metadata = entry?.items ?? []
+            if let language = containerLanguage(track.metadata) { track.language = language }
             return track
         }
         return (described, found.items)
+    }
+
+    /// The track's language as the container stores it (MP4/MOV mdhd, Matroska's Language element), "" for "und":
+    /// read from the file, it is the same on every open, where GStreamer's language tag arrives when the demuxer
+    /// gets to it — for a subtitle track, whose data discovery does not wait for, sometimes after discovery ended.
+    /// nil when the container has none (the tag, if any, stays).
+    static func containerLanguage(_ items: [MetadataItem]) -> String? {
+        guard let item = items.first(where: { ($0.keySpace == "mdhd" && $0.key == "language") || ($0.keySpace == "mkv" && $0.key == "Language") })
+        else { return nil }
+        return item.value == "und" ? "" : item.value
     }
 
     /// The track's time range (start, duration, in its timescale) as both source and target; nil when the duration
