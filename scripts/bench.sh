@@ -330,9 +330,9 @@ targets=$(
   echo "| target (issue #14) | limit | measured | |"
   echo "| --- | ---: | ---: | --- |"
   target "Every frame as 8-bit YCbCr arrays in Python: trackd Python y420 / PyAV threaded yuv420p (whole processes)" 1.0 trackd_y420 pyav_yuv wall
-  target "Every frame as packed RGB-family arrays: trackd Python BGRA (trackd has no RGB format yet) / OpenCV read() BGR" 1.0 trackd_bgra opencv
-  target "Every frame as packed RGB-family arrays: trackd Python BGRA (no RGB format yet) / TorchCodec iteration RGB" 0.8 trackd_bgra tc_iter
-  target "Ten random exact frames: trackd Python frames_at BGRA (no RGB format yet) / TorchCodec get_frames_at exact RGB" 0.8 trackd_exact_bgra tc_exact
+  target "Every frame as packed RGB-family arrays: trackd Python BGRA / OpenCV read() BGR" 1.0 trackd_bgra opencv
+  target "Every frame as packed RGB-family arrays: trackd Python BGRA / TorchCodec iteration RGB" 0.8 trackd_bgra tc_iter
+  target "Ten random exact frames: trackd Python frames_at BGRA / TorchCodec get_frames_at exact RGB" 0.8 trackd_exact_bgra tc_exact
   target "trackctl read y420 / ffmpeg CLI -> rawvideo yuv420p (whole processes)" 1.0 tc_y420 ffmpeg_yuv
   target "trackctl read 420v / ffmpeg CLI -> rawvideo nv12 (whole processes)" 1.0 tc_420v ffmpeg_nv12
   if [[ -n ${at[pyav_yuv]:-} ]]; then
@@ -370,6 +370,11 @@ PY
 )
 fi
 mkdir -p "$(dirname "$report")"
+# Sections written by hand (measurements of single changes, their method and what they found) follow the marker line
+# and are kept: a run replaces only what is above it.
+marker='<!-- make bench writes everything above this line; the sections below are written by hand and kept -->'
+kept=""
+if [[ -f $report ]] && grep -qxF -- "$marker" "$report"; then kept=$(awk -v m="$marker" 'found { print } $0 == m { found = 1 }' "$report"); fi
 # shellcheck disable=SC2016  # the backquotes below are Markdown
 cat >"$report" <<MD
 # Benchmarks
@@ -426,8 +431,9 @@ $memory
 Issue #14's targets, each the ratio of two rows of this run. For times, the median over the $runs passes of the
 ratio of the two rows' times in the same pass (A/B pairs); whole processes where the line says so, else the peer
 rows' open-to-last-frame times. For memory, the ratio of the worker's peak RSS to the median peak RSS of PyAV's
-process reading the same frames. trackd has no RGB output yet (24RG, 24BG and planar RGB are to come): its RGB-family
-lines use BGRA, and say so. Not measured here: conversions per delivered frame (1.0 exactly), which tests assert.
+process reading the same frames. trackd's RGB-family lines use BGRA (the packed 24-bit RGB formats 24RG/24BG cost
+GStreamer 1.22 about twice BGRA's conversion: "ORC's generated code under W^X" below). Not measured here:
+conversions per delivered frame (1.0 exactly), which tests assert.
 
 $targets
 
@@ -435,5 +441,6 @@ $targets
 | --- | --- |
 $(for i in "${!cmds[@]}"; do printf '| %s | `%s` |\n' "${names[i]}" "$(sed "s|$REPO/||g; s|$tmp|\$TMP|g" <<<"${cmds[i]}")"; done)
 MD
+printf '\n%s\n%s\n' "$marker" "$kept" >>"$report"
 echo
 echo "written to ${report#"$REPO"/}"
