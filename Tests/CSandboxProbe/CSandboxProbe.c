@@ -12,6 +12,8 @@
 
 #include <CSandbox.h>
 
+#include "ProbeChild.h"
+
 static int operate(trackd_probe_operation operation) {
     const size_t page = (size_t)sysconf(_SC_PAGESIZE);
     void *p = MAP_FAILED;
@@ -45,39 +47,21 @@ static int operate(trackd_probe_operation operation) {
     return -2;
 }
 
+// The child's side of trackd_probe_in_sandbox: enters the sandbox, then tries the operation.
+static trackd_probe_operation probe_operation;
+static void probe(void *result) {
+    trackd_probe_result *r = result;
+    trackd_sandbox_config config = { 0 };
+    if (trackd_sandbox_enter(&config, r->error, sizeof r->error) != 0) return;
+    r->entered = 1;
+    errno = 0;
+    int rc = operate(probe_operation);
+    r->succeeded = rc == 0;
+    r->error_number = rc == 0 ? 0 : errno;
+    if (rc == -2) snprintf(r->error, sizeof r->error, "the probe's set-up failed (errno %d)", errno);
+}
+
 int trackd_probe_in_sandbox(trackd_probe_operation operation, trackd_probe_result *result) {
-    memset(result, 0, sizeof *result);
-    int fds[2];
-    if (pipe2(fds, O_CLOEXEC) != 0) return -1;
-    pid_t child = fork();
-    if (child < 0) return -1;
-    if (child == 0) {
-        close(fds[0]);
-        trackd_probe_result r;
-        memset(&r, 0, sizeof r);
-        trackd_sandbox_config config = { 0 };
-        if (trackd_sandbox_enter(&config, r.error, sizeof r.error) == 0) {
-            r.entered = 1;
-            errno = 0;
-            int rc = operate(operation);
-            r.succeeded = rc == 0;
-            r.error_number = rc == 0 ? 0 : errno;
-            if (rc == -2) snprintf(r.error, sizeof r.error, "the probe's set-up failed (errno %d)", errno);
-        }
-        (void)!write(fds[1], &r, sizeof r);  // write is allowed by the filter
-        _exit(0);
-    }
-    close(fds[1]);
-    ssize_t n;
-    do { n = read(fds[0], result, sizeof *result); } while (n < 0 && errno == EINTR);
-    close(fds[0]);
-    int status = 0;
-    while (waitpid(child, &status, 0) < 0) {
-        if (errno != EINTR) return -1;
-    }
-    if (WIFSIGNALED(status)) result->signal_number = WTERMSIG(status);
-    if (n != (ssize_t)sizeof *result && result->signal_number == 0) {
-        snprintf(result->error, sizeof result->error, "the child reported %zd bytes", n);
-    }
-    return 0;
+    probe_operation = operation;  // read by the forked child only
+    return trackd_probe_fork(probe, result, sizeof *result, &result->signal_number, result->error, sizeof result->error);
 }

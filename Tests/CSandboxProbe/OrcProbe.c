@@ -12,6 +12,8 @@
 #include <CSandbox.h>
 #include <orc/orc.h>
 
+#include "ProbeChild.h"
+
 enum { N = 64 };
 static int later_backup_ran;
 
@@ -93,30 +95,8 @@ static void child(trackd_orc_probe_result *r) {
     read_maps(maps, code, r);
 }
 
+static void orc_child(void *result) { child(result); }
+
 int trackd_probe_orc_in_sandbox(trackd_orc_probe_result *result) {
-    memset(result, 0, sizeof *result);
-    int fds[2];
-    if (pipe2(fds, O_CLOEXEC) != 0) return -1;
-    pid_t pid = fork();
-    if (pid < 0) return -1;
-    if (pid == 0) {
-        close(fds[0]);
-        trackd_orc_probe_result r;
-        memset(&r, 0, sizeof r);
-        child(&r);
-        (void)!write(fds[1], &r, sizeof r);
-        _exit(0);
-    }
-    close(fds[1]);
-    ssize_t n;
-    do { n = read(fds[0], result, sizeof *result); } while (n < 0 && errno == EINTR);
-    close(fds[0]);
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0) {
-        if (errno != EINTR) return -1;
-    }
-    if (WIFSIGNALED(status)) result->signal_number = WTERMSIG(status);
-    if (n != (ssize_t)sizeof *result && result->signal_number == 0)
-        snprintf(result->error, sizeof result->error, "the child reported %zd bytes", n);
-    return 0;
+    return trackd_probe_fork(orc_child, result, sizeof *result, &result->signal_number, result->error, sizeof result->error);
 }
