@@ -31,4 +31,23 @@ int trackd_orc_code_memory_available(void);
 /// trackd_sandbox_enter calls it first. Returns 0 and the number of executable regions sealed, or -1 with errno.
 int trackd_orc_seal(int *regions_sealed);
 
+// ── The worker's memory (WorkerMemory.c) ─────────────────────────────────────────────────────────────────────
+
+/// malloc settings for a worker: at most 2 arenas (glibc's default is 8 per CPU). Call before any thread starts.
+void trackd_worker_malloc_settings(void);
+
+/// malloc_trim(0): gives the free memory of every arena back to the kernel. 1 if some was given back.
+int trackd_worker_trim_heap(void);
+
+/// Opens /proc/self/smaps for trackd_release_library_pages and keeps the descriptor: call before the sandbox,
+/// which refuses openat (the open descriptor keeps working in it). 0, or -1 with errno.
+int trackd_library_pages_open(void);
+
+/// Drops from the resident set the pages of every private, not writable mapping of a file on disk that holds no
+/// page of its own (smaps Anonymous 0): the code, read-only data, symbol and relocation tables of the libraries
+/// and plugins the worker loaded, most of which it never uses again. Such a page holds exactly the file's bytes,
+/// so the next access maps it again from the page cache (a minor fault; no syscall, nothing the sandbox refuses).
+/// Returns the bytes that were resident in those mappings, or -1 (not opened, or smaps unreadable).
+long trackd_release_library_pages(void);
+
 #endif

@@ -66,6 +66,7 @@ enum WorkerMain {
     static let indexFD: Int32 = IndexCacheClient.fd
 
     static func run(arguments: [String]) -> Int32 {
+        trackd_worker_malloc_settings()  // before the first thread
         StopRequest.install()  // a SIGTERM from now on stops the session gracefully instead of killing the worker
         let configuration: Configuration
         switch Options.parse(arguments, as: .worker) {
@@ -128,6 +129,14 @@ enum WorkerMain {
         } else {
             Log.notice("ORC cannot map code here (no directory allows an executable file mapping); conversions run ORC's C code")
         }
+        // The libraries and plugins are loaded: most of their pages (relocation and symbol tables, the code of
+        // plugins this read will not use) are not needed again. Opened before the sandbox, used again after the
+        // rehearsal (docs/BENCHMARKS.md "A worker's memory").
+        if trackd_library_pages_open() == 0 {
+            releaseLibraryPages(after: "loading the plugins")
+        } else {
+            Log.notice("cannot open /proc/self/smaps (errno \(errno)); the worker keeps its library pages resident")
+        }
         do {
             try context.sandbox.enter()
         } catch {
@@ -135,6 +144,14 @@ enum WorkerMain {
             return false
         }
         return true
+    }
+
+    /// Drops the library pages nothing needs now from the resident set (trackd_release_library_pages) and logs
+    /// how much that was.
+    static func releaseLibraryPages(after what: String) {
+        let released = trackd_release_library_pages()
+        guard released >= 0 else { return }
+        Log.write(.debug, "released \(released >> 20) MiB of library pages after \(what)")
     }
 
     /// A warm worker: fd 3 is the supervisor's control socket until the connection arrives on it. Rehearses a read
@@ -149,6 +166,10 @@ enum WorkerMain {
             } catch {
                 Log.notice("warm worker: no rehearsal (\(error.message)); this worker's first read starts slower")
             }
+            // What the rehearsal freed (its pipeline, x264's encoder) back to the kernel, and the pages of the
+            // code only it ran (x264, mp4mux); the client's read maps again the code it needs.
+            trackd_worker_trim_heap()
+            releaseLibraryPages(after: "the rehearsal")
         } else {
             Log.write(.debug, "warm worker: no rehearsal, a connection is waiting")
         }
