@@ -249,12 +249,19 @@ done
 # it reaps the worker: wait4's ru_maxrss, pool pages it touched included), next to gst-launch decoding the same, and
 # the peer rows' Python processes (each process's own ru_maxrss, the median over the passes).
 reaped() { grep -c 'finished, max RSS' "$tmp/trackd.log" || true; }
-worker_peak() {  # worker_peak FORMAT: prints MiB
-  local before; before=$(reaped)
-  bash -c "$TC read $F --pixel-format $1" >/dev/null 2>"$tmp/err" || { cat "$tmp/err" >&2; die "failed: trackctl read $1"; }
-  for _ in {1..100}; do (( $(reaped) > before )) && break; sleep 0.05; done
-  (( $(reaped) > before )) || die "trackd did not log the worker's end"
-  grep 'finished, max RSS' "$tmp/trackd.log" | tail -n 1 | sed 's/.*max RSS \([0-9]*\) MiB.*/\1/'
+# worker_peak FORMAT: prints MiB, the median of 3 reads: how many frames are in flight in the shared-memory pools
+# depends on how far the client falls behind the worker (5 to 17 frames of 3 MiB at 1080p, docs/BENCHMARKS.md "A
+# worker's memory"), so one read's peak is as noisy as one pass of a timed row.
+worker_peak() {
+  local before peaks=() _run
+  for _run in 1 2 3; do
+    before=$(reaped)
+    bash -c "$TC read $F --pixel-format $1" >/dev/null 2>"$tmp/err" || { cat "$tmp/err" >&2; die "failed: trackctl read $1"; }
+    for _ in {1..100}; do (( $(reaped) > before )) && break; sleep 0.05; done
+    (( $(reaped) > before )) || die "trackd did not log the worker's end"
+    peaks+=("$(grep 'finished, max RSS' "$tmp/trackd.log" | tail -n 1 | sed 's/.*max RSS \([0-9]*\) MiB.*/\1/')")
+  done
+  python3 -c 'import statistics, sys; print(statistics.median(map(int, sys.argv[1:])))' "${peaks[@]}"
 }
 echo "==> peak memory"
 gst_peak=$(python3 -c 'import resource, subprocess, sys; subprocess.run(sys.argv[1:], check=True); print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024)' \
@@ -418,11 +425,14 @@ the shared memory the worker wrote. A row that could not run here is listed with
 $table
 
 Memory: peak resident set of one worker reading every frame (logged by the supervisor from wait4's ru_maxrss when
-it reaps the worker; the shared-memory pool pages the worker touched count), of gst-launch decoding the same
-clip, and of each peer row's Python process (its own ru_maxrss when the last frame has been delivered: interpreter,
-imports and mapped pool pages included; the median over the passes). A worker holds the pipeline (GStreamer,
-libav's frame threads and reference frames) plus at most 8 frames in shared memory per output (PROTOCOL.md §12.2;
-64 MiB per output at most).
+it reaps the worker; the shared-memory pool pages the worker touched count; the median of 3 reads), of gst-launch
+decoding the same clip, and of each peer row's Python process (its own ru_maxrss when the last frame has been
+delivered: interpreter, imports and mapped pool pages included; the median over the passes). A worker holds the
+pipeline (GStreamer, libav's frame threads and reference frames) plus at most 8 frames in shared memory per output
+that the client has not released (PROTOCOL.md §12.2; 64 MiB per output at most), and the frames between the
+decoder and appsink. The worker's row leaves out its client's process (a trackd Python process: its own row
+above), and the PyAV row includes its interpreter and imports (about 42 MiB before the first frame): "A worker's
+memory" below.
 
 $memory
 
