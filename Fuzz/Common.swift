@@ -44,6 +44,13 @@ struct FuzzBytes {
 
     var isAtEnd: Bool { at >= bytes.count }
 
+    /// The next `n` bytes (fewer at the end).
+    mutating func take(_ n: Int) -> [UInt8] {
+        let end = min(bytes.count, at + n)
+        defer { at = max(at, end) }
+        return at < end ? Array(bytes[at..<end]) : []
+    }
+
     mutating func u8() -> UInt8 {
         defer { at += 1 }
         return at < bytes.count ? bytes[at] : 0

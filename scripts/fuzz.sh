@@ -6,7 +6,7 @@
 #   scripts/fuzz.sh build TARGET         only build .build/libfuzzer/bin/fuzz-TARGET
 #   scripts/fuzz.sh repro TARGET FILE    run TARGET once on FILE (a crash artifact)
 #
-# Targets (Fuzz/<Harness>.swift): wire, settings, indexcache, mp4, planner. The modules they test are compiled
+# Targets (Fuzz/<Harness>.swift): wire, settings, indexcache, mp4, planner, h264. The modules they test are compiled
 # straight from Sources/ with swiftc -sanitize=fuzzer,address (SwiftPM is not involved; nothing in Package.swift
 # changes) into .build/libfuzzer/. Corpora live in .build/fuzz-corpus/TARGET (kept between runs, never committed):
 # each run first writes the target's built-in seeds (the protocol test fixtures, MediaIndexTests' synthetic movies
@@ -22,7 +22,7 @@ export PATH=/opt/swift/usr/bin:$PATH
 OUT=$ROOT/.build/libfuzzer
 OBJ=$OUT/obj
 CORPUS=$ROOT/.build/fuzz-corpus
-TARGETS=(wire settings indexcache mp4 planner)
+TARGETS=(wire settings indexcache mp4 planner h264)
 SWIFTFLAGS=(-O -g -sanitize=fuzzer,address -parse-as-library -swift-version 6 -I "$OBJ" -I "$OBJ/cmod")
 
 die() { echo "fuzz: $*" >&2; exit 2; }
@@ -35,11 +35,12 @@ harness_of() {
     indexcache) echo "Fuzz/IndexCache.swift" ;;
     mp4) echo "Fuzz/MP4.swift Tests/MediaIndexTests/SyntheticMP4.swift" ;;
     planner) echo "Fuzz/Planner.swift" ;;
+    h264) echo "Fuzz/H264.swift" ;;
     *) die "unknown target '$1' (one of: ${TARGETS[*]})" ;;
   esac
 }
 max_len_of() {
-  case "$1" in wire) echo 8192 ;; settings) echo 16384 ;; mp4) echo 65536 ;; indexcache) echo 4096 ;; planner) echo 1024 ;; esac
+  case "$1" in wire) echo 8192 ;; settings) echo 16384 ;; mp4) echo 65536 ;; indexcache) echo 4096 ;; planner) echo 1024 ;; h264) echo 4096 ;; esac
 }
 
 # A module is rebuilt when one of its sources is newer than its object.

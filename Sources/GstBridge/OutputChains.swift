@@ -1,7 +1,7 @@
 // The first layer of the output path: one builder per output mode, each naming its elements. TrackPipeline makes
 // the source and parser, asks the mode's chain to build its branch, and links the track's pad to the branch's
 // target; the chain hands back the output's SampleMaker (the second layer).
-//   decode:      parsebin ─(track pad)→ queue ! decodebin ─→ [FrameGate] queue ! videoconvert ! videoscale ! capsfilter ! appsink
+//   decode:      parsebin ─(track pad)→ [DecodeStop] queue ! decodebin ─→ [FrameGate] queue ! videoconvert ! videoscale ! capsfilter ! appsink
 //   audio:       parsebin ─(track pad)→ queue ! decodebin ─→ audioconvert ! capsfilter ! appsink (resampled by AudioSamples)
 //   passthrough: parsebin ─(track pad)→ appsink
 import CGStreamer
@@ -103,6 +103,7 @@ struct VideoChain {
         let queueSrc = queue.staticPad("src")
         restorer.attach(to: queueSrc)
         stop.count(at: queueSrc)
+        stop.deliver(selection)
         stop.attach(to: queue.staticPad("sink"))
         let gate = FrameGate(selection: selection, restorer: restorer)
         gate.attach(to: convertQueue.staticPad("sink"))

@@ -64,6 +64,15 @@ private final class SignalBox: Sendable {
         return unsafe UInt64(gst_buffer_get_size(buffer))
     }
 
+    /// A copy of a buffer's bytes (gst_buffer_extract); nil when no buffer passes.
+    var bufferBytes: [UInt8]? {
+        guard let buffer = unsafe buffer else { return nil }
+        let size = unsafe Int(gst_buffer_get_size(buffer))
+        return unsafe [UInt8](unsafeUninitializedCapacity: size) { out, made in
+            made = unsafe Int(gst_buffer_extract(buffer, 0, out.baseAddress, gsize(size)))
+        }
+    }
+
     /// A buffer list's total size in bytes and its number of buffers; nil when no buffer list passes.
     var bufferList: (bytes: UInt64, count: UInt64)? {
         guard self.is(GST_PAD_PROBE_TYPE_BUFFER_LIST), let data = unsafe info.pointee.data else { return nil }

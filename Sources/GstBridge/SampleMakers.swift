@@ -173,6 +173,7 @@ final class VideoSamples: SampleMaker, @unchecked Sendable {
 
     func select(_ selection: FrameSelection?) {
         gate.select(selection)
+        stop.deliver(selection)
         rangeEnded = selection?.frames?.isEmpty == true
     }
 

@@ -18,9 +18,10 @@ public struct PNGImage: Sendable {
 /// the index's rule (`FrameIndex.frameDisplayed(at:)`, the one ReadFrames and decoded ranges follow; past the end:
 /// the last frame): an ACCURATE seek to that frame's own PTS, and every other decoded frame dropped before
 /// conversion (FrameGate). Without one, the frame with the largest PTS ≤ time by an ACCURATE seek (the decoder drops
-/// every frame that ends before the segment start, by the container's durations).
+/// every frame that ends before the segment start, by the container's durations). With an index, the decoder is
+/// handed no H.264 picture that no other refers to but the frame's own, and nothing after it (DecodeStop).
 ///
-///   trackdfdsrc ! parsebin ─(track pad)→ queue ! decodebin ─→ [FrameGate] videoconvert ! capsfilter(RGB) ! pngenc ! appsink
+///   trackdfdsrc ! parsebin ─(track pad)→ [DecodeStop] queue ! decodebin ─→ [FrameGate] videoconvert ! capsfilter(RGB) ! pngenc ! appsink
 /// `limits.maxFramePixels` is enforced on the decoder's output (DecodeGuard; one frame needs no budget).
 public func generatePNG(source: MediaSource, trackID: UInt32, at time: MediaTime, index: FrameIndex? = nil,
                         limits: DecodeLimits = DecodeLimits()) throws(TrackError) -> PNGImage {
@@ -36,7 +37,10 @@ public func generatePNG(source: MediaSource, trackID: UInt32, at time: MediaTime
     let target = max(0, time.nanoseconds ?? 0)
     if let index, !index.frames.isEmpty {
         let frame = index.frameDisplayed(at: max(0, index.streamTime(time) ?? 0)) ?? index.frames.count - 1
-        chain.gate.select(FrameSelection(index: index, frames: [frame]))
+        let selection = FrameSelection(index: index, frames: [frame])
+        chain.gate.select(selection)
+        chain.stop.deliver(selection)  // the frame is the last sample it needs in decode order: EOS after it
+        chain.stop.arm(needed: nil, lastNeeded: index.frames[frame].presentationTime)
         if let result = try chain.frame(at: index.frames[frame].presentationTime, pipeline, context: context) {
             return result
         }
@@ -56,6 +60,8 @@ private struct ImageChain {
     let sink: GstRef<GstElementObject>
     let restorer = ClipRestorer()
     let gate: FrameGate
+    /// Pictures no other refers to are not decoded unless delivered; decoding ends after the frame.
+    let stop = DecodeStop(needed: nil, lastNeeded: nil)
 
     init(_ pipeline: Pipeline, fd: Int32, trackID: UInt32, limits: DecodeLimits, preroll: FrameSelection?) throws(TrackError) {
         gate = FrameGate(selection: preroll, restorer: restorer, gapsAfterSelect: false)
@@ -75,6 +81,8 @@ private struct ImageChain {
         (frameLimit.videoBudgetPixels, frameLimit.audioBudgetSamples) = (.max, .max)
         DecodeGuard(limits: frameLimit, audio: false, trackID: trackID, bus: pipeline.bus).attach(to: convert)
         restorer.attach(to: queue.staticPad("src"))
+        stop.deliver(preroll)
+        stop.attach(to: queue.staticPad("sink"))
         gate.attach(to: convert.staticPad("sink"))
         gate.countConversions(at: filter.staticPad("sink"))  // what came out of the converter
         PadRouter(wantedTrack: trackID, target: queue.staticPad("sink"), bus: pipeline.bus,

@@ -110,4 +110,32 @@ import Testing
             #expect(md5.finish() == expected[frame].md5, "frame \(frame)")
         }
     }
+
+    /// With the frames a range delivers known (a FrameSelection), an H.264 picture no other picture refers to
+    /// (every slice's nal_ref_idc 0: here x264's non-reference B-frames) is not handed to the decoder unless it is
+    /// delivered: each frame of a GOP, asked for alone, is still exactly a full decode's, with fewer samples decoded.
+    @Test func unreferencedPicturesThatAreNotDeliveredAreNotDecoded() throws {
+        let path = try Fixtures.clip()
+        let expected = try ffmpegFrameMD5(path, pixFmt: "yuv420p")
+        let index = try FrameIndex.build(source: try Fixtures.source(path), trackID: 1)
+        var saved = 0
+        for frame in 30..<45 {
+            let plan = index.plan([frame])
+            for selection in [nil, FrameSelection(index: index, frames: [frame])] {
+                let pipeline = try TrackPipeline(source: try Fixtures.source(path), trackID: 1, mode: .decode(Self.i420),
+                                                 timeRange: plan[0].range, lastNeededSample: plan[0].lastNeededSample,
+                                                 selection: selection)
+                let got = try Self.pullRange(pipeline, index, wanted: [frame])
+                pipeline.stop()
+                var md5 = MD5()
+                md5.update(try #require(got[frame], "frame \(frame) was not decoded"))
+                #expect(md5.finish() == expected[frame].md5, "frame \(frame), selection \(selection != nil)")
+                // No sample is "not needed" in a single range (lastNeededSample only): what is skipped here is
+                // the unreferenced pictures, and only with a selection.
+                if selection == nil { #expect(pipeline.samplesSkipped == 0) } else { saved += Int(pipeline.samplesSkipped) }
+            }
+        }
+        // x264 with two B-frames and its default B-pyramid: one B-frame in each pair is referenced by none.
+        #expect(saved >= 15, "samples not decoded over the GOP's 15 single-frame reads: \(saved)")
+    }
 }

@@ -103,4 +103,34 @@ struct ConversionCountTests {
         #expect(n.converted == 1)
         #expect(n.decoded > 1, "decoded \(n.decoded)")
     }
+
+    /// An H.264 picture no other picture refers to is not decoded unless it is delivered (DecodeStop with
+    /// H264Pictures): frames 27 and 50 of 30-frame GOPs with B-pyramids (x264: of each three B-frames, two are
+    /// referenced by none) need about 49 samples from their key frames, and fewer are decoded, in MP4 and Matroska
+    /// (avc: NAL unit lengths, the SPS in the avcC); the frames are ffmpeg's. (Annex B byte streams, as in MPEG-TS,
+    /// are read by the same code: H264PicturesTests. ReadFrames on MPEG-TS does not give ffmpeg's frames yet, with
+    /// or without this: issue #13.)
+    @Test func unreferencedPicturesAreNotDecoded() throws {
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        let y420: [String: SettingValue] = [SettingsKey.pixelFormatType: .string("y420")]
+        for ext in ["mp4", "mkv"] {
+            let file = Media.make("pyramid.\(ext)", [
+                "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=30", "-frames:v", "60", "-c:v", "libx264",
+                "-preset", "veryfast", "-bf", "3", "-b_strategy", "0", "-g", "30", "-pix_fmt", "yuv420p",
+            ])
+            let md5 = try Oracle.frameMD5(file, pixFmt: "yuv420p")
+            let asset = try Asset(path: file, socketPath: daemon.socketPath)
+            let track = try #require(asset.tracks(withMediaType: .video).first)
+            let n = try counted(asset) {
+                let frames = try asset.frames(atIndices: [27, 50], track: track, outputSettings: y420)
+                for (frame, index) in zip(frames, [27, 50]) {
+                    #expect(md5Hex(frame.sample.packedBytes()) == md5[index].md5, "\(ext): frame \(index)")
+                }
+                return frames.count
+            }
+            #expect(n.delivered == 2)
+            #expect(n.decoded < 36, "\(ext): decoded \(n.decoded) frames for frames 27 and 50")
+        }
+    }
 }
