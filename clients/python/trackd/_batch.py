@@ -93,14 +93,28 @@ def output_size(track, width, height):
     return max(1, round(height * display_width / track.height)), height
 
 
-def _plan(pixel_format, layout):
-    """(daemon format, kind) for a batch pixel format: kind is 'packed', 'chw' or 'planar'."""
+# RGB and BGR batches channels first (NCHW) are read as BGRA and their colour planes taken out of it: the batch is
+# one strided copy either way (channels last to first), and trackd's BGRA costs its worker less than 24RGB or 24BG
+# (GStreamer converts 4:2:0 to BGRA in one pass; 24-bit RGB is that pass, then a repack): ~0.7 ms of worker CPU
+# per 1280x720 frame, docs/BENCHMARKS.md "Data pipelines". Only at the track's own size, where the values are the
+# same (videoconvert makes all three in one pass, PROTOCOL.md §11; the tests assert equal arrays): scaled,
+# videoscale's 3- and 4-byte filters round differently. BGRA's components: B 0, G 1, R 2.
+_FROM_BGRA = {'RGB': slice(2, None, -1), 'BGR': slice(0, 3)}
+
+
+def _plan(pixel_format, layout, scaled=False):
+    """(daemon format, kind) for a batch pixel format: kind is 'packed', 'chw', 'planar', or a slice of BGRA's
+    components (channels-first RGB/BGR at the track's size, read as BGRA)."""
     if layout not in ('NHWC', 'NCHW'):
         raise ValueError('layout is "NHWC" or "NCHW", not %r' % (layout,))
     if pixel_format in ('ARGB', '32ARGB'):
         pixel_format = '0x00000020'
     if pixel_format in ('24RGB', '0x00000018'):
         pixel_format = 'RGB'
+    if pixel_format == '24BG':
+        pixel_format = 'BGR'
+    if layout == 'NCHW' and not scaled and pixel_format in _FROM_BGRA:
+        return 'BGRA', _FROM_BGRA[pixel_format]
     if pixel_format in PACKED_FORMATS:
         return _DAEMON_NAMES.get(pixel_format, pixel_format), 'packed'
     if pixel_format in CHW_FORMATS:
@@ -120,6 +134,8 @@ def _frame_array(frame, kind, pixel_format):
     if kind == 'planar':
         return _np.concatenate([_np.ascontiguousarray(p).view(_np.uint8).reshape(-1) for p in frame.planes])
     a = frame.array
+    if isinstance(kind, slice):  # BGRA's colour components as (H, W, 3), a view: the filler copies it
+        return a[..., kind]
     if kind == 'chw':  # (3, H, W) seen as (H, W, 3): the filler copies it back to (3, H, W) for NCHW
         return a.transpose(1, 2, 0)
     return a[..., None] if a.ndim == 2 else a
@@ -140,8 +156,8 @@ def iter_batches(asset, indices=None, times=None, track=None, pixel_format='RGB'
     if batch_size is not None and (not isinstance(batch_size, int) or batch_size < 1):
         raise ValueError('batch_size must be a positive int, not %r' % (batch_size,))
     t = asset.track(track, None if track is not None else 'video')
-    daemon_format, kind = _plan(pixel_format, layout)
     size = output_size(t, width, height)
+    daemon_format, kind = _plan(pixel_format, layout, scaled=size is not None)
     n = len(requests)
     batch_size = batch_size or n
     filler = _Filler(n, batch_size, pixel_format, layout)
