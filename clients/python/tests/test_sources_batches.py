@@ -163,6 +163,7 @@ class BatchTests(unittest.TestCase):
 
     def test_batch_memory_is_reused_only_when_nothing_refers_to_it(self):
         from trackd import _batch
+        trackd.set_batch_cache(trackd.set_batch_cache(0))  # empty: no buffer of another test's batches
         with open_(clip) as asset:
             first = asset.get_frames(indices=[1, 2, 3])
             kept = first.frames.copy()
@@ -178,6 +179,17 @@ class BatchTests(unittest.TestCase):
             fourth = asset.get_frames(indices=[10, 11, 12])  # now free: filled again
             self.assertIn(fourth.frames.ctypes.data, [a.ctypes.data for a in _batch._recycler._arrays])
             np.testing.assert_array_equal(fourth.frames, asset.get_frames(indices=[10, 11, 12]).frames)
+            np.testing.assert_array_equal(first.frames, kept)
+            del fourth
+            buffers = [a.ctypes.data for a in _batch._recycler._arrays]
+            fifth = asset.get_frames(indices=[13, 14], layout='NCHW')  # smaller: the start of a free buffer
+            self.assertIn(fifth.frames.ctypes.data, buffers)
+            self.assertNotEqual(fifth.frames.ctypes.data, first.frames.ctypes.data)
+            self.assertEqual(sorted(a.ctypes.data for a in _batch._recycler._arrays), sorted(buffers))  # none new
+            self.assertEqual(fifth.frames.shape, (2, 3, 240, 320))
+            np.testing.assert_array_equal(fifth.frames, asset.get_frames(indices=[13, 14]).frames.transpose(0, 3, 1, 2))
+            bigger = asset.get_frames(indices=list(range(20, 30)))  # larger than any buffer: new memory
+            self.assertNotIn(bigger.frames.ctypes.data, buffers)
             np.testing.assert_array_equal(first.frames, kept)
             previous = trackd.set_batch_cache(0)
             try:
@@ -195,7 +207,11 @@ class BatchTests(unittest.TestCase):
         with open_(clip) as asset:
             rgb, pts = asset.get_frames(indices=indices)
             self.assertEqual((rgb.shape, rgb.dtype), ((8, 240, 320, 3), np.uint8))
-            self.assertTrue(rgb.flags.c_contiguous and rgb.flags.writeable and rgb.flags.owndata)
+            self.assertTrue(rgb.flags.c_contiguous and rgb.flags.writeable)
+            base = rgb
+            while base.base is not None:
+                base = base.base
+            self.assertTrue(isinstance(base, np.ndarray) and base.flags.owndata)  # numpy's memory, not the pool's
             bgra = asset.get_frames(indices=indices, pixel_format='BGRA')
             self.assertEqual(bgra.indices.tolist(), indices)
             np.testing.assert_array_equal(pts, bgra.pts)

@@ -29,8 +29,9 @@ _MAX_REQUESTS = w.MAX_READ_FRAMES
 class Batch:
     """get_frames()'s result; unpacks as `frames, pts = batch`.
 
-    frames: one C-contiguous numpy array the batch owns (a copy out of trackd's pool, writable; its memory may have
-    held an earlier batch that nothing refers to any more, see trackd.set_batch_cache):
+    frames: one C-contiguous, writable numpy array of the batch's own (a copy out of trackd's pool; its memory, a
+    view of a buffer nothing else uses, may have held an earlier batch that nothing refers to any more, see
+    trackd.set_batch_cache):
     (N, H, W, C) for layout "NHWC", (N, C, H, W) for "NCHW" — C is 3 for RGB/BGR/_RGP, 4 for BGRA/RGBA/ARGB/y408
     (uint16 for y416/l64r, big-endian uint16 for b64a), 2 for 2vuy/yuvs (uint16 for v216), 1 for L008 (uint16
     for L016); for formats with several planes (420v, y420, x420, ..., v210) (N, L) uint8, each row the frame's
@@ -175,38 +176,46 @@ def iter_batches(asset, indices=None, times=None, track=None, pixel_format='RGB'
 
 
 class _Recycler:
-    """Batch arrays used again once nothing refers to them any more.
+    """Batch memory used again once nothing refers to it any more.
 
     Filling memory the process has not touched yet costs the kernel a fault and a zeroed page for every page —
     about 3 ms of CPU per 1280x720 RGB frame on a 2-CPU VM, where the copy out of the pool itself is about 0.5 ms
-    (docs/BENCHMARKS.md, data pipelines). So the last arrays this process filled are kept (at most max_bytes in
-    all, each at most max_bytes) and handed out again for a batch of the same shape and dtype — but only when this
-    cache holds the only reference: a Batch, a view or slice, a torch tensor (torch.from_numpy), a DLPack capsule
-    or a pyarrow buffer made from the array all hold one, so memory anything still uses is never written.
+    (docs/BENCHMARKS.md, data pipelines). So the last buffers this process filled are kept (at most max_bytes in
+    all, each at most max_bytes) and handed out again, as an array of the shape asked for at the start of the
+    smallest free one that is large enough (batches of one loader differ in size: a DataLoader batch's clips come
+    from one file or several, a file's last batch is shorter) — but only when this cache holds the only
+    reference: a Batch, a view or slice, a torch tensor (torch.from_numpy), a DLPack capsule or a pyarrow buffer
+    made from the array all hold one, so memory anything still uses is never written.
     trackd.set_batch_cache(0) turns it off."""
 
     def __init__(self, max_bytes):
         self.max_bytes = max_bytes
-        self._arrays = []  # least recently used first
+        self._arrays = []  # flat uint8 buffers, least recently used first
         self._lock = threading.Lock()
 
     def empty(self, shape, dtype):
         dtype = _np.dtype(dtype)
+        nbytes = dtype.itemsize
+        for n in shape:
+            nbytes *= n
         with self._lock:
+            best = None
             for i in range(len(self._arrays)):
                 # 2: the list's reference and getrefcount's argument — nothing else holds it.
-                if (self._arrays[i].shape == shape and self._arrays[i].dtype == dtype
-                        and sys.getrefcount(self._arrays[i]) == 2):
-                    array = self._arrays.pop(i)
-                    self._arrays.append(array)
-                    return array
-            array = _np.empty(shape, dtype)
-            if array.nbytes <= self.max_bytes:
-                self._arrays.append(array)
-                total = sum(a.nbytes for a in self._arrays)
-                while total > self.max_bytes:  # the least recently used go (their users keep them)
-                    total -= self._arrays.pop(0).nbytes
-            return array
+                if (self._arrays[i].nbytes >= nbytes and sys.getrefcount(self._arrays[i]) == 2
+                        and (best is None or self._arrays[i].nbytes < self._arrays[best].nbytes)):
+                    best = i
+            if best is not None:
+                buffer = self._arrays.pop(best)
+                self._arrays.append(buffer)
+            else:
+                buffer = _np.empty(nbytes, _np.uint8)
+                if nbytes <= self.max_bytes:
+                    self._arrays.append(buffer)
+                    total = sum(a.nbytes for a in self._arrays)
+                    while total > self.max_bytes:  # the least recently used go (their users keep them)
+                        total -= self._arrays.pop(0).nbytes
+            return buffer[:nbytes].view(dtype).reshape(shape)
 
     def resize(self, max_bytes):
         with self._lock:
