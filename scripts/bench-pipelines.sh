@@ -62,5 +62,5 @@ start_private_trackd "$bin/trackd" trackd-bench-pipelines
 
 # The client from the tree (pure Python; Ray's worker processes inherit PYTHONPATH).
 PYTHONPATH=$REPO/clients/python${PYTHONPATH:+:$PYTHONPATH} PYTHONDONTWRITEBYTECODE=1 TRACKD_SOCKET=$sock \
-  "$venv/bin/python" "$REPO/scripts/bench/pipelines.py" --socket "$sock" --runs "$runs" \
+  "$venv/bin/python" "$REPO/scripts/bench/pipelines.py" --socket "$sock" --trackd-pid "$TRACKD_PID" --runs "$runs" \
   --label "$label, ${clips} clips of ${secs} s at ${size} 30 fps, trackd from ${bin#"$REPO"/}" --out "$out" "${files[@]}"

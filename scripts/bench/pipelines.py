@@ -22,6 +22,33 @@ import sys
 import time
 
 TARGET = 1.2
+TICK = os.sysconf('SC_CLK_TCK')
+
+
+def tree_cpu(roots):
+    """CPU seconds (user + system, with reaped children's) of the processes `roots` and all their descendants:
+    this process's tree holds Ray's processes and DataLoader's workers, trackd's (--trackd-pid) its workers. CPU
+    time holds under load where wall time does not, so the report gives both."""
+    parents, times = {}, {}
+    for entry in os.listdir('/proc'):
+        if not entry.isdigit():
+            continue
+        try:
+            with open('/proc/%s/stat' % entry) as f:
+                fields = f.read().rsplit(')', 1)[1].split()
+        except OSError:  # gone meanwhile
+            continue
+        pid = int(entry)
+        parents[pid] = int(fields[1])
+        times[pid] = sum(int(x) for x in fields[11:15]) / TICK  # utime stime cutime cstime, proc(5) fields 14-17
+    total = 0.0
+    for pid in times:
+        p = pid
+        while p > 1 and p not in roots:
+            p = parents.get(p, 0)
+        if p in roots:
+            total += times[pid]
+    return total
 
 
 def ffprobe_frames(path):
@@ -124,33 +151,46 @@ def torch_rows(clips, socket, clip_length, batch_size, workers, threads):
 
 # ── Measuring and reporting ─────────────────────────────────────────────────────────────────────────────────────
 
-def measure(rows, runs, expected):
-    """{(row, side): [seconds...]}, after a warm-up pass; fails when a side delivers other than `expected` frames."""
+def measure(rows, runs, expected, roots):
+    """{(row, side): [(seconds, CPU seconds)...]}, after a warm-up pass; fails when a side delivers other than
+    `expected` frames. CPU: of every process in the trees of `roots` (this one's, trackd's)."""
     times = {}
     for n in range(runs + 1):
         for name, ours, theirs in rows:
             for side, fn in (('trackd', ours), ('other', theirs)):
+                cpu = tree_cpu(roots)
                 start = time.perf_counter()
                 frames = fn()
                 seconds = time.perf_counter() - start
+                cpu = tree_cpu(roots) - cpu
                 if frames != expected:
                     raise SystemExit('%s (%s) delivered %d frames, expected %d' % (name, side, frames, expected))
                 if n > 0:
-                    times.setdefault((name, side), []).append(seconds)
-                print('  %s %-60s %-7s %7.2f s  %8.1f frames/s' % ('run %d' % n if n else 'warm-up', name, side,
-                                                                   seconds, frames / seconds), flush=True)
+                    times.setdefault((name, side), []).append((seconds, cpu))
+                print('  %s %-60s %-7s %7.2f s  %8.1f frames/s  %6.2f CPU ms/frame  (load %.1f)'
+                      % ('run %d' % n if n else 'warm-up', name, side, seconds, frames / seconds,
+                         cpu * 1000 / frames, os.getloadavg()[0]), flush=True)
     return times
 
 
+TABLE_HEAD = ['| pipeline | trackd frames/s | other frames/s | ratio | ≥ %.1f× | trackd CPU ms/frame | other CPU ms/frame '
+              '| CPU ratio |' % TARGET, '|---|---:|---:|---:|:---:|---:|---:|---:|']
+
+
 def table(rows, times, expected):
-    lines = ['| pipeline | trackd frames/s | other frames/s | ratio | ≥ %.1f× |' % TARGET, '|---|---:|---:|---:|:---:|']
-    verdicts = []
+    """Markdown rows: frames/s from the median wall time; CPU milliseconds per frame (median; every process of
+    the pipeline, trackd's worker included) and their ratio (other / trackd: above 1 when trackd needs less)."""
+    lines, verdicts = [], []
     for name, _, _ in rows:
-        ours = expected / statistics.median(times[(name, 'trackd')])
-        theirs = expected / statistics.median(times[(name, 'other')])
+        ours = expected / statistics.median(t for t, _ in times[(name, 'trackd')])
+        theirs = expected / statistics.median(t for t, _ in times[(name, 'other')])
+        our_cpu = statistics.median(c for _, c in times[(name, 'trackd')]) * 1000 / expected
+        their_cpu = statistics.median(c for _, c in times[(name, 'other')]) * 1000 / expected
         ratio = ours / theirs
         verdicts.append(ratio >= TARGET)
-        lines.append('| %s | %.1f | %.1f | %.2f× | %s |' % (name, ours, theirs, ratio, 'yes' if ratio >= TARGET else 'no'))
+        lines.append('| %s | %.1f | %.1f | %.2f× | %s | %.2f | %.2f | %.2f× |'
+                     % (name, ours, theirs, ratio, 'yes' if ratio >= TARGET else 'no', our_cpu, their_cpu,
+                        their_cpu / our_cpu))
     return lines, verdicts
 
 
@@ -178,6 +218,7 @@ def main():
                              'recommends when several decoders run in parallel, as in DataLoader workers; 0: FFmpeg '
                              'picks)')
     parser.add_argument('--only', choices=('ray', 'torch'))
+    parser.add_argument('--trackd-pid', type=int, help="trackd's pid: its workers' CPU time is counted for trackd's side")
     parser.add_argument('--label', default='')
     parser.add_argument('--out', required=True)
     args = parser.parse_args()
@@ -185,7 +226,8 @@ def main():
     counts = [ffprobe_frames(c) for c in args.clips]
     total = sum(counts)
     print('==> %d clips, %d frames (ffprobe)' % (len(args.clips), total), flush=True)
-    lines, verdicts = [], []
+    lines, verdicts = list(TABLE_HEAD), []
+    roots = {os.getpid()} | ({args.trackd_pid} if args.trackd_pid else set())
     if args.only != 'torch':
         import ray
         ray.init(num_cpus=args.cpus, include_dashboard=False, log_to_driver=False, configure_logging=False)
@@ -195,7 +237,7 @@ def main():
             logging.getLogger('ray.data').setLevel(logging.WARNING)  # no INFO line per dataset executed
             rows = ray_rows(args.clips, args.socket)
             print('==> Ray Data (ray.init(num_cpus=%d))' % args.cpus, flush=True)
-            times = measure(rows, args.runs, total)
+            times = measure(rows, args.runs, total, roots)
             more, ok = table(rows, times, total)
             lines += more
             verdicts += ok
@@ -208,9 +250,9 @@ def main():
         expected = sum(per_clip) * args.clip_length
         print('==> PyTorch DataLoader (%d workers, batches of %d clips of %d frames: %d frames)'
               % (args.workers, args.batch_size, args.clip_length, expected), flush=True)
-        times = measure(rows, args.runs, expected)
+        times = measure(rows, args.runs, expected, roots)
         more, ok = table(rows, times, expected)
-        lines += more if not lines else more[2:]
+        lines += more
         verdicts += ok
 
     header = ['### Data pipelines (issue #15)%s' % (': ' + args.label if args.label else ''), '',

@@ -17,13 +17,13 @@ def md5(data):
     return hashlib.md5(data).hexdigest()
 
 
-def make_clip(path, size='320x240', rate=30, seconds=2, audio=True, gop=15):
+def make_clip(path, size='320x240', rate=30, seconds=2, audio=True, gop=15, pix_fmt='yuv420p'):
     """H.264 with B-frames (as the Swift tests' Media.clip), AAC stereo 48 kHz when audio."""
     args = ['ffmpeg', '-hide_banner', '-loglevel', 'error', '-y',
             '-f', 'lavfi', '-i', 'testsrc2=size=%s:rate=%d:duration=%g' % (size, rate, seconds)]
     if audio:
         args += ['-f', 'lavfi', '-i', 'sine=frequency=440:sample_rate=48000:duration=%g' % seconds]
-    args += ['-c:v', 'libx264', '-preset', 'veryfast', '-bf', '2', '-g', str(gop), '-pix_fmt', 'yuv420p']
+    args += ['-c:v', 'libx264', '-preset', 'veryfast', '-bf', '2', '-g', str(gop), '-pix_fmt', pix_fmt]
     args += ['-c:a', 'aac', '-ac', '2'] if audio else []
     subprocess.run(args + [path], check=True)
     return path

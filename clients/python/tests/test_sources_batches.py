@@ -137,6 +137,13 @@ class SourceTests(unittest.TestCase):
             open_(b'not a movie\n' * 100)
 
 
+def _batch_size(asset, size):
+    """frames_at's width and height for get_frames' (which computes a missing side)."""
+    from trackd import _batch
+    both = _batch.output_size(asset.track(None, 'video'), size.get('width'), size.get('height'))
+    return dict(width=both[0], height=both[1]) if both else {}
+
+
 class BatchTests(unittest.TestCase):
     def test_frame_count_equals_ffprobe(self):
         with open_(clip) as asset:
@@ -156,6 +163,7 @@ class BatchTests(unittest.TestCase):
 
     def test_batch_memory_is_reused_only_when_nothing_refers_to_it(self):
         from trackd import _batch
+        trackd.set_batch_cache(trackd.set_batch_cache(0))  # empty: no buffer of another test's batches
         with open_(clip) as asset:
             first = asset.get_frames(indices=[1, 2, 3])
             kept = first.frames.copy()
@@ -171,6 +179,17 @@ class BatchTests(unittest.TestCase):
             fourth = asset.get_frames(indices=[10, 11, 12])  # now free: filled again
             self.assertIn(fourth.frames.ctypes.data, [a.ctypes.data for a in _batch._recycler._arrays])
             np.testing.assert_array_equal(fourth.frames, asset.get_frames(indices=[10, 11, 12]).frames)
+            np.testing.assert_array_equal(first.frames, kept)
+            del fourth
+            buffers = [a.ctypes.data for a in _batch._recycler._arrays]
+            fifth = asset.get_frames(indices=[13, 14], layout='NCHW')  # smaller: the start of a free buffer
+            self.assertIn(fifth.frames.ctypes.data, buffers)
+            self.assertNotEqual(fifth.frames.ctypes.data, first.frames.ctypes.data)
+            self.assertEqual(sorted(a.ctypes.data for a in _batch._recycler._arrays), sorted(buffers))  # none new
+            self.assertEqual(fifth.frames.shape, (2, 3, 240, 320))
+            np.testing.assert_array_equal(fifth.frames, asset.get_frames(indices=[13, 14]).frames.transpose(0, 3, 1, 2))
+            bigger = asset.get_frames(indices=list(range(20, 30)))  # larger than any buffer: new memory
+            self.assertNotIn(bigger.frames.ctypes.data, buffers)
             np.testing.assert_array_equal(first.frames, kept)
             previous = trackd.set_batch_cache(0)
             try:
@@ -188,7 +207,11 @@ class BatchTests(unittest.TestCase):
         with open_(clip) as asset:
             rgb, pts = asset.get_frames(indices=indices)
             self.assertEqual((rgb.shape, rgb.dtype), ((8, 240, 320, 3), np.uint8))
-            self.assertTrue(rgb.flags.c_contiguous and rgb.flags.writeable and rgb.flags.owndata)
+            self.assertTrue(rgb.flags.c_contiguous and rgb.flags.writeable)
+            base = rgb
+            while base.base is not None:
+                base = base.base
+            self.assertTrue(isinstance(base, np.ndarray) and base.flags.owndata)  # numpy's memory, not the pool's
             bgra = asset.get_frames(indices=indices, pixel_format='BGRA')
             self.assertEqual(bgra.indices.tolist(), indices)
             np.testing.assert_array_equal(pts, bgra.pts)
@@ -203,6 +226,30 @@ class BatchTests(unittest.TestCase):
             np.testing.assert_array_equal(bgr.frames, bgra.frames[..., :3])
         everything = daemon.trackctl_md5('read', clip, '--pixel-format', 'BGRA')
         self.assertEqual([md5(a.tobytes()) for a in bgra.frames], [everything[i][2] for i in indices])
+
+    def test_channels_first_rgb_equals_24rgb(self):
+        """RGB and BGR batches channels first (NCHW) at the track's size are read as BGRA, which costs the worker
+        less, and must equal trackd's 24RGB and 24BG frames — from 4:2:0, 4:4:4 and 10-bit sources; scaled they
+        are read as 24RGB/24BG (videoscale's 3- and 4-byte filters round differently)."""
+        from trackd import _batch
+        self.assertEqual(_batch._plan('RGB', 'NCHW')[0], 'BGRA')
+        self.assertEqual(_batch._plan('BGR', 'NCHW')[0], 'BGRA')
+        self.assertEqual(_batch._plan('RGB', 'NCHW', scaled=True)[0], 0x18)
+        self.assertEqual(_batch._plan('RGB', 'NHWC')[0], 0x18)
+        sources = [clip] + [make_clip(daemon.path('rgb-%s.mp4' % f), seconds=0.5, audio=False, gop=6, pix_fmt=f)
+                            for f in ('yuv444p', 'yuv420p10le')]
+        for source in sources:
+            with open_(source) as asset:
+                indices = [11, 0, 7, 7, 14]
+                for fmt in ('RGB', 'BGR'):
+                    for size in ({}, dict(width=160, height=120), dict(width=101)):
+                        frames = [f.array.copy() for f in asset.frames_at(indices=indices, pixel_format=fmt,
+                                                                          **_batch_size(asset, size))]
+                        batch = asset.get_frames(indices=indices, pixel_format=fmt, layout='NCHW', **size)
+                        self.assertTrue(batch.frames.flags.c_contiguous)
+                        self.assertEqual(batch.indices.tolist(), indices)
+                        np.testing.assert_array_equal(batch.frames, np.stack(frames).transpose(0, 3, 1, 2),
+                                                      '%s %s %s' % (source, fmt, size))
 
     def test_rgb_formats_alias_and_shapes(self):
         """pixel_format="RGB" is trackd's 24RGB (0x18) and "BGR" its 24BG: (h, w, 3) arrays of the BGRA frame's

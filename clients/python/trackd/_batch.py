@@ -29,8 +29,9 @@ _MAX_REQUESTS = w.MAX_READ_FRAMES
 class Batch:
     """get_frames()'s result; unpacks as `frames, pts = batch`.
 
-    frames: one C-contiguous numpy array the batch owns (a copy out of trackd's pool, writable; its memory may have
-    held an earlier batch that nothing refers to any more, see trackd.set_batch_cache):
+    frames: one C-contiguous, writable numpy array of the batch's own (a copy out of trackd's pool; its memory, a
+    view of a buffer nothing else uses, may have held an earlier batch that nothing refers to any more, see
+    trackd.set_batch_cache):
     (N, H, W, C) for layout "NHWC", (N, C, H, W) for "NCHW" — C is 3 for RGB/BGR/_RGP, 4 for BGRA/RGBA/ARGB/y408
     (uint16 for y416/l64r, big-endian uint16 for b64a), 2 for 2vuy/yuvs (uint16 for v216), 1 for L008 (uint16
     for L016); for formats with several planes (420v, y420, x420, ..., v210) (N, L) uint8, each row the frame's
@@ -93,14 +94,28 @@ def output_size(track, width, height):
     return max(1, round(height * display_width / track.height)), height
 
 
-def _plan(pixel_format, layout):
-    """(daemon format, kind) for a batch pixel format: kind is 'packed', 'chw' or 'planar'."""
+# RGB and BGR batches channels first (NCHW) are read as BGRA and their colour planes taken out of it: the batch is
+# one strided copy either way (channels last to first), and trackd's BGRA costs its worker less than 24RGB or 24BG
+# (GStreamer converts 4:2:0 to BGRA in one pass; 24-bit RGB is that pass, then a repack): ~0.7 ms of worker CPU
+# per 1280x720 frame, docs/BENCHMARKS.md "Data pipelines". Only at the track's own size, where the values are the
+# same (videoconvert makes all three in one pass, PROTOCOL.md §11; the tests assert equal arrays): scaled,
+# videoscale's 3- and 4-byte filters round differently. BGRA's components: B 0, G 1, R 2.
+_FROM_BGRA = {'RGB': slice(2, None, -1), 'BGR': slice(0, 3)}
+
+
+def _plan(pixel_format, layout, scaled=False):
+    """(daemon format, kind) for a batch pixel format: kind is 'packed', 'chw', 'planar', or a slice of BGRA's
+    components (channels-first RGB/BGR at the track's size, read as BGRA)."""
     if layout not in ('NHWC', 'NCHW'):
         raise ValueError('layout is "NHWC" or "NCHW", not %r' % (layout,))
     if pixel_format in ('ARGB', '32ARGB'):
         pixel_format = '0x00000020'
     if pixel_format in ('24RGB', '0x00000018'):
         pixel_format = 'RGB'
+    if pixel_format == '24BG':
+        pixel_format = 'BGR'
+    if layout == 'NCHW' and not scaled and pixel_format in _FROM_BGRA:
+        return 'BGRA', _FROM_BGRA[pixel_format]
     if pixel_format in PACKED_FORMATS:
         return _DAEMON_NAMES.get(pixel_format, pixel_format), 'packed'
     if pixel_format in CHW_FORMATS:
@@ -120,6 +135,8 @@ def _frame_array(frame, kind, pixel_format):
     if kind == 'planar':
         return _np.concatenate([_np.ascontiguousarray(p).view(_np.uint8).reshape(-1) for p in frame.planes])
     a = frame.array
+    if isinstance(kind, slice):  # BGRA's colour components as (H, W, 3), a view: the filler copies it
+        return a[..., kind]
     if kind == 'chw':  # (3, H, W) seen as (H, W, 3): the filler copies it back to (3, H, W) for NCHW
         return a.transpose(1, 2, 0)
     return a[..., None] if a.ndim == 2 else a
@@ -140,8 +157,8 @@ def iter_batches(asset, indices=None, times=None, track=None, pixel_format='RGB'
     if batch_size is not None and (not isinstance(batch_size, int) or batch_size < 1):
         raise ValueError('batch_size must be a positive int, not %r' % (batch_size,))
     t = asset.track(track, None if track is not None else 'video')
-    daemon_format, kind = _plan(pixel_format, layout)
     size = output_size(t, width, height)
+    daemon_format, kind = _plan(pixel_format, layout, scaled=size is not None)
     n = len(requests)
     batch_size = batch_size or n
     filler = _Filler(n, batch_size, pixel_format, layout)
@@ -159,38 +176,46 @@ def iter_batches(asset, indices=None, times=None, track=None, pixel_format='RGB'
 
 
 class _Recycler:
-    """Batch arrays used again once nothing refers to them any more.
+    """Batch memory used again once nothing refers to it any more.
 
     Filling memory the process has not touched yet costs the kernel a fault and a zeroed page for every page —
     about 3 ms of CPU per 1280x720 RGB frame on a 2-CPU VM, where the copy out of the pool itself is about 0.5 ms
-    (docs/BENCHMARKS.md, data pipelines). So the last arrays this process filled are kept (at most max_bytes in
-    all, each at most max_bytes) and handed out again for a batch of the same shape and dtype — but only when this
-    cache holds the only reference: a Batch, a view or slice, a torch tensor (torch.from_numpy), a DLPack capsule
-    or a pyarrow buffer made from the array all hold one, so memory anything still uses is never written.
+    (docs/BENCHMARKS.md, data pipelines). So the last buffers this process filled are kept (at most max_bytes in
+    all, each at most max_bytes) and handed out again, as an array of the shape asked for at the start of the
+    smallest free one that is large enough (batches of one loader differ in size: a DataLoader batch's clips come
+    from one file or several, a file's last batch is shorter) — but only when this cache holds the only
+    reference: a Batch, a view or slice, a torch tensor (torch.from_numpy), a DLPack capsule or a pyarrow buffer
+    made from the array all hold one, so memory anything still uses is never written.
     trackd.set_batch_cache(0) turns it off."""
 
     def __init__(self, max_bytes):
         self.max_bytes = max_bytes
-        self._arrays = []  # least recently used first
+        self._arrays = []  # flat uint8 buffers, least recently used first
         self._lock = threading.Lock()
 
     def empty(self, shape, dtype):
         dtype = _np.dtype(dtype)
+        nbytes = dtype.itemsize
+        for n in shape:
+            nbytes *= n
         with self._lock:
+            best = None
             for i in range(len(self._arrays)):
                 # 2: the list's reference and getrefcount's argument — nothing else holds it.
-                if (self._arrays[i].shape == shape and self._arrays[i].dtype == dtype
-                        and sys.getrefcount(self._arrays[i]) == 2):
-                    array = self._arrays.pop(i)
-                    self._arrays.append(array)
-                    return array
-            array = _np.empty(shape, dtype)
-            if array.nbytes <= self.max_bytes:
-                self._arrays.append(array)
-                total = sum(a.nbytes for a in self._arrays)
-                while total > self.max_bytes:  # the least recently used go (their users keep them)
-                    total -= self._arrays.pop(0).nbytes
-            return array
+                if (self._arrays[i].nbytes >= nbytes and sys.getrefcount(self._arrays[i]) == 2
+                        and (best is None or self._arrays[i].nbytes < self._arrays[best].nbytes)):
+                    best = i
+            if best is not None:
+                buffer = self._arrays.pop(best)
+                self._arrays.append(buffer)
+            else:
+                buffer = _np.empty(nbytes, _np.uint8)
+                if nbytes <= self.max_bytes:
+                    self._arrays.append(buffer)
+                    total = sum(a.nbytes for a in self._arrays)
+                    while total > self.max_bytes:  # the least recently used go (their users keep them)
+                        total -= self._arrays.pop(0).nbytes
+            return buffer[:nbytes].view(dtype).reshape(shape)
 
     def resize(self, max_bytes):
         with self._lock:
