@@ -3,7 +3,7 @@ import TrackdProtocol
 
 /// An asset's metadata and each track's metadata and edit list, read from the container with pread (no GStreamer):
 /// MP4/MOV (`MP4Metadata.swift`), Matroska/WebM (`MatroskaMetadata.swift`), and the asset tags of FLAC, WAV, AVI
-/// (`TagMetadata.swift`) and ID3v2 (MP3, `ID3Metadata.swift`). Which boxes and elements become
+/// (`TagMetadata.swift`), ID3v2 (MP3, `ID3Metadata.swift`) and MPEG-TS service names (`TransportStreamMetadata.swift`). Which boxes and elements become
 /// which items, and the AVFoundation common keys they map to, is docs/PROTOCOL.md §7.5; segments §7.6.
 public struct ContainerMetadata: Sendable, Equatable {
     public struct Track: Sendable, Equatable {
@@ -39,6 +39,7 @@ public struct ContainerMetadata: Sendable, Equatable {
             return riff(file: file, size: size)
         }
         if head.starts(with: Array("ID3".utf8)) { return id3(head: head, file: file) }
+        if head.count >= 377, head[0] == 0x47, head[188] == 0x47, head[376] == 0x47 { return transportStream(head: head) }
         if head.count >= 8, ["ftyp", "moov", "mdat", "free", "skip", "wide", "pnot"].contains(fourCC(head, 4)),
            let moov = ContainerIndex.readMovie(file, fileSize: size) {
             return mp4(movie: moov)

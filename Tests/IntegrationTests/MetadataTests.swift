@@ -161,5 +161,22 @@ import TrackdProtocol
         #expect(MetadataItem.items(asset.commonMetadata, withCommonKey: "software").map(\.value).allSatisfy { $0.hasPrefix("Lavf") })
         #expect(asset.tracks.allSatisfy { $0.metadata.isEmpty })
     }
+
+    /// MPEG-TS: the service provider and name of the SDT against ffprobe's program tags (ffmpeg writes `title` as the
+    /// service name, with DVB's UTF-8 selector for non-ASCII text).
+    @Test func transportStreamServiceNames() throws {
+        let file = Media.make("meta-tags.ts", ["-f", "lavfi", "-i", "testsrc2=size=64x48:rate=10:duration=0.5", "-c:v", "mpeg2video",
+                                               "-metadata", "title=Tïtle 1", "-metadata", "service_provider=A Provider"])
+        let r = try run("ffprobe", ["-v", "error", "-show_programs", "-of", "json", file])
+        let json = try #require(try JSONSerialization.jsonObject(with: r.stdout) as? [String: Any])
+        let tags = try #require(((json["programs"] as? [[String: Any]])?.first?["tags"]) as? [String: String])
+        #expect(tags == ["service_name": "Tïtle 1", "service_provider": "A Provider"], "\(tags)")
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        let asset = try Asset(path: file, socketPath: daemon.socketPath)
+        #expect(asset.metadata == tags.sorted { $0.key > $1.key }.map { tag in
+            MetadataItem(keySpace: "mpegts", key: tag.key, commonKey: tag.key == "service_name" ? "title" : "publisher", value: tag.value)
+        }, "\(asset.metadata)")
+    }
 }
 

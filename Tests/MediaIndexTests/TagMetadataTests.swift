@@ -73,4 +73,27 @@ import TrackdProtocol
             + [UInt8](repeating: 0, count: 8)
         #expect(try Self.read(frameTooLong).items.isEmpty)
     }
+
+    /// An SDT in MPEG-TS packets: ISO-8859-1 and UTF-8 (selector 0x15) names; a descriptor longer than its section
+    /// and a section cut by its packet give no items and no crash.
+    @Test func transportStreamServiceDescriptor() {
+        func packets(_ descriptor: [UInt8]) -> [UInt8] {
+            let service: [UInt8] = [0, 1, 0xFC, 0x80, UInt8(descriptor.count)] + descriptor
+            let body: [UInt8] = [0, 1, 0xC1, 0, 0, 0xFF, 0x01, 0xFF] + service + [0, 0, 0, 0]  // … and a CRC
+            let section: [UInt8] = [0x42, 0xF0, UInt8(body.count)] + body
+            let sdt: [UInt8] = [0x47, 0x40, 0x11, 0x10, 0] + section
+            let pad = [UInt8](repeating: 0xFF, count: 188 - sdt.count)
+            let null: [UInt8] = [0x47, 0x1F, 0xFF, 0x10] + [UInt8](repeating: 0xFF, count: 184)
+            return sdt + pad + null + null
+        }
+        let good = packets([0x48, 11, 1, 3] + [0x41, 0xE9, 0x42] + [5, 0x15, 0xC3, 0xA9, 0x6E, 0x6F])
+        #expect(ContainerMetadata.transportStream(head: good).items == [
+            MetadataItem(keySpace: "mpegts", key: "service_provider", commonKey: "publisher", value: "AéB"),
+            MetadataItem(keySpace: "mpegts", key: "service_name", commonKey: "title", value: "éno"),
+        ])
+        #expect(ContainerMetadata.transportStream(head: packets([0x48, 11, 1, 200, 0x41])).items.isEmpty)
+        #expect(ContainerMetadata.transportStream(head: packets([0x48, 250, 1, 3, 0x41])).items.isEmpty)
+        #expect(ContainerMetadata.transportStream(head: Array(good.prefix(100))).items.isEmpty)
+    }
 }
+
