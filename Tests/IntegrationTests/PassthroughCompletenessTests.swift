@@ -139,8 +139,8 @@ struct PassthroughCompletenessTests {
         }
     }
 
-    /// H.264 in MPEG-TS made by ffmpeg (B-frames, two GOPs): every stored access unit — the keyframes too, which
-    /// h264parse flags HEADER because they carry SPS/PPS (they were left out as codec headers: 28 of ffmpeg's 30
+    /// H.264 in MPEG-TS made by ffmpeg (B-frames, three GOPs): every stored access unit — the keyframes too, which
+    /// h264parse flags HEADER because they carry SPS/PPS (they were left out as codec headers: 27 of ffmpeg's 30
     /// packets) — in decode order, with ffmpeg's PTS and DTS less the first PCR (PROTOCOL.md §7.1) and its key
     /// frames. The parser delivers each access unit length-prefixed (PROTOCOL.md §9), so the bytes are compared as
     /// NAL units: each sample's are ffmpeg's packet's, without the start codes.
