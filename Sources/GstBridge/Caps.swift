@@ -76,22 +76,29 @@ struct CapsView {
     /// STREAMINFO from a `streamheader` buffer that is its metadata block (type 0, length 34), or Ogg FLAC's mapping
     /// header (0x7F "FLAC", version, header count, "fLaC", then that block).
     private var flacStreamInfo: [UInt8]? {
-        guard let array = unsafe gst_structure_get_value(structure, "streamheader") else { return nil }
-        for i in unsafe 0..<gst_value_array_get_size(array) {
-            guard let item = unsafe gst_value_array_get_value(array, i), let boxed = unsafe g_value_get_boxed(item) else {
-                continue
-            }
-            let buffer = unsafe UnsafeMutablePointer(mutating: boxed.assumingMemoryBound(to: GstBuffer.self))
-            let size = unsafe Int(gst_buffer_get_size(buffer))
-            guard size == 38 || size == 51 else { continue }
-            let bytes = unsafe bytes(of: buffer)
-            let block = size == 51 && bytes.starts(with: [0x7F, 0x46, 0x4C, 0x41, 0x43]) ? bytes.dropFirst(13) : bytes[...]
+        for bytes in streamHeaders where bytes.count == 38 || bytes.count == 51 {
+            let block = bytes.count == 51 && bytes.starts(with: [0x7F, 0x46, 0x4C, 0x41, 0x43]) ? bytes.dropFirst(13) : bytes[...]
             let start = block.startIndex
             if block.count == 38, block[start] & 0x7F == 0, block[start + 1] == 0, block[start + 2] == 0, block[start + 3] == 34 {
                 return Array(block.dropFirst(4))
             }
         }
         return nil
+    }
+
+    /// The buffers of the `streamheader` array (codec headers a parser also pushes as buffers flagged HEADER: FLAC's
+    /// metadata blocks, Vorbis/Opus/Theora headers); [] when there is none.
+    var streamHeaders: [[UInt8]] {
+        guard let array = unsafe gst_structure_get_value(structure, "streamheader"),
+              unsafe array.pointee.g_type == gst_value_array_get_type() else { return [] }
+        var headers: [[UInt8]] = []
+        for i in unsafe 0..<gst_value_array_get_size(array) {
+            guard let item = unsafe gst_value_array_get_value(array, i), let boxed = unsafe g_value_get_boxed(item) else {
+                continue
+            }
+            unsafe headers.append(bytes(of: UnsafeMutablePointer(mutating: boxed.assumingMemoryBound(to: GstBuffer.self))))
+        }
+        return headers
     }
 
     var mediaType: MediaType {

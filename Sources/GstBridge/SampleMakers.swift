@@ -109,11 +109,13 @@ final class PassthroughSamples: SampleMaker {
     }
 
     func make(_ sample: GstRef<GstSampleObject>) -> MadeSample {
-        // Codec headers are no samples: what a decoder needs of them is the codec configuration. flacparse pushes
-        // FLAC's fLaC marker and metadata blocks before the frames without a time, flagged HEADER — but for FLAC in
-        // Matroska also a VORBIS_COMMENT block it made up, unflagged — so for FLAC only frames (sync code
-        // 0xFFF8/0xFFF9) are samples.
-        if sample.flags & GST_BUFFER_FLAG_HEADER.rawValue != 0 { return .skip }
+        // Codec headers are no samples: what a decoder needs of them is the codec configuration. Parsers push the
+        // headers of their caps' `streamheader` (FLAC's metadata blocks, Vorbis/Opus/Theora headers) as buffers
+        // flagged HEADER; those are left out. HEADER alone does not make a codec header: h264parse flags every
+        // access unit that carries an SPS/PPS (an MPEG-TS keyframe), which is a stored sample. flacparse also
+        // pushes, for FLAC in Matroska, a VORBIS_COMMENT block it made up, unflagged — so for FLAC only frames
+        // (sync code 0xFFF8/0xFFF9) are samples.
+        if sample.flags & GST_BUFFER_FLAG_HEADER.rawValue != 0, isStreamHeader(sample) { return .skip }
         if format.format == "fLaC" {
             let sync = sample.bytes(count: 2)
             if sync.count < 2 || sync[0] != 0xFF || sync[1] & 0xFE != 0xF8 { return .skip }
@@ -128,6 +130,13 @@ final class PassthroughSamples: SampleMaker {
             }
         }
         return .sample(edit.place(plain, sample: sample, layout: layout(size:)))
+    }
+
+    /// Whether the buffer is one of its caps' `streamheader` buffers.
+    private func isStreamHeader(_ sample: GstRef<GstSampleObject>) -> Bool {
+        let headers = CapsView(sample.caps)?.streamHeaders ?? []
+        guard headers.contains(where: { $0.count == sample.size }) else { return false }
+        return headers.contains(sample.bytes(count: sample.size))
     }
 
     private func layout(size: Int) -> SampleLayout {

@@ -2,7 +2,8 @@ import SystemCalls
 import TrackdProtocol
 
 /// An asset's metadata and each track's metadata and edit list, read from the container with pread (no GStreamer):
-/// MP4/MOV (`MP4Metadata.swift`) and Matroska/WebM (`MatroskaMetadata.swift`). Which boxes and elements become
+/// MP4/MOV (`MP4Metadata.swift`), Matroska/WebM (`MatroskaMetadata.swift`), and the asset tags of FLAC, WAV, AVI
+/// (`TagMetadata.swift`), ID3v2 (MP3, `ID3Metadata.swift`) and MPEG-TS service names (`TransportStreamMetadata.swift`). Which boxes and elements become
 /// which items, and the AVFoundation common keys they map to, is docs/PROTOCOL.md §7.5; segments §7.6.
 public struct ContainerMetadata: Sendable, Equatable {
     public struct Track: Sendable, Equatable {
@@ -33,6 +34,12 @@ public struct ContainerMetadata: Sendable, Equatable {
               let head = try? [UInt8](preading: file, count: Int(min(size, UInt64(TrackTimescale.headBytes))), at: 0)
         else { return ContainerMetadata() }
         if head.starts(with: [0x1A, 0x45, 0xDF, 0xA3]) { return matroska(head: head, file: file) }
+        if head.starts(with: Array("fLaC".utf8)) { return flac(file: file, size: size) }
+        if head.starts(with: Array("RIFF".utf8)), head[8..<12].elementsEqual("WAVE".utf8) || head[8..<12].elementsEqual("AVI ".utf8) {
+            return riff(file: file, size: size)
+        }
+        if head.starts(with: Array("ID3".utf8)) { return id3(head: head, file: file) }
+        if head.count >= 377, head[0] == 0x47, head[188] == 0x47, head[376] == 0x47 { return transportStream(head: head) }
         if head.count >= 8, ["ftyp", "moov", "mdat", "free", "skip", "wide", "pnot"].contains(fourCC(head, 4)),
            let moov = ContainerIndex.readMovie(file, fileSize: size) {
             return mp4(movie: moov)

@@ -5,7 +5,8 @@
 /// common key it maps to ("" when none), and its value as text (dates ISO 8601, locations ISO 6709).
 public struct MetadataItem: Sendable, Hashable, CustomStringConvertible {
     /// "udta" (QuickTime user data), "itsk" (iTunes ilst), "mdta" (QuickTime metadata), "mvhd", "mdhd", "hdlr",
-    /// "stsd" (MP4/MOV structure), "mkv" (Matroska elements), "mkvtag" (Matroska SimpleTags) — PROTOCOL.md §7.5.
+    /// "stsd" (MP4/MOV structure), "mkv" (Matroska elements), "mkvtag" (Matroska SimpleTags), "vorbis" (FLAC),
+    /// "riffinfo" (WAV, AVI), "id3" (MP3), "mpegts" (service names) — PROTOCOL.md §7.5.
     public var keySpace: String
     public var key: String
     /// AVMetadataCommonKey's string ("title", "creationDate", "software", "make", "model", "location", "artist",

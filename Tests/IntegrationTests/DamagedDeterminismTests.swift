@@ -23,8 +23,7 @@ struct DamagedDeterminismTests {
     /// has it first (cut: sample data missing; flipped: a damaged sample table).
     static func corpus() throws -> [(name: String, bytes: [UInt8])] {
         let clip = [UInt8](try #require(FileManager.default.contents(atPath: Media.clip)))
-        let fastPath = Media.make("determinism-faststart.mp4", ["-i", Media.clip, "-c", "copy", "-movflags", "+faststart"])
-        let fast = [UInt8](try #require(FileManager.default.contents(atPath: fastPath)))
+        let fast = [UInt8](try #require(FileManager.default.contents(atPath: DamagedMedia.faststartClip)))
         var files: [(String, [UInt8])] = []
         for percent in [1, 40] { files.append(("clip cut at \(percent)%", Array(clip.prefix(clip.count * percent / 100)))) }
         for percent in [1, 40] { files.append(("faststart cut at \(percent)%", Array(fast.prefix(fast.count * percent / 100)))) }
@@ -33,27 +32,16 @@ struct DamagedDeterminismTests {
         // and fail reading (qtdemux: a bogus atom size; a corrupt sample), 24 opens and has no decoder for its
         // damaged audio entry, 17 fails to open (not-negotiated), 14 reads completely, 21 loses its video track.
         for seed: UInt64 in [7, 14, 17, 21, 22, 24] {
-            files.append(("sample table flipped, seed \(seed)", flipped(fast, seed: seed, in: moov.offset + 8..<moov.offset + moov.size)))
+            files.append(("sample table flipped, seed \(seed)", DamagedMedia.flipped(fast, seed: seed, in: moov.offset + 8..<moov.offset + moov.size)))
         }
         for seed: UInt64 in [3] {
-            files.append(("sample data flipped, seed \(seed)", flipped(fast, seed: seed, in: moov.offset + moov.size..<fast.count)))
+            files.append(("sample data flipped, seed \(seed)", DamagedMedia.flipped(fast, seed: seed, in: moov.offset + moov.size..<fast.count)))
         }
         var zeroHeader = fast
         zeroHeader.replaceSubrange(0..<4096, with: [UInt8](repeating: 0, count: 4096))
         files.append(("zero-filled header", zeroHeader))
         files.append(("empty", []))
         return files
-    }
-
-    /// 8 bits flipped at offsets in `range` drawn by SplitMix64(seed).
-    static func flipped(_ bytes: [UInt8], seed: UInt64, in range: Range<Int>) -> [UInt8] {
-        var rng = SplitMix64(seed: seed)
-        var out = bytes
-        for _ in 0..<8 {
-            let at = range.lowerBound + Int(rng.next() % UInt64(range.count))
-            out[at] ^= UInt8(1) << (rng.next() % 8)
-        }
-        return out
     }
 
     /// One open and full read, as text: the tracks or the open error; the first video track's decoded read (the

@@ -126,4 +126,57 @@ import TrackdProtocol
         #expect(again.tracks.map(\.metadata) == asset.tracks.map(\.metadata) && again.tracks.map(\.segments) == asset.tracks.map(\.segments))
         #expect(daemon.log.contains("asset description from the cache"), "\(daemon.log)")
     }
+
+    /// The asset tags of FLAC (VORBIS_COMMENT), WAV and AVI (RIFF INFO) and MP3 (ID3v2.4), read by trackd from the
+    /// file's bytes, against ffprobe's format tags; AVFoundation's common keys for title, artist and software.
+    @Test(arguments: ["flac", "wav", "mp3", "avi"]) func tagFormatsMatchFFprobe(kind: String) throws {
+        let input = kind == "avi" ? ["-f", "lavfi", "-i", "testsrc2=size=64x48:rate=10:duration=0.5", "-c:v", "mpeg4"]
+            : ["-f", "lavfi", "-i", "sine=frequency=440:sample_rate=44100:duration=0.5"]
+        let file = Media.make("meta-tags.\(kind)", input + ["-metadata", "title=Tïtle 1", "-metadata", "artist=Ann Artist",
+            "-metadata", "comment=A comment", "-metadata", "date=2020", "-metadata", "album=An Album",
+            "-metadata", "copyright=Someone", "-metadata", "genre=Test"])
+        let probe = try Self.probeTags(file)
+        #expect(probe.format["title"] == "Tïtle 1" && probe.format.count >= 7, "\(probe.format)")
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        let asset = try Asset(path: file, socketPath: daemon.socketPath)
+        let keys: [String: String] = switch kind {
+        case "flac": ["comment": "DESCRIPTION"]
+        case "mp3": ["title": "TIT2", "artist": "TPE1", "date": "TDRC", "album": "TALB", "copyright": "TCOP",
+                     "encoder": "TSSE", "genre": "TCON"]  // comment: ffmpeg's TXXX "comment"
+        default: ["title": "INAM", "artist": "IART", "comment": "ICMT", "date": "ICRD", "album": "IPRD", "product": "IPRD",
+                  "copyright": "ICOP", "encoder": "ISFT", "software": "ISFT", "genre": "IGNR"]
+        }
+        let space = ["flac": "vorbis", "mp3": "id3"][kind] ?? "riffinfo"
+        for (key, value) in probe.format {
+            let found = asset.metadata.filter { $0.keySpace == space && $0.key == (keys[key] ?? key) }.map(\.value)
+            #expect(found == [value], "\(kind): ffprobe's \(key) = \(value), trackd's \(space)/\(keys[key] ?? key): \(found)")
+        }
+        let extra = asset.metadata.filter { item in
+            item.identifier != "vorbis/vendor" && !probe.format.keys.contains { (keys[$0] ?? $0) == item.key }
+        }
+        #expect(extra.isEmpty && asset.metadata.allSatisfy { $0.keySpace == space }, "\(kind): \(asset.metadata)")
+        #expect(MetadataItem.items(asset.commonMetadata, withCommonKey: "title").map(\.value) == ["Tïtle 1"])
+        #expect(MetadataItem.items(asset.commonMetadata, withCommonKey: "artist").map(\.value) == ["Ann Artist"])
+        #expect(MetadataItem.items(asset.commonMetadata, withCommonKey: "software").map(\.value).allSatisfy { $0.hasPrefix("Lavf") })
+        #expect(asset.tracks.allSatisfy { $0.metadata.isEmpty })
+    }
+
+    /// MPEG-TS: the service provider and name of the SDT against ffprobe's program tags (ffmpeg writes `title` as the
+    /// service name, with DVB's UTF-8 selector for non-ASCII text).
+    @Test func transportStreamServiceNames() throws {
+        let file = Media.make("meta-tags.ts", ["-f", "lavfi", "-i", "testsrc2=size=64x48:rate=10:duration=0.5", "-c:v", "mpeg2video",
+                                               "-metadata", "title=Tïtle 1", "-metadata", "service_provider=A Provider"])
+        let r = try run("ffprobe", ["-v", "error", "-show_programs", "-of", "json", file])
+        let json = try #require(try JSONSerialization.jsonObject(with: r.stdout) as? [String: Any])
+        let tags = try #require(((json["programs"] as? [[String: Any]])?.first?["tags"]) as? [String: String])
+        #expect(tags == ["service_name": "Tïtle 1", "service_provider": "A Provider"], "\(tags)")
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        let asset = try Asset(path: file, socketPath: daemon.socketPath)
+        #expect(asset.metadata == tags.sorted { $0.key > $1.key }.map { tag in
+            MetadataItem(keySpace: "mpegts", key: tag.key, commonKey: tag.key == "service_name" ? "title" : "publisher", value: tag.value)
+        }, "\(asset.metadata)")
+    }
 }
+

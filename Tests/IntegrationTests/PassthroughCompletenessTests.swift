@@ -138,4 +138,64 @@ struct PassthroughCompletenessTests {
             #expect(ours.dropFirst().dropLast().allSatisfy { $0.trims.0 == nil && $0.trims.1 == nil })
         }
     }
+
+    /// H.264 in MPEG-TS made by ffmpeg (B-frames, three GOPs): every stored access unit — the keyframes too, which
+    /// h264parse flags HEADER because they carry SPS/PPS (they were left out as codec headers: 27 of ffmpeg's 30
+    /// packets) — in decode order, with ffmpeg's PTS and DTS less the first PCR (PROTOCOL.md §7.1) and its key
+    /// frames. The parser delivers each access unit length-prefixed (PROTOCOL.md §9), so the bytes are compared as
+    /// NAL units: each sample's are ffmpeg's packet's, without the start codes.
+    @Test func h264InMPEGTS() throws {
+        let file = Media.make("passthrough-h264.ts", TimescaleTests.source + TimescaleTests.x264 + ["-f", "mpegts"])
+        let bytes = try #require(FileManager.default.contents(atPath: file))
+        let pcr = try #require(TransportStreamTimesTests.firstPCR([UInt8](bytes)))
+        let r = try run("ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries", "packet=pts,dts,size,flags",
+                                    "-of", "csv=p=0", file])
+        let packets = r.text.split(separator: "\n").map { $0.split(separator: ",") }.filter { $0.count >= 4 }
+        let stored = try run("ffmpeg", ["-v", "error", "-i", file, "-map", "0:v", "-c", "copy", "-f", "h264", "-"]).stdout
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        let asset = try Asset(path: file, socketPath: daemon.socketPath)
+        let ours = try TimescaleTests.read(asset, try #require(asset.tracks(withMediaType: .video).first), nil)
+        #expect(packets.count == 30 && packets.filter { $0[3].hasPrefix("K") }.count == 3)
+        #expect(ours.count == packets.count, "\(ours.count) samples, ffprobe has \(packets.count) packets")
+        var at = 0
+        for (i, (sample, packet)) in zip(ours, packets).enumerated() {
+            let (pts, dts, size) = (Int64(packet[0])! - pcr, Int64(packet[1])! - pcr, Int(packet[2])!)
+            #expect(sample.presentationTimeStamp == MediaTime(value: pts, timescale: 90000), "sample \(i) PTS")
+            #expect(sample.decodeTimeStamp == MediaTime(value: dts, timescale: 90000), "sample \(i) DTS")
+            #expect(sample.isSync == packet[3].hasPrefix("K"), "sample \(i) sync")
+            let theirs = Self.annexBUnits(Array(stored[at..<min(at + size, stored.count)]))
+            at += size
+            #expect(Self.lengthPrefixedUnits(sample.packedBytes()) == theirs, "sample \(i): NAL units differ")
+        }
+    }
+
+    /// The NAL units of an Annex B access unit (split at 00 00 01 / 00 00 00 01 start codes).
+    static func annexBUnits(_ bytes: [UInt8]) -> [[UInt8]] {
+        var starts: [(code: Int, payload: Int)] = []
+        var i = 0
+        while i + 3 <= bytes.count {
+            if bytes[i] == 0, bytes[i + 1] == 0, bytes[i + 2] == 1 {
+                starts.append((i > 0 && bytes[i - 1] == 0 ? i - 1 : i, i + 3))
+                i += 3
+            } else {
+                i += 1
+            }
+        }
+        return starts.indices.map { k in
+            Array(bytes[starts[k].payload..<(k + 1 < starts.count ? starts[k + 1].code : bytes.count)])
+        }
+    }
+
+    /// The NAL units of a sample of 4-byte big-endian lengths and units.
+    static func lengthPrefixedUnits(_ bytes: [UInt8]) -> [[UInt8]] {
+        var units: [[UInt8]] = [], at = 0
+        while at + 4 <= bytes.count {
+            let length = bytes[at..<at + 4].reduce(0) { $0 << 8 | Int($1) }
+            guard at + 4 + length <= bytes.count else { return units + [[]] }
+            units.append(Array(bytes[at + 4..<at + 4 + length]))
+            at += 4 + length
+        }
+        return units
+    }
 }
