@@ -304,7 +304,8 @@ Track.__doc__ = ('A track record (PROTOCOL.md §7.2). media_type is "video", "au
 
 MetadataItem = namedtuple('MetadataItem', 'key_space key common_key value')
 MetadataItem.__doc__ = ('One metadata item (PROTOCOL.md §7.5, AVMetadataItem): key_space ("udta", "itsk", "mdta", '
-                        '"mvhd", "mdhd", "hdlr", "stsd", "mkv", "mkvtag"), key, common_key (AVFoundation\'s common '
+                        '"mvhd", "mdhd", "hdlr", "stsd", "mkv", "mkvtag", "vorbis", "riffinfo", "id3", "mpegts"), key, '
+                        'common_key (AVFoundation\'s common '
                         'key such as "title", "creationDate", or None) and value (text; dates ISO 8601).')
 
 TimeRange = namedtuple('TimeRange', 'start duration')
