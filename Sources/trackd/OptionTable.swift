@@ -39,6 +39,15 @@ extension Options {
                    with that client's first frame; back-to-back connections start it at once
                    """,
                needs: "needs a number of milliseconds from 0 to 60000"),
+        number("--warm-worker-nice", "N", .supervisor, \.warmNice, 0...19,
+               help: """
+                   a warm worker started while other workers are running starts at nice N (default
+                   \(Configuration().warmNice); 0 = as the supervisor), so that its start-up takes only CPU time
+                   their reads leave idle; it gets the supervisor's priority back when it takes a connection
+                   or no other worker is busy (only where setpriority is allowed and RLIMIT_NICE or
+                   CAP_SYS_NICE lets it go back)
+                   """,
+               needs: "needs a nice value from 0 to 19"),
         number("--index-cache-bytes", "BYTES", .supervisor, \.indexCacheBytes, 0...Int.max,
                help: """
                    frame indexes kept for all clients, in memory and in the cache directory

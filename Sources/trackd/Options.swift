@@ -9,6 +9,8 @@ struct Configuration: Sendable {
     var workerUser = "nobody"
     var warmWorker = true
     var warmGraceMs: UInt64 = 200
+    /// The nice value a warm worker starts with while other workers are running (0: the supervisor's own).
+    var warmNice: UInt64 = 19
     var indexCacheBytes = 64 << 20
     /// Seconds a stopping trackd (SIGTERM) gives reads in flight before it ends them (supervisor and worker).
     var stopTimeout: UInt64 = 5

@@ -180,6 +180,45 @@ struct WarmWorkerTests {
         #expect(killed.count == 1 && killed.allSatisfy { $0.contains("worker \(warm) ") }, "\(daemon.log)")
     }
 
+    /// The nice value of every thread of `pid` (/proc/PID/task/TID/stat, field 19); empty when it is gone.
+    func niceValues(_ pid: Int32) -> [Int] {
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+        return tasks.compactMap { tid in
+            guard let stat = try? String(contentsOfFile: "/proc/\(pid)/task/\(tid)/stat", encoding: .utf8),
+                  let close = stat.lastIndex(of: ")") else { return nil }
+            // After "(comm)": state is field 3, nice field 19.
+            let fields = stat[stat.index(after: close)...].split(separator: " ")
+            return fields.count > 16 ? Int(fields[16]) : nil
+        }
+    }
+
+    /// A warm worker started while another worker runs starts at nice 19 (its start-up takes only CPU time the
+    /// reads leave idle), gets the supervisor's priority back when no other worker is left, and reads at it. The
+    /// first one, started with nothing else running, starts at normal priority. (Tests run as root: the supervisor
+    /// can set the value back, so it lowers it.)
+    @Test func aWarmWorkerStartedBesideAnotherWorkerStartsAtLowPriority() throws {
+        let daemon = try Daemon(extraArgs: ["--warm-worker-grace", "0"])
+        defer { daemon.stop() }
+        let first = try #require(warmWorkers(daemon).first)
+        #expect(niceValues(first).allSatisfy { $0 == 0 }, "\(niceValues(first))")
+        waitUntilSparse(first)
+        var next: Int32 = 0
+        do {
+            let asset = try Asset(path: Media.clip, socketPath: daemon.socketPath)
+            #expect(try asset.serverStatus().workerPID == UInt32(first))
+            // Grace 0: the next warm worker starts at the hand-off, beside the worker that took the connection.
+            next = try #require(waitFor { warmWorkers(daemon, expectOne: false, starting: true).first { $0 != first } })
+            let lowered = niceValues(next)
+            #expect(!lowered.isEmpty && lowered.allSatisfy { $0 == 19 }, "\(lowered)")
+            withExtendedLifetime(asset) {}
+        }
+        // The connection closed and its worker was reaped: nothing left to compete with.
+        #expect(waitUntil { let n = niceValues(next); return !n.isEmpty && n.allSatisfy { $0 == 0 } }, "\(niceValues(next))")
+        let asset = try Asset(path: Media.clip, socketPath: daemon.socketPath)
+        #expect(try asset.serverStatus().workerPID == UInt32(next))
+        #expect(niceValues(next).allSatisfy { $0 == 0 }, "\(niceValues(next))")
+    }
+
     @Test func noWarmWorkerWhenTurnedOff() throws {
         let daemon = try Daemon(extraArgs: ["--no-warm-worker"])
         defer { daemon.stop() }

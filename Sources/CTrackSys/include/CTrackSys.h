@@ -87,6 +87,16 @@ int trackd_set_thread_name(const char *name);
 /// use it to see whether trackd left a worker unreaped). 0, or -1 with errno.
 int trackd_set_child_subreaper(int on);
 
+/// The calling process's nice value (getpriority; 0 if it cannot be read).
+int trackd_own_nice(void);
+/// 1 when this process may set a thread of its own uid back to its own nice value after raising it: setpriority is
+/// not refused by a syscall filter, and RLIMIT_NICE allows it or the process has CAP_SYS_NICE. Else 0.
+int trackd_can_restore_nice(void);
+/// setpriority(PRIO_PROCESS, tid, nice) for every thread of `pid` (/proc/PID/task, read twice so that a thread
+/// started meanwhile is not missed): Linux keeps a nice value per thread, and a new thread inherits its creator's.
+/// Returns how many threads were set, or -1 with errno set (the first failure other than a thread that ended).
+int trackd_renice_process(pid_t pid, int nice);
+
 /// ThreadSanitizer builds: tell TSan that everything this thread did so far happens before whatever a thread does
 /// after a later trackd_tsan_handoff_acquire on the same `tag` (__tsan_release/__tsan_acquire on the tag as an
 /// address). For a hand-off whose real ordering lives in an uninstrumented library that TSan cannot see: a value

@@ -28,6 +28,7 @@ extension Supervisor {
                     publish(c)
                     return nil
                 }
+                if c.workers.isEmpty { restoreWarmPriority(&c) }  // nothing left to compete with: get ready sooner
                 if let restarted = restartIfNeverReady(&c, r, status: status) {
                     restartedOn = restarted
                 } else {

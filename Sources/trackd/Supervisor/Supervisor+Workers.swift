@@ -30,7 +30,7 @@ extension Supervisor {
             warm.warm = true
             let child = try spawn(Options.workerArguments(warm), fd: pair.second, indexFD: channel.workerEnd)
             c.warm = WarmWorker(pid: child, control: SharedDescriptor(pair.first), index: channel.channel,
-                                startedMs: trackd_monotonic_ms())
+                                startedMs: trackd_monotonic_ms(), niced: lowerPriority(child, beside: c.workers.count))
         } catch {
             Log.warning("\(error.context("cannot start a warm worker"))")
         }
@@ -74,8 +74,9 @@ extension Supervisor {
     /// connection, so reap() starts a worker for that connection instead: no client is lost to a failed start.
     /// Call with the counters locked.
     func handToWarmWorker(_ c: inout Counters, conn: SharedDescriptor, pid: Int32, uid: UInt32, slot: Int) -> WarmWorker? {
-        guard let warm = c.warm else { return nil }
+        guard var warm = c.warm else { return nil }
         c.warm = nil
+        restorePriority(&warm)  // before the connection: its client's read runs at the supervisor's priority
         var payload = [UInt8]()
         for value in [UInt32(bitPattern: pid), uid, UInt32(slot)] {
             payload += (0..<4).map { UInt8(truncatingIfNeeded: value >> (8 * $0)) }  // little-endian
@@ -91,6 +92,50 @@ extension Supervisor {
             return nil  // (its control socket is closed with `warm`)
         }
         return warm
+    }
+
+    /// Whether a warm worker may start at a lower priority: `--warm-worker-nice` above 0, and the supervisor can set
+    /// it back (setpriority not refused by a syscall filter; RLIMIT_NICE or CAP_SYS_NICE allows the way back — as
+    /// root, or with the unit's LimitNICE). Without the way back a worker would read at nice 19: never lower it then.
+    static let canRestorePriority = trackd_can_restore_nice() == 1
+    static let ownNice = trackd_own_nice()
+
+    /// Starts the warm worker `pid` (just spawned: one thread, so every thread it starts inherits the value) at
+    /// `--warm-worker-nice` when `running` other workers are running. Its start-up — exec and linking, GStreamer
+    /// and every plugin, ORC, the rehearsal: about 0.3 s of CPU — then takes only the CPU time their reads leave
+    /// idle, instead of a share of it on a machine with few CPUs. Returns whether it did.
+    func lowerPriority(_ pid: pid_t, beside running: Int) -> Bool {
+        let nice = Int32(configuration.warmNice)
+        guard nice > Self.ownNice, running > 0, Self.canRestorePriority else { return false }
+        return trackd_renice_process(pid, nice) > 0
+    }
+
+    /// Sets every thread of a lowered warm worker back to the supervisor's nice value: when it takes a connection,
+    /// or when no other worker is left to compete with (then it gets ready sooner for the next client).
+    func restorePriority(_ warm: inout WarmWorker) {
+        guard warm.niced else { return }
+        warm.niced = false
+        if trackd_renice_process(warm.pid, Self.ownNice) < 0 {
+            let error = SystemError("setpriority", errno: trackd_errno())
+            Log.warning("cannot set warm worker \(warm.pid)'s priority back: \(error)")
+        }
+    }
+
+    func restoreWarmPriority(_ c: inout Counters) {
+        guard var warm = c.warm, warm.niced else { return }
+        restorePriority(&warm)
+        c.warm = warm
+    }
+
+    /// Once a second: a lowered warm worker started at least 2 s ago gets its priority back when no running worker
+    /// is busy (a client that holds its slots, or waits on nothing, leaves the CPUs to it), so it is not starved for
+    /// long beside idle connections on a loaded machine.
+    func restoreWarmPriorityWhenIdle() {
+        counters.withLock { c in
+            guard let warm = c.warm, warm.niced, trackd_monotonic_ms() >= warm.startedMs + 2000 else { return }
+            let busy = c.workers.values.contains { table.load($0.slot, .armed) == 1 && table.load($0.slot, .busy) > 0 }
+            if !busy { restoreWarmPriority(&c) }
+        }
     }
 
     /// Starts a worker (not warm) for `conn`: the connection as its fd 3. Returns its pid.

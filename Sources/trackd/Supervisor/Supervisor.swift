@@ -45,6 +45,8 @@ final class Supervisor: Sendable {
         var control: SharedDescriptor
         var index: IndexService.Channel
         var startedMs: UInt64
+        /// Started at `--warm-worker-nice` (other workers were running); set back by `restorePriority`.
+        var niced = false
     }
 
     struct Counters {
@@ -109,6 +111,7 @@ final class Supervisor: Sendable {
         startTimer(every: .seconds(1)) { [self] in
             reap()
             if limits.watchdog > 0 { watchdogTick() }
+            restoreWarmPriorityWhenIdle()
         }
         // systemd's WatchdogSec=: ping at half the interval it asks for (sd_watchdog_enabled checks WATCHDOG_PID).
         if let usec = Systemd.watchdogMicroseconds() {
