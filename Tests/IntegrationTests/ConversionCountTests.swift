@@ -107,14 +107,13 @@ struct ConversionCountTests {
     /// An H.264 picture no other picture refers to is not decoded unless it is delivered (DecodeStop with
     /// H264Pictures): frames 27 and 50 of 30-frame GOPs with B-pyramids (x264: of each three B-frames, two are
     /// referenced by none) need about 49 samples from their key frames, and fewer are decoded, in MP4 and Matroska
-    /// (avc: NAL unit lengths, the SPS in the avcC); the frames are ffmpeg's. (Annex B byte streams, as in MPEG-TS,
-    /// are read by the same code: H264PicturesTests. ReadFrames on MPEG-TS does not give ffmpeg's frames yet, with
-    /// or without this: issue #13.)
+    /// (avc: NAL unit lengths, the SPS in the avcC) and MPEG-TS (byte-stream: start codes, the SPS in band); the
+    /// frames are ffmpeg's.
     @Test func unreferencedPicturesAreNotDecoded() throws {
         let daemon = try Daemon()
         defer { daemon.stop() }
         let y420: [String: SettingValue] = [SettingsKey.pixelFormatType: .string("y420")]
-        for ext in ["mp4", "mkv"] {
+        for ext in ["mp4", "mkv", "ts"] {
             let file = Media.make("pyramid.\(ext)", [
                 "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=30", "-frames:v", "60", "-c:v", "libx264",
                 "-preset", "veryfast", "-bf", "3", "-b_strategy", "0", "-g", "30", "-pix_fmt", "yuv420p",
