@@ -10,13 +10,14 @@ import Glibc
 #endif
 
 /// How long the soak runs: SOAK_SECONDS of mixed workload (default 8) after SOAK_KILLED killed clients (default 8).
-/// The time limit allows 4 s per killed client (each starts trackctl and a worker and waits for its first sample):
-/// on the shared 2-CPU machine 1000 of them took 1.5–2.5 s each, so the former 5 minutes for 1000 ended the
-/// operator-length soak in its first phase (docs/SECURITY.md § Soak).
+/// The time limit allows 6 s per killed client (each starts trackctl and a worker and waits for its first sample):
+/// on the shared 2-CPU machine 1000 of them took 1.5–2.5 s each at load average 30–50 with the first builds, and
+/// about 4 s each at load average 22–34 on 2026-12-02, when the whole operator-length soak ended 14 minutes
+/// inside its former 4 s allowance (docs/SECURITY.md § Soak).
 enum SoakLength {
     static let seconds = ProcessInfo.processInfo.environment["SOAK_SECONDS"].flatMap(Double.init) ?? 8
     static let killedClients = ProcessInfo.processInfo.environment["SOAK_KILLED"].flatMap(Int.init) ?? 8
-    static let minutes = TestLimits.minutes + Int(seconds / 60) * 2 + killedClients / 15
+    static let minutes = TestLimits.minutes + Int(seconds / 60) * 2 + killedClients / 10
 }
 
 /// Issue #16: the soak, as an operator runs it (`make soak`: SOAK_SECONDS=300, SOAK_KILLED=1000) and as `make test`
