@@ -76,7 +76,9 @@ struct SoakTests {
         let expected = try Oracle.frameMD5(Media.clip, pixFmt: "yuv420p").map(\.md5)
         let tally = Tally()
         Self.checkedRead(socketPath, expected, tally)  // warm-up: the supervisor's first connection is counted in
-        let atRest = { (try? daemon.status())?.activeConnections == 1 && Procfs.children(of: daemon.pid).count == 1 }
+        // Children first: a Status connection starts a worker of its own (the warm one, and a new warm one behind
+        // it), so asking before the last one is reaped would see two children every time it asks.
+        let atRest = { Procfs.children(of: daemon.pid).count == 1 && (try? daemon.status())?.activeConnections == 1 }
         // Generous: other suites run beside this one (DamagedDeterminismTests keeps two readers busy), and the warm
         // worker rehearses before it counts; the descriptor and RSS baselines below are only meaningful at rest.
         try #require(waitUntil(timeout: .seconds(120), atRest), "the daemon did not come to rest")
