@@ -123,6 +123,20 @@ class DecodingTests(unittest.TestCase):
             w.decode(type_, data[16:] + b'\x00')
         with self.assertRaises(ProtocolViolation):  # truncated
             w.decode(type_, data[16:-1])
+        for cut in range(len(data) - 16):  # every prefix, in the head, the plane layouts or the frame count
+            with self.assertRaises(ProtocolViolation) as raised:
+                w.decode(type_, data[16:16 + cut])
+            self.assertEqual(raised.exception.message, 'truncated payload')
+        self.assertIsInstance(s['pts'], w.Time)
+        self.assertIsInstance(s['planes'][1], w.Plane)
+        self.assertIsInstance(s['colorimetry'], w.Colorimetry)
+        self.assertEqual(s['colorimetry'].matrix, 1)
+        self.assertEqual((s['planes'][1].offset, s['frame_count'], s['trims']), (2073600, 0, None))
+        too_many = bytearray(data[16:])
+        too_many[88] = 5  # planeCount: one more than MAX_PLANES
+        with self.assertRaises(ProtocolViolation) as raised:
+            w.decode(type_, bytes(too_many))
+        self.assertEqual(raised.exception.message, 'Sample has 5 planes (at most 4)')
 
     def test_sample_with_trims(self):
         data = hexbytes('''

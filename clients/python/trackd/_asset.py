@@ -33,6 +33,8 @@ _COMPONENTS = {
 PLANAR_RGB = '_RGP'
 # Names accepted for pixel_format besides four-char codes: CoreVideo's 24RGB is the number 0x18 (no code).
 _PIXEL_FORMAT_ALIASES = {'RGB': 0x18, '24RGB': 0x18, 'BGR': '24BG'}
+_SYNC, _DTS_VALID, _DISCONT, _DROPPABLE = w.SAMPLE_SYNC, w.SAMPLE_DTS_VALID, w.SAMPLE_DISCONT, w.SAMPLE_DROPPABLE
+_FORMAT_NAMES = {}  # a Sample's format code -> its name (w.fourcc_to_str), made once per code
 _AUDIO_KEYS = {'sample_rate': 'AVSampleRateKey', 'channels': 'AVNumberOfChannelsKey'}
 
 
@@ -123,38 +125,45 @@ class Frame:
     def __init__(self, output, pool, sample, index, copy):
         self._output = output
         self._pool = pool
-        self._slot = sample['slot']
+        self._slot = slot = sample['slot']
         self._released = True  # until the checks below pass: a refused sample is not given back
-        self.presentation_time = sample['pts']
-        self.decode_time = sample['dts'] if sample['flags'] & w.SAMPLE_DTS_VALID else None
-        self.duration_time = sample['duration']
-        self.pts = sample['pts'].seconds
-        self.duration = sample['duration'].seconds
-        self.flags = sample['flags']
-        self.sync = bool(sample['flags'] & w.SAMPLE_SYNC)
-        self.discontinuity = bool(sample['flags'] & w.SAMPLE_DISCONT)
-        self.droppable = bool(sample['flags'] & w.SAMPLE_DROPPABLE)
-        self.format = w.fourcc_to_str(sample['format'])
+        self.presentation_time = pts = sample['pts']
+        flags = self.flags = sample['flags']
+        self.decode_time = sample['dts'] if flags & _DTS_VALID else None
+        self.duration_time = duration = sample['duration']
+        self.pts = pts.seconds
+        self.duration = duration.seconds
+        self.sync = bool(flags & _SYNC)
+        self.discontinuity = bool(flags & _DISCONT)
+        self.droppable = bool(flags & _DROPPABLE)
+        code = sample['format']
+        name = _FORMAT_NAMES.get(code)
+        if name is None:
+            name = w.fourcc_to_str(code)
+            if len(_FORMAT_NAMES) < 256:  # bounded: a worker could send any number of codes
+                _FORMAT_NAMES[code] = name
+        self.format = name
         self.width, self.height = sample['width'], sample['height']
         self.colorimetry = sample['colorimetry']
-        self.plane_layouts = sample['planes']
+        self.plane_layouts = planes = sample['planes']
         self.frame_count = sample['frame_count']
         trims = sample.get('trims')
         self.trim_at_start = trims[0] if trims and trims[0].value else None
         self.trim_at_end = trims[1] if trims and trims[1].value else None
-        self.length = sample['length']
+        self.length = length = sample['length']
         self.index = index
-        self._base = self._slot * pool.slot_size
-        if self.length > pool.slot_size:
+        slot_size = pool.slot_size
+        self._base = slot * slot_size
+        if length > slot_size:
             raise ProtocolViolation('sample of %d bytes in pool %d, whose slots are %d bytes'
-                                    % (self.length, pool.id, pool.slot_size))
-        for p in self.plane_layouts:
-            if p.height and p.offset + p.bytes_per_row * (p.height - 1) + p.row_bytes > self.length:
-                raise ProtocolViolation('a plane runs past the sample (%r, length %d)' % (p, self.length))
+                                    % (length, pool.id, slot_size))
+        for p in planes:
+            if p.height and p.offset + p.bytes_per_row * (p.height - 1) + p.row_bytes > length:
+                raise ProtocolViolation('a plane runs past the sample (%r, length %d)' % (p, length))
         self._released = False
         self._copy = None
         if copy:
-            self._copy = bytearray(memoryview(pool.mmap)[self._base:self._base + self.length])
+            self._copy = bytearray(memoryview(pool.mmap)[self._base:self._base + length])
             self._base = 0
             self.release()
 

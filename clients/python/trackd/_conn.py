@@ -22,9 +22,32 @@ from .errors import DAEMON_UNREACHABLE, MEDIA_SERVICES_WERE_RESET, OPERATION_INT
 Message = namedtuple('Message', 'type request_id value fds')
 
 _CMSG_SPACE = socket.CMSG_SPACE(w.MAX_FDS * 4)
+_RECV_SIZE = 1 << 16  # bytes per read; a longer message takes several
+# Plain ints: socket's constants are enum members, whose operators run Python code on every message.
+_MSG_CTRUNC = int(socket.MSG_CTRUNC)
+_MSG_CMSG_CLOEXEC = int(socket.MSG_CMSG_CLOEXEC)
+_SOL_SOCKET = int(socket.SOL_SOCKET)
+_SCM_RIGHTS = int(socket.SCM_RIGHTS)
+_HEADER_SIZE = w.HEADER_SIZE
+_unpack_header = w.HEADER.unpack_from
+_WORKER_TYPES = w.WORKER_TYPES
+_decode = w.decode
 # Drained replies after which nothing comes for their request id (a CloseAsset not waited for). An output's
 # drain stays: a PoolRemoved may follow its OutputFinished (§12.6).
 _LAST_MESSAGES = frozenset({w.ACK, w.ERROR})
+
+
+# This process's id, kept up to date in a child by an at-fork hook: os.getpid() is a system call, and the fork
+# checks run several times a frame.
+_pid = os.getpid()
+
+
+def _after_fork_in_child():
+    global _pid
+    _pid = os.getpid()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 class _SendFailed(Exception):
@@ -58,7 +81,8 @@ class Connection:
         self.timeout = timeout
         self.pid = os.getpid()
         self._send_lock = threading.RLock()   # whole frames on the socket; post() from a __del__ re-enters
-        self._cond = threading.Condition(threading.RLock())  # queues, drains, the reader role
+        self._lock = threading.RLock()       # the routing lock: queues, drains, the reader role
+        self._cond = threading.Condition(self._lock)  # (`with self._lock` where nothing waits: no Python frame)
         self._reading = False                 # some thread is reading from the socket (the reader)
         self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
         self._sock.settimeout(timeout)
@@ -69,10 +93,12 @@ class Connection:
             raise TrackdError(DAEMON_UNREACHABLE, 'cannot connect to trackd at %s: %s' % (self.path, e.strerror)) \
                 from None
         self._buf = bytearray()
+        self._recv_view = memoryview(bytearray(_RECV_SIZE))  # recvmsg_into's, reused: no allocation per read
+        self._recv_into = [self._recv_view]
         self._fds = deque()          # received descriptors not yet claimed by a frame (§3)
         self._queues = {}            # request id -> deque of Messages nobody has asked for yet
         self._drains = {}            # request id -> callable(Message) for outputs nobody reads any more
-        self._posted = []            # (type, payload) sends deferred while a send is in progress
+        self._posted = deque()       # (type, payload) sends deferred while a send is in progress
         self._sending = False
         self._next_id = 1
         self._error = None           # why the connection is closed
@@ -126,7 +152,7 @@ class Connection:
             self._cond.notify_all()
 
     def _check_open(self):
-        if self.pid != os.getpid():
+        if self.pid != _pid:
             raise ForkedConnection(self.pid)
         if self._error is not None:
             raise TrackdError(MEDIA_SERVICES_WERE_RESET if self._error.code == PROTOCOL_VIOLATION else
@@ -147,7 +173,7 @@ class Connection:
     def send(self, type_, payload, request_id=None, fd=None):
         """Sends one frame (with fd attached to its first byte when given). Requests that get a reply get a
         fresh non-zero request id (returned); others are sent with 0."""
-        if self.pid != os.getpid():
+        if self.pid != _pid:
             raise ForkedConnection(self.pid)
         try:
             with self._send_lock:
@@ -182,7 +208,7 @@ class Connection:
                 self._reading = False
                 self._cond.notify_all()
 
-    def _send(self, type_, payload, request_id, fd):
+    def _send(self, type_, payload, request_id, fd, flush=True):
         self._check_open()
         if request_id is None:
             request_id = self._next_id
@@ -202,14 +228,15 @@ class Connection:
             self._sending = False
             raise _SendFailed('sending to trackd failed: %s' % (e.strerror or e)) from None
         self._sending = False
-        self._flush_posted()
+        if flush and self._posted:
+            self._flush_posted()
         return request_id
 
     def post(self, type_, payload):
         """A no-reply message (ReleaseSlots, CancelOutput) that may come from a __del__: sent now unless a
         send is in progress in this thread (then after it); dropped when the connection is closed or was made
         by another process (a child after a fork must not release the parent's slots)."""
-        if self._error is not None or self.pid != os.getpid():
+        if self._error is not None or self.pid != _pid:
             return
         try:
             with self._send_lock:  # another thread's send finishes first; this thread's own (a __del__) defers
@@ -222,8 +249,8 @@ class Connection:
     def _flush_posted(self):
         with self._send_lock:
             while self._posted and self._error is None and not self._sending:
-                type_, payload = self._posted.pop(0)
-                self._send(type_, payload, 0, None)
+                type_, payload = self._posted.popleft()
+                self._send(type_, payload, 0, None, flush=False)  # this loop sends the rest
 
     def _flush(self):
         try:
@@ -234,34 +261,41 @@ class Connection:
     # -- receiving
 
     def _read_message(self):
+        buf = self._buf
         while True:
-            if len(self._buf) >= w.HEADER_SIZE:
-                length, type_, fd_count, rid, reserved = w.HEADER.unpack_from(self._buf)
+            if len(buf) >= _HEADER_SIZE:
+                length, type_, fd_count, rid, reserved = _unpack_header(buf)
                 if reserved != 0:
                     self._violation('frame header reserved field is %d, not 0' % reserved)
                 if length > self._recv_limit:
                     self._violation('a %d-byte payload is larger than the limit of %d' % (length, self._recv_limit))
-                if type_ not in w.WORKER_TYPES:
+                expected_fds = _WORKER_TYPES.get(type_)
+                if expected_fds is None:
                     self._violation('unknown or client-only message type 0x%04x' % type_)
-                if fd_count != w.WORKER_TYPES[type_]:
+                if fd_count != expected_fds:
                     self._violation('message type 0x%04x declares %d descriptors, not %d'
-                                    % (type_, fd_count, w.WORKER_TYPES[type_]))
-                if len(self._buf) >= w.HEADER_SIZE + length:
-                    payload = bytes(self._buf[w.HEADER_SIZE:w.HEADER_SIZE + length])
-                    del self._buf[:w.HEADER_SIZE + length]
-                    if len(self._fds) < fd_count:
-                        self._violation('message type 0x%04x arrived without its descriptor' % type_)
-                    fds = tuple(self._fds.popleft() for _ in range(fd_count))
+                                    % (type_, fd_count, expected_fds))
+                end = _HEADER_SIZE + length
+                if len(buf) >= end:
+                    payload = bytes(buf[_HEADER_SIZE:end])
+                    del buf[:end]
+                    if fd_count:
+                        if len(self._fds) < fd_count:
+                            self._violation('message type 0x%04x arrived without its descriptor' % type_)
+                        fds = tuple(self._fds.popleft() for _ in range(fd_count))
+                    else:
+                        fds = ()
                     try:
-                        value = w.decode(type_, payload)
+                        value = _decode(type_, payload)
                     except ProtocolViolation as e:
                         for fd in fds:
                             os.close(fd)
                         self._violation('message type 0x%04x: %s' % (type_, e.message))
                     return Message(type_, rid, value, fds)
-            self._flush()
+            if self._posted:
+                self._flush()
             try:
-                data, ancdata, flags, _ = self._sock.recvmsg(1 << 18, _CMSG_SPACE, socket.MSG_CMSG_CLOEXEC)
+                n, ancdata, flags, _ = self._sock.recvmsg_into(self._recv_into, _CMSG_SPACE, _MSG_CMSG_CLOEXEC)
             except socket.timeout:  # TimeoutError from Python 3.10 on
                 err = TrackdError(OPERATION_INTERRUPTED, 'no message from trackd within %g s (a client holding every '
                                   'slot of an output stalls it: release frames or read with copy=True)'
@@ -271,26 +305,26 @@ class Connection:
             except OSError as e:
                 self._lost('reading from trackd failed: %s' % (e.strerror or e))
             for level, kind, cdata in ancdata:
-                if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                if level == _SOL_SOCKET and kind == _SCM_RIGHTS:
                     fds = array.array('i')
                     fds.frombytes(cdata[:len(cdata) - len(cdata) % fds.itemsize])
                     self._fds.extend(fds)
                     if len(fds) > w.MAX_FDS:
                         self._violation('%d descriptors in one message (at most %d)' % (len(fds), w.MAX_FDS))
-            if flags & socket.MSG_CTRUNC:
+            if flags & _MSG_CTRUNC:
                 self._violation('descriptors were cut off (MSG_CTRUNC)')
-            if not data:
-                self._lost('trackd closed the connection' + (' in the middle of a message' if self._buf else ''))
+            if not n:
+                self._lost('trackd closed the connection' + (' in the middle of a message' if buf else ''))
             if len(self._fds) > 4 * w.MAX_FDS:
                 self._violation('%d received descriptors that no message claims' % len(self._fds))
-            self._buf += data
+            buf += self._recv_view[:n]
 
     def next_message(self, request_id):
         """The next message with this request id, reading (and routing) as many as needed. Several threads may
         wait at once: one reads, the others wait for it to route their messages to them."""
-        if self.pid != os.getpid():
+        if self.pid != _pid:
             raise ForkedConnection(self.pid)
-        with self._cond:
+        with self._lock:
             while True:
                 q = self._queues.get(request_id)
                 if q:
@@ -306,9 +340,9 @@ class Connection:
         try:
             while True:
                 m = self._read_message()  # only the reader touches the buffer and the received descriptors
-                with self._cond:
-                    if m.request_id == request_id:
-                        return m
+                if m.request_id == request_id:  # touches nothing shared: no routing lock
+                    return m
+                with self._lock:
                     if m.type == w.ERROR and m.request_id == 0:
                         err = TrackdError(*m.value)
                         self.close(err)
@@ -322,7 +356,7 @@ class Connection:
                 if drain is not None:  # outside the routing lock: it sends (ReleaseSlots)
                     drain(m)
         finally:
-            with self._cond:
+            with self._lock:
                 self._reading = False
                 self._cond.notify_all()
 

@@ -87,7 +87,8 @@ class Time(namedtuple('Time', 'value timescale flags')):
     @property
     def seconds(self):
         """Seconds as a float; None when the time is not numeric (invalid, infinite, indefinite)."""
-        return self.value / self.timescale if self.is_numeric else None
+        value, timescale, flags = self  # is_numeric, inlined: read for every frame
+        return value / timescale if flags & TIME_VALID and not flags & 28 and timescale > 0 else None
 
     @property
     def fraction(self):
@@ -167,7 +168,12 @@ def create_output(asset_id, track_id, start, duration, settings, random_access=F
     return head + (b'' if settings is None else settings_body(settings))
 
 
+_RELEASE_ONE = struct.Struct('<IHII')
+
+
 def release_slots(output_id, refs):
+    if len(refs) == 1:  # one frame given back: the per-frame case
+        return _RELEASE_ONE.pack(output_id, 1, *refs[0])
     if not 0 < len(refs) <= MAX_RELEASE_REFS:
         raise ValueError('ReleaseSlots names 1 ... %d slots, not %d' % (MAX_RELEASE_REFS, len(refs)))
     return struct.pack('<IH', output_id, len(refs)) + b''.join(struct.pack('<II', p, s) for p, s in refs)
@@ -249,6 +255,9 @@ def _value(value, depth):
 # ---------------------------------------------------------------------------------------------------------
 # Decoding (worker -> client)
 
+_STRUCTS = {}  # format -> struct.Struct: compiled once
+
+
 class Reader:
     """Strict little-endian reader over one payload."""
 
@@ -264,8 +273,15 @@ class Reader:
         return self.data[start:self.pos]
 
     def unpack(self, fmt):
-        s = struct.Struct(fmt)
-        return s.unpack(self.take(s.size))
+        s = _STRUCTS.get(fmt)
+        if s is None:
+            s = _STRUCTS[fmt] = struct.Struct(fmt)
+        start = self.pos
+        end = start + s.size
+        if end > len(self.data):
+            raise ProtocolViolation('truncated payload')
+        self.pos = end
+        return s.unpack_from(self.data, start)
 
     def u8(self):
         return self.take(1)[0]
@@ -417,21 +433,34 @@ def decode_pool_removed(r):
 
 
 _SAMPLE_HEAD = '<IIIQqiIqiIqiIIIIIBBBBB'
+# The head, then for 0 ... MAX_PLANES planes each plane's layout and the frame count, unpacked at once.
+_SAMPLE_BODY = [struct.Struct(_SAMPLE_HEAD + 'QIII' * n + 'I') for n in range(MAX_PLANES + 1)]
+_SAMPLE_HEAD_SIZE = struct.calcsize(_SAMPLE_HEAD)
+_PLANE_COUNT_AT = _SAMPLE_HEAD_SIZE - 1
+_new_tuple = tuple.__new__  # a namedtuple made without the Python-level __new__ of its class
 
 
 def decode_sample(r):
-    (output_id, pool_id, slot, length, p_v, p_ts, p_f, d_v, d_ts, d_f, u_v, u_ts, u_f, flags, fmt, width, height,
-     crange, matrix, primaries, transfer, plane_count) = r.unpack(_SAMPLE_HEAD)
+    data, pos = r.data, r.pos
+    if pos + _SAMPLE_HEAD_SIZE > len(data):
+        raise ProtocolViolation('truncated payload')
+    plane_count = data[pos + _PLANE_COUNT_AT]
     if plane_count > MAX_PLANES:
         raise ProtocolViolation('Sample has %d planes (at most %d)' % (plane_count, MAX_PLANES))
-    planes = [Plane(*r.unpack('<QIII')) for _ in range(plane_count)]
-    (frame_count,) = r.unpack('<I')
+    body = _SAMPLE_BODY[plane_count]
+    end = pos + body.size
+    if end > len(data):
+        raise ProtocolViolation('truncated payload')
+    f = body.unpack_from(data, pos)
+    r.pos = end
+    flags = f[13]
+    planes = [_new_tuple(Plane, f[i:i + 4]) for i in range(22, 22 + 4 * plane_count, 4)]
     # Flag 16: the trim durations (TrimDurationAtStart, TrimDurationAtEnd) follow.
     trims = (r.time(), r.time()) if flags & SAMPLE_TRIMS else None
-    return dict(output_id=output_id, pool_id=pool_id, slot=slot, length=length, pts=Time(p_v, p_ts, p_f),
-                dts=Time(d_v, d_ts, d_f), duration=Time(u_v, u_ts, u_f), flags=flags, format=fmt, width=width,
-                height=height, colorimetry=Colorimetry(crange, matrix, primaries, transfer), planes=planes,
-                frame_count=frame_count, trims=trims)
+    return dict(output_id=f[0], pool_id=f[1], slot=f[2], length=f[3], pts=_new_tuple(Time, f[4:7]),
+                dts=_new_tuple(Time, f[7:10]), duration=_new_tuple(Time, f[10:13]), flags=flags, format=f[14],
+                width=f[15], height=f[16], colorimetry=_new_tuple(Colorimetry, f[17:21]), planes=planes,
+                frame_count=f[-1], trims=trims)
 
 
 def decode_output_finished(r):
