@@ -126,6 +126,12 @@ private final class SignalBox: Sendable {
         _ = unsafe gst_pad_send_event(pad, gst_event_new_gap(pts, duration))
     }
 
+    /// Sends a SEGMENT event of `segment` from the probed pad (serialized as sendEOS).
+    func sendSegment(_ segment: GstSegment) {
+        var segment = segment
+        _ = unsafe gst_pad_send_event(pad, gst_event_new_segment(&segment))
+    }
+
     /// Refuses what passes: its sender sees `flow` (swift_gst_pad_probe_refuse).
     func refuse(_ flow: GstFlowReturn) -> GstPadProbeReturn { unsafe swift_gst_pad_probe_refuse(info, flow) }
 }
