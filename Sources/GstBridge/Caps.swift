@@ -192,8 +192,10 @@ struct CapsView {
 }
 
 /// Describes one parsebin pad (caps, tags, duration) as a TrackDescription: from `caps` (the first buffer's) when given,
-/// else the pad's current caps.
-func describeTrack(pad: GstRef<GstPadObject>, id: UInt32, firstPTS: GstClockTime?, caps firstCaps: GstRef<GstCapsObject>? = nil) -> TrackDescription? {
+/// else the pad's current caps; from `tags` (the pad's tags when its first buffer passed) when given, else the pad's
+/// tags now.
+func describeTrack(pad: GstRef<GstPadObject>, id: UInt32, firstPTS: GstClockTime?, caps firstCaps: GstRef<GstCapsObject>? = nil,
+                   tags: [EventTags]? = nil) -> TrackDescription? {
     guard let view = CapsView(firstCaps ?? pad.currentCaps) else { return nil }
     var track = TrackDescription(id: id, mediaType: view.mediaType, codec: view.codec)
     switch track.mediaType {
@@ -223,7 +225,7 @@ func describeTrack(pad: GstRef<GstPadObject>, id: UInt32, firstPTS: GstClockTime
     // The first presented sample on the asset's timeline; never negative (AAC priming before an edit list).
     let start = firstPTS.map { streamTime($0, segment: pad.stickySegment) }
     track.timeRangeStart = start.flatMap { $0.isValid && $0.value > 0 ? $0 : nil } ?? .zero
-    readTags(pad: pad, into: &track)
+    readTags(tags ?? pad.stickyTags, into: &track)
     return track
 }
 
@@ -271,12 +273,9 @@ func channelLayoutName(channels: UInt32, mask: UInt64?, codec: FourCC) -> String
     }
 }
 
-/// Language, rotation and bit rate from the pad's sticky TAG events (stream-scoped and global).
-private func readTags(pad: GstRef<GstPadObject>, into track: inout TrackDescription) {
-    var index: guint = 0
-    while let event = pad.stickyEvent(GST_EVENT_TAG, index: index) {
-        index += 1
-        guard let tags = event.tags else { continue }
+/// Language, rotation and bit rate from a pad's TAG events (stream-scoped and global).
+private func readTags(_ events: [EventTags], into track: inout TrackDescription) {
+    for tags in events {
         if track.language.isEmpty, let language = tags.language, language != "und" {
             // qtdemux/matroskademux give ISO 639-1 where one exists ("fr"); AVFoundation reports ISO 639-2/T ("fra").
             track.language = iso639_2T(language) ?? language

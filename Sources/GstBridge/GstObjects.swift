@@ -154,6 +154,17 @@ extension GstRef where T == GstPadObject {
 
     /// A copy of the pad's sticky SEGMENT (nil when none).
     var stickySegment: GstSegment? { stickyEvent(GST_EVENT_SEGMENT)?.segment }
+
+    /// The tags of the pad's sticky TAG events (stream-scoped and global), in order.
+    var stickyTags: [EventTags] {
+        var tags: [EventTags] = []
+        var index: guint = 0
+        while let event = stickyEvent(GST_EVENT_TAG, index: index) {
+            index += 1
+            if let eventTags = event.tags { tags.append(eventTags) }
+        }
+        return tags
+    }
 }
 
 // ── Events, messages, buses ────────────────────────────────────────────────────────────────────────────────────────
@@ -180,7 +191,7 @@ extension GstRef where T == GstEventObject {
 }
 
 /// The tags of one TAG event that describeTrack reads (valid as a copy: strings and numbers only).
-struct EventTags {
+struct EventTags: Sendable {
     var language: String?
     var bitRate: UInt32?
     var nominalBitRate: UInt32?

@@ -191,7 +191,11 @@ public final class MediaSource: Sendable {
         var tracks: [TrackDescription] = []
         for entry in entries {
             let id = containerTrackID(entry.pad) ?? UInt32(entry.order)
-            if let track = describeTrack(pad: entry.pad, id: id, firstPTS: entry.firstPTS, caps: entry.firstCaps) {
+            // A sparse (subtitle) track's first sample is not waited for: whether it came before discovery ended is
+            // the machine's timing, so its time does not describe the track (its time range starts at 0; the worker
+            // puts it where the container's edit list says).
+            let firstPTS = entry.sparse == true ? nil : entry.firstPTS
+            if let track = describeTrack(pad: entry.pad, id: id, firstPTS: firstPTS, caps: entry.firstCaps, tags: entry.tags) {
                 tracks.append(track)
             }
         }
@@ -227,6 +231,10 @@ final class DiscoveryState: @unchecked Sendable {
         /// starts — by the time discovery ends, the demuxer may have moved on to a later format (a stream whose
         /// size changes).
         var firstCaps: GstRef<GstCapsObject>?
+        /// The pad's tags when the track was described (its first buffer, GAP or EOS): a parser posts its own
+        /// estimates (baseparse's running bit rate) only later, as it goes on, so tags read at the end of discovery
+        /// would depend on how far the streaming thread got.
+        var tags: [EventTags]?
         var done = false
         /// The GStreamer sequence number taken when the track was described (its first buffer, GAP or EOS), in the
         /// streaming thread: ordered with the errors that thread posts (their messages take one when made).
@@ -266,23 +274,39 @@ final class DiscoveryState: @unchecked Sendable {
     }
 
     private func probe(_ pad: Int, _ info: borrowing ProbeInfo) -> GstPadProbeReturn {
+        // Only this pad's streaming thread changes its entry's caps and done: read outside the lock, then kept.
+        let (seen, done) = state.withLock { s in
+            let entry = s.entries.first { $0.order == pad }
+            return (entry?.firstCaps != nil, entry?.done == true)
+        }
         if info.is(GST_PAD_PROBE_TYPE_BUFFER) {
             let pts = info.bufferTiming?.pts ?? clockTimeNone
-            let seen = state.withLock { s in s.entries.first { $0.order == pad }?.firstCaps != nil }
             let caps = seen ? nil : info.padCurrentCaps
+            let tags = done ? nil : info.padTags
             update(pad) { entry in
                 if entry.firstCaps == nil { entry.firstCaps = caps }
+                if !entry.done { entry.tags = tags }
                 entry.done = true
                 if pts != clockTimeNone { entry.firstPTS = min(entry.firstPTS ?? pts, pts) }
             }
             return GST_PAD_PROBE_DROP
         }
         if info.is(GST_PAD_PROBE_TYPE_BUFFER_LIST) {
-            update(pad) { $0.done = true }
+            let tags = done ? nil : info.padTags
+            update(pad) { entry in
+                if !entry.done { entry.tags = tags }
+                entry.done = true
+            }
             return GST_PAD_PROBE_DROP
         }
         if let t = info.eventType {
-            if t == GST_EVENT_EOS || t == GST_EVENT_GAP { update(pad) { $0.done = true } }
+            if t == GST_EVENT_EOS || t == GST_EVENT_GAP {
+                let tags = done ? nil : info.padTags
+                update(pad) { entry in
+                    if !entry.done { entry.tags = tags }
+                    entry.done = true
+                }
+            }
             if t == GST_EVENT_CAPS, let caps = info.caps {
                 let sparse = Self.isSparse(caps)
                 update(pad) { if $0.sparse == nil { $0.sparse = sparse } }

@@ -43,8 +43,9 @@ enum PassthroughChain {
         parser.exposeContainerFramed()
         pipeline.ignoreMissingPlugins = true
         try pipeline.addChain([appsink])
-        return OutputBranch(target: appsink, appsink: appsink, requiredType: nil,
-                            samples: PassthroughSamples(fd: fd, trackID: trackID))
+        let samples = PassthroughSamples(fd: fd, trackID: trackID)
+        samples.segment.attach(to: appsink.staticPad("sink"))
+        return OutputBranch(target: appsink, appsink: appsink, requiredType: nil, samples: samples)
     }
 }
 

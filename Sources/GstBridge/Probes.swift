@@ -105,6 +105,18 @@ private final class SignalBox: Sendable {
     /// The probed pad's current caps (gst_pad_get_current_caps, transfer full), or nil.
     var padCurrentCaps: GstRef<GstCapsObject>? { unsafe gst_pad_get_current_caps(pad).map { unsafe GstRef(full: $0) } }
 
+    /// The tags of the probed pad's sticky TAG events (stream-scoped and global), in the pad's order: what the stream
+    /// has said about itself before the buffer or event being probed.
+    var padTags: [EventTags] {
+        var tags: [EventTags] = []
+        var index: guint = 0
+        while let event = unsafe gst_pad_get_sticky_event(pad, GST_EVENT_TAG, index).map({ unsafe GstRef<GstEventObject>(full: $0) }) {
+            index += 1
+            if let eventTags = event.tags { tags.append(eventTags) }
+        }
+        return tags
+    }
+
     /// Sends EOS from the probed pad. Called without the pad's object lock, on the streaming thread that holds its
     /// (recursive) stream lock: the event is queued behind what was already sent.
     func sendEOS() { _ = unsafe gst_pad_send_event(pad, gst_event_new_eos()) }
@@ -112,6 +124,12 @@ private final class SignalBox: Sendable {
     /// Sends a GAP event from the probed pad (serialized as sendEOS).
     func sendGap(pts: GstClockTime, duration: GstClockTime) {
         _ = unsafe gst_pad_send_event(pad, gst_event_new_gap(pts, duration))
+    }
+
+    /// Sends a SEGMENT event of `segment` from the probed pad (serialized as sendEOS).
+    func sendSegment(_ segment: GstSegment) {
+        var segment = segment
+        _ = unsafe gst_pad_send_event(pad, gst_event_new_segment(&segment))
     }
 
     /// Refuses what passes: its sender sees `flow` (swift_gst_pad_probe_refuse).

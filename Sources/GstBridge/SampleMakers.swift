@@ -88,6 +88,8 @@ final class PassthroughSamples: SampleMaker {
     private var end: Int64?
     private(set) var rangeEnded = false
     private let edit: PassthroughEdit
+    /// What keeps appsink from clipping the first stored samples (attached to it by PassthroughChain).
+    let segment = PassthroughSegment()
 
     init(fd: Int32, trackID: UInt32) { edit = PassthroughEdit(fd: fd, trackID: trackID) }
 
@@ -97,7 +99,9 @@ final class PassthroughSamples: SampleMaker {
 
     func seeking(to range: MediaTimeRange, stop: Int64?) -> Int64? {
         (end, rangeEnded) = (stop, false)
-        edit.seeking(fromStart: (range.start.nanoseconds ?? 0) <= 0)
+        let fromStart = (range.start.nanoseconds ?? 0) <= 0
+        edit.seeking(fromStart: fromStart)
+        segment.seeking(fromStart: fromStart)
         return nil
     }
 

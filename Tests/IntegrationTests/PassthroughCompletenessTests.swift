@@ -170,6 +170,26 @@ struct PassthroughCompletenessTests {
         }
     }
 
+    /// AAC in ffmpeg's MPEG-TS (beside H.264): every stored ADTS frame, the bytes and sizes of `-c copy -f framemd5`,
+    /// at ffprobe's PTS less the first PCR. The first (ffmpeg's priming frame, PTS 130080) ends where tsdemux starts
+    /// its segment, at the video's first PTS, and appsink dropped it as outside the segment: 47 of 48 arrived.
+    @Test func aacInMPEGTS() throws {
+        let file = TransportStreamTimesTests.file
+        let bytes = try #require(FileManager.default.contents(atPath: file))
+        let pcr = try #require(TransportStreamTimesTests.firstPCR([UInt8](bytes)))
+        let probed = try TransportStreamTimesTests.packets("a:0")
+        let (theirs, _) = try framemd5(file, "0:a")
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        let (ours, _) = try passthrough(file, daemon, .audio)
+        #expect(theirs.count == 48 && probed.count == theirs.count)
+        #expect(ours.count == theirs.count, "\(ours.count) samples, ffmpeg has \(theirs.count) packets")
+        for (i, (a, (b, p))) in zip(ours, zip(theirs, probed)).enumerated() {
+            #expect(a.size == b.size && a.md5 == b.md5, "sample \(i): \(a.size) bytes \(a.md5), ffmpeg \(b.size) \(b.md5)")
+            #expect(a.pts == MediaTime(value: p.pts - pcr, timescale: 90000), "sample \(i): PTS \(a.pts), ffprobe \(p.pts) − \(pcr)")
+        }
+    }
+
     /// The NAL units of an Annex B access unit (split at 00 00 01 / 00 00 00 01 start codes).
     static func annexBUnits(_ bytes: [UInt8]) -> [[UInt8]] {
         var starts: [(code: Int, payload: Int)] = []

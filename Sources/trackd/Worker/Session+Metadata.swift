@@ -11,6 +11,9 @@ extension Session {
         let described = tracks.map { track in
             var track = track
             let entry = found.track(track.id)
+            if track.mediaType != .video && track.mediaType != .audio, let start = editedStart(entry?.segments, track) {
+                track.timeRangeStart = start
+            }
             track.segments = entry?.segments ?? identitySegment(track).map { [$0] } ?? []
             track.metadata = entry?.items ?? []
             if let language = containerLanguage(track.metadata) { track.language = language }
@@ -27,6 +30,14 @@ extension Session {
         guard let item = items.first(where: { ($0.keySpace == "mdhd" && $0.key == "language") || ($0.keySpace == "mkv" && $0.key == "Language") })
         else { return nil }
         return item.value == "und" ? "" : item.value
+    }
+
+    /// Where the edit list starts showing a sparse (subtitle) track's media: the first non-empty segment's target
+    /// start, on the track's timescale. Discovery does not wait for such a track's first sample, so its time range
+    /// starts at 0 unless this says otherwise (PROTOCOL.md §7.2); nil without an edit list.
+    static func editedStart(_ segments: [TrackSegment]?, _ track: TrackDescription) -> MediaTime? {
+        guard let shown = segments?.first(where: { !$0.isEmpty }), shown.target.start.isNumeric else { return nil }
+        return TimeGrid(timescale: Int64(track.naturalTimeScale)).map { $0.rounded(shown.target.start) } ?? shown.target.start
     }
 
     /// The track's time range (start, duration, in its timescale) as both source and target; nil when the duration

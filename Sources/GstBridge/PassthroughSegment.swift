@@ -1,0 +1,40 @@
+import CGStreamer
+import Synchronization
+
+/// A passthrough read from the start delivers every stored sample, also those the demuxer's first segment begins
+/// after: tsdemux starts its segment at the first video PTS, and ffmpeg's MPEG-TS puts the first AAC packet (its
+/// priming) just before it — it ends exactly at the segment's start, and appsink, like every GstBaseSink, drops a
+/// buffer that ends at or before the start (47 of ffprobe's 48 packets). A probe on appsink's sink pad moves such a
+/// segment's start back to the stream's beginning with its stream time moved by the same amount, so every buffer's
+/// stream time — the time on the wire — is unchanged and nothing is clipped at the start. Only while the read starts
+/// at the beginning: a segment made by a seek to a later range start is left as it is (its start is that range's).
+final class PassthroughSegment: Sendable {
+    private let fromStart = Atomic(true)
+
+    /// The next range starts at the stream's beginning (or not).
+    func seeking(fromStart: Bool) { self.fromStart.store(fromStart, ordering: .relaxed) }
+
+    /// Watches the SEGMENT events reaching `pad` (appsink's sink pad).
+    func attach(to pad: GstRef<GstPadObject>) {
+        pad.addProbe(GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM) { [self] info in
+            guard fromStart.load(ordering: .relaxed), let segment = info.segment, let widened = Self.widened(segment)
+            else { return GST_PAD_PROBE_OK }
+            info.sendSegment(widened)  // passes this probe unchanged: its start or its time is 0
+            return GST_PAD_PROBE_DROP
+        }
+    }
+
+    /// `segment` with start and time both lowered by the smaller of the two (stream time = time + position − start
+    /// stays the same), or nil when that is 0 or the segment is not a forward time segment.
+    static func widened(_ segment: GstSegment) -> GstSegment? {
+        guard segment.format == GST_FORMAT_TIME, segment.rate > 0, segment.applied_rate == 1,
+              segment.start != clockTimeNone, segment.time != clockTimeNone else { return nil }
+        let shift = min(segment.start, segment.time)
+        guard shift > 0 else { return nil }
+        var widened = segment
+        widened.start -= shift
+        widened.time -= shift
+        if widened.position != clockTimeNone { widened.position = widened.position >= shift ? widened.position - shift : 0 }
+        return widened
+    }
+}
