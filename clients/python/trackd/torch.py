@@ -13,10 +13,14 @@ Each process has its own trackd connection (a trackd.Session: one trackd worker 
 files are counted in the process that makes the dataset (and closed), and every DataLoader worker opens the
 files it reads itself on its session, keeping up to max_open of them open. A connection is never shared across
 fork (a child connects again). A batch's clips of one file are read with one ReadFrames (__getitems__), so
-consecutive clips decode their shared GOPs once.
+consecutive clips decode their shared GOPs once, and written straight into one tensor for the whole batch: in a
+DataLoader worker it is in shared memory from the start, and DataLoader's default collate returns it as the
+batch's video instead of stacking the items into new memory (trackd.torch registers its items' type, Clip, in
+torch's default_collate_fn_map; a collate_fn of your own can call trackd.torch.collate for the same).
 """
 
 import bisect
+import functools
 import os
 import threading
 from collections import OrderedDict
@@ -101,30 +105,43 @@ class VideoClips:
     def __getitems__(self, items):
         """The items of a batch, in order (DataLoader calls this with a batch's item numbers when the dataset has
         it): the clips of one source are read with one get_frames, one ReadFrames, so a GOP that several of them
-        need is decoded once, and the source's connection makes one round trip per batch."""
+        need is decoded once, and the source's connection makes one round trip per batch. Every clip's frames
+        are written straight into one (B, T, ...) array of the batch — in a DataLoader worker process, shared
+        memory (as DataLoader's own collate allocates), so that handing the batch to the main process copies
+        nothing — and each item's video is a view of it: DataLoader's default collate (and trackd.torch.collate)
+        then returns that array as the batch's video instead of stacking the items into new memory."""
         clips = [self.clip_index(i) for i in items]
         by_source = OrderedDict()
         for position, (source, first) in enumerate(clips):
             by_source.setdefault(source, []).append((position, first))
-        out = [None] * len(clips)
+        stack = _Stack(len(clips), self.clip_length, self.output == 'torch')
+        pts = _batch._np.empty((len(clips), self.clip_length), _batch._np.float64)
+        numbers = _batch._np.empty((len(clips), self.clip_length), _batch._np.int64)
         span = self.clip_length * self.step
         for source, wanted in by_source.items():
             indices = [i for _, first in wanted for i in range(first, first + span, self.step)]
-            batch = self._asset(source).get_frames(indices=indices, pixel_format=self.pixel_format,
-                                                   layout='NCHW' if self.layout == 'TCHW' else 'NHWC',
-                                                   width=self.width, height=self.height)
-            for k, (position, _) in enumerate(wanted):
-                part = slice(k * self.clip_length, (k + 1) * self.clip_length)
-                out[position] = self._item(source, batch.frames[part], batch.pts[part], batch.indices[part])
-        return out
+            rows = [position * self.clip_length + t for position, _ in wanted for t in range(self.clip_length)]
+            batch = _batch.get_frames(self._asset(source), indices=indices, pixel_format=self.pixel_format,
+                                      layout='NCHW' if self.layout == 'TCHW' else 'NHWC', width=self.width,
+                                      height=self.height, into=functools.partial(stack.rows, rows=rows))
+            positions = [position for position, _ in wanted]
+            pts[positions] = batch.pts.reshape(len(wanted), self.clip_length)
+            numbers[positions] = batch.indices.reshape(len(wanted), self.clip_length)
+        return self._items(stack.array, pts, numbers, [source for source, _ in clips])
 
-    def _item(self, source, frames, pts, indices):
-        path = self.sources[source] if isinstance(self.sources[source], str) else ''
+    def _items(self, video, pts, numbers, sources):
+        paths = [self.sources[s] if isinstance(self.sources[s], str) else '' for s in sources]
         if self.output == 'numpy':
-            return dict(video=frames, pts=pts, indices=indices, source=source, path=path)
+            return [dict(video=video[k], pts=pts[k], indices=numbers[k], source=s, path=p)
+                    for k, (s, p) in enumerate(zip(sources, paths))]
         import torch
-        return dict(video=torch.from_numpy(frames), pts=torch.from_numpy(pts), indices=torch.from_numpy(indices),
-                    source=source, path=path)
+        _register_collate()
+        stacked = dict(video=video, pts=torch.from_numpy(pts), indices=torch.from_numpy(numbers),
+                       source=torch.tensor(sources, dtype=torch.int64), path=paths)
+        out = _Clips(Clip(video=stacked['video'][k], pts=stacked['pts'][k], indices=stacked['indices'][k], source=s,
+                          path=p) for k, (s, p) in enumerate(zip(sources, paths)))
+        out.stacked, out.items = stacked, tuple(out)
+        return out
 
     def __getstate__(self):  # DataLoader with the spawn start method pickles the dataset: no open assets
         state = dict(self.__dict__)
@@ -141,3 +158,95 @@ class VideoClips:
                 if self._session is not None:
                     self._session.close()
                     self._session = None
+
+
+class _Stack:
+    """A batch's (B * T, ...) frame array, made at the first frame (its shape is the frame's): a numpy array of
+    this process's batch memory (trackd.set_batch_cache), or for torch a tensor's — in shared memory inside a
+    DataLoader worker. Each get_frames of the batch writes its frames into its own rows."""
+
+    def __init__(self, clips, clip_length, torch_output):
+        self.clips, self.clip_length, self.torch_output = clips, clip_length, torch_output
+        self.array = self.flat = None
+
+    def rows(self, shape, dtype, rows):
+        shape = tuple(shape)
+        if self.flat is None:
+            full = (self.clips * self.clip_length,) + shape
+            if self.torch_output:
+                tensor = _tensor(full, dtype)
+                self.flat = tensor.numpy()  # the same memory
+            else:
+                tensor = self.flat = _batch._recycler.empty(full, dtype)
+            self.array = tensor.reshape((self.clips, self.clip_length) + shape)
+        elif self.flat.shape[1:] != shape or self.flat.dtype != dtype:
+            raise ValueError("a batch's clips are %s %s and %s %s: the clips of one batch must have one size (pass "
+                             'width= and height=)' % (self.flat.shape[1:], self.flat.dtype, shape, dtype))
+        return self.flat, rows
+
+
+def _tensor(shape, dtype):
+    """An uninitialised torch tensor: in a DataLoader worker, in shared memory from the start (as DataLoader's
+    default collate makes its batches; a tensor in ordinary memory would be copied into shared memory to be sent
+    to the main process); elsewhere from this process's batch memory (trackd.set_batch_cache)."""
+    import torch
+    from torch.utils.data import get_worker_info
+    if get_worker_info() is None:
+        return torch.from_numpy(_batch._recycler.empty(shape, dtype))
+    torch_dtype = torch.from_numpy(_batch._np.empty(0, dtype)).dtype
+    nbytes = _batch._np.dtype(dtype).itemsize
+    for n in shape:
+        nbytes *= n
+    new_shared = getattr(torch.UntypedStorage, '_new_shared', None)  # what default_collate uses
+    if new_shared is not None:
+        storage = new_shared(nbytes)
+    else:
+        storage = torch.empty(nbytes, dtype=torch.uint8).share_memory_().untyped_storage()
+    flat = torch.empty(0, dtype=torch.uint8).set_(storage, 0, (nbytes,))
+    return flat.view(torch_dtype).reshape(shape)
+
+
+class Clip(dict):
+    """An item of VideoClips with torch output: a dict (video, pts, indices, source, path) whose tensors are
+    views of its batch's stacked tensors."""
+
+
+class _Clips(list):
+    """__getitems__' result: the batch's Clip items, and (stacked) the batch as DataLoader's default collate
+    would make it (video (B, T, ...), pts and indices (B, T), source (B,) int64, path a list)."""
+
+    stacked = items = None
+
+
+def collate(batch):
+    """DataLoader collate_fn for VideoClips batches: __getitems__' items as they came returns the batch's own
+    stacked tensors (no copy); anything else goes to torch's default_collate. DataLoader's default collate does
+    the same for VideoClips' items (trackd.torch registers Clip in torch's default_collate_fn_map), so only a
+    collate_fn of your own needs this."""
+    from torch.utils.data import default_collate
+    if (isinstance(batch, _Clips) and batch.stacked is not None and len(batch) == len(batch.items)
+            and all(a is b for a, b in zip(batch, batch.items))):
+        return batch.stacked
+    return default_collate([dict(item) if isinstance(item, Clip) else item for item in batch])
+
+
+def _collate_clips(batch, *, collate_fn_map=None):
+    return collate(batch)
+
+
+_registered = False
+
+
+def _register_collate():
+    """Clip's entry in torch's default_collate_fn_map (the extension default_collate documents), once per
+    process."""
+    global _registered
+    if _registered:
+        return
+    try:
+        from torch.utils.data._utils.collate import default_collate_fn_map
+    except ImportError:  # without it, default_collate stacks the items: the same batch, copied
+        pass
+    else:
+        default_collate_fn_map.setdefault(Clip, _collate_clips)
+    _registered = True
