@@ -68,7 +68,8 @@ class VideoClipsTests(unittest.TestCase):
                             generator=torch.Generator().manual_seed(3))
         seen, mixed = [], 0
         for batch, report in loader:
-            self.assertEqual(report, dict(same_memory=True, shared=True, contiguous=True))
+            self.assertEqual({k: report[k] for k in ('same_memory', 'shared', 'contiguous')},
+                             dict(same_memory=True, shared=True, contiguous=True))
             self.assertEqual(batch['video'].shape[1:], (4, 3, 60, 80))
             self.assertEqual(batch['source'].dtype, torch.int64)
             mixed += len(set(batch['source'].tolist())) > 1
@@ -80,6 +81,38 @@ class VideoClipsTests(unittest.TestCase):
                 seen.append((int(source), indices[0].item()))
         self.assertGreater(mixed, 0)
         self.assertEqual(sorted(seen), sorted(dataset.clip_index(i) for i in range(len(dataset))))
+
+    def test_shared_buffers_are_filled_again_only_when_released(self):
+        # One worker, 2 kept buffers. Batches dropped as they come: after the first few, every batch is in a kept
+        # buffer, and no more than 2 are ever made. Batches all kept by the loop: the worker finds no free buffer
+        # and takes fresh memory, and every batch still holds its own frames at the end.
+        dataset = VideoClips(clips[0], clip_length=2, frames_between_clips=3, width=80, shared_batches=2,
+                             socket=daemon.socket)
+        loader = DataLoader(dataset, batch_size=2, num_workers=1, collate_fn=worker_report, prefetch_factor=1)
+        reports = []
+        for batch, report in loader:  # each batch checked, then dropped (its buffer free for the worker again)
+            reports.append(report)
+            for video, indices in zip(batch['video'], batch['indices']):
+                want = direct(clips[0], indices.tolist(), width=80, layout='NCHW')
+                self.assertTrue(torch.equal(video, torch.from_numpy(want.frames)))
+            del batch, video
+        self.assertEqual(len(reports), 10)
+        self.assertTrue(all(r['kept'] for r in reports[2:]), reports)
+        self.assertLessEqual(max(r['buffers'] for r in reports), 2)
+        held = list(DataLoader(dataset, batch_size=2, num_workers=1, collate_fn=worker_report, prefetch_factor=1))
+        self.assertTrue(any(not report['kept'] for _, report in held))
+        for batch, _ in held:
+            for video, indices in zip(batch['video'], batch['indices']):
+                want = direct(clips[0], indices.tolist(), width=80, layout='NCHW')
+                self.assertTrue(torch.equal(video, torch.from_numpy(want.frames)))
+        self.assertEqual([int(i) for b, _ in held for i in b['indices'][:, 0]], list(range(0, 60, 3)))
+
+    def test_a_collate_fn_may_replace_the_video(self):
+        dataset = VideoClips(clips[0], clip_length=2, frames_between_clips=3, width=80, socket=daemon.socket)
+        for batch in DataLoader(dataset, batch_size=3, num_workers=1, collate_fn=to_float):
+            self.assertEqual(batch['video'].dtype, torch.float32)
+            want = direct(clips[0], batch['indices'].flatten().tolist(), width=80, layout='NCHW')
+            self.assertTrue(torch.equal(batch['video'].flatten(0, 1), torch.from_numpy(want.frames).float()))
 
     def test_collate_in_this_process(self):
         dataset = VideoClips(clips, clip_length=3, width=80, socket=daemon.socket)
@@ -110,12 +143,25 @@ class VideoClipsTests(unittest.TestCase):
             dataset[len(dataset)]
 
 
+def to_float(items):
+    """A collate_fn that replaces the video of trackd.torch.collate's batch (the batch is then sent as it is)."""
+    batch = collate(items)
+    batch['video'] = batch['video'].float()
+    return batch
+
+
 def worker_report(items):
-    """A collate_fn run in the DataLoader worker: default_collate's batch and what it is made of."""
+    """A collate_fn run in the DataLoader worker: default_collate's batch and what it is made of (shared: in
+    torch's shared memory or in a buffer the worker keeps; kept: that buffer's slot; buffers: how many it has)."""
+    from trackd.torch import _SharedBuffers
     batch = torch.utils.data.default_collate(items)
     video = batch['video']
-    return batch, dict(same_memory=video.data_ptr() == items[0]['video'].data_ptr(), shared=video.is_shared(),
-                       contiguous=video.is_contiguous())
+    kept = getattr(batch, 'slot', None)
+    buffers = _SharedBuffers._current
+    return batch, dict(same_memory=video.data_ptr() == items[0]['video'].data_ptr(),
+                       shared=video.is_shared() or kept is not None, contiguous=video.is_contiguous(),
+                       kept=kept is not None,
+                       buffers=0 if buffers is None else sum(b is not None for b in buffers.buffers))
 
 
 class DLPackTests(unittest.TestCase):
