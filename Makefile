@@ -66,7 +66,8 @@ help:
 	@echo "make run           deps, release build, demo against a private trackd (FILE=clip.mp4 optional)"
 	@echo "make serve         release build, trackd in the foreground (SOCKET=path optional)"
 	@echo "make bench         release build, bench venv, benchmark against gst-launch/ffmpeg and PyAV/OpenCV/decord/TorchCodec"
-	@echo "                   -> docs/BENCHMARKS.md (full runs only; quick check: RUNS=1 BENCH_SECONDS=2 make bench)"
+	@echo "                   -> docs/BENCHMARKS.md (full runs only; quick check: RUNS=1 BENCH_SECONDS=2 make bench;"
+	@echo "                   PIPELINES=1: make bench-pipelines too)"
 	@echo "make bench-venv    make bench's Python venv (.build/venv-bench, from PyPI; BENCH_TORCH=auto|pypi|no)"
 	@echo "make bench-pipelines  Ray Data and DataLoader frames/s against read_videos/TorchCodec (QUICK=1: a check)"
 	@echo "make clean         remove .build/ and build/"
@@ -230,8 +231,12 @@ BENCH_VENV := $(CURDIR)/.build/venv-bench
 bench-venv:
 	@PYTHON=$(PYTHON) scripts/bench/venv.sh $(BENCH_VENV)
 
+# The data-pipeline benchmark (bench-pipelines below) is not run by default: its venv is several GB of its own and a
+# full run takes about an hour on 2 CPUs; its QUICK form only checks that it works. PIPELINES=1 runs it after.
 bench: build bench-venv
 	@BUILD_DIR=$(RELEASE_DIR) BENCH_PYTHON=$(BENCH_VENV)/bin/python scripts/bench.sh
+	@$(if $(filter 1,$(PIPELINES)),BUILD_DIR=$(RELEASE_DIR) scripts/bench-pipelines.sh,echo "make bench: the data-pipeline \
+	benchmark (issue #15: Ray Data, DataLoader) is make bench-pipelines, or PIPELINES=1 make bench")
 
 # Issue #15: frames/s through Ray Data (trackd.ray.read_frames vs ray.data.read_videos) and a 2-worker DataLoader
 # (trackd.torch.VideoClips vs TorchCodec) on 8 generated 720p clips; its own venv (.build/venv-bench-pipelines,

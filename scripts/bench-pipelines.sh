@@ -3,7 +3,8 @@
 # people use today, on the same generated clips (scripts/bench/pipelines.py does the measuring):
 #   - Ray Data: trackd.ray.read_frames against ray.data.read_videos (decord), every frame of 8 clips, RGB;
 #   - PyTorch: a DataLoader with 2 workers over 16-frame clips of the same 8 files, trackd.torch.VideoClips against
-#     TorchCodec, in order and shuffled.
+#     TorchCodec, in order and shuffled (TorchCodec per clip with default collate, as documented, and batched as
+#     VideoClips batches).
 # Target: trackd >= 1.2x the other's frames/s in every row. Prints a Markdown table and writes it to BENCH_OUT.
 #
 # Its own venv, .build/venv-bench-pipelines, made from PyPI when scripts/bench/requirements-pipelines.txt or python3

@@ -10,7 +10,9 @@ Each read is repeated --repeat times after one warm-up and the median reported.
 Sections: whole-clip reads as a Ray read task makes them (batches of 32 frames, (N, H, W, 3) RGB), by pixel format
 the worker converts to; 16-frame clips as VideoClips reads them ((T, 3, H, W), four consecutive clips per ReadFrames
 in order, one random clip per ReadFrames shuffled); DataLoader's collate of such items; the cost of a ReadFrames
-itself (a pipeline built, prerolled and torn down: one key frame per request). A diagnostic for
+itself (a pipeline built, prerolled and torn down: one key frame per request); a DataLoader worker's whole batch
+(items, default collate, the move into shared memory sending needs), VideoClips against TorchCodec per item and
+TorchCodec batched (--loader-only: just those). A diagnostic for
 docs/BENCHMARKS.md, not a benchmark of its own.
 """
 
@@ -100,6 +102,70 @@ def trackd_reads(path, socket, repeat):
         return count
 
 
+def as_loader_worker():
+    """Makes this process look like a DataLoader worker to torch (get_worker_info() is not None), so that
+    default_collate and VideoClips allocate batches in shared memory as they do there."""
+    import torch.utils.data._utils.worker as worker
+    worker._worker_info = worker.WorkerInfo(id=0, num_workers=1, seed=0, dataset=None)
+
+
+def send(batch):
+    """What pickling a batch for DataLoader's worker queue does to its tensors: moves those not yet in shared
+    memory there (a copy into fresh shared memory)."""
+    for value in batch.values():
+        if hasattr(value, 'is_shared') and not value.is_shared():
+            value.share_memory_()
+    return batch
+
+
+def loader_batches(count, clip_length=16, batch_size=4):
+    """The DataLoader's batches of clip numbers: in order, and shuffled (seed 15)."""
+    n = count // clip_length
+    order = list(range(n))
+    shuffled = order[:]
+    random.Random(15).shuffle(shuffled)
+    return [(name, [o[i:i + batch_size] for i in range(0, n - batch_size + 1, batch_size)])
+            for name, o in (('in order', order), ('shuffled', shuffled))]
+
+
+def loader_worker_reads(path, socket, count, repeat):
+    """A DataLoader worker's work for batches of 4 clips of 16 frames, RGB (T, 3, H, W): the items, default
+    collate, the move into shared memory that sending needs; trackd's worker CPU included for VideoClips."""
+    from torch.utils.data import default_collate
+    from trackd.torch import VideoClips
+    as_loader_worker()
+    dataset = VideoClips([path], clip_length=16, socket=socket)
+    dataset[0]
+    pid = dataset._session.worker_pid
+    print('== a DataLoader worker\'s batch: items, default_collate, into shared memory (4 clips of 16 frames)')
+    for order, batches in loader_batches(count):
+        row('VideoClips %s: __getitems__ (written into one shared tensor)' % order, *cpu_per_frame(
+            lambda: drain(send(default_collate(dataset.__getitems__(b))) for b in batches), len(batches) * 64, pid,
+            repeat))
+    dataset.close()
+
+
+def torchcodec_loader_reads(path, count, repeat):
+    from torch.utils.data import default_collate
+    from torchcodec.decoders import VideoDecoder
+    as_loader_worker()
+    decoder = VideoDecoder(path, num_ffmpeg_threads=1)
+
+    def per_item(b):
+        return send(default_collate([dict(video=decoder.get_frames_at(indices=list(range(c * 16, c * 16 + 16))).data)
+                                     for c in b]))
+
+    def batched(b):
+        data = decoder.get_frames_at(indices=[i for c in b for i in range(c * 16, c * 16 + 16)]).data
+        return send(dict(video=data.reshape((len(b), 16) + tuple(data.shape[1:]))))
+
+    for order, batches in loader_batches(count):
+        row('TorchCodec %s: get_frames_at per item, default_collate' % order,
+            *cpu_per_frame(lambda: drain(per_item(b) for b in batches), len(batches) * 64, None, repeat))
+        row('TorchCodec %s: one get_frames_at per batch, sent as it is' % order,
+            *cpu_per_frame(lambda: drain(batched(b) for b in batches), len(batches) * 64, None, repeat))
+
+
 def torchcodec_reads(path, count, repeat):
     import torch
     from torchcodec.decoders import VideoDecoder
@@ -140,13 +206,21 @@ def main():
     parser.add_argument('--socket', required=True)
     parser.add_argument('--repeat', type=int, default=3)
     parser.add_argument('--no-peers', action='store_true')
+    parser.add_argument('--loader-only', action='store_true', help="only the DataLoader worker's batches")
     args = parser.parse_args()
     print('load average %s; CPU ms per delivered frame' % ' '.join('%.1f' % x for x in os.getloadavg()))
     for path in args.clips:
-        count = trackd_reads(path, args.socket, args.repeat)
+        if args.loader_only:
+            with trackd.open(path, socket=args.socket) as asset:
+                count = asset.frame_count()
+        else:
+            count = trackd_reads(path, args.socket, args.repeat)
+        loader_worker_reads(path, args.socket, count, args.repeat)
         if not args.no_peers:
-            torchcodec_reads(path, count, args.repeat)
-            decord_reads(path, count, args.repeat)
+            torchcodec_loader_reads(path, count, args.repeat)
+            if not args.loader_only:
+                torchcodec_reads(path, count, args.repeat)
+                decord_reads(path, count, args.repeat)
     print('load average %s' % ' '.join('%.1f' % x for x in os.getloadavg()))
 
 

@@ -4,7 +4,10 @@
    frame of every clip, consumed with iter_batches.
 2. PyTorch: a DataLoader with 2 worker processes over clips of 16 frames: trackd.torch.VideoClips against the same
    clips (the same file and frame indices per item) decoded by TorchCodec's VideoDecoder.get_frames_at, RGB
-   (N, C, H, W) uint8; in order, and shuffled with a fixed seed.
+   (N, C, H, W) uint8; in order, and shuffled with a fixed seed. TorchCodec twice: as its documentation uses it in a
+   DataLoader (a clip per item, default collate), and batched as VideoClips batches (a batch's clips of a file in
+   one get_frames_at, the batch returned as it is: TorchCodecBatches); trackd's loader is measured once per pass
+   and compared with both.
 
 Round-robin: one untimed warm-up pass over every row, then --runs passes; a row's value is the median. Counts are
 checked (every pipeline must deliver the same number of frames, equal to ffprobe's), else the script fails. Run by
@@ -113,6 +116,46 @@ class TorchCodecClips:
         return dict(self.__dict__, _pid=None, _decoders={})
 
 
+class TorchCodecBatches(TorchCodecClips):
+    """TorchCodecClips with the same batching VideoClips does, through TorchCodec's documented API: DataLoader's
+    __getitems__ gets a batch's items, a file's clips are one get_frames_at, and the batch is returned already
+    made (pass_through collate). TorchCodec decodes into memory of its own (no out=), so the batch costs one copy
+    into shared memory either way: here torch's pickling moves a one-file batch's tensor there when the worker
+    sends it (a view of TorchCodec's NHWC memory: a plain memcpy, no channels-first transpose), and a batch of
+    several files is put together in shared memory as default_collate does (torch.stack into _new_shared)."""
+
+    def __getitems__(self, items):
+        import torch
+        by_source = {}
+        for position, i in enumerate(items):
+            source, first = self.items[i]
+            by_source.setdefault(source, []).append((position, first))
+        parts = []
+        for source, wanted in by_source.items():
+            indices = [i for _, first in wanted for i in range(first, first + self.clip_length)]
+            batch = self._decoder(source).get_frames_at(indices=indices)
+            shape = (len(wanted), self.clip_length) + tuple(batch.data.shape[1:])
+            parts.append(([p for p, _ in wanted], batch.data.reshape(shape), batch.pts_seconds.reshape(shape[:2]),
+                          source))
+        if len(parts) == 1:
+            _, video, pts, source = parts[0]
+            return dict(video=video, pts=pts.to(torch.float64), source=torch.full((len(items),), source))
+        first = parts[0][1]
+        video = torch.empty(0, dtype=first.dtype).set_(torch.UntypedStorage._new_shared(
+            first[0].numel() * len(items))).view((len(items),) + tuple(first.shape[1:]))
+        pts = torch.empty((len(items), self.clip_length), dtype=torch.float64)
+        source = torch.empty(len(items), dtype=torch.int64)
+        for positions, v, p, s in parts:
+            video[positions] = v
+            pts[positions] = p.to(torch.float64)
+            source[positions] = s
+        return dict(video=video, pts=pts, source=source)
+
+
+def pass_through(batch):
+    return batch
+
+
 def torch_rows(clips, socket, clip_length, batch_size, workers, threads):
     import torch
     from torch.utils.data import DataLoader
@@ -126,12 +169,15 @@ def torch_rows(clips, socket, clip_length, batch_size, workers, threads):
         theirs = VideoDecoder(path).metadata.num_frames
         assert theirs == count, '%s: trackd counts %d frames, TorchCodec %d' % (path, count, theirs)
     codec = TorchCodecClips(clips, items, clip_length, threads, max_open=len(clips))
+    codec_batches = TorchCodecBatches(clips, items, clip_length, threads, max_open=len(clips))
     shape = None
 
     def consume(dataset, shuffle):
         nonlocal shape
         generator = torch.Generator().manual_seed(15) if shuffle else None
-        loader = DataLoader(dataset, batch_size=batch_size, shuffle=shuffle, num_workers=workers, generator=generator)
+        collate = pass_through if isinstance(dataset, TorchCodecBatches) else None
+        loader = DataLoader(dataset, batch_size=batch_size, shuffle=shuffle, num_workers=workers, generator=generator,
+                            collate_fn=collate)
         frames = 0
         for batch in loader:
             video = batch['video']
@@ -141,11 +187,22 @@ def torch_rows(clips, socket, clip_length, batch_size, workers, threads):
             frames += video.shape[0] * video.shape[1]
         return frames
 
+    # trackd's two loaders are measured once per pass and compared with both ways of using TorchCodec.
+    def ours_in_order():
+        return consume(ours, False)
+
+    def ours_shuffled():
+        return consume(ours, True)
+
     return [
         ('DataLoader, %d workers, in order: VideoClips / TorchCodec' % workers,
-         lambda: consume(ours, False), lambda: consume(codec, False)),
+         ours_in_order, lambda: consume(codec, False)),
         ('DataLoader, %d workers, shuffled: VideoClips / TorchCodec' % workers,
-         lambda: consume(ours, True), lambda: consume(codec, True)),
+         ours_shuffled, lambda: consume(codec, True)),
+        ('DataLoader, %d workers, in order: VideoClips / TorchCodec batched as VideoClips' % workers,
+         ours_in_order, lambda: consume(codec_batches, False)),
+        ('DataLoader, %d workers, shuffled: VideoClips / TorchCodec batched as VideoClips' % workers,
+         ours_shuffled, lambda: consume(codec_batches, True)),
     ]
 
 
@@ -156,8 +213,13 @@ def measure(rows, runs, expected, roots):
     `expected` frames. CPU: of every process in the trees of `roots` (this one's, trackd's)."""
     times = {}
     for n in range(runs + 1):
+        done = {}  # a side shared by rows (the same function) is measured once per pass
         for name, ours, theirs in rows:
             for side, fn in (('trackd', ours), ('other', theirs)):
+                if fn in done:
+                    if n > 0:
+                        times.setdefault((name, side), []).append(done[fn])
+                    continue
                 cpu = tree_cpu(roots)
                 start = time.perf_counter()
                 frames = fn()
@@ -165,6 +227,7 @@ def measure(rows, runs, expected, roots):
                 cpu = tree_cpu(roots) - cpu
                 if frames != expected:
                     raise SystemExit('%s (%s) delivered %d frames, expected %d' % (name, side, frames, expected))
+                done[fn] = (seconds, cpu)
                 if n > 0:
                     times.setdefault((name, side), []).append((seconds, cpu))
                 print('  %s %-60s %-7s %7.2f s  %8.1f frames/s  %6.2f CPU ms/frame  (load %.1f)'

@@ -143,10 +143,12 @@ def _frame_array(frame, kind, pixel_format):
 
 
 def iter_batches(asset, indices=None, times=None, track=None, pixel_format='RGB', layout='NHWC', width=None,
-                 height=None, batch_size=None):
+                 height=None, batch_size=None, into=None):
     """Batches of at most batch_size frames (default: all in one) of the frames asked for, in order, as they
     are decoded: one ReadFrames per 1024 requests, so a long request list is planned (each GOP decoded once)
-    across batch boundaries."""
+    across batch boundaries. into (internal; trackd.torch): a function (frame shape, dtype) -> (array, rows)
+    called at the first frame: frame k is written to array[rows[k]] instead of batch memory of its own, and the
+    one Batch's frames is that array."""
     if _np is None:
         raise RuntimeError('batches need numpy')
     if (indices is None) == (times is None):
@@ -161,7 +163,9 @@ def iter_batches(asset, indices=None, times=None, track=None, pixel_format='RGB'
     daemon_format, kind = _plan(pixel_format, layout, scaled=size is not None)
     n = len(requests)
     batch_size = batch_size or n
-    filler = _Filler(n, batch_size, pixel_format, layout)
+    if into is not None and batch_size != n:
+        raise ValueError('into= fills one batch')
+    filler = _Filler(n, batch_size, pixel_format, layout, into)
     for start in range(0, n, _MAX_REQUESTS):
         chunk = requests[start:start + _MAX_REQUESTS]
         kwargs = dict(times=chunk) if times is not None else dict(indices=chunk)
@@ -240,9 +244,10 @@ def set_batch_cache(max_bytes):
 class _Filler:
     """Copies frames into batch arrays of batch_size (the last one smaller), all of the first frame's shape."""
 
-    def __init__(self, n, batch_size, pixel_format, layout):
+    def __init__(self, n, batch_size, pixel_format, layout, into=None):
         self.left, self.batch_size, self.pixel_format, self.layout = n, batch_size, pixel_format, layout
         self.out = self.first = None
+        self.into = into
 
     def add(self, frame, item):
         if self.first is None:
@@ -253,16 +258,19 @@ class _Filler:
         if self.out is None:
             count = min(self.batch_size, self.left)
             shape = item.shape if self.layout == 'NHWC' else (item.shape[2],) + item.shape[:2]
-            self.out = _recycler.empty((count,) + shape, item.dtype)
+            if self.into is None:
+                self.out, self.rows = _recycler.empty((count,) + shape, item.dtype), range(count)
+            else:
+                self.out, self.rows = self.into(shape, item.dtype)
             self.pts = _np.empty(count, dtype=_np.float64)
             self.numbers = _np.empty(count, dtype=_np.int64)
             self.i = 0
-        self.out[self.i] = item if self.layout == 'NHWC' else item.transpose(2, 0, 1)
+        self.out[self.rows[self.i]] = item if self.layout == 'NHWC' else item.transpose(2, 0, 1)
         self.pts[self.i] = frame.pts
         self.numbers[self.i] = frame.index
         self.i += 1
         self.left -= 1
-        if self.i < len(self.out):
+        if self.i < len(self.pts):
             return None
         batch = Batch(self.out, self.pts, self.numbers, self.pixel_format, self.layout)
         self.out = None
@@ -270,8 +278,8 @@ class _Filler:
 
 
 def get_frames(asset, indices=None, times=None, track=None, pixel_format='RGB', layout='NHWC', width=None,
-               height=None):
-    batches = list(iter_batches(asset, indices, times, track, pixel_format, layout, width, height))
+               height=None, into=None):
+    batches = list(iter_batches(asset, indices, times, track, pixel_format, layout, width, height, into=into))
     if len(batches) != 1:  # trackd sends exactly one frame per request (PROTOCOL.md §8 ReadFrames)
         raise TrackdError(INVALID_ARGUMENT, 'ReadFrames delivered %d batches, not 1' % len(batches))
     return batches[0]
