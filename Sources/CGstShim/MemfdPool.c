@@ -4,11 +4,13 @@
 #define _GNU_SOURCE
 #include "CGstShim.h"
 #include "CTrackSys.h"
+#include "MemfdSpares.h"
 
 #include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
+#include <fcntl.h>
 
 #define TRACKD_MEMFD_MEMORY_TYPE "TrackdMemfd"
 
@@ -16,7 +18,8 @@ typedef struct {
     GstMemory mem;
     guint8 *base;    // the whole mapping (shared by sub-memories)
     gsize map_size;
-    int fd;          // root only: the memfd until it is handed over (swift_gst_memfd_describe), then -1
+    int fd;          // root only: the memfd; after it was described, a copy of it when kept (MemfdSpares.c), else -1
+    gboolean announced;  // root only: described (its fd, or a copy, went out for PoolAdded)
     guint32 id;
 } TrackdMemfdMemory;
 
@@ -61,8 +64,12 @@ static GstMemory *memfd_alloc(GstAllocator *allocator, gsize size, GstAllocation
         GST_INFO_OBJECT(self, "%u memories are alive; this one is system memory", self->max_live);
         return gst_allocator_alloc(NULL, size, params);
     }
-    int fd = trackd_memfd_sealed("trackd-frame", map_size);
-    guint8 *base = fd < 0 ? MAP_FAILED : mmap(NULL, map_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    int fd = -1;
+    guint8 *base = MAP_FAILED;
+    if (!trackd_memfd_spare_take(map_size, &fd, &base)) {
+        fd = trackd_memfd_sealed("trackd-frame", map_size);
+        base = fd < 0 ? MAP_FAILED : mmap(NULL, map_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    }
     if (base == MAP_FAILED) {
         if (fd >= 0) close(fd);
         g_mutex_lock(&self->lock);
@@ -83,15 +90,15 @@ static void memfd_free(GstAllocator *allocator, GstMemory *memory) {
     TrackdMemfdAllocator *self = (TrackdMemfdAllocator *)allocator;
     TrackdMemfdMemory *mem = (TrackdMemfdMemory *)memory;
     if (memory->parent == NULL) {  // sub-memories borrow the root's mapping
-        munmap(mem->base, mem->map_size);
         g_mutex_lock(&self->lock);
         self->live--;
-        if (mem->fd >= 0) {
-            close(mem->fd);
-        } else {
-            g_array_append_val(self->freed, mem->id);  // handed over: the client must hear it is gone
-        }
+        if (mem->announced) g_array_append_val(self->freed, mem->id);  // the client must hear it is gone
         g_mutex_unlock(&self->lock);
+        if (mem->announced && mem->fd >= 0) trackd_memfd_kept_fd_release();
+        if (mem->fd < 0 || !trackd_memfd_spare_keep(mem->fd, mem->base, mem->map_size)) {
+            munmap(mem->base, mem->map_size);
+            if (mem->fd >= 0) close(mem->fd);
+        }
     }
     g_free(mem);
 }
@@ -181,9 +188,20 @@ gboolean swift_gst_memfd_describe(GstAllocator *allocator, GstBuffer *buffer, Sw
     out->id = mem->id;
     out->map_size = mem->map_size;
     out->size = memory->size;
-    g_mutex_lock(&self->lock);  // the fd changes hands once, whichever thread asks first
-    out->fd = root->fd;
-    root->fd = -1;
+    g_mutex_lock(&self->lock);  // the fd (or a copy) goes out once, to whichever thread asks first
+    out->fd = -1;
+    if (!root->announced) {
+        gboolean keep = trackd_memfd_kept_fd_acquire();
+        int copy = keep ? fcntl(root->fd, F_DUPFD_CLOEXEC, 0) : -1;
+        if (copy >= 0) {
+            out->fd = copy;
+        } else {  // not kept (or no descriptor left for a copy): the fd itself goes out, as before spares
+            if (keep) trackd_memfd_kept_fd_release();
+            out->fd = root->fd;
+            root->fd = -1;
+        }
+        root->announced = TRUE;
+    }
     g_mutex_unlock(&self->lock);
     return TRUE;
 }

@@ -233,9 +233,9 @@ GstBuffer *swift_gst_structure_get_buffer(const GstStructure *structure, const c
 
 // ── zero-copy outputs: memfd memories offered by appsink (MemfdPool.c, docs/design/zero-copy.md) ──────────────
 
-/// A buffer whose bytes start at offset 0 of a memfd memory: `fd` is the memfd (transfer full: the caller sends it
-/// in PoolAdded and closes it) the first time a memory is described, -1 afterwards; `id` names the memory for its
-/// whole life; `map_size` is the memfd's size, `size` the buffer's bytes.
+/// A buffer whose bytes start at offset 0 of a memfd memory: `fd` is a copy of the memfd's descriptor (transfer
+/// full: the caller sends it in PoolAdded and closes it) the first time a memory is described, -1 afterwards; `id`
+/// names the memory for its whole life; `map_size` is the memfd's size, `size` the buffer's bytes.
 typedef struct {
     uint32_t id;
     int32_t fd;
@@ -244,10 +244,15 @@ typedef struct {
 } SwiftGstMemfdSlot;
 
 /// A new allocator (transfer full: gst_object_unref) whose memories are sealed memfds (F_SEAL_SHRINK|GROW|SEAL), one
-/// per memory, mapped read-write in this process. Beyond `max_live` live memories (0: 32) alloc() returns system
+/// per memory, mapped read-write in this process. A freed memory's memfd and mapping are kept (up to 16 and 64 MiB
+/// in the process) for the next memory of the same size any allocator makes: written before, it costs no page
+/// faults (a worker's consecutive outputs on one connection). Only a memory whose fd the allocator still has can be
+/// kept: after it was described, that is a copy, kept for at most 64 memories at a time in the process. Beyond `max_live` live memories (0: 32) alloc() returns system
 /// memory instead (the worker then copies that frame; see MemfdPool.c). Needs C: a GstAllocator subclass
 /// (G_DEFINE_TYPE, alloc/free/map/share vmethods).
 GstAllocator *swift_gst_memfd_allocator_new(guint max_live);
+/// How many memories so far were made from a kept memfd (process-wide). Needs C: the allocator's private state.
+uint64_t swift_gst_memfd_spares_reused(void);
 /// From now on, every memory `allocator` (transfer none) makes has room after its data for the NV12 chroma plane of
 /// an I420 frame of that size (swift_gst_memfd_make_nv12): a third more. Needs C: the allocator's private state.
 void swift_gst_memfd_allocator_reserve_nv12(GstAllocator *allocator);

@@ -89,7 +89,7 @@ extension OutputStreamer {
         var range = 0
         var retried = false  // the current range was decoded again without the sample filter
         defer {
-            Log.info("ReadFrames output \(id): \(plan.order.count) frames asked, \(pipeline.samplesDecoded) samples decoded (\(pipeline.samplesSkipped) skipped), \(pipeline.framesDecoded) frames out of the decoder, \(pipeline.framesConverted) converted, in \(plan.ranges.count) ranges")
+            Log.info("ReadFrames output \(id): \(plan.order.count) frames asked, \(pipeline.samplesDecoded) samples decoded (\(pipeline.samplesSkipped) skipped), \(pipeline.framesDecoded) frames out of the decoder, \(pipeline.framesConverted) converted, in \(plan.ranges.count) ranges; \(TrackPipeline.frameMemoriesReused) frame memories reused in this worker so far")
         }
         while true {
             if isCancelled { return finish(.cancelled) }
