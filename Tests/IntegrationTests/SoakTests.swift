@@ -44,6 +44,23 @@ struct SoakTests {
         return (fds, rss)
     }
 
+    /// `resources` once the supervisor has settled at rest: one child (the warm worker) and the same descriptor
+    /// count on 5 polls in a row, 100 ms apart. A Status reply comes before its connection's worker is reaped and
+    /// its descriptors are closed, so a count read just after one (as atRest asks) can be up to 3 high.
+    static func settled(_ pid: pid_t) -> (fds: Int, rssKiB: Int)? {
+        var last: Int?, same = 0
+        return waitFor(timeout: .seconds(30), poll: .milliseconds(100)) {
+            let now = resources(pid)
+            guard Procfs.children(of: pid).count == 1 else {
+                (last, same) = (nil, 0)
+                return nil
+            }
+            same = now.fds == last ? same + 1 : 0
+            last = now.fds
+            return same >= 5 ? now : nil
+        }
+    }
+
     /// Every frame of Media.clip as y420, each checked against ffmpeg's. Returns the samples received.
     static func checkedRead(_ socketPath: String, _ expected: [String], _ tally: Tally) {
         do {
@@ -82,7 +99,7 @@ struct SoakTests {
         // Generous: other suites run beside this one (DamagedDeterminismTests keeps two readers busy), and the warm
         // worker rehearses before it counts; the descriptor and RSS baselines below are only meaningful at rest.
         try #require(waitUntil(timeout: .seconds(120), atRest), "the daemon did not come to rest")
-        let before = Self.resources(daemon.pid)
+        let before = try #require(Self.settled(daemon.pid), "the supervisor's descriptors did not settle")
         let start = ContinuousClock.now
 
         // 1. Clients killed mid-read, four at a time, each batch once samples are flowing (or the batch is done).
@@ -142,8 +159,7 @@ struct SoakTests {
 
         // At rest again: no descriptor or memory kept for what ended; the counters against what the clients saw.
         #expect(waitUntil(timeout: .seconds(120), atRest), "\(Procfs.children(of: daemon.pid))")
-        _ = waitUntil(timeout: .seconds(10)) { Self.resources(daemon.pid).fds == before.fds }
-        let after = Self.resources(daemon.pid)
+        let after = Self.settled(daemon.pid) ?? Self.resources(daemon.pid)
         let status = try daemon.status()
         let refusals = tally.refusals.withLock { $0 }, errors = tally.errors.withLock { $0 }
         let received = UInt64(tally.samples.load(ordering: .relaxed))
