@@ -72,4 +72,31 @@ struct KeptPipelineTests {
         #expect(waitUntil { Self.reuses(daemon.log, worker: pid).count == 5 }, "\(Self.reuses(daemon.log, worker: pid))")
         #expect(Self.reuses(daemon.log, worker: pid) == [false, false, false, false, true], "\(daemon.log)")
     }
+
+    /// A CreateOutput between two ReadFrames drops the kept pipeline (that output may need its memory): the next
+    /// ReadFrames builds one, and its frame is still ffmpeg's.
+    @Test func aCreateOutputDropsTheKeptPipeline() throws {
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        let oracle = try Oracle.frameMD5(Media.clip, pixFmt: "yuv420p")
+        let asset = try Asset(path: Media.clip, socketPath: daemon.socketPath)
+        let track = try #require(asset.tracks(withMediaType: .video).first)
+        let pid = try asset.serverStatus().workerPID
+        #expect(try md5s(asset, track, [10]) == [oracle[10].md5])
+        let output = try AssetReaderTrackOutput(track: track, outputSettings: Self.y420)
+        let reader = AssetReader(asset: asset)
+        try reader.add(output)
+        try reader.setTimeRange(MediaTimeRange(start: MediaTime(value: 20, timescale: 30), duration: MediaTime(value: 3, timescale: 30)))
+        #expect(try reader.startReading())
+        var read = 0
+        while let sample = try output.copyNextSampleBuffer() {
+            #expect(md5Hex(sample.packedBytes()) == oracle[20 + read].md5, "range frame \(read)")
+            read += 1
+        }
+        #expect(read == 3)
+        #expect(try md5s(asset, track, [11]) == [oracle[11].md5])
+        #expect(try md5s(asset, track, [12]) == [oracle[12].md5])
+        #expect(waitUntil { Self.reuses(daemon.log, worker: pid).count == 3 }, "\(Self.reuses(daemon.log, worker: pid))")
+        #expect(Self.reuses(daemon.log, worker: pid) == [false, false, true], "\(daemon.log)")
+    }
 }
