@@ -20,6 +20,7 @@ typedef struct {
     gsize map_size;
     int fd;          // root only: the memfd; after it was described, a copy of it when kept (MemfdSpares.c), else -1
     gboolean announced;  // root only: described (its fd, or a copy, went out for PoolAdded)
+    guint described_in;  // root only: the allocator's `generation` when it was last described
     guint32 id;
 } TrackdMemfdMemory;
 
@@ -31,6 +32,7 @@ typedef struct {
     guint32 next_id;
     gboolean nv12_tail;  // reserve room after each memory's data for an NV12 chroma plane (swift_gst_memfd_make_nv12)
     GArray *freed;    // guint32 ids of handed-over memories freed since the last take
+    guint generation; // swift_gst_memfd_allocator_renew: memories described before it are described again once
 } TrackdMemfdAllocator;
 
 typedef struct {
@@ -190,6 +192,7 @@ gboolean swift_gst_memfd_describe(GstAllocator *allocator, GstBuffer *buffer, Sw
     out->size = memory->size;
     g_mutex_lock(&self->lock);  // the fd (or a copy) goes out once, to whichever thread asks first
     out->fd = -1;
+    gboolean again = FALSE;
     if (!root->announced) {
         gboolean keep = trackd_memfd_kept_fd_acquire();
         int copy = keep ? fcntl(root->fd, F_DUPFD_CLOEXEC, 0) : -1;
@@ -201,9 +204,25 @@ gboolean swift_gst_memfd_describe(GstAllocator *allocator, GstBuffer *buffer, Sw
             root->fd = -1;
         }
         root->announced = TRUE;
+        root->described_in = self->generation;
+    } else if (root->described_in != self->generation && root->fd >= 0) {
+        again = TRUE;
+        // Announced to an earlier output of a pipeline kept for the next one: another copy of the kept descriptor.
+        // It was counted when it was kept, and this copy goes out and is closed once sent.
+        out->fd = fcntl(root->fd, F_DUPFD_CLOEXEC, 0);
+        if (out->fd >= 0) root->described_in = self->generation;
     }
     g_mutex_unlock(&self->lock);
+    if (again && out->fd >= 0) trackd_memfd_count_reannounced();
     return TRUE;
+}
+
+void swift_gst_memfd_allocator_renew(GstAllocator *allocator) {
+    TrackdMemfdAllocator *self = (TrackdMemfdAllocator *)allocator;
+    g_mutex_lock(&self->lock);
+    self->generation++;
+    g_array_set_size(self->freed, 0);  // freed memories were the earlier output's, which has finished
+    g_mutex_unlock(&self->lock);
 }
 
 // 420v/420f without copying the frame: the luma plane stays where the decoder wrote it; an I420 frame's chroma is

@@ -60,6 +60,12 @@ gboolean trackd_memfd_spare_keep(int fd, guint8 *base, gsize map_size) {
     return kept;
 }
 
+void trackd_memfd_count_reannounced(void) {
+    g_mutex_lock(&spare_lock);
+    spares_reused++;
+    g_mutex_unlock(&spare_lock);
+}
+
 uint64_t swift_gst_memfd_spares_reused(void) {
     g_mutex_lock(&spare_lock);
     uint64_t n = spares_reused;

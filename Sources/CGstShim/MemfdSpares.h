@@ -13,5 +13,7 @@ gboolean trackd_memfd_spare_keep(int fd, guint8 *base, gsize map_size);
 /// Whether a described memory may keep a copy of its fd (at most 64 at a time); pair with _release when it goes.
 gboolean trackd_memfd_kept_fd_acquire(void);
 void trackd_memfd_kept_fd_release(void);
+/// A live memory was announced again to a later output of its kept pipeline: counted with the spares taken.
+void trackd_memfd_count_reannounced(void);
 
 #endif

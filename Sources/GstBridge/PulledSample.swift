@@ -264,6 +264,9 @@ final class SharedAllocator: @unchecked Sendable {
         unsafe swift_gst_appsink_offer_memfd_pool(sink.pointer, allocator.pointer, minBuffers)
     }
 
+    /// The next output on this pipeline gets each live memory's fd again (swift_gst_memfd_allocator_renew).
+    func renew() { unsafe swift_gst_memfd_allocator_renew(allocator.pointer) }
+
     /// Sizes its memfds for NV12 made in place (swift_gst_memfd_allocator_reserve_nv12).
     func reserveNV12() { unsafe swift_gst_memfd_allocator_reserve_nv12(allocator.pointer) }
 

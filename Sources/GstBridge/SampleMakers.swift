@@ -55,6 +55,8 @@ protocol SampleMaker: AnyObject {
     var framesConverted: UInt64 { get }
     /// Zero-copy: the ids of memfd memories freed since the last call. Thread-safe.
     func takeFreedSharedMemories() -> [UInt32]
+    /// Zero-copy, a new output on this pipeline: its live memories are announced to it again (their fd once more).
+    func renewSharedMemories()
 }
 
 extension SampleMaker {
@@ -74,6 +76,7 @@ extension SampleMaker {
     var framesDecoded: UInt64 { 0 }
     var framesConverted: UInt64 { 0 }
     func takeFreedSharedMemories() -> [UInt32] { [] }
+    func renewSharedMemories() {}
 }
 
 /// Passthrough: the stored sample as it is, one plane; codec headers pushed as buffers are left out. The seek has
@@ -201,6 +204,8 @@ final class VideoSamples: SampleMaker, @unchecked Sendable {
     func takeFreedSharedMemories() -> [UInt32] {
         allocator.takeFreed(capacity: Int(VideoChain.maxSharedMemories))
     }
+
+    func renewSharedMemories() { allocator.renew() }
 
     func make(_ sample: GstRef<GstSampleObject>) -> MadeSample {
         var layout = videoLayout(sample.caps)

@@ -141,7 +141,8 @@ public final class TrackPipeline: @unchecked Sendable {
     public func takeFreedSharedMemories() -> [UInt32] { samples.takeFreedSharedMemories() }
 
     /// Zero-copy: how many frame memories so far, in this process, were made from the memfd of one an earlier
-    /// pipeline (or renegotiation) freed (MemfdPool.c's spares), instead of a new one.
+    /// pipeline (or renegotiation) freed (MemfdPool.c's spares), instead of a new one, or were announced again to
+    /// the next output of a kept pipeline (reuse).
     public static var frameMemoriesReused: UInt64 { swift_gst_memfd_spares_reused() }
 
     /// The seek for a time range: nil when it is everything from 0 (no seek needed). Positions in nanoseconds.
@@ -181,6 +182,20 @@ public final class TrackPipeline: @unchecked Sendable {
             throw pipeline.popError(context: context)
                 ?? TrackError(.operationNotSupportedForAsset, "the demuxer refused to seek to \(range.start)")
         }
+    }
+
+    /// A pipeline kept from a finished output for the next one (a ReadFrames with the same track and settings):
+    /// flush-seeks it to `range` as seek(to:) does — the decoder flushed, DecodeStop and FrameGate set for the new
+    /// plan — and has its zero-copy memories announced to the new output again. Call only while no output pulls
+    /// from it; a pipeline that failed refuses (its sticky failure).
+    public func reuse(for range: MediaTimeRange, neededSamples: [Int64]?, lastNeededSample: Int64?,
+                      selection: FrameSelection?) throws(TrackError) {
+        if let failure { throw failure }
+        guard !stopped.withLock({ $0 }) else {
+            throw TrackError(.operationNotSupportedForAsset, "\(context): the kept pipeline was stopped")
+        }
+        samples.renewSharedMemories()
+        try seek(to: range, neededSamples: neededSamples, lastNeededSample: lastNeededSample, selection: selection)
     }
 
     /// How far buffer timestamps run ahead of stream time at the appsink (its sticky segment's start − time), in ns;

@@ -251,7 +251,8 @@ typedef struct {
 /// memory instead (the worker then copies that frame; see MemfdPool.c). Needs C: a GstAllocator subclass
 /// (G_DEFINE_TYPE, alloc/free/map/share vmethods).
 GstAllocator *swift_gst_memfd_allocator_new(guint max_live);
-/// How many memories so far were made from a kept memfd (process-wide). Needs C: the allocator's private state.
+/// How many memories so far were made from a kept memfd, or announced again to a later output of a kept pipeline
+/// (swift_gst_memfd_allocator_renew), process-wide. Needs C: the allocator's private state.
 uint64_t swift_gst_memfd_spares_reused(void);
 /// From now on, every memory `allocator` (transfer none) makes has room after its data for the NV12 chroma plane of
 /// an I420 frame of that size (swift_gst_memfd_make_nv12): a third more. Needs C: the allocator's private state.
@@ -275,6 +276,10 @@ guint swift_gst_memfd_allocator_take_freed(GstAllocator *allocator, uint32_t *id
 /// TRUE when `buffer` (transfer none) is one memory of `allocator` (transfer none) from its offset 0; fills `out`. Needs C: the
 /// memory's private fields.
 gboolean swift_gst_memfd_describe(GstAllocator *allocator, GstBuffer *buffer, SwiftGstMemfdSlot *out);
+/// A new output reads from the memories of this allocator's pipeline (a pipeline kept between ReadFrames): each live
+/// memory is described with its fd once more (a copy of the kept descriptor, when one was kept; else the frame is
+/// copied), and the freed ids not taken yet are dropped. Needs C: the allocator's private state.
+void swift_gst_memfd_allocator_renew(GstAllocator *allocator);
 /// Makes `appsink` (transfer none) answer the ALLOCATION query for raw video with a GstVideoBufferPool (video meta,
 /// at least `min_buffers`, growing without a maximum: avviddec refuses pools capped below 32) over `allocator` (the
 /// probe keeps a ref). Needs C: a pad probe returning GST_PAD_PROBE_HANDLED after filling a query.

@@ -27,6 +27,21 @@ struct FramePlan: Sendable {
     }
 }
 
+/// A pipeline's decode counters at one moment (TrackPipeline's, cumulative over its life).
+struct PipelineCounts: Sendable, Equatable {
+    var samplesDecoded: UInt64 = 0
+    var samplesSkipped: UInt64 = 0
+    var framesDecoded: UInt64 = 0
+    var framesConverted: UInt64 = 0
+
+    init() {}
+
+    init(_ pipeline: TrackPipeline) {
+        (samplesDecoded, samplesSkipped) = (pipeline.samplesDecoded, pipeline.samplesSkipped)
+        (framesDecoded, framesConverted) = (pipeline.framesDecoded, pipeline.framesConverted)
+    }
+}
+
 /// ReadFrames bookkeeping: the wanted frames kept as they come out of the decoder, and which of them can be sent
 /// now (the next ones in request order). A frame asked for more than once is copied for each request (one
 /// GStreamer buffer cannot fill two held slots).
@@ -78,9 +93,10 @@ extension OutputStreamer {
     /// as they come, and sends them in request order as soon as the next one in that order is at hand.
     func runFrames(_ plan: FramePlan) {
         workerSlot.beginBusy()
+        var (kept, logged) = (false, false)
         defer {
             workerSlot.endBusy()
-            pipeline.stop()
+            if !kept { pipeline.stop() }
         }
         send(.framesResolved(outputID: id, frames: plan.resolved.map {
             ResolvedFrame(index: $0.index, presentationTime: grid.rounded($0.presentationTime))  // on the track's grid
@@ -88,9 +104,7 @@ extension OutputStreamer {
         var order = FrameOrder(plan)
         var range = 0
         var retried = false  // the current range was decoded again without the sample filter
-        defer {
-            Log.info("ReadFrames output \(id): \(plan.order.count) frames asked, \(pipeline.samplesDecoded) samples decoded (\(pipeline.samplesSkipped) skipped), \(pipeline.framesDecoded) frames out of the decoder, \(pipeline.framesConverted) converted, in \(plan.ranges.count) ranges; \(TrackPipeline.frameMemoriesReused) frame memories reused in this worker so far")
-        }
+        defer { if !logged { logCounts(plan) } }
         while true {
             if isCancelled { return finish(.cancelled) }
             switch pipeline.pull(timeoutNs: Self.pullTimeoutNs) {
@@ -103,7 +117,12 @@ extension OutputStreamer {
                 if isCancelled { return finish(.cancelled) }
                 switch endOfRange(&range, retried: &retried, order) {
                 case .next: continue
-                case .finished(let status, let error): return finish(status, error)
+                case .finished(let status, let error):
+                    // Counted and logged before the pipeline may go on to the next ReadFrames (on its own thread).
+                    (logged, kept) = (true, status == .completed)
+                    logCounts(plan)
+                    kept = kept && keepPipeline?(pipeline) == true
+                    return finish(status, error)
                 }
             case .sample(let sample):
                 guard order.keep(sample) else { continue }
@@ -113,6 +132,13 @@ extension OutputStreamer {
                 }
             }
         }
+    }
+
+    /// The ReadFrames log line: what this output decoded and converted (from `baseline`: a kept pipeline's counters
+    /// go on from the ReadFrames before).
+    private func logCounts(_ plan: FramePlan) {
+        let now = PipelineCounts(pipeline)
+        Log.info("ReadFrames output \(id): \(plan.order.count) frames asked, \(now.samplesDecoded &- baseline.samplesDecoded) samples decoded (\(now.samplesSkipped &- baseline.samplesSkipped) skipped), \(now.framesDecoded &- baseline.framesDecoded) frames out of the decoder, \(now.framesConverted &- baseline.framesConverted) converted, in \(plan.ranges.count) ranges; \(TrackPipeline.frameMemoriesReused) frame memories reused in this worker so far")
     }
 
     enum RangeEnd { case next, finished(OutputStatus, TrackError?) }

@@ -59,26 +59,25 @@ final class OutputStreamer: Sendable {
     private let stats: WorkerStats
     let workerSlot: WorkerSlot
     private let state = StateMonitor(State())
-    /// The pipeline's frame counters already added to `stats`.
-    private let countedFrames = Mutex<(decoded: UInt64, converted: UInt64)>((0, 0))
+    /// The pipeline's frame counters already added to `stats` (from `baseline`).
+    private let countedFrames: Mutex<(decoded: UInt64, converted: UInt64)>
     /// Called once when the output has finished and every slot is back (the session forgets it then).
     private let onDrained: @Sendable (UInt32) -> Void
+    /// The pipeline's counters when this output began on it (a kept pipeline's are not zero).
+    let baseline: PipelineCounts
+    /// ReadFrames: offered the pipeline when the output completed; true: the session kept it (not stopped then).
+    let keepPipeline: (@Sendable (TrackPipeline) -> Bool)?
 
     init(id: UInt32, requestID: UInt32, pipeline: TrackPipeline, grid: TimeGrid, passthrough: Bool, supportsRandomAccess: Bool,
          frames: FramePlan? = nil, firstRange: DecodedRange? = nil, socket: MessageSocket, stats: WorkerStats,
-         slot: WorkerSlot, onDrained: @escaping @Sendable (UInt32) -> Void) {
-        self.id = id
-        self.frames = frames
-        self.firstRange = firstRange
-        self.supportsRandomAccess = supportsRandomAccess
-        self.requestID = requestID
-        self.pipeline = pipeline
-        self.grid = grid
-        self.passthrough = passthrough
-        self.socket = socket
-        self.stats = stats
-        self.workerSlot = slot
-        self.onDrained = onDrained
+         slot: WorkerSlot, baseline: PipelineCounts = PipelineCounts(),
+         keep: (@Sendable (TrackPipeline) -> Bool)? = nil, onDrained: @escaping @Sendable (UInt32) -> Void) {
+        (self.id, self.requestID, self.pipeline, self.grid) = (id, requestID, pipeline, grid)
+        (self.passthrough, self.supportsRandomAccess) = (passthrough, supportsRandomAccess)
+        (self.frames, self.firstRange) = (frames, firstRange)
+        (self.socket, self.stats, self.workerSlot, self.onDrained) = (socket, stats, slot, onDrained)
+        (self.baseline, self.keepPipeline) = (baseline, keep)
+        countedFrames = Mutex((baseline.framesDecoded, baseline.framesConverted))
     }
 
     func start() {

@@ -73,7 +73,8 @@ extension Session {
     /// reply is sent.
     func addOutput(assetID: UInt32, requestID: UInt32, pipeline: TrackPipeline, mediaType: MediaType, grid: TimeGrid,
                    passthrough: Bool, supportsRandomAccess: Bool, frames: FramePlan? = nil,
-                   firstRange: OutputStreamer.DecodedRange? = nil)
+                   firstRange: OutputStreamer.DecodedRange? = nil, keep: KeptPipeline.Key? = nil,
+                   baseline: PipelineCounts = PipelineCounts())
         throws(TrackError) -> (Message, OutputStreamer) {
         let format = pipeline.outputFormat
         let outputID = try state.withLock { (s: inout State) throws(TrackError) -> UInt32 in
@@ -86,7 +87,8 @@ extension Session {
         let streamer = OutputStreamer(
             id: outputID, requestID: requestID, pipeline: pipeline, grid: grid, passthrough: passthrough,
             supportsRandomAccess: supportsRandomAccess, frames: frames, firstRange: firstRange, socket: socket, stats: stats,
-            slot: context.slot,
+            slot: context.slot, baseline: baseline,
+            keep: keeper(keep, outputID: outputID),
             onDrained: { [weak self] id in self?.state.withLock { _ = $0.outputs.removeValue(forKey: id) } })
         state.withLock { $0.outputs[outputID] = (assetID, streamer) }
         return (.outputCreated(OutputCreated(outputID: outputID, mediaType: mediaType, format: format.format,
@@ -94,8 +96,15 @@ extension Session {
                 streamer)
     }
 
+    /// What a completed ReadFrames offers its pipeline to (Session.keep), when it may be kept.
+    private func keeper(_ key: KeptPipeline.Key?, outputID: UInt32) -> (@Sendable (TrackPipeline) -> Bool)? {
+        guard let key else { return nil }
+        return { [weak self] (pipeline: TrackPipeline) -> Bool in self?.keep(pipeline, key: key, outputID: outputID) ?? false }
+    }
+
     func createOutput(_ request: CreateOutput, requestID: UInt32) throws(TrackError) -> (Message, OutputStreamer) {
         let (asset, track) = try assetTrack(request.assetID, request.trackID)
+        dropKept()  // this output may need the memory the kept pipeline holds
         guard request.timeRange.isValidReadingRange else {
             throw TrackError(.invalidArgument, "time range \(request.timeRange.start) + \(request.timeRange.duration) is not a valid range")
         }
@@ -225,16 +234,40 @@ extension Session {
             }
         }
         let plan = FramePlan(index: index, order: order)
+        let key = KeptPipeline.Key(assetID: request.assetID, trackID: track.id, settings: video)
+        let (pipeline, baseline) = try framesPipeline(plan, asset: asset, key: key)
+        let how = baseline == nil ? "a new pipeline" : "the pipeline kept from the last ReadFrames (reuse \(noteReuse()) on this connection)"
+        Log.info("ReadFrames on track \(track.id): \(order.count) frames, \(plan.ranges.count) decode ranges, \(how)")
+        return try addOutput(assetID: request.assetID, requestID: requestID, pipeline: pipeline, mediaType: .video,
+                             grid: grid, passthrough: false, supportsRandomAccess: false, frames: plan, keep: key,
+                             baseline: baseline ?? PipelineCounts())
+    }
+
+    /// ReadFrames' pipeline, set for the plan's first range: the kept one seeked there when it serves `key` (and
+    /// its counters before, nil for a new one), else a new one.
+    private func framesPipeline(_ plan: FramePlan, asset: Asset, key: KeptPipeline.Key)
+        throws(TrackError) -> (TrackPipeline, PipelineCounts?) {
+        let first = plan.ranges[0]
+        if let kept = takeKept(key) {
+            let before = PipelineCounts(kept)
+            do {
+                try kept.reuse(for: first.range, neededSamples: first.neededSamples,
+                               lastNeededSample: first.lastNeededSample, selection: plan.selection(0))
+                return (kept, before)
+            } catch {
+                Log.warning("ReadFrames: the kept pipeline could not seek (\(error.message)); building a new one")
+                kept.stop()
+            }
+        } else {
+            dropKept()  // other settings, another track: this output may need its memory
+        }
         // A first range that starts near the beginning needs no seek: the pipeline prerolls from the start anyway, and
         // the samples before the range are dropped before the decoder.
-        let first = plan.ranges[0]
         let start = first.firstPosition <= FrameIndex.maxSkippedSamples && first.neededSamples != nil ? .everything : first.range
-        let pipeline = try TrackPipeline(source: asset.source, trackID: track.id, mode: .decode(video), timeRange: start,
-                                         neededSamples: first.neededSamples, lastNeededSample: first.lastNeededSample,
-                                         selection: plan.selection(0), limits: limits, threads: decodeThreads())
-        Log.info("ReadFrames on track \(track.id): \(order.count) frames, \(plan.ranges.count) decode ranges")
-        return try addOutput(assetID: request.assetID, requestID: requestID, pipeline: pipeline, mediaType: .video,
-                             grid: grid, passthrough: false, supportsRandomAccess: false, frames: plan)
+        return (try TrackPipeline(source: asset.source, trackID: key.trackID, mode: .decode(key.settings), timeRange: start,
+                                  neededSamples: first.neededSamples, lastNeededSample: first.lastNeededSample,
+                                  selection: plan.selection(0), limits: context.sandbox.decode,
+                                  threads: decodeThreads()), nil)
     }
 
     /// CountFrames: the size of the track's frame index (built on first use, as by ReadFrames).

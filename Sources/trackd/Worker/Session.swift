@@ -16,6 +16,8 @@ final class WorkerStats: Sendable {
     /// frames decoded only as references or preroll are dropped before it.
     let framesDecoded = Atomic<UInt64>(0)
     let framesConverted = Atomic<UInt64>(0)
+    /// ReadFrames served by the pipeline kept from the one before (Session+KeptPipeline.swift).
+    let pipelinesReused = Atomic<UInt64>(0)
 }
 
 /// One client connection, served by this worker process from Hello to disconnect. The receive loop runs on the
@@ -33,6 +35,10 @@ final class Session: Sendable {
         var outputs: [UInt32: (assetID: UInt32, streamer: OutputStreamer)] = [:]
         var nextAssetID: UInt32 = 1
         var nextOutputID: UInt32 = 1
+        /// The last completed ReadFrames' pipeline, for the next one (Session+KeptPipeline.swift).
+        var kept: KeptPipeline?
+        /// The connection's receive loop has ended: nothing is kept any more.
+        var ended = false
     }
 
     let socket: MessageSocket
@@ -90,8 +96,12 @@ final class Session: Sendable {
                 break
             }
         }
-        let streamers = state.withLock { $0.outputs.values.map(\.streamer) }
+        let streamers = state.withLock { s in
+            s.ended = true
+            return s.outputs.values.map(\.streamer)
+        }
         streamers.forEach { $0.cancel() }
+        dropKept()
         socket.shutdown()
     }
 
@@ -184,6 +194,7 @@ final class Session: Sendable {
                     return s.outputs.values.filter { $0.assetID == assetID }.map(\.streamer)
                 }
                 streamers.forEach { $0.cancel() }
+                dropKept(asset: assetID)
                 return .ack
             }
         case .createOutput, .readFrames, .releaseSlots, .cancelOutput, .resetOutput, .finishOutput:

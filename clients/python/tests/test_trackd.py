@@ -378,6 +378,26 @@ class FramesAtTests(unittest.TestCase):
             got = [(f.index, md5(f.tobytes())) for f in asset.frames_at(indices=indices, pixel_format='y420')]
         self.assertEqual(got, [(i, reference[i]) for i in indices])
 
+    def test_frames_held_across_reads_on_the_kept_pipeline(self):
+        """Each ReadFrames after the first runs on the pipeline the one before left (Session+KeptPipeline.swift):
+        zero-copy frames the client still holds from the earlier ones are never written over."""
+        reference = ffmpeg_md5('yuv420p')
+        picks = [[3], [4], [40], [2], [41, 5]]
+        with open_clip() as asset:
+            held = [f for indices in picks for f in asset.frames_at(indices=indices, pixel_format='y420')]
+            self.assertEqual([md5(f.tobytes()) for f in held], [reference[i] for i in sum(picks, [])])
+            pid = asset.worker_pid
+        # The worker logs each ReadFrames before answering it; the daemon relays the line a moment later.
+        marker = 'trackd-worker[%d]: ReadFrames on track' % pid
+        deadline = time.monotonic() + TIMEOUT
+        while True:
+            with open(os.path.join(tmp, 'trackd.log')) as f:
+                lines = [line for line in f if marker in line]
+            if len(lines) == len(picks) or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        self.assertEqual(['kept from the last ReadFrames' in line for line in lines], [False] + [True] * (len(picks) - 1))
+
 
 class TimescaleTests(unittest.TestCase):
     """Times in the track's own timescale (PROTOCOL.md §7.1), against ffprobe's integer pts in the time_base, and
