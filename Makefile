@@ -153,10 +153,12 @@ venv-test:
 	fi
 
 # The client installed offline with pip into a temp dir from a copy of clients/python (what
-# `pip install clients/python` does, without touching the tree); $$site is that dir.
+# `pip install clients/python` does, without touching the tree); $$site is that dir. The copy leaves out a
+# setuptools build/ and egg-info that an earlier `pip install clients/python` left in the tree: setuptools would
+# install build/lib's older modules over the sources it did not judge newer.
 define PYTHON_CLIENT_SITE
 tmp=$$(mktemp -d "$${TMPDIR:-/tmp}/trackd-python.XXXXXX"); trap 'rm -rf "$$tmp"' EXIT; \
-cp -r clients/python "$$tmp/src"; \
+cp -r clients/python "$$tmp/src"; rm -rf "$$tmp/src/build" "$$tmp/src/"*.egg-info; \
 $(PYTHON) -m pip install $(PIP_QUIET) --no-build-isolation --no-deps --no-index --target "$$tmp/site" "$$tmp/src"; \
 site="$$tmp/site"
 endef
