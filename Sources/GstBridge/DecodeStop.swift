@@ -26,7 +26,6 @@ final class DecodeStop: @unchecked Sendable {
         var pictures: H264Pictures?  // the track is H.264 (its caps): what its stored samples are
         var passed = false      // that sample went by since the last flush
         var skipped: UInt64 = 0 // samples dropped as not needed, all ranges
-        var unreferenced: UInt64 = 0  // of those, pictures dropped as referenced by none and not delivered
         var decoded: UInt64 = 0 // samples that left the queue for the decoder, all ranges
         var segment = GstSegment()
         var hasSegment = false
@@ -107,8 +106,6 @@ final class DecodeStop: @unchecked Sendable {
 
     /// Samples dropped before the decoder: not needed, or pictures referenced by none and not delivered.
     var samplesSkipped: UInt64 { state.withLock { $0.skipped } }
-    /// Of those, the pictures referenced by none and not delivered.
-    var unreferencedSkipped: UInt64 { state.withLock { $0.unreferenced } }
 
     enum Verdict {
         case pass, skip, end
@@ -142,7 +139,6 @@ final class DecodeStop: @unchecked Sendable {
             s.pictures = pictures
             guard disposable, let delivered = s.delivered, !Self.contains(delivered, ns) else { return false }
             s.skipped += 1
-            s.unreferenced += 1
             return true
         }
     }

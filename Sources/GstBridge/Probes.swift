@@ -107,15 +107,7 @@ private final class SignalBox: Sendable {
 
     /// The tags of the probed pad's sticky TAG events (stream-scoped and global), in the pad's order: what the stream
     /// has said about itself before the buffer or event being probed.
-    var padTags: [EventTags] {
-        var tags: [EventTags] = []
-        var index: guint = 0
-        while let event = unsafe gst_pad_get_sticky_event(pad, GST_EVENT_TAG, index).map({ unsafe GstRef<GstEventObject>(full: $0) }) {
-            index += 1
-            if let eventTags = event.tags { tags.append(eventTags) }
-        }
-        return tags
-    }
+    var padTags: [EventTags] { unsafe GstRef<GstPadObject>(none: pad).stickyTags }
 
     /// Sends EOS from the probed pad. Called without the pad's object lock, on the streaming thread that holds its
     /// (recursive) stream lock: the event is queued behind what was already sent.
