@@ -77,6 +77,24 @@ struct DamagedDeterminismTests {
         }
     }
 
+    /// Two readers decoding Media.long over and over beside a test, on connections of their own, until `stop()`.
+    final class BusyReaders: Sendable {
+        private let flag = StopFlag()
+        private let done = DispatchGroup()
+
+        init(_ socketPath: String, count: Int = 2) {
+            for _ in 0..<count {
+                DispatchQueue.global().async(group: done) { [flag] in busyReader(socketPath, stop: flag) }
+            }
+        }
+
+        /// Stops them and waits until each has finished.
+        func stop() {
+            flag.set()
+            done.wait()
+        }
+    }
+
     /// Decodes Media.long over and over on connections of its own until `stop`.
     static func busyReader(_ socketPath: String, stop: StopFlag) {
         while !stop.isSet {
@@ -95,12 +113,8 @@ struct DamagedDeterminismTests {
         let daemon = try Daemon(extraArgs: ["--index-cache-bytes", "0"])
         defer { daemon.stop() }
         let files = try Self.corpus()
-        let stop = StopFlag()
-        let done = DispatchGroup()
-        let socketPath = daemon.socketPath
-        for _ in 0..<2 {
-            DispatchQueue.global().async(group: done) { Self.busyReader(socketPath, stop: stop) }
-        }
+        let busy = BusyReaders(daemon.socketPath)
+        defer { busy.stop() }
         var results: [(String, [String: Int])] = []
         for (i, file) in files.enumerated() {
             let path = Media.dir + "/determinism-\(i).mp4"
@@ -109,8 +123,7 @@ struct DamagedDeterminismTests {
             for _ in 0..<Self.runs { seen[Self.outcome(path, daemon), default: 0] += 1 }
             results.append((file.name, seen))
         }
-        stop.set()
-        done.wait()
+        busy.stop()
         var summary: [String] = []
         for (name, seen) in results {
             #expect(seen.count == 1, "\(name): \(seen.count) outcomes in \(Self.runs) runs: \(seen)")

@@ -50,16 +50,8 @@ struct DescriptionDeterminismTests {
         let daemon = try Daemon(extraArgs: ["--index-cache-bytes", "0"])
         defer { daemon.stop() }
         let files = try Self.files()
-        let stop = StopFlag()
-        let done = DispatchGroup()
-        let socketPath = daemon.socketPath
-        for _ in 0..<2 {
-            DispatchQueue.global().async(group: done) { DamagedDeterminismTests.busyReader(socketPath, stop: stop) }
-        }
-        defer {
-            stop.set()
-            done.wait()
-        }
+        let busy = DamagedDeterminismTests.BusyReaders(daemon.socketPath)
+        defer { busy.stop() }
         for file in files {
             let first = try AssetDescriptionCacheTests.opened(daemon, file)
             var differing: [String] = []
