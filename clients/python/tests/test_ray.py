@@ -3,6 +3,7 @@ equal trackd's direct reads, frame counts equal ffprobe's. Needs ray (make test 
 without it the module is reported as skipped."""
 
 import logging
+import os
 import unittest
 from collections import defaultdict
 
@@ -79,6 +80,19 @@ class RayTests(unittest.TestCase):
         rows = trackd.ray.read_frames('file://' + clips[0], fps=4, height=24, socket=daemon.socket).take_all()
         self.assertEqual([r['frame_index'] for r in rows], [0, 7, 15, 22, 30, 37, 45, 52])  # 0.25 s apart at 30 fps
         self.assertEqual(rows[0]['frame'].shape, (24, 32, 3))
+
+    def test_blocks_are_not_cut_into_pieces(self):
+        # Ray plans a read from the datasource's size estimate: the files' sizes, as its own read_videos reports.
+        # Given None, Ray aimed at 200 blocks and cut every read task's output into pieces (8 clips of 720p: 576
+        # blocks of 1 to 3 frames, whose per-block cost exceeded the decode). Ray then makes two blocks of a
+        # task's output here, three tasks for three files.
+        source = trackd.ray._datasource_class()(clips, dict(filesystem=None))
+        self.assertEqual(source.estimate_inmemory_data_size(), sum(os.path.getsize(p) for p in clips))
+        self.assertIsNone(trackd.ray._datasource_class()(clips + [daemon.path('missing.mp4')],
+                                                         dict(filesystem=None)).estimate_inmemory_data_size())
+        ds = trackd.ray.read_frames(clips, socket=daemon.socket).materialize()
+        self.assertEqual(ds.count(), sum(ffprobe_frame_count(p) for p in clips))
+        self.assertLessEqual(ds.num_blocks(), 2 * len(clips))
 
     def test_readme_example(self):
         from test_readme import run_blocks

@@ -77,9 +77,19 @@ def _datasource_class():
             def __init__(self, paths, options):
                 super().__init__()
                 self.paths, self.options = paths, options
+                self._size = _UNKNOWN
 
             def estimate_inmemory_data_size(self):
-                return None
+                """The files' sizes, as Ray's own file-based readers report them (read_videos included). Ray
+                picks the read's parallelism from this: given None it aims at 200 blocks and, with fewer files
+                than that, cuts every block a read task yields into pieces — 8 clips of 720p came out as 576
+                blocks of 1 to 3 frames, and Ray's per-block work (the object store, the raylet, the
+                driver's concatenation) cost more than decoding them (docs/BENCHMARKS.md, data pipelines).
+                Decoded frames are far larger than their files, but their size is only known once every file
+                is opened, and Ray would still cut them to 200 blocks."""
+                if self._size is _UNKNOWN:
+                    self._size = _total_size(self.paths, self.options['filesystem'])
+                return self._size
 
             def get_read_tasks(self, parallelism, per_task_row_limit=None, data_context=None):
                 from ray.data import ReadTask
@@ -98,14 +108,39 @@ def _datasource_class():
     return _class
 
 
+_UNKNOWN = object()
+
+
+def _total_size(paths, filesystem):
+    """The bytes of all files (a stat each; pyarrow's file info on its filesystems), or None when one cannot
+    be found: the read task that opens it reports why."""
+    total = 0
+    for path in paths:
+        fs, inner = _filesystem(path, filesystem)
+        try:
+            if fs is None:
+                total += os.stat(path).st_size
+            else:
+                info = fs.get_file_info(inner)
+                if info.size is None:
+                    return None
+                total += info.size
+        except OSError:
+            return None
+    return total
+
+
+def _filesystem(path, filesystem):
+    """(pyarrow filesystem or None for a local file, the path on it)."""
+    if filesystem is None and '://' in path:
+        import pyarrow.fs
+        return pyarrow.fs.FileSystem.from_uri(path)
+    return filesystem, path
+
+
 def _open_source(path, options):
     """(source for trackd.open, name): a local path as it is, a file on a pyarrow filesystem as a stream."""
-    fs = options['filesystem']
-    if fs is None and '://' in path:
-        import pyarrow.fs
-        fs, inner = pyarrow.fs.FileSystem.from_uri(path)
-    else:
-        inner = path
+    fs, inner = _filesystem(path, options['filesystem'])
     if fs is None:
         return path, path
     return fs.open_input_stream(inner), path
