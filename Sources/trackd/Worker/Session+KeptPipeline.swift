@@ -2,11 +2,14 @@ import GstBridge
 import Synchronization
 import TrackdProtocol
 
-/// The last finished ReadFrames' pipeline, kept for the connection's next ReadFrames of the same track with the same
-/// output settings, which seeks it (TrackPipeline.reuse: a flushing, accurate seek) instead of building a new one:
-/// building and tearing down a pipeline is most of what one ReadFrames of a few frames costs (docs/BENCHMARKS.md
-/// #15). One per connection. It goes (stopped) when an output of other settings, another track or a CreateOutput
-/// is made (that output may need the memory: an idle kept pipeline's frames count against no pool limit, like
+/// The last finished ReadFrames' pipeline of each open asset, kept for the connection's next ReadFrames of the same
+/// asset, track and output settings, which seeks it (TrackPipeline.reuse: a flushing, accurate seek) instead of
+/// building a new one: building and tearing down a pipeline is most of what one ReadFrames of a few frames costs
+/// (docs/BENCHMARKS.md #15), and a loader that reads clips of many files in turn (a shuffled DataLoader) comes back to
+/// each file often. One per asset — at most maxKeptPipelines on a connection, the least recently kept stopped first:
+/// the client bounds them by the assets it keeps open, as a TorchCodec user by the decoders. A kept pipeline goes
+/// (stopped) when a ReadFrames of its asset asks for another track or other settings, when a CreateOutput is made
+/// (that output may need the memory: an idle kept pipeline's frames count against no pool limit, like
 /// MemfdSpares.c's spares), on CloseAsset of its asset, and when the connection ends. Only a ReadFrames that
 /// completed while no other output was reading is kept (a failed or cancelled one is stopped as before).
 struct KeptPipeline: Sendable {
@@ -28,25 +31,27 @@ extension Session {
     func keep(_ pipeline: TrackPipeline, key: KeptPipeline.Key, outputID: UInt32) -> Bool {
         let others = state.withLock { $0.outputs.values.map(\.streamer) }.filter { $0.id != outputID }
         if others.contains(where: \.isReading) { return false }
-        let (kept, dropped) = state.withLock { (s: inout State) -> (Bool, KeptPipeline?) in
-            guard s.assets[key.assetID] != nil, !s.ended, !stopping.load(ordering: .relaxed) else { return (false, nil) }
-            defer { s.kept = KeptPipeline(key: key, pipeline: pipeline) }
-            return (true, s.kept)
+        let (kept, dropped) = state.withLock { (s: inout State) -> (Bool, [KeptPipeline]) in
+            guard s.assets[key.assetID] != nil, !s.ended, !stopping.load(ordering: .relaxed) else { return (false, []) }
+            var dropped = s.kept.filter { $0.key.assetID == key.assetID }  // one per asset
+            s.kept.removeAll { $0.key.assetID == key.assetID }
+            s.kept.append(KeptPipeline(key: key, pipeline: pipeline))
+            if s.kept.count > Self.maxKeptPipelines { dropped.append(s.kept.removeFirst()) }
+            return (true, dropped)
         }
-        dropped?.pipeline.stop()
+        for old in dropped { old.pipeline.stop() }
         return kept
     }
 
-    /// The kept pipeline when it serves `key` (it is no longer kept then); any other kept pipeline is stopped. Nil key: drop it (another kind of output, CloseAsset, the end).
-    func takeKept(_ key: KeptPipeline.Key?, whenAsset assetID: UInt32? = nil) -> TrackPipeline? {
+    /// The pipeline kept for `key`'s asset when it serves `key` (it is no longer kept then); one of that asset kept
+    /// for another track or other settings is stopped. Other assets' kept pipelines stay.
+    func takeKept(_ key: KeptPipeline.Key) -> TrackPipeline? {
         let taken = state.withLock { (s: inout State) -> KeptPipeline? in
-            guard let kept = s.kept else { return nil }
-            if let assetID, kept.key.assetID != assetID { return nil }
-            s.kept = nil
-            return kept
+            guard let i = s.kept.firstIndex(where: { $0.key.assetID == key.assetID }) else { return nil }
+            return s.kept.remove(at: i)
         }
         guard let taken else { return nil }
-        if let key, taken.key == key { return taken.pipeline }
+        if taken.key == key { return taken.pipeline }
         taken.pipeline.stop()
         return nil
     }
@@ -54,8 +59,13 @@ extension Session {
     /// Counts a ReadFrames served by a kept pipeline; the count so far on this connection.
     func noteReuse() -> UInt64 { stats.pipelinesReused.add(1, ordering: .relaxed).newValue }
 
-    /// Drops the kept pipeline (stopped).
+    /// Drops the kept pipelines (stopped): of asset `assetID`, or all (another kind of output, the end).
     func dropKept(asset assetID: UInt32? = nil) {
-        _ = takeKept(nil, whenAsset: assetID)
+        let dropped = state.withLock { (s: inout State) -> [KeptPipeline] in
+            let dropped = s.kept.filter { assetID == nil || $0.key.assetID == assetID }
+            s.kept.removeAll { assetID == nil || $0.key.assetID == assetID }
+            return dropped
+        }
+        for old in dropped { old.pipeline.stop() }
     }
 }

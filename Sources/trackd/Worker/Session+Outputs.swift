@@ -258,8 +258,6 @@ extension Session {
                 Log.warning("ReadFrames: the kept pipeline could not seek (\(error.message)); building a new one")
                 kept.stop()
             }
-        } else {
-            dropKept()  // other settings, another track: this output may need its memory
         }
         // A first range that starts near the beginning needs no seek: the pipeline prerolls from the start anyway, and
         // the samples before the range are dropped before the decoder.

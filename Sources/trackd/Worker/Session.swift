@@ -29,14 +29,17 @@ final class WorkerStats: Sendable {
 final class Session: Sendable {
     static let maxAssets = 16
     static let maxOutputs = 16
+    /// Pipelines kept between ReadFrames, one per asset (Session+KeptPipeline.swift).
+    static let maxKeptPipelines = 4
 
     struct State: ~Copyable {
         var assets: [UInt32: Asset] = [:]
         var outputs: [UInt32: (assetID: UInt32, streamer: OutputStreamer)] = [:]
         var nextAssetID: UInt32 = 1
         var nextOutputID: UInt32 = 1
-        /// The last completed ReadFrames' pipeline, for the next one (Session+KeptPipeline.swift).
-        var kept: KeptPipeline?
+        /// Each asset's last completed ReadFrames' pipeline, for its next one, least recently kept first
+        /// (Session+KeptPipeline.swift).
+        var kept: [KeptPipeline] = []
         /// The connection's receive loop has ended: nothing is kept any more.
         var ended = false
     }

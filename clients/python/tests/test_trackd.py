@@ -387,16 +387,36 @@ class FramesAtTests(unittest.TestCase):
             held = [f for indices in picks for f in asset.frames_at(indices=indices, pixel_format='y420')]
             self.assertEqual([md5(f.tobytes()) for f in held], [reference[i] for i in sum(picks, [])])
             pid = asset.worker_pid
-        # The worker logs each ReadFrames before answering it; the daemon relays the line a moment later.
-        marker = 'trackd-worker[%d]: ReadFrames on track' % pid
-        deadline = time.monotonic() + TIMEOUT
-        while True:
-            with open(os.path.join(tmp, 'trackd.log')) as f:
-                lines = [line for line in f if marker in line]
-            if len(lines) == len(picks) or time.monotonic() > deadline:
-                break
-            time.sleep(0.05)
-        self.assertEqual(['kept from the last ReadFrames' in line for line in lines], [False] + [True] * (len(picks) - 1))
+        self.assertEqual(reuses(pid, len(picks)), [False] + [True] * (len(picks) - 1))
+
+    def test_each_open_asset_keeps_its_pipeline(self):
+        """A session's worker keeps the last ReadFrames' pipeline of each open asset, up to 4 (the least recently
+        kept stopped first), as a loader that reads frames of several files in turn needs: reading three files in
+        turn builds three pipelines, and every later ReadFrames seeks its asset's own. Frames are ffmpeg's."""
+        reference = ffmpeg_md5('yuv420p')
+        with trackd.Session(sock, timeout=TIMEOUT) as session:
+            assets = [session.open(clip) for _ in range(5)]
+            pid = assets[0].worker_pid
+            turns = [(a, [i * 7 % 60, (i * 7 + 1) % 60]) for i in range(3) for a in (0, 1, 2)]
+            # Two more assets: the fifth's pipeline stops the first's (kept longest ago), and it is built again.
+            turns += [(3, [50]), (4, [49]), (0, [12]), (4, [13])]
+            for a, indices in turns:
+                got = [md5(f.tobytes()) for f in assets[a].get_frames(indices=indices, pixel_format='y420').frames]
+                self.assertEqual(got, [reference[i] for i in indices], (a, indices))
+        self.assertEqual(reuses(pid, len(turns)), [False] * 3 + [True] * 6 + [False, False, False, True])
+
+
+def reuses(pid, count):
+    """For each of worker `pid`'s first `count` ReadFrames, in order: whether it ran on a kept pipeline. The worker
+    logs each ReadFrames before answering it; the daemon relays the line a moment later."""
+    marker = 'trackd-worker[%d]: ReadFrames on track' % pid
+    deadline = time.monotonic() + TIMEOUT
+    while True:
+        with open(os.path.join(tmp, 'trackd.log')) as f:
+            lines = [line for line in f if marker in line]
+        if len(lines) >= count or time.monotonic() > deadline:
+            return ['kept from the last ReadFrames' in line for line in lines]
+        time.sleep(0.05)
 
 
 class TimescaleTests(unittest.TestCase):
