@@ -26,6 +26,10 @@ SUPPORTED_PIXEL_FORMATS = tuple(_batch.PACKED_FORMATS)
 planes (420v, y420, ...) are batch-only: a Ray row holds an (H, W, C) image."""
 
 
+MAX_READ_TASKS = 1000
+"""read_frames' default number of read tasks at most (one per file up to it)."""
+
+
 def read_frames(paths, *, pixel_format='RGB', frames=None, fps=None, width=None, height=None, socket=None,
                 filesystem=None, frames_per_block=32, max_bytes=MAX_SOURCE_BYTES, **read_args):
     """A ray.data.Dataset of decoded video frames, one row per frame: path (str), frame_index (int64, the
@@ -39,8 +43,13 @@ def read_frames(paths, *, pixel_format='RGB', frames=None, fps=None, width=None,
     own default). filesystem: a pyarrow.fs.FileSystem for all paths (default: local paths are local; URIs are
     resolved with pyarrow.fs.FileSystem.from_uri). frames_per_block: rows per block a read task yields.
     max_bytes: limit for a remote file streamed into memory (trackd.MAX_SOURCE_BYTES). read_args go to
-    ray.data.read_datasource (override_num_blocks, concurrency, ray_remote_args, ...). One read task per file
-    at most (files are not split)."""
+    ray.data.read_datasource (override_num_blocks, concurrency, ray_remote_args, ...).
+
+    One read task per file (files are not split; beyond MAX_READ_TASKS files a task reads several), each yielding
+    blocks of Ray's target size: override_num_blocks defaults to that number of tasks. Left to its own planning,
+    Ray aims at 200 blocks and cuts each task's blocks into pieces to get there — 4 files of 80 MB came out in
+    blocks of about one frame, and Ray's per-block work (object store, raylet, the driver's concatenation) cost
+    more than decoding them (docs/BENCHMARKS.md, data pipelines). Pass override_num_blocks to choose otherwise."""
     import ray.data
 
     if pixel_format not in SUPPORTED_PIXEL_FORMATS:
@@ -59,6 +68,7 @@ def read_frames(paths, *, pixel_format='RGB', frames=None, fps=None, width=None,
         raise ValueError('read_frames was given no paths')
     options = dict(pixel_format=pixel_format, frames=frames, fps=fps, width=width, height=height, socket=socket,
                    filesystem=filesystem, frames_per_block=frames_per_block, max_bytes=max_bytes)
+    read_args.setdefault('override_num_blocks', min(len(paths), MAX_READ_TASKS))
     return ray.data.read_datasource(_datasource_class()(paths, options), **read_args)
 
 
@@ -80,13 +90,10 @@ def _datasource_class():
                 self._size = _UNKNOWN
 
             def estimate_inmemory_data_size(self):
-                """The files' sizes, as Ray's own file-based readers report them (read_videos included). Ray
-                picks the read's parallelism from this: given None it aims at 200 blocks and, with fewer files
-                than that, cuts every block a read task yields into pieces — 8 clips of 720p came out as 576
-                blocks of 1 to 3 frames, and Ray's per-block work (the object store, the raylet, the
-                driver's concatenation) cost more than decoding them (docs/BENCHMARKS.md, data pipelines).
-                Decoded frames are far larger than their files, but their size is only known once every file
-                is opened, and Ray would still cut them to 200 blocks."""
+                """The files' sizes, as Ray's own file-based readers report them (read_videos included), for
+                Ray's planning when override_num_blocks=None is passed: given None here it plans for 200 blocks
+                whatever the data (8 clips of 720p came out as 576 blocks of 1 to 3 frames). Decoded frames
+                are far larger than their files, but their size is only known once every file is opened."""
                 if self._size is _UNKNOWN:
                     self._size = _total_size(self.paths, self.options['filesystem'])
                 return self._size
