@@ -96,6 +96,27 @@ class RayTests(unittest.TestCase):
         self.assertIsNone(trackd.ray._datasource_class()(clips + [daemon.path('missing.mp4')],
                                                          dict(filesystem=None)).estimate_inmemory_data_size())
 
+    def test_a_read_task_keeps_rays_blocks_in_the_batch_cache(self):
+        # While a read task runs, the process's batch cache holds what Ray keeps of its last blocks (2 x Ray's
+        # target block size and two batches), so that batch memory is filled again; then it is as it was. A cache
+        # turned off (0) stays off.
+        from ray.data.context import DataContext
+        from trackd import _batch
+        options = dict(pixel_format='RGB', frames=None, fps=None, width=None, height=None, socket=daemon.socket,
+                       filesystem=None, frames_per_block=8, max_bytes=trackd.MAX_SOURCE_BYTES)
+        target = DataContext.get_current().target_max_block_size
+        for size in (64 << 20, 0):
+            previous = trackd.set_batch_cache(size)
+            try:
+                blocks = trackd.ray._read_files(clips[:1], options)
+                rows = next(blocks).num_rows
+                self.assertEqual(_batch._recycler.max_bytes, 2 * target + 2 * 8 * 240 * 320 * 3 if size else 0)
+                rows += sum(block.num_rows for block in blocks)
+                self.assertEqual(rows, ffprobe_frame_count(clips[0]))
+                self.assertEqual(_batch._recycler.max_bytes, size)
+            finally:
+                trackd.set_batch_cache(previous)
+
     def test_readme_example(self):
         from test_readme import run_blocks
         run_blocks(self, daemon, lambda code: 'trackd.ray' in code)

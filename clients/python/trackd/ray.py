@@ -186,20 +186,35 @@ def _session(socket):
 def _read_files(paths, options):
     import numpy as np
     from ray.data.block import BlockAccessor
-    for path in paths:
-        source, name = _open_source(path, options)
-        try:
-            asset = _session(options['socket']).open(source, name=name, max_bytes=options['max_bytes'])
-        finally:
-            if hasattr(source, 'close'):
-                source.close()
-        with asset:
-            for batch in _batch.iter_batches(asset, track=None, pixel_format=options['pixel_format'],
-                                             layout='NHWC', width=options['width'], height=options['height'],
-                                             batch_size=options['frames_per_block'], **_requests(asset, options)):
-                yield BlockAccessor.batch_to_block({
-                    'path': np.array([path] * len(batch.frames), dtype=object),
-                    'frame_index': batch.indices,
-                    'pts': batch.pts,
-                    'frame': batch.frames,
-                })
+    from ray.data.context import DataContext
+    cache = _batch._recycler
+    previous = cache.max_bytes
+    try:
+        for path in paths:
+            source, name = _open_source(path, options)
+            try:
+                asset = _session(options['socket']).open(source, name=name, max_bytes=options['max_bytes'])
+            finally:
+                if hasattr(source, 'close'):
+                    source.close()
+            with asset:
+                for batch in _batch.iter_batches(asset, track=None, pixel_format=options['pixel_format'],
+                                                 layout='NHWC', width=options['width'], height=options['height'],
+                                                 batch_size=options['frames_per_block'], **_requests(asset, options)):
+                    # Ray holds a read task's blocks until they are in its object store: its output buffer
+                    # gathers target_max_block_size before it makes a block, and the one made before is still
+                    # being stored — 3 of our 4 last batches of 32 720p frames, 13 of 14 of 8 (measured). The
+                    # batch cache holds that much while the task runs, so that the next batch fills memory
+                    # already used instead of fresh pages, whose zeroing was half of the read task's CPU
+                    # (docs/BENCHMARKS.md, data pipelines); it goes back to its size when the task ends.
+                    if previous:
+                        target = DataContext.get_current().target_max_block_size or 0
+                        cache.resize(max(cache.max_bytes, 2 * target + 2 * batch.frames.nbytes))
+                    yield BlockAccessor.batch_to_block({
+                        'path': np.array([path] * len(batch.frames), dtype=object),
+                        'frame_index': batch.indices,
+                        'pts': batch.pts,
+                        'frame': batch.frames,
+                    })
+    finally:
+        cache.resize(previous)
