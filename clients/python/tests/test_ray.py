@@ -116,6 +116,9 @@ class RayTests(unittest.TestCase):
                 self.assertEqual(_batch._recycler.max_bytes, size)
             finally:
                 trackd.set_batch_cache(previous)
+        for session in trackd.ray._sessions.values():  # the read task's connection, kept for later tasks
+            session.close()
+        trackd.ray._sessions.clear()
 
     def test_readme_example(self):
         from test_readme import run_blocks
