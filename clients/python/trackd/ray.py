@@ -10,8 +10,9 @@ Each read task opens its files through the trackd of the node it runs on (socket
 $TRACKD_SOCKET, $XDG_RUNTIME_DIR/trackd.sock or /run/trackd/trackd.sock), on one connection that the Ray worker
 process keeps for its later read tasks (a trackd.Session: no trackd worker start per file or task). A local
 path's descriptor is passed to trackd, a file on a pyarrow filesystem (an s3://, gs://, hdfs:// URI, or any
-path with filesystem=) is streamed into a sealed memfd first. Only paths (and the remote file's bytes, from its store to the reading node) cross
-the network; decoded frames stay in the node's memory until Ray moves the blocks downstream.
+path with filesystem=) is streamed into a sealed memfd first. Only paths (and the remote file's bytes, from its
+store to the reading node) cross the network; decoded frames stay in the node's memory until Ray moves the blocks
+downstream. One read task per file by default (read_frames).
 """
 
 import os
