@@ -34,7 +34,14 @@ extension FrameIndex {
                 throw error
             }
         }
-        guard !stored.isEmpty else { throw TrackError(.operationNotSupportedForAsset, "track \(trackID) has no frames") }
+        guard !stored.isEmpty else { throw TrackError.trackHasNoFrames(trackID) }
         return FrameIndex(parsedSamples: stored)
+    }
+}
+
+extension TrackError {
+    /// Indexing found no stored frame in the track: the one error that says so (callers compare with it).
+    public static func trackHasNoFrames(_ trackID: UInt32) -> TrackError {
+        TrackError(.operationNotSupportedForAsset, "track \(trackID) has no frames")
     }
 }

@@ -234,6 +234,36 @@ struct HostileMediaTests {
         #expect(daemon.isRunning)
     }
 
+    /// A video track with no frames (ffmpeg's `-frames:v 0`): GenerateImage answers a clean error, the same every
+    /// time, and the connection goes on. It used to wait for a preroll that never came (decodebin exposes no pad
+    /// without data) until the watchdog ended the worker: -11819 after 30 s (the fuzzer's "worker exited without a
+    /// signal" inputs).
+    @Test func anImageOfATrackWithNoFramesIsACleanError() throws {
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        let file = Media.make("no-video-frames.mkv", ["-f", "lavfi", "-i", "testsrc2=size=64x48:rate=10:duration=1",
+                                                      "-f", "lavfi", "-i", "sine=sample_rate=16000:duration=1",
+                                                      "-map", "0:v", "-map", "1:a", "-frames:v", "0",
+                                                      "-c:v", "libvpx", "-c:a", "libvorbis"])
+        let asset = try Asset(path: file, socketPath: daemon.socketPath)
+        let video = try #require(asset.tracks(withMediaType: .video).first)
+        var errors: [TrackError] = []
+        for _ in 0..<2 {
+            do {
+                _ = try asset.generateImage(track: video, at: MediaTime(value: 1, timescale: 10))
+                Issue.record("an image of a track with no frames")
+            } catch {
+                errors.append(error)
+            }
+        }
+        #expect(errors.count == 2 && errors[0] == errors[1], "\(errors)")
+        #expect(errors.first?.code == AVErrorCode.invalidArgument.rawValue, "\(errors)")
+        #expect(errors.first?.message.hasSuffix("no frame at \(MediaTime(value: 1, timescale: 10)): the track has no frames") == true,
+                "\(errors)")
+        let audio = try #require(asset.tracks(withMediaType: .audio).first)
+        #expect(try readOutput(asset, audio, ["AVFormatIDKey": .string("lpcm")]).error == nil)
+    }
+
     @Test func badLimitOptionsAreRejected() throws {
         for args in [["--max-frame-pixels", "0"], ["--decode-budget", "lots"], ["--audio-decode-budget"]] {
             let r = try run(Env.trackd, ["--socket", Env.tempDir("bad-limit") + "/s.sock"] + args)

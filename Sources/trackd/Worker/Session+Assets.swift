@@ -133,8 +133,19 @@ extension Session {
         if let track = asset.tracks.first(where: { $0.id == request.trackID }) {
             try context.sandbox.decode.checkFrame(width: UInt64(track.width), height: UInt64(track.height), "track \(track.id)")
         }
-        let image = try generatePNG(source: asset.source, trackID: request.trackID, at: time,
-                                    index: decodedFrameIndex(asset, trackID: request.trackID), limits: context.sandbox.decode)
+        let index: FrameIndex?
+        do {
+            index = try frameIndex(asset, trackID: request.trackID)
+        } catch where error == .trackHasNoFrames(request.trackID) {
+            // Said here: with nothing to decode, the image pipeline would wait for a preroll that never comes
+            // (decodebin exposes no pad without data) until the watchdog ended the worker.
+            throw TrackError(.invalidArgument, "Cannot generate an image of track \(request.trackID): no frame at \(request.time): the track has no frames")
+        } catch {
+            Log.warning("image of track \(request.trackID): no frame index (\(error.message)); the frame is found by a seek")
+            index = nil
+        }
+        let image = try generatePNG(source: asset.source, trackID: request.trackID, at: time, index: index,
+                                    limits: context.sandbox.decode)
         stats.framesDecoded.add(image.framesDecoded, ordering: .relaxed)
         stats.framesConverted.add(image.framesConverted, ordering: .relaxed)
         let mapping: SharedMapping
