@@ -33,8 +33,7 @@ extension Session {
         if others.contains(where: \.isReading) { return false }
         let (kept, dropped) = state.withLock { (s: inout State) -> (Bool, [KeptPipeline]) in
             guard s.assets[key.assetID] != nil, !s.ended, !stopping.load(ordering: .relaxed) else { return (false, []) }
-            var dropped = s.kept.filter { $0.key.assetID == key.assetID }  // one per asset
-            s.kept.removeAll { $0.key.assetID == key.assetID }
+            var dropped = s.kept.take { $0.key.assetID == key.assetID }  // one per asset
             s.kept.append(KeptPipeline(key: key, pipeline: pipeline))
             if s.kept.count > Self.maxKeptPipelines { dropped.append(s.kept.removeFirst()) }
             return (true, dropped)
@@ -46,11 +45,7 @@ extension Session {
     /// The pipeline kept for `key`'s asset when it serves `key` (it is no longer kept then); one of that asset kept
     /// for another track or other settings is stopped. Other assets' kept pipelines stay.
     func takeKept(_ key: KeptPipeline.Key) -> TrackPipeline? {
-        let taken = state.withLock { (s: inout State) -> KeptPipeline? in
-            guard let i = s.kept.firstIndex(where: { $0.key.assetID == key.assetID }) else { return nil }
-            return s.kept.remove(at: i)
-        }
-        guard let taken else { return nil }
+        guard let taken = state.withLock({ $0.kept.take { $0.key.assetID == key.assetID } }).first else { return nil }
         if taken.key == key { return taken.pipeline }
         taken.pipeline.stop()
         return nil
@@ -61,11 +56,17 @@ extension Session {
 
     /// Drops the kept pipelines (stopped): of asset `assetID`, or all (another kind of output, the end).
     func dropKept(asset assetID: UInt32? = nil) {
-        let dropped = state.withLock { (s: inout State) -> [KeptPipeline] in
-            let dropped = s.kept.filter { assetID == nil || $0.key.assetID == assetID }
-            s.kept.removeAll { assetID == nil || $0.key.assetID == assetID }
-            return dropped
-        }
+        let dropped = state.withLock { $0.kept.take { assetID == nil || $0.key.assetID == assetID } }
         for old in dropped { old.pipeline.stop() }
+    }
+}
+
+extension [KeptPipeline] {
+    /// Removes the kept pipelines `matching` says to, and returns them (in order) for the caller to stop outside
+    /// the session's lock.
+    mutating func take(_ matching: (KeptPipeline) -> Bool) -> [KeptPipeline] {
+        let taken = filter(matching)
+        removeAll(where: matching)
+        return taken
     }
 }

@@ -190,6 +190,7 @@ def _read_files(paths, options):
     from ray.data.context import DataContext
     cache = _batch._recycler
     previous = cache.max_bytes
+    target = DataContext.get_current().target_max_block_size or 0
     try:
         for path in paths:
             source, name = _open_source(path, options)
@@ -209,7 +210,6 @@ def _read_files(paths, options):
                     # already used instead of fresh pages, whose zeroing was half of the read task's CPU
                     # (docs/BENCHMARKS.md, data pipelines); it goes back to its size when the task ends.
                     if previous:
-                        target = DataContext.get_current().target_max_block_size or 0
                         cache.resize(max(cache.max_bytes, 2 * target + 2 * batch.frames.nbytes))
                     yield BlockAccessor.batch_to_block({
                         'path': np.array([path] * len(batch.frames), dtype=object),
