@@ -42,7 +42,7 @@ let package = Package(
         // ── Swift: system calls — errno captured at the call, EINTR retried in one place, owned descriptors ──
         .target(name: "SystemCalls", dependencies: ["CTrackSys"], swiftSettings: strict),
         // ── Swift: the wire, shared by both ends (no GStreamer) ───────────────────────────────
-        .target(name: "TrackdProtocol", dependencies: ["SystemCalls", "CTrackSys"], swiftSettings: strict),
+        .target(name: "TrackdProtocol", dependencies: ["SystemCalls", "CTrackSys"], path: "Sources/Protocol", swiftSettings: strict),
         // ── Swift: frame indexes — MP4 sample tables, the frame a time names, decode planning (no GStreamer) ──
         .target(name: "MediaIndex", dependencies: ["TrackdProtocol", "SystemCalls"], swiftSettings: strict),
         // ── Swift: the supervisor's frame-index cache and its worker channel (daemon-internal, no GStreamer) ──

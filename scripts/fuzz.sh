@@ -63,7 +63,7 @@ build_modules() {
     clang -O1 -g -fsanitize=fuzzer-no-link,address -I Sources/CTrackSys/include -c Sources/CTrackSys/CTrackSys.c -o "$OBJ/CTrackSys.o"
   fi
   swift_module SystemCalls CTrackSys Sources/SystemCalls/*.swift
-  swift_module TrackdProtocol CTrackSys,SystemCalls Sources/TrackdProtocol/*.swift
+  swift_module TrackdProtocol CTrackSys,SystemCalls Sources/Protocol/*.swift
   swift_module MediaIndex TrackdProtocol Sources/MediaIndex/*.swift
   swift_module IndexCache CTrackSys,SystemCalls,MediaIndex Sources/IndexCache/*.swift
 }
