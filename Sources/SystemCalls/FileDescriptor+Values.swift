@@ -52,4 +52,14 @@ extension SharedDescriptor {
         }
         return fds.map { $0.revents & Int16(POLLHUP) != 0 }
     }
+
+    /// Waits until the peer of one of `descriptors` hangs up (POLLHUP), `wake` is readable, or `timeoutMs` passes
+    /// (-1: no limit). Returns at once when one has hung up already. A failed poll (EINTR) returns too: the
+    /// caller looks again.
+    public static func waitForHangUp(_ descriptors: [SharedDescriptor], orReadable wake: borrowing FileDescriptor,
+                                     timeoutMs: Int32) {
+        var fds = [pollfd(fd: wake.rawValue, events: Int16(POLLIN), revents: 0)]
+            + descriptors.map { pollfd(fd: $0.rawValue, events: 0, revents: 0) }
+        _ = unsafe Glibc.poll(&fds, nfds_t(fds.count), timeoutMs)
+    }
 }

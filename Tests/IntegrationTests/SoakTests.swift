@@ -22,14 +22,18 @@ enum SoakLength {
 
 /// Issue #16: the soak, as an operator runs it (`make soak`: SOAK_SECONDS=300, SOAK_KILLED=1000) and as `make test`
 /// runs it (8 s, 8 killed clients; about a minute). One daemon, one uid: clients SIGKILLed mid-read, 16 threads of a mixed
-/// workload (decoded reads checked frame by frame against ffmpeg, Status) for SOAK_SECONDS, workers killed by
-/// SIGKILL and SIGSEGV mid-read, then SIGTERM mid-read. Prints the figures; fails on any wrong byte, any refusal,
+/// workload (decoded reads checked frame by frame against ffmpeg, Status) for SOAK_SECONDS, after a burst of 200
+/// connections that close at once (WorkerBoundTests: never more worker processes than the limit + the warm one),
+/// workers killed by SIGKILL and SIGSEGV mid-read, then SIGTERM mid-read. Prints the figures; fails on any wrong byte, any refusal,
 /// any unexpected error, a descriptor or memory leak in the supervisor, counters that disagree with what the
 /// clients saw, or a stop that is not clean.
 @Suite(.serialized, .timeLimit(.minutes(SoakLength.minutes)), .endsTheRunIfItHangs)
 struct SoakTests {
     static let seconds = SoakLength.seconds
     static let killedClients = SoakLength.killedClients
+    /// Room for the 16 threads, the killed clients (4 at a time) and the Status connections; the worker processes
+    /// are bounded by it (plus the warm worker) through the burst and the rest.
+    static let maxConnections = 32
 
     final class Tally: Sendable {
         let operations = Atomic<Int>(0), samples = Atomic<Int>(0), wrong = Atomic<Int>(0)
@@ -87,7 +91,7 @@ struct SoakTests {
     }
 
     @Test func soak() throws {
-        let daemon = try Daemon(extraArgs: ["--stop-timeout", "2"])
+        let daemon = try Daemon(extraArgs: ["--stop-timeout", "2", "--max-connections", "\(Self.maxConnections)"])
         defer { daemon.stop() }
         let socketPath = daemon.socketPath
         let expected = try Oracle.frameMD5(Media.clip, pixFmt: "yuv420p").map(\.md5)
@@ -101,6 +105,11 @@ struct SoakTests {
         try #require(waitUntil(timeout: .seconds(120), atRest), "the daemon did not come to rest")
         let before = try #require(Self.settled(daemon.pid), "the supervisor's descriptors did not settle")
         let start = ContinuousClock.now
+        let sampler = WorkerBoundTests.ChildSampler(supervisor: daemon.pid)
+
+        // 0. A burst of 200 connections that close at once or soon after their Hello: bounded workers, none left.
+        WorkerBoundTests.burst(socketPath, count: 200)
+        let burstEnded = WorkerBoundTests.workersEnd(daemon.pid)
 
         // 1. Clients killed mid-read, four at a time, each batch once samples are flowing (or the batch is done).
         var killed = 0
@@ -159,6 +168,7 @@ struct SoakTests {
 
         // At rest again: no descriptor or memory kept for what ended; the counters against what the clients saw.
         #expect(waitUntil(timeout: .seconds(120), atRest), "\(Procfs.children(of: daemon.pid))")
+        let mostWorkers = sampler.finish()
         let after = Self.settled(daemon.pid) ?? Self.resources(daemon.pid)
         let status = try daemon.status()
         let refusals = tally.refusals.withLock { $0 }, errors = tally.errors.withLock { $0 }
@@ -175,6 +185,8 @@ struct SoakTests {
 
         print("""
             soak: \(Int((ContinuousClock.now - start).components.seconds)) s, 1 uid
+              burst                     200 connections closed at once or after Hello; workers gone within \(WorkerBoundTests.vanishedBound): \(burstEnded)
+              most worker processes     \(mostWorkers) at once (bound: \(Self.maxConnections) connections + the warm worker)
               killed clients            \(killed)
               operations                \(tally.operations.load(ordering: .relaxed)) (16 threads, \(Int(Self.seconds)) s: checked reads of \(expected.count) frames, Status)
               wrong outputs             \(tally.wrong.load(ordering: .relaxed))
@@ -189,6 +201,8 @@ struct SoakTests {
               SIGTERM mid-read          client got \(stopCode), trackd exit \(exit), \(left.count) workers left
             """)
         #expect(tally.wrong.load(ordering: .relaxed) == 0)
+        #expect(burstEnded, "workers of the burst's gone clients outlived them by more than \(WorkerBoundTests.vanishedBound)")
+        #expect(mostWorkers <= Self.maxConnections + 1, "\(mostWorkers) worker processes at once")
         #expect(refusals.isEmpty, "\(refusals.prefix(3))")
         #expect(errors.isEmpty, "\(errors.prefix(3))")
         #expect(after.fds == before.fds, "supervisor descriptors \(before.fds) → \(after.fds)")

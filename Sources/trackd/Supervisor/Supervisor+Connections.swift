@@ -54,6 +54,11 @@ extension Supervisor {
                 tell(conn, TrackError(.daemonStopping, Self.stoppingMessage))
                 return
             }
+            // A client that has already gone costs no worker (a burst of connect-and-close must not start one each).
+            if SharedDescriptor.hungUp([conn])[0] {
+                Log.info("connection from uid \(uid) pid \(pid) closed before it was served; no worker started")
+                return
+            }
             if let refusal = refusal(&c, uid: uid) {
                 c.rejected += 1
                 if refusal.knownCode == .connectionRateExceeded { c.rateLimited += 1 }
@@ -61,33 +66,47 @@ extension Supervisor {
                 tell(conn, refusal)
                 return
             }
-            guard let slot = c.freeSlots.popLast() else {
-                Log.error("no free worker-table slot for uid \(uid) pid \(pid); refusing")
-                tell(conn, TrackError(.limitExceeded, "trackd has no room for another connection"))
-                return
+            let waiting = PendingConnection(connection: conn, uid: uid, clientPID: pid)
+            if c.pending.isEmpty && processes(c) < processBound {
+                serve(&c, waiting)
+            } else {
+                c.pending.append(waiting)
+                Log.info("connection from uid \(uid) pid \(pid) waits for a worker: \(processes(c)) worker processes are running or ending (at most \(processBound))")
             }
-            table.clear(slot)
-            let warm = handToWarmWorker(&c, conn: conn, pid: pid, uid: uid, slot: slot)
-            let child: pid_t
-            do {
-                child = try warm?.pid ?? spawnWorker(conn: conn, pid: pid, uid: uid, slot: slot)
-            } catch {
-                c.freeSlots.append(slot)
-                Log.error("cannot start a worker for uid \(uid) pid \(pid): \(error)")
-                startWarmWorkerAfterStartUps(&c)  // the warm worker may have been used up
-                return
-            }
-            c.workers[child] = WorkerRecord(uid: uid, clientPID: pid, slot: slot, connection: conn, warmControl: warm?.control)
-            // The next warm worker, for the connection after this one: at once when connections come as fast as
-            // warm workers start (this one got a warm worker started less than warmBusyMs ago, or none) — a loop of
-            // short reads would otherwise wait on every start-up, and the CPUs are busy starting workers anyway;
-            // else once this connection has started up.
-            let sporadic = warm.map { trackd_monotonic_ms() - $0.startedMs >= Self.warmBusyMs } ?? false
-            if !sporadic { c.startingUp.removeAll() }
-            startWarmWorkerAfterStartUps(&c, adding: sporadic ? (child, slot) : nil)
             publish(c)
-            Log.info("connection from uid \(uid) pid \(pid) → worker \(child)")
+            wakeHangUpThread()
         }
+    }
+
+    /// Starts (or hands the warm worker) the worker of an accepted connection. Call with the counters locked.
+    func serve(_ c: inout Counters, _ conn: PendingConnection) {
+        let (pid, uid) = (conn.clientPID, conn.uid)
+        guard let slot = c.freeSlots.popLast() else {
+            Log.error("no free worker-table slot for uid \(uid) pid \(pid); refusing")
+            tell(conn.connection, TrackError(.limitExceeded, "trackd has no room for another connection"))
+            return
+        }
+        table.clear(slot)
+        let warm = handToWarmWorker(&c, conn: conn.connection, pid: pid, uid: uid, slot: slot)
+        let child: pid_t
+        do {
+            child = try warm?.pid ?? spawnWorker(conn: conn.connection, pid: pid, uid: uid, slot: slot)
+        } catch {
+            c.freeSlots.append(slot)
+            Log.error("cannot start a worker for uid \(uid) pid \(pid): \(error)")
+            startWarmWorkerAfterStartUps(&c)  // the warm worker may have been used up
+            return
+        }
+        c.workers[child] = WorkerRecord(uid: uid, clientPID: pid, slot: slot, connection: conn.connection,
+                                        warmControl: warm?.control)
+        // The next warm worker, for the connection after this one: at once when connections come as fast as
+        // warm workers start (this one got a warm worker started less than warmBusyMs ago, or none) — a loop of
+        // short reads would otherwise wait on every start-up, and the CPUs are busy starting workers anyway;
+        // else once this connection has started up.
+        let sporadic = warm.map { trackd_monotonic_ms() - $0.startedMs >= Self.warmBusyMs } ?? false
+        if !sporadic { c.startingUp.removeAll() }
+        startWarmWorkerAfterStartUps(&c, adding: sporadic ? (child, slot) : nil)
+        Log.info("connection from uid \(uid) pid \(pid) → worker \(child)")
     }
 
     /// Why a connection of `uid` is refused now (a connection limit, then the uid's connection rate), or nil. A
@@ -125,18 +144,26 @@ extension Supervisor {
             all += 1
             if record.uid == uid { ofUID += 1 }
         }
+        for waiting in c.pending {
+            all += 1
+            if waiting.uid == uid { ofUID += 1 }
+        }
         return (all, ofUID)
     }
 
     /// Marks every connection whose client has closed it (POLLHUP on the supervisor's copy: the kernel sets it
     /// when the peer's last descriptor closes, so a client that closed before connecting again is seen here).
     /// The worker may still be finishing; its record, slot and copy stay until it is reaped.
-    private func markClosedConnections(_ c: inout Counters) {
+    func markClosedConnections(_ c: inout Counters) {
+        let now = trackd_monotonic_ms()
         let pids = c.workers.filter { !$0.value.peerClosed }.map(\.key)
         let hungUp = SharedDescriptor.hungUp(pids.map { c.workers[$0]!.connection })
         for (pid, closed) in zip(pids, hungUp) where closed {
             c.workers[pid]!.peerClosed = true
+            c.workers[pid]!.closedAtMs = now
         }
+        let gone = SharedDescriptor.hungUp(c.pending.map(\.connection))
+        c.pending = zip(c.pending, gone).filter { !$0.1 }.map(\.0)
     }
 
     /// Tells a refused client why, in one Error frame with request id 0, without ever blocking: the socket is

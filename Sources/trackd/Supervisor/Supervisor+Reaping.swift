@@ -25,6 +25,7 @@ extension Supervisor {
                 if let warm = c.warm, warm.pid == pid { c.warm = nil }  // died before it had a connection; the next handOff starts one
                 killedUnused = c.ending.remove(pid) != nil
                 guard let r = c.workers.removeValue(forKey: pid) else {
+                    servePending(&c)
                     publish(c)
                     return nil
                 }
@@ -34,7 +35,9 @@ extension Supervisor {
                 } else {
                     retire(&c, r, status: status)
                 }
+                servePending(&c)
                 publish(c)
+                wakeHangUpThread()
                 return r
             }
             if killedUnused {
@@ -49,7 +52,7 @@ extension Supervisor {
     /// socket): a worker started now serves the same connection from its first byte, in the same slot. Returns
     /// its pid, or nil when the record's worker is not such a one or the new worker cannot start.
     private func restartIfNeverReady(_ c: inout Counters, _ r: WorkerRecord, status: Int32) -> pid_t? {
-        guard let control = r.warmControl, !r.killed, !c.stopping else { return nil }
+        guard let control = r.warmControl, !r.killed, !r.peerClosed, !c.stopping else { return nil }
         if control.descriptor.receiveByteWithoutWaiting() == Self.warmReady { return nil }
         let child: pid_t
         do {

@@ -39,6 +39,8 @@ extension Supervisor {
         }
         let signalled = counters.withLock { c -> Int in
             c.stopping = true
+            for waiting in c.pending { tell(waiting.connection, TrackError(.daemonStopping, Self.stoppingMessage)) }
+            c.pending.removeAll()
             if let warm = c.warm {
                 kill(warm.pid, SIGKILL)
                 c.ending.insert(warm.pid)

@@ -22,7 +22,7 @@ extension Supervisor {
     /// its sandbox before the client connects (`trackd worker --warm 1`, with a control socket as fd 3 instead
     /// of a connection). Call with the counters locked.
     func startWarmWorker(_ c: inout Counters) {
-        guard configuration.warmWorker, c.warm == nil, !c.stopping else { return }
+        guard configuration.warmWorker, c.warm == nil, !c.stopping, c.pending.isEmpty, processes(c) < processBound else { return }
         do throws(SystemError) {
             let pair = try SocketPair(.sequencedPackets)
             let channel = try index.openChannel(uid: nil)

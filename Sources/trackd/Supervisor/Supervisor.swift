@@ -11,9 +11,10 @@ import TrackdProtocol
 import Glibc
 #endif
 
-/// The supervisor process (SupervisorMain starts it). Its work is in five files: this one (state, timers,
+/// The supervisor process (SupervisorMain starts it). Its work is in six files: this one (state, timers,
 /// signals), +Connections (accept, credentials, connection limits, hand-off), +Workers (starting workers, the
-/// warm worker), +Reaping (reaping, the watchdog) and +Stopping (SIGTERM: the graceful stop).
+/// warm worker), +HangUps (the bound on worker processes, clients that have gone), +Reaping (reaping, the
+/// watchdog) and +Stopping (SIGTERM: the graceful stop).
 final class Supervisor: Sendable {
     struct WorkerRecord {
         var uid: UInt32
@@ -33,6 +34,9 @@ final class Supervisor: Sendable {
         /// Its client has closed the connection (the supervisor's copy reports POLLHUP): it no longer counts
         /// against the connection limits, though its worker may still be finishing.
         var peerClosed = false
+        /// CLOCK_MONOTONIC ms when the supervisor saw the client gone (`peerClosed`): the worker gets
+        /// `Supervisor.vanishedGraceMs` to end by itself before it is killed (Supervisor+HangUps.swift).
+        var closedAtMs: UInt64?
         /// A warm worker's control socket, kept until it is reaped: the ready byte there says whether it got as
         /// far as reading its connection (see handToWarmWorker).
         var warmControl: SharedDescriptor?
@@ -47,6 +51,13 @@ final class Supervisor: Sendable {
         var startedMs: UInt64
         /// Started at `--warm-worker-nice` (other workers were running); set back by `restorePriority`.
         var niced = false
+    }
+
+    /// A connection that waits for a worker process (the processes are at their bound).
+    struct PendingConnection {
+        var connection: SharedDescriptor
+        var uid: UInt32
+        var clientPID: Int32
     }
 
     struct Counters {
@@ -70,6 +81,9 @@ final class Supervisor: Sendable {
         var stopping = false
         /// Workers outside `workers` that were killed and are not yet reaped (warm workers without a connection).
         var ending: Set<pid_t> = []
+        /// Connections accepted while the worker processes were at their bound (Supervisor+HangUps.swift), in the
+        /// order they came; each gets a worker when a process is reaped, or none if its client leaves first.
+        var pending: [PendingConnection] = []
     }
 
     let listener: Listener
@@ -86,13 +100,15 @@ final class Supervisor: Sendable {
     /// set it no connection is taken from the listening socket's queue (a socket-activated restart's next trackd
     /// serves those) and every connection taken before is registered, and told.
     let acceptGate = Mutex(false)
+    /// Pokes the hang-up thread (Supervisor+HangUps.swift): `first` is written, `second` is polled.
+    let hangUpWake: SocketPair
     /// The timers (kept alive here; only `start` adds to it).
     private let sources = Mutex<[any DispatchSourceTimer]>([])
 
     var limits: Limits { configuration.limits }
 
     init(listener: consuming Listener, executable: String, statistics: SharedStatistics, table: WorkerTable,
-         configuration: Configuration, index: IndexService) {
+         configuration: Configuration, index: IndexService) throws(SystemError) {
         self.listener = listener
         self.executable = executable
         self.statistics = statistics
@@ -100,6 +116,7 @@ final class Supervisor: Sendable {
         self.table = table
         self.index = index
         counters = Mutex(Counters(freeSlots: (0..<table.slots).reversed()))
+        hangUpWake = try SocketPair(.sequencedPackets)
     }
 
     /// Milliseconds since the epoch.
@@ -123,6 +140,7 @@ final class Supervisor: Sendable {
         // connections queued on a socket trackd bound without waiting.
         let fd = listener.descriptor.rawValue
         _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+        startHangUpThread()
         let thread = Thread { [self] in acceptLoop() }
         thread.name = "accept"
         thread.start()

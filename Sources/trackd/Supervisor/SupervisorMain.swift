@@ -86,8 +86,14 @@ enum SupervisorMain {
             Log.error("cannot create the worker table: \(error)")
             return nil
         }
-        return Supervisor(listener: listener, executable: exe, statistics: statistics, table: table,
-                          configuration: configuration, index: IndexService(store: indexStore(configuration), warn: { Log.warning($0) }))
+        do {
+            return try Supervisor(listener: listener, executable: exe, statistics: statistics, table: table,
+                                  configuration: configuration,
+                                  index: IndexService(store: indexStore(configuration), warn: { Log.warning($0) }))
+        } catch {
+            Log.error("cannot create the hang-up thread's wake socket: \(error)")
+            return nil
+        }
     }
 
     /// The frame-index cache, in memory and (when it can be) in the cache directory.
