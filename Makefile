@@ -60,7 +60,7 @@ help:
 	@echo "make fuzz          libFuzzer on one parser: TARGET=wire|settings|indexcache|mp4|planner|h264 SECONDS=600;"
 	@echo "                   corpus in .build/fuzz-corpus/TARGET, crashes in .build/fuzz-corpus/TARGET-crashes/"
 	@echo "make fuzz-smoke    every libFuzzer target for FUZZ_SMOKE_SECONDS (5) each; fails on a crash (part of make test)"
-	@echo "make soak          one daemon, one uid: SOAK_KILLED (1000) clients killed mid-read, 16 threads of checked reads and"
+	@echo "make soak          one daemon, one uid: a burst of 200 closing connections, SOAK_KILLED (1000) clients killed mid-read, 16 threads of checked reads and"
 	@echo "                   Status for SOAK_SECONDS (300), worker SIGKILL/SIGSEGV, SIGTERM mid-read; prints the figures, fails on"
 	@echo "                   a wrong byte, a refusal, a leak, wrong counters or an unclean stop (make test runs 8 s, 8 clients)"
 	@echo "make run           deps, release build, demo against a private trackd (FILE=clip.mp4 optional)"
