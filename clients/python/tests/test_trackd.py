@@ -16,7 +16,7 @@ from fractions import Fraction
 import numpy as np
 
 import trackd
-from trackd import _asset
+from trackd import _frame
 from trackd.errors import (DAEMON_STOPPING, FILE_FAILED_TO_PARSE, FILE_FORMAT_NOT_RECOGNIZED, INVALID_ARGUMENT,
                            UNSUPPORTED_OUTPUT_SETTINGS, DAEMON_UNREACHABLE)
 
@@ -321,7 +321,7 @@ class ReleaseTests(unittest.TestCase):
         self.assertEqual(md5(b''.join(p.tobytes() for p in frames[7].planes)), ffmpeg_md5('yuv420p')[7])
 
     def test_without_numpy(self):
-        saved, _asset._np = _asset._np, None
+        saved, _frame._np = _frame._np, None
         try:
             with open_clip() as asset:
                 got = []
@@ -332,7 +332,7 @@ class ReleaseTests(unittest.TestCase):
                     with self.assertRaises(RuntimeError):
                         f.array
         finally:
-            _asset._np = saved
+            _frame._np = saved
         self.assertEqual(got, ffmpeg_md5('yuv420p'))
 
 

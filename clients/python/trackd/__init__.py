@@ -17,7 +17,10 @@ a DataLoader dataset) and trackd.ray (read_frames, a Ray Data datasource) import
 """
 
 from . import errors
-from ._asset import Asset, Frame, Image, Output, Session, open
+from ._asset import Asset, Image, open
+from ._frame import Frame
+from ._output import Output
+from ._session import Session
 from ._batch import Batch, set_batch_cache
 from ._conn import ForkedConnection, default_socket_path
 from ._source import MAX_SOURCE_BYTES

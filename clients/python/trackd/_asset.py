@@ -1,41 +1,17 @@
-"""Assets, outputs, pools and frames on top of a Connection."""
+"""Assets: opened media on a connection — tracks, metadata, reads, exact frames, images and batches."""
 
-import fcntl
-import mmap
 import os
-import stat
 import struct
 import threading
 from collections import namedtuple
 
-from . import _batch, _dlpack
+from . import _batch, _options
 from . import _wire as w
-from ._conn import Connection, default_socket_path
+from ._conn import Connection
+from ._output import Output
+from ._pool import check_memfd
 from ._source import MAX_SOURCE_BYTES, open_source
 from .errors import INVALID_ARGUMENT, MEDIA_SERVICES_WERE_RESET, ProtocolViolation, TrackdError
-
-try:
-    import numpy as _np
-except ImportError:  # the package works without numpy: planes are memoryviews then
-    _np = None
-
-_SEALS = 1 | 2 | 4  # F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW (§12.2)
-
-# Video formats: numpy element type of the planes and, for one-plane formats, components per pixel.
-_VIDEO_DTYPE = {
-    'L016': '<u2', 'x420': '<u2', 'xf20': '<u2', 'v216': '<u2', 'y416': '<u2', 'l64r': '<u2', 'b64a': '>u2',
-}
-_COMPONENTS = {
-    'BGRA': 4, '0x00000020': 4, 'RGBA': 4, 'y408': 4, 'y416': 4, 'l64r': 4, 'b64a': 4, 'L008': 1, 'L016': 1,
-    '2vuy': 2, 'yuvs': 2, 'v216': 2, '0x00000018': 3, '24BG': 3,
-}
-# trackd's planar 8-bit RGB extension (PROTOCOL.md §11): planes R, G, B; .array is (3, h, w).
-PLANAR_RGB = '_RGP'
-# Names accepted for pixel_format besides four-char codes: CoreVideo's 24RGB is the number 0x18 (no code).
-_PIXEL_FORMAT_ALIASES = {'RGB': 0x18, '24RGB': 0x18, 'BGR': '24BG'}
-_SYNC, _DTS_VALID, _DISCONT, _DROPPABLE = w.SAMPLE_SYNC, w.SAMPLE_DTS_VALID, w.SAMPLE_DISCONT, w.SAMPLE_DROPPABLE
-_FORMAT_NAMES = {}  # a Sample's format code -> its name (w.fourcc_to_str), made once per code
-_AUDIO_KEYS = {'sample_rate': 'AVSampleRateKey', 'channels': 'AVNumberOfChannelsKey'}
 
 
 def open(source, socket=None, client_name='trackd-python', timeout=None, *, name=None,  # noqa: A001
@@ -61,485 +37,8 @@ def open(source, socket=None, client_name='trackd-python', timeout=None, *, name
 Image = namedtuple('Image', 'png time width height')
 Image.__doc__ = 'A frame as a PNG file (Asset.image): png bytes, the actual time in seconds, width, height.'
 
-
-def _check_memfd(fd, size, what):
-    """§12.2: sealed against shrinking and growing, a regular file of at least size bytes."""
-    seals = fcntl.fcntl(fd, fcntl.F_GET_SEALS)
-    st = os.fstat(fd)
-    if seals & _SEALS != _SEALS:
-        raise ProtocolViolation('%s is not sealed against shrinking and growing (seals 0x%x)' % (what, seals))
-    if not stat.S_ISREG(st.st_mode) or st.st_size < size:
-        raise ProtocolViolation('%s: %d bytes, not a file of at least %d bytes' % (what, st.st_size, size))
-
-
-class Pool:
-    """A sealed memfd mapped read-only (§12.2)."""
-
-    def __init__(self, pool_id, slot_count, slot_size, fd):
-        try:
-            size = slot_count * slot_size  # Python integers do not overflow
-            if size == 0:
-                raise ProtocolViolation('pool %d has %d slots of %d bytes' % (pool_id, slot_count, slot_size))
-            _check_memfd(fd, size, 'pool %d' % pool_id)
-            self.mmap = mmap.mmap(fd, size, mmap.MAP_SHARED, mmap.PROT_READ)
-        finally:
-            os.close(fd)
-        self.id, self.slot_count, self.slot_size, self.size = pool_id, slot_count, slot_size, size
-        self._address = None
-
-    @property
-    def address(self):
-        """Where the mapping starts in this process (needs numpy)."""
-        if self._address is None:
-            view = _np.frombuffer(self.mmap, dtype=_np.uint8)
-            self._address = view.__array_interface__['data'][0]
-            del view  # drop the buffer export; the mapping lives as long as this object
-        return self._address
-
-
-class _ArrayView:
-    """Hands numpy a view into a pool through __array_interface__, so that the array's base is this object,
-    which keeps the Frame (and so its slot and mapping) alive as long as the array exists."""
-
-    def __init__(self, frame, interface):
-        self.frame = frame
-        self.__array_interface__ = interface
-
-
-class Frame:
-    """One decoded sample (a video frame or a buffer of audio), or a passthrough sample.
-
-    Zero-copy frames view the shared pool: the slot is given back to trackd when the frame and every array
-    made from it are gone, or at release() / the end of a `with frame:` block (after which the arrays must
-    not be read: trackd writes the next frames there). Copied frames (read(..., copy=True)) own their bytes.
-
-    pts, duration: seconds (float; duration None when unknown); presentation_time, decode_time,
-    duration_time: the exact Times; sync, discontinuity, droppable: the sample flags; format: the pixel format
-    or codec ('420v', 'lpcm', 'avc1', ...); width, height; colorimetry; plane_layouts; frame_count (audio);
-    trim_at_start, trim_at_end: passthrough, the exact Times a decoder's output drops from the sample's start and
-    end (Core Media's TrimDurationAtStart / TrimDurationAtEnd attachments: AAC priming before the track's edit,
-    the last packet's padding after it), None when nothing; index: the frame's number in the track (frames_at
-    only), else None.
-    """
-
-    def __init__(self, output, pool, sample, index, copy):
-        self._output = output
-        self._pool = pool
-        self._slot = slot = sample['slot']
-        self._released = True  # until the checks below pass: a refused sample is not given back
-        self.presentation_time = pts = sample['pts']
-        flags = self.flags = sample['flags']
-        self.decode_time = sample['dts'] if flags & _DTS_VALID else None
-        self.duration_time = duration = sample['duration']
-        self.pts = pts.seconds
-        self.duration = duration.seconds
-        self.sync = bool(flags & _SYNC)
-        self.discontinuity = bool(flags & _DISCONT)
-        self.droppable = bool(flags & _DROPPABLE)
-        code = sample['format']
-        name = _FORMAT_NAMES.get(code)
-        if name is None:
-            name = w.fourcc_to_str(code)
-            if len(_FORMAT_NAMES) < 256:  # bounded: a worker could send any number of codes
-                _FORMAT_NAMES[code] = name
-        self.format = name
-        self.width, self.height = sample['width'], sample['height']
-        self.colorimetry = sample['colorimetry']
-        self.plane_layouts = planes = sample['planes']
-        self.frame_count = sample['frame_count']
-        trims = sample.get('trims')
-        self.trim_at_start = trims[0] if trims and trims[0].value else None
-        self.trim_at_end = trims[1] if trims and trims[1].value else None
-        self.length = length = sample['length']
-        self.index = index
-        slot_size = pool.slot_size
-        self._base = slot * slot_size
-        if length > slot_size:
-            raise ProtocolViolation('sample of %d bytes in pool %d, whose slots are %d bytes'
-                                    % (length, pool.id, slot_size))
-        for p in planes:
-            if p.height and p.offset + p.bytes_per_row * (p.height - 1) + p.row_bytes > length:
-                raise ProtocolViolation('a plane runs past the sample (%r, length %d)' % (p, length))
-        self._released = False
-        self._copy = None
-        if copy:
-            self._copy = bytearray(memoryview(pool.mmap)[self._base:self._base + length])
-            self._base = 0
-            self.release()
-
-    # -- lifetime
-
-    @property
-    def released(self):
-        return self._released
-
-    def release(self):
-        """Gives the slot back to trackd now (idempotent). Zero-copy arrays must not be read afterwards."""
-        if not self._released:
-            self._released = True
-            self._output._release(self._pool.id, self._slot)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.release()
-
-    def __del__(self):
-        try:
-            self.release()
-        except Exception:  # noqa: BLE001 (nothing to report to from a finalizer)
-            pass
-
-    @property
-    def is_copy(self):
-        return self._copy is not None
-
-    # -- bytes
-
-    def _buffer(self):
-        return self._copy if self._copy is not None else self._pool.mmap
-
-    @property
-    def data(self):
-        """The sample's bytes as a read-only memoryview (zero-copy frames: into the pool)."""
-        return memoryview(self._buffer()).toreadonly()[self._base:self._base + self.length]
-
-    def tobytes(self):
-        """The planes' visible bytes, rows tightly packed, plane after plane (what `trackctl read --md5`
-        hashes)."""
-        mv = memoryview(self._buffer())
-        out = bytearray()
-        for p in self.plane_layouts:
-            start = self._base + p.offset
-            for row in range(p.height):
-                out += mv[start + row * p.bytes_per_row:start + row * p.bytes_per_row + p.row_bytes]
-        return bytes(out)
-
-    # -- numpy views
-
-    def _dtype(self):
-        if self.format == 'lpcm':
-            return self._output.audio_dtype
-        return _VIDEO_DTYPE.get(self.format, '|u1')
-
-    def _array(self, offset, shape, strides, typestr):
-        if _np is None:
-            raise RuntimeError('numpy is not installed: use frame.data, frame.planes (memoryviews) or tobytes()')
-        if self._copy is not None:  # an ordinary writable array over the frame's own bytes
-            return _np.ndarray(shape, dtype=typestr, buffer=self._copy, offset=offset, strides=strides)
-        interface = dict(version=3, shape=tuple(shape), typestr=typestr, strides=tuple(strides),
-                         data=(self._pool.address + self._base + offset, True))
-        return _np.asarray(_ArrayView(self, interface))
-
-    @property
-    def planes(self):
-        """One array per plane: numpy arrays of (rows, row elements) for video, (elements,) for audio, views
-        into the pool for zero-copy frames. Without numpy: memoryviews of each plane's bytes."""
-        if _np is None:
-            mv = memoryview(self._buffer()).toreadonly()
-            return [mv[self._base + p.offset:self._base + p.offset + (p.bytes_per_row * (p.height - 1) + p.row_bytes
-                                                                        if p.height else 0)]
-                    for p in self.plane_layouts]
-        typestr = self._dtype()
-        item = int(typestr[2:]) if typestr[1] in 'uif' else 1
-        if self.format == 'lpcm':
-            return [self._array(p.offset, (p.row_bytes // item,), (item,), typestr) for p in self.plane_layouts]
-        return [self._array(p.offset, (p.height, p.row_bytes // item), (p.bytes_per_row, item), typestr)
-                for p in self.plane_layouts]
-
-    @property
-    def array(self):
-        """The natural numpy array of the sample, a view into the pool for zero-copy frames:
-        video with one plane: (height, width, components) — e.g. BGRA (h, w, 4) uint8, RGB/BGR (h, w, 3), L008
-        (h, w), L016 (h, w) uint16, 2vuy/yuvs (h, w, 2), v210 (h, row bytes); planar RGB _RGP: (3, h, w);
-        video with other formats of several planes (420v, y420, ...):
-        the whole sample as one uint8 vector (use .planes for the planes); audio: interleaved (frames, channels),
-        non-interleaved (channels, frames) when the channel planes are evenly spaced (else see .planes),
-        24-bit samples as a trailing axis of 3 bytes. Passthrough: the sample's bytes."""
-        typestr = self._dtype()
-        layouts = self.plane_layouts
-        if self.format == 'lpcm':
-            return self._audio_array(typestr)
-        if self.format == PLANAR_RGB and len(layouts) == 3:
-            return self._planar_rgb_array(layouts)
-        if len(layouts) != 1 or self.format not in _COMPONENTS and self.format != 'v210':
-            return self._array(0, (self.length,), (1,), '|u1')
-        p = layouts[0]
-        item = int(typestr[2:])
-        comps = _COMPONENTS.get(self.format)
-        if comps is None or self.width == 0 or p.row_bytes < self.width * comps * item:
-            return self._array(p.offset, (p.height, p.row_bytes // item), (p.bytes_per_row, item), typestr)
-        if comps == 1:
-            return self._array(p.offset, (p.height, self.width), (p.bytes_per_row, item), typestr)
-        return self._array(p.offset, (p.height, self.width, comps), (p.bytes_per_row, comps * item, item), typestr)
-
-    def _planar_rgb_array(self, layouts):
-        """_RGP as (3, h, w) uint8: a view when the planes are evenly spaced with one stride (as GStreamer
-        lays them out), else a copy of the three planes."""
-        p = layouts[0]
-        step = layouts[1].offset - p.offset
-        if (self.width and p.row_bytes >= self.width and layouts[2].offset - layouts[1].offset == step
-                and all(q.bytes_per_row == p.bytes_per_row and q.height == p.height for q in layouts)):
-            return self._array(p.offset, (3, p.height, self.width), (step, p.bytes_per_row, 1), '|u1')
-        return _np.stack([plane[:, :self.width] for plane in self.planes])
-
-    def _audio_array(self, typestr):
-        out = self._output
-        width = out.audio_bytes_per_sample
-        frames = self.frame_count
-        layouts = self.plane_layouts
-        packed24 = width == 3
-        item = 1 if packed24 else width
-        if len(layouts) == 1 and not out.audio_non_interleaved:
-            channels = layouts[0].row_bytes // (frames * width) if frames else out.audio_channels or 1
-            shape, strides = (frames, channels), (channels * width, width)
-        else:
-            channels = len(layouts)
-            step = layouts[1].offset - layouts[0].offset if channels > 1 else frames * width
-            if any(layouts[i].offset != layouts[0].offset + i * step for i in range(channels)):
-                return None
-            shape, strides = (channels, frames), (step, width)
-            layouts = layouts[:1]
-        if packed24:
-            shape, strides = shape + (3,), strides + (1,)
-        return self._array(layouts[0].offset, shape, strides, typestr if not packed24 else '|u1')
-
-    # -- DLPack and numpy protocols
-
-    def __dlpack__(self, stream=None, max_version=None, dl_device=None, copy=None):
-        """DLPack export of frame.array (numpy.from_dlpack(frame), torch.from_dlpack(frame)). A zero-copy frame
-        exports a view of the pool: read-only (flagged so for DLPack >= 1.0 consumers; an older consumer gets
-        a tensor it thinks writable — writing into it crashes the process), and the frame's slot stays taken
-        while the tensor lives. copy=True, or a frame read with copy=True, exports memory that is the
-        tensor's own to write. Video with several planes (420v, y420) exports the whole sample as bytes."""
-        if stream is not None and stream != -1:
-            raise BufferError('trackd frames are in CPU memory: stream must be None, not %r' % (stream,))
-        if dl_device is not None and tuple(dl_device) != _dlpack.device():
-            raise BufferError('trackd frames are in CPU memory, not on device %r' % (dl_device,))
-        array = self.array
-        if array is None:
-            raise BufferError('this audio sample has no single array (see .planes)')
-        if copy:
-            array = array.copy()
-        return _dlpack.export(array, read_only=not array.flags.writeable, max_version=max_version)
-
-    def __dlpack_device__(self):
-        return _dlpack.device()
-
-    def __array__(self, dtype=None, copy=None):
-        """numpy.asarray(frame) is frame.array (a view for zero-copy frames)."""
-        array = self.array
-        if copy:
-            array = array.copy()
-        return array if dtype is None else array.astype(dtype, copy=False)
-
-    def __repr__(self):
-        return '<trackd.Frame %s %dx%d pts=%s%s%s>' % (self.format, self.width, self.height, self.pts,
-                                                      ' sync' if self.sync else '',
-                                                      ' released' if self._released else '')
-
-
-class Output:
-    """An iterator over the samples of one CreateOutput or ReadFrames. Close it (or leave the `with` block) to
-    stop early: the output is cancelled and its remaining samples are given back as they arrive."""
-
-    def __init__(self, asset, request_id, created, copy, audio=None, ranges=()):
-        self._asset = asset
-        self._conn = asset._conn
-        self._rid = request_id
-        self.id = created['output_id']
-        self.media_type = created['media_type']
-        self.format = w.fourcc_to_str(created['format'])
-        self.width, self.height = created['width'], created['height']
-        self.codec_config = created['codec_config']
-        self._copy = copy
-        self._ranges = list(ranges)  # random access: the ranges still to read, one ResetOutput each
-        self._pools = {}
-        self._resolved = None
-        self._sample_number = 0
-        self.finished = False
-        self.status = None
-        audio = audio or {}
-        self.audio_channels = audio.get('channels')
-        self.audio_non_interleaved = audio.get('non_interleaved', False)
-        bits = audio.get('bits', 16)
-        self.audio_bytes_per_sample = bits // 8
-        order = '>' if audio.get('big_endian') else '<'
-        self.audio_dtype = (order + 'f4' if audio.get('float') else
-                            '|i1' if bits == 8 else '|u1' if bits == 24 else '%si%d' % (order, bits // 8))
-
-    def __iter__(self):
-        return self
-
-    def __next__(self):
-        while not self.finished:
-            m = self._conn.next_message(self._rid)
-            if m.type == w.SAMPLE:
-                s = m.value
-                pool = self._pools.get(s['pool_id'])
-                if s['output_id'] != self.id or pool is None or s['slot'] >= pool.slot_count:
-                    self._conn._violation('Sample names pool %d slot %d that output %d has not announced'
-                                          % (s['pool_id'], s['slot'], self.id))
-                index = None
-                if self._resolved is not None and self._sample_number < len(self._resolved):
-                    index = self._resolved[self._sample_number][0]
-                self._sample_number += 1
-                try:
-                    return Frame(self, pool, s, index, self._copy)
-                except ProtocolViolation as e:  # the worker's failure: the session cannot go on (§12.2)
-                    self._conn.close(e)
-                    raise
-            try:
-                self._event(m)
-            except ProtocolViolation as e:
-                self._conn.close(e)
-                raise
-        if self.status == w.FAILED:
-            raise TrackdError(self.failure[0], self.failure[1])
-        raise StopIteration
-
-    def _event(self, m):
-        if m.type == w.POOL_ADDED:
-            _, pool_id, count, size = m.value
-            self._pools[pool_id] = Pool(pool_id, count, size, m.fds[0])
-        elif m.type == w.POOL_REMOVED:
-            self._pools.pop(m.value[1], None)
-        elif m.type == w.FRAMES_RESOLVED:
-            self._resolved = m.value[1]
-        elif m.type == w.OUTPUT_FINISHED:
-            _, self.status, code, message = m.value
-            self.failure = (code, message)
-            self._finish()
-        elif m.type == w.RANGE_ENDED:  # random access (read(ranges=...)): next range, or the end
-            if self._ranges:
-                self._conn.send(w.RESET_OUTPUT, w.reset_output(self.id, [self._ranges.pop(0)]), request_id=0)
-            else:
-                self._conn.send(w.FINISH_OUTPUT, w.finish_output(self.id), request_id=0)
-        else:
-            for fd in m.fds:
-                os.close(fd)
-            self._conn._violation('unexpected message type 0x%04x for output %d' % (m.type, self.id))
-
-    def _finish(self):
-        self.finished = True
-        self._pools.clear()  # unmapped when the last frame using each pool is gone
-        self._conn.drain(self._rid, self._drained)
-
-    def _drained(self, m):
-        """Events after the output was closed or finished: give every slot back, ignore the rest."""
-        for fd in m.fds:
-            os.close(fd)
-        if m.type == w.SAMPLE:
-            self._release(m.value['pool_id'], m.value['slot'])
-        elif m.type == w.OUTPUT_FINISHED:
-            self.finished = True
-            if self.status is None:
-                _, self.status, code, message = m.value
-                self.failure = (code, message)
-
-    def _release(self, pool_id, slot):
-        self._conn.post(w.RELEASE_SLOTS, w.release_slots(self.id, [(pool_id, slot)]))
-
-    def close(self):
-        """Stops the output (CancelOutput) if it is still running; frames already handed out stay valid."""
-        if self._conn.forked:  # the parent's output: nothing to cancel from here
-            self.finished = True
-            return
-        if not self.finished and not self._conn.closed:
-            self.finished = True
-            self._pools.clear()
-            self._conn.post(w.CANCEL_OUTPUT, w.cancel_output(self.id))
-            self._conn.drain(self._rid, self._drained)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:  # noqa: BLE001
-            pass
-
-
-def _time(value, what):
-    if value is None:
-        return None
-    if isinstance(value, w.Time):
-        return value
-    if value < 0:
-        raise TrackdError(INVALID_ARGUMENT, '%s must not be negative (%r)' % (what, value))
-    return w.Time.from_seconds(value)
-
-
-def _pixel_format(value):
-    """A pixel_format argument as PixelFormatType: 'RGB' (and '24RGB') is CoreVideo's 24RGB (0x18), 'BGR' is
-    '24BG', other four-char codes their integer; lists element by element."""
-    if isinstance(value, str):
-        value = _PIXEL_FORMAT_ALIASES.get(value, value)
-    if isinstance(value, str) and len(value.encode()) == 4:
-        return w.str_to_fourcc(value)
-    if isinstance(value, (list, tuple)):
-        return [_pixel_format(v) for v in value]
-    return value
-
-
 _reconnect_lock = threading.RLock()  # an asset of a Session reconnects the session inside its own reconnect
 os.register_at_fork(after_in_child=lambda: globals().__setitem__('_reconnect_lock', threading.RLock()))
-
-
-class Session:
-    """One connection to trackd — one worker — that several assets share: session.open(source) opens each
-    on it (OpenAsset), asset.close() closes just that asset (CloseAsset), session.close() ends the connection
-    and with it every asset opened on it. trackd.open() gives each asset a connection of its own; a session
-    saves a worker start (and its memory) per file when one process reads many files, as a DataLoader worker
-    or a Ray read task does. A context manager.
-
-    Threads: as for an Asset (each read is its own output on the shared connection). Fork: in a child process
-    the session connects again on first use, and each of its assets is opened again on the new connection
-    when it is next used (the parent's connection is never touched)."""
-
-    def __init__(self, socket=None, client_name='trackd-python', timeout=None):
-        self._options = (socket, client_name, timeout)
-        self._conn = Connection(*self._options)
-
-    @property
-    def _c(self):
-        """The connection, made again in a child process after a fork."""
-        if self._conn.pid != os.getpid():
-            with _reconnect_lock:
-                if self._conn.pid != os.getpid():
-                    self._conn.close()  # only this process's copy of the socket: nothing is sent
-                    self._conn = Connection(*self._options)
-        return self._conn
-
-    @property
-    def closed(self):
-        return self._conn.pid == os.getpid() and self._conn.closed
-
-    @property
-    def worker_pid(self):
-        return self._c.hello['worker_pid']
-
-    def open(self, source, *, name=None, max_bytes=MAX_SOURCE_BYTES):
-        """Opens source (anything trackd.open() takes) on this session's connection; returns an Asset."""
-        return Asset(source, name=name, max_bytes=max_bytes, session=self)
-
-    def close(self):
-        """Ends the connection: trackd closes every asset of the session and cancels their outputs."""
-        self._conn.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __repr__(self):
-        return '<trackd.Session %s%s>' % (self._options[0] or default_socket_path(), ', closed' if self.closed else '')
 
 
 class Asset:
@@ -656,7 +155,7 @@ class Asset:
         """GenerateImage: the frame shown at `time` (seconds) as a PNG file; returns an Image."""
         conn = self._c
         t = self.track(track, None if track is not None else 'video')
-        payload = struct.pack('<II', self.id, t.id) + struct.pack('<qiI', *_time(time, 'time')) \
+        payload = struct.pack('<II', self.id, t.id) + struct.pack('<qiI', *_options.time(time, 'time')) \
             + struct.pack('<I', w.str_to_fourcc('png '))
         rid = conn.send(w.GENERATE_IMAGE, payload)
         m = conn.next_message(rid)
@@ -669,7 +168,7 @@ class Asset:
         actual, width, height, length = m.value
         fd = m.fds[0]
         try:
-            _check_memfd(fd, length, 'image')
+            check_memfd(fd, length, 'image')
             png = os.pread(fd, length, 0)
         except ProtocolViolation as e:
             conn.close(e)
@@ -702,58 +201,28 @@ class Asset:
                 raise TrackdError(INVALID_ARGUMENT, 'passthrough output takes no output settings')
             body = None
         elif t.media_type == 'audio':
-            body, audio = self._audio_settings(t, audio_options)
+            body, audio = _options.audio_settings(t, audio_options)
         else:
-            body = {}
-            if pixel_format is not None:
-                body['PixelFormatType'] = _pixel_format(pixel_format)
-            if width:
-                body['Width'] = width
-            if height:
-                body['Height'] = height
+            body = _options.video_settings(pixel_format, width, height)
         if settings:
             body = dict(body or {}, **settings)
             if audio is not None:
-                audio = self._audio_from_settings(body, t)
+                audio = _options.audio_from_settings(body, t)
         if ranges is not None:
             if start is not None or duration is not None:
                 raise TypeError('read takes start/duration or ranges, not both')
-            ranges = [(_time(s, 'a range start'), _time(d, 'a range duration') or w.TIME_POSITIVE_INFINITY)
-                      for s, d in ranges]
+            ranges = [(_options.time(s, 'a range start'),
+                       _options.time(d, 'a range duration') or w.TIME_POSITIVE_INFINITY) for s, d in ranges]
             if not ranges:
                 raise ValueError('ranges is empty')
             (start, duration), ranges = ranges[0], ranges[1:]
         else:
-            start = _time(start, 'start') or w.TIME_ZERO
-            duration = _time(duration, 'duration') or w.TIME_POSITIVE_INFINITY
+            start = _options.time(start, 'start') or w.TIME_ZERO
+            duration = _options.time(duration, 'duration') or w.TIME_POSITIVE_INFINITY
         payload = w.create_output(self.id, t.id, start, duration, body, random_access=ranges is not None)
         rid = conn.send(w.CREATE_OUTPUT, payload)
         created = conn.reply(rid, w.OUTPUT_CREATED)
         return Output(self, rid, created, copy, audio, ranges or ())
-
-    @staticmethod
-    def _audio_settings(track, o):
-        body = {}
-        if o['sample_rate'] is not None:
-            body['AVSampleRateKey'] = o['sample_rate']
-        if o['channels'] is not None:
-            body['AVNumberOfChannelsKey'] = o['channels']
-        if o['bit_depth'] is not None or o['is_float'] is not None:  # the worker wants both or neither
-            body['AVLinearPCMIsFloatKey'] = bool(o['is_float'])
-            body['AVLinearPCMBitDepthKey'] = o['bit_depth'] or (32 if o['is_float'] else 16)
-        if o['big_endian'] is not None:
-            body['AVLinearPCMIsBigEndianKey'] = bool(o['big_endian'])
-        if o['non_interleaved'] is not None:
-            body['AVLinearPCMIsNonInterleaved'] = bool(o['non_interleaved'])
-        return body, Asset._audio_from_settings(body, track)
-
-    @staticmethod
-    def _audio_from_settings(body, track):
-        return dict(bits=int(body.get('AVLinearPCMBitDepthKey', 16)),
-                    float=bool(body.get('AVLinearPCMIsFloatKey', False)),
-                    big_endian=bool(body.get('AVLinearPCMIsBigEndianKey', False)),
-                    non_interleaved=bool(body.get('AVLinearPCMIsNonInterleaved', False)),
-                    channels=int(body.get('AVNumberOfChannelsKey', track.channels or 0)))
 
     def frames_at(self, times=None, *, indices=None, track=None, pixel_format=None, width=None, height=None,
                   settings=None, copy=False):
@@ -765,19 +234,12 @@ class Asset:
             raise TypeError('frames_at takes times or indices=, not both')
         t = self.track(track, None if track is not None else 'video')
         if times is not None:
-            requests = [('time', _time(x, 'a time')) for x in times]
+            requests = [('time', _options.time(x, 'a time')) for x in times]
         else:
             requests = [('index', int(i)) for i in indices]
             if any(i < 0 for _, i in requests):
                 raise TrackdError(INVALID_ARGUMENT, 'frame indices must not be negative')
-        body = {}
-        if pixel_format is not None:
-            body['PixelFormatType'] = _pixel_format(pixel_format)
-        if width:
-            body['Width'] = width
-        if height:
-            body['Height'] = height
-        body.update(settings or {})
+        body = dict(_options.video_settings(pixel_format, width, height), **(settings or {}))
         rid = conn.send(w.READ_FRAMES, w.read_frames(self.id, t.id, requests, body))
         created = conn.reply(rid, w.OUTPUT_CREATED)
         return Output(self, rid, created, copy)

@@ -18,7 +18,7 @@ downstream. One read task per file by default (read_frames).
 import os
 
 from . import _batch
-from ._asset import Session
+from ._session import Session
 from ._source import MAX_SOURCE_BYTES
 
 SUPPORTED_PIXEL_FORMATS = tuple(_batch.PACKED_FORMATS)

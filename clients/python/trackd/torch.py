@@ -30,7 +30,7 @@ import weakref
 from collections import OrderedDict
 
 from . import _batch
-from ._asset import Session
+from ._session import Session
 
 
 class VideoClips:

@@ -1,0 +1,69 @@
+"""Arguments as trackd takes them: times (PROTOCOL.md §7.1), pixel formats and audio output settings."""
+
+from . import _wire as w
+from .errors import INVALID_ARGUMENT, TrackdError
+
+# Names accepted for pixel_format besides four-char codes: CoreVideo's 24RGB is the number 0x18 (no code).
+_PIXEL_FORMAT_ALIASES = {'RGB': 0x18, '24RGB': 0x18, 'BGR': '24BG'}
+
+
+def time(value, what):
+    """A time argument (seconds: int, float, Fraction, or a Time) as the Time to send; None stays None."""
+    if value is None:
+        return None
+    if isinstance(value, w.Time):
+        return value
+    if value < 0:
+        raise TrackdError(INVALID_ARGUMENT, '%s must not be negative (%r)' % (what, value))
+    return w.Time.from_seconds(value)
+
+
+def pixel_format(value):
+    """A pixel_format argument as PixelFormatType: 'RGB' (and '24RGB') is CoreVideo's 24RGB (0x18), 'BGR' is
+    '24BG', other four-char codes their integer; lists element by element."""
+    if isinstance(value, str):
+        value = _PIXEL_FORMAT_ALIASES.get(value, value)
+    if isinstance(value, str) and len(value.encode()) == 4:
+        return w.str_to_fourcc(value)
+    if isinstance(value, (list, tuple)):
+        return [pixel_format(v) for v in value]
+    return value
+
+
+def video_settings(pixel_format_, width, height):
+    """A video output's settings from the pixel_format/width/height arguments (None: the daemon's default)."""
+    body = {}
+    if pixel_format_ is not None:
+        body['PixelFormatType'] = pixel_format(pixel_format_)
+    if width:
+        body['Width'] = width
+    if height:
+        body['Height'] = height
+    return body
+
+
+def audio_settings(track, o):
+    """An audio output's settings from read()'s audio options (dict o), and what its samples will be like."""
+    body = {}
+    if o['sample_rate'] is not None:
+        body['AVSampleRateKey'] = o['sample_rate']
+    if o['channels'] is not None:
+        body['AVNumberOfChannelsKey'] = o['channels']
+    if o['bit_depth'] is not None or o['is_float'] is not None:  # the worker wants both or neither
+        body['AVLinearPCMIsFloatKey'] = bool(o['is_float'])
+        body['AVLinearPCMBitDepthKey'] = o['bit_depth'] or (32 if o['is_float'] else 16)
+    if o['big_endian'] is not None:
+        body['AVLinearPCMIsBigEndianKey'] = bool(o['big_endian'])
+    if o['non_interleaved'] is not None:
+        body['AVLinearPCMIsNonInterleaved'] = bool(o['non_interleaved'])
+    return body, audio_from_settings(body, track)
+
+
+def audio_from_settings(body, track):
+    """What an audio output's samples are like (bits, float, big_endian, non_interleaved, channels) given its
+    settings."""
+    return dict(bits=int(body.get('AVLinearPCMBitDepthKey', 16)),
+                float=bool(body.get('AVLinearPCMIsFloatKey', False)),
+                big_endian=bool(body.get('AVLinearPCMIsBigEndianKey', False)),
+                non_interleaved=bool(body.get('AVLinearPCMIsNonInterleaved', False)),
+                channels=int(body.get('AVNumberOfChannelsKey', track.channels or 0)))
