@@ -1,12 +1,15 @@
 """Shared by the test modules that need their own trackd: a daemon from $TRACKD_BUILD_DIR (default .build/debug)
 on a private socket, and media made by ffmpeg at test time."""
 
+import functools
 import hashlib
 import os
 import shutil
 import subprocess
 import tempfile
 import time
+
+import trackd
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..'))
 BUILD = os.environ.get('TRACKD_BUILD_DIR') or os.path.join(REPO, '.build', 'debug')
@@ -42,8 +45,10 @@ def ffprobe_frame_count(path):
     return int(out.strip())
 
 
+@functools.lru_cache(maxsize=None)
 def ffmpeg_md5(path, pix_fmt, scale=None):
-    """ffmpeg -f framemd5 of the first video track decoded to pix_fmt: one md5 per frame."""
+    """ffmpeg -f framemd5 of the first video track decoded to pix_fmt: one md5 per frame (a list each caller
+    must not change: it is cached per path, format and scale)."""
     args = ['ffmpeg', '-hide_banner', '-loglevel', 'error', '-i', path, '-map', '0:v:0']
     if scale:
         args += ['-vf', 'scale=%d:%d' % scale]
@@ -59,6 +64,7 @@ class Daemon:
         self.dir = tempfile.mkdtemp(prefix=prefix)
         self.socket = os.path.join(self.dir, 'trackd.sock')
         self.log = os.path.join(self.dir, 'trackd.log')
+        self._md5s = {}
         with open(self.log, 'wb') as log:
             self.process = subprocess.Popen([os.path.join(BUILD, 'trackd'), '--socket', self.socket], stderr=log)
         for _ in range(400):
@@ -75,12 +81,38 @@ class Daemon:
         return os.path.join(self.dir, name)
 
     def trackctl_md5(self, *args):
-        """trackctl read --md5: one (pts, size, md5) per sample."""
-        out = subprocess.run([os.path.join(BUILD, 'trackctl'), '--socket', self.socket] + list(args) + ['--md5'],
-                             check=True, capture_output=True, text=True).stdout
-        return [(line.split()[1], int(line.split()[3]), line.split()[4]) for line in out.splitlines()]
+        """trackctl read --md5: one (pts, size, md5) per sample (cached per arguments)."""
+        if args not in self._md5s:
+            out = subprocess.run([os.path.join(BUILD, 'trackctl'), '--socket', self.socket] + list(args) + ['--md5'],
+                                 check=True, capture_output=True, text=True).stdout
+            self._md5s[args] = [(line.split()[1], int(line.split()[3]), line.split()[4]) for line in out.splitlines()]
+        return self._md5s[args]
 
     def stop(self):
+        """Stops trackd (SIGTERM; SIGKILL when it has not exited within TIMEOUT) and removes its directory."""
         self.process.terminate()
-        self.process.wait()
+        try:
+            self.process.wait(timeout=TIMEOUT)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class ClipSuite:
+    """A test module's trackd and clip (make_clip's defaults): `suite = ClipSuite()`, then
+    `setUpModule, tearDownModule = suite.start, suite.stop`."""
+
+    daemon = clip = None
+
+    def start(self):
+        self.daemon = Daemon()
+        self.clip = make_clip(self.daemon.path('clip.mp4'))
+
+    def stop(self):
+        self.daemon.stop()
+
+    def open(self, source=None, **kwargs):
+        """trackd.open(source, default the clip) on this suite's trackd, every wait bounded by TIMEOUT."""
+        return trackd.open(source if source is not None else self.clip, socket=self.daemon.socket, timeout=TIMEOUT,
+                           **kwargs)

@@ -1,0 +1,212 @@
+"""Frame lifetime (release, copies, held slots), exact frames by index and time (ReadFrames), errors and a stopping
+trackd, against a real trackd (support.Daemon) on media made by ffmpeg."""
+
+import gc
+import time
+import unittest
+
+import numpy as np
+
+import trackd
+from trackd import _frame
+from trackd.errors import (DAEMON_STOPPING, DAEMON_UNREACHABLE, FILE_FAILED_TO_PARSE, FILE_FORMAT_NOT_RECOGNIZED,
+                           INVALID_ARGUMENT, UNSUPPORTED_OUTPUT_SETTINGS)
+from support import TIMEOUT, ClipSuite, Daemon, ffmpeg_md5, md5
+
+suite = ClipSuite()
+setUpModule, tearDownModule = suite.start, suite.stop
+
+
+class ReleaseTests(unittest.TestCase):
+    def test_dropping_frames_releases_slots(self):
+        # More frames than the worker sends unreleased (8): only works if each dropped frame is released.
+        with suite.open() as asset:
+            n = sum(1 for _ in asset.read(pixel_format='BGRA'))
+            self.assertEqual(n, 60)
+            self.assertEqual(asset.status()['active_outputs'], 0)  # every slot given back exactly once
+
+    def test_release_and_context_manager(self):
+        with suite.open() as asset:
+            kept = []
+            for frame in asset.read(pixel_format='y420'):
+                kept.append(frame)  # kept, so only release() can give the slot back
+                if len(kept) % 2:
+                    frame.release()
+                else:
+                    with frame:
+                        frame.planes[0].sum()
+                self.assertTrue(frame.released)
+            self.assertEqual(len(kept), 60)
+            self.assertEqual(asset.status()['active_outputs'], 0)
+
+    def test_array_keeps_slot_until_gone(self):
+        with suite.open() as asset:
+            arrays = []
+            for frame in asset.read(pixel_format='BGRA'):
+                if not arrays:
+                    arrays.append(frame.array)
+            del frame
+            gc.collect()
+            self.assertEqual(asset.status()['active_outputs'], 1)  # the output waits for the held slot
+            self.assertEqual(arrays[0].shape, (240, 320, 4))
+            arrays.clear()
+            self.assertEqual(asset.status()['active_outputs'], 0)
+
+    def test_breaking_out_cancels_and_the_session_goes_on(self):
+        with suite.open() as asset:
+            for i, frame in enumerate(asset.read(pixel_format='y420')):
+                if i == 3:
+                    break
+            first = frame.tobytes()
+            del frame
+            self.assertEqual(md5(first), ffmpeg_md5(suite.clip, 'yuv420p')[3])
+            count = sum(1 for _ in asset.read(pixel_format='y420', start=1.5))
+            self.assertEqual(count, 15)
+            self.assertEqual(asset.status()['active_outputs'], 0)
+
+    def test_copy_frames_can_be_kept(self):
+        with suite.open() as asset:
+            frames = list(asset.read(pixel_format='y420', copy=True))  # 60 > 8: would stall without copies
+            self.assertEqual(asset.status()['active_outputs'], 0)
+        self.assertEqual(len(frames), 60)
+        for f in frames:
+            self.assertTrue(f.is_copy and f.released)
+            self.assertFalse(np.shares_memory(f.planes[0], np.frombuffer(f._pool.mmap, dtype=np.uint8)))
+        self.assertEqual([md5(f.tobytes()) for f in frames], ffmpeg_md5(suite.clip, 'yuv420p'))
+        self.assertEqual(md5(b''.join(p.tobytes() for p in frames[7].planes)), ffmpeg_md5(suite.clip, 'yuv420p')[7])
+
+    def test_without_numpy(self):
+        saved, _frame._np = _frame._np, None
+        try:
+            with suite.open() as asset:
+                got = []
+                for f in asset.read(pixel_format='y420'):
+                    self.assertIsInstance(f.planes[0], memoryview)
+                    self.assertEqual(len(f.data), f.length)
+                    got.append(md5(f.tobytes()))
+                    with self.assertRaises(RuntimeError):
+                        f.array
+        finally:
+            _frame._np = saved
+        self.assertEqual(got, ffmpeg_md5(suite.clip, 'yuv420p'))
+
+
+class FramesAtTests(unittest.TestCase):
+    def test_times(self):
+        reference = ffmpeg_md5(suite.clip, 'nv12')
+        with suite.open() as asset:
+            got = [(f.index, round(f.pts * 30), md5(f.tobytes())) for f in asset.frames_at([0.5, 0.0, 1.99, 1.0])]
+        self.assertEqual(got, [(i, i, reference[i]) for i in (15, 0, 59, 30)])
+
+    def test_indices_with_repeats_beyond_eight(self):
+        indices = [59, 0, 30, 30, 1, 2, 3, 44, 45, 14, 15, 16]
+        reference = ffmpeg_md5(suite.clip, 'yuv420p')
+        with suite.open() as asset:
+            got = [(f.index, md5(f.tobytes())) for f in asset.frames_at(indices=indices, pixel_format='y420')]
+        self.assertEqual(got, [(i, reference[i]) for i in indices])
+
+    def test_frames_held_across_reads_on_the_kept_pipeline(self):
+        """Each ReadFrames after the first runs on the pipeline the one before left (Session+KeptPipeline.swift):
+        zero-copy frames the client still holds from the earlier ones are never written over."""
+        reference = ffmpeg_md5(suite.clip, 'yuv420p')
+        picks = [[3], [4], [40], [2], [41, 5]]
+        with suite.open() as asset:
+            held = [f for indices in picks for f in asset.frames_at(indices=indices, pixel_format='y420')]
+            self.assertEqual([md5(f.tobytes()) for f in held], [reference[i] for i in sum(picks, [])])
+            pid = asset.worker_pid
+        self.assertEqual(reuses(pid, len(picks)), [False] + [True] * (len(picks) - 1))
+
+    def test_each_open_asset_keeps_its_pipeline(self):
+        """A session's worker keeps the last ReadFrames' pipeline of each open asset, up to 4 (the least recently
+        kept stopped first), as a loader that reads frames of several files in turn needs: reading three files in
+        turn builds three pipelines, and every later ReadFrames seeks its asset's own. Frames are ffmpeg's."""
+        reference = ffmpeg_md5(suite.clip, 'yuv420p')
+        with trackd.Session(suite.daemon.socket, timeout=TIMEOUT) as session:
+            assets = [session.open(suite.clip) for _ in range(5)]
+            pid = assets[0].worker_pid
+            turns = [(a, [i * 7 % 60, (i * 7 + 1) % 60]) for i in range(3) for a in (0, 1, 2)]
+            # Two more assets: the fifth's pipeline stops the first's (kept longest ago), and it is built again.
+            turns += [(3, [50]), (4, [49]), (0, [12]), (4, [13])]
+            for a, indices in turns:
+                got = [md5(f.tobytes()) for f in assets[a].get_frames(indices=indices, pixel_format='y420').frames]
+                self.assertEqual(got, [reference[i] for i in indices], (a, indices))
+        self.assertEqual(reuses(pid, len(turns)), [False] * 3 + [True] * 6 + [False, False, False, True])
+
+
+def reuses(pid, count):
+    """For each of worker `pid`'s first `count` ReadFrames, in order: whether it ran on a kept pipeline. The worker
+    logs each ReadFrames before answering it; the daemon relays the line a moment later."""
+    marker = 'trackd-worker[%d]: ReadFrames on track' % pid
+    deadline = time.monotonic() + TIMEOUT
+    while True:
+        with open(suite.daemon.path('trackd.log')) as f:
+            lines = [line for line in f if marker in line]
+        if len(lines) >= count or time.monotonic() > deadline:
+            return ['kept from the last ReadFrames' in line for line in lines]
+        time.sleep(0.05)
+
+
+class ErrorTests(unittest.TestCase):
+    def test_not_media(self):
+        path = suite.daemon.path('text.mp4')
+        with open(path, 'w') as f:
+            f.write('not a movie\n' * 100)
+        with self.assertRaises(trackd.TrackdError) as cm:
+            suite.open(path)
+        self.assertIn(cm.exception.code, (FILE_FORMAT_NOT_RECOGNIZED, FILE_FAILED_TO_PARSE))
+        self.assertTrue(cm.exception.message)
+
+    def test_missing_file_is_an_os_error(self):
+        with self.assertRaises(FileNotFoundError):
+            suite.open(suite.daemon.path('missing.mp4'))
+
+    def test_unreachable(self):
+        with self.assertRaises(trackd.TrackdError) as cm:
+            trackd.open(suite.clip, socket=suite.daemon.path('nobody.sock'))
+        self.assertEqual(cm.exception.code, DAEMON_UNREACHABLE)
+
+    def test_bad_pixel_format_then_the_session_goes_on(self):
+        with suite.open() as asset:
+            with self.assertRaises(trackd.TrackdError) as cm:
+                asset.read(pixel_format='zzzz')
+            self.assertEqual(cm.exception.code, UNSUPPORTED_OUTPUT_SETTINGS)
+            self.assertIn('Unsupported pixel format zzzz', cm.exception.message)
+            with self.assertRaises(trackd.TrackdError) as cm:
+                asset.read(pixel_format='v308')
+            self.assertIn('v308 (kCVPixelFormatType_444YpCbCr8) is not supported', cm.exception.message)
+            self.assertEqual(sum(1 for _ in asset.read(start=1.8)), 6)
+
+    def test_frame_out_of_range(self):
+        with suite.open() as asset:
+            with self.assertRaises(trackd.TrackdError) as cm:
+                asset.frames_at(indices=[0, 60])
+            self.assertEqual(cm.exception.code, INVALID_ARGUMENT)
+            self.assertTrue(cm.exception.message.startswith('ReadFrames request 1:'), cm.exception.message)
+            self.assertIn('-11901', str(cm.exception))
+
+    def test_unknown_track(self):
+        with suite.open() as asset:
+            with self.assertRaises(trackd.TrackdError) as cm:
+                asset.read(track=99)
+            self.assertEqual(cm.exception.code, INVALID_ARGUMENT)
+
+
+class StopTests(unittest.TestCase):
+    def test_sigterm_tells_an_open_session_trackd_is_stopping(self):
+        # Its own trackd: this one is stopped. An idle session gets Error -11904 (request id 0) and then its
+        # connection ends: every later call raises that error, not -11819; trackd exits 0.
+        own = Daemon('trackd-python-stop-')
+        try:
+            with trackd.open(suite.clip, socket=own.socket, timeout=TIMEOUT) as asset:
+                own.process.terminate()
+                self.assertEqual(own.process.wait(timeout=TIMEOUT), 0)
+                with self.assertRaises(trackd.TrackdError) as cm:
+                    asset.status()
+                self.assertEqual(cm.exception.code, DAEMON_STOPPING)
+                self.assertEqual(cm.exception.message, 'trackd is stopping')
+        finally:
+            own.stop()
+
+
+if __name__ == '__main__':
+    unittest.main()
