@@ -2,6 +2,9 @@
 trackd, against a real trackd (support.Daemon) on media made by ffmpeg."""
 
 import gc
+import os
+import socket
+import subprocess
 import time
 import unittest
 
@@ -11,7 +14,7 @@ import trackd
 from trackd import _frame
 from trackd.errors import (DAEMON_STOPPING, DAEMON_UNREACHABLE, FILE_FAILED_TO_PARSE, FILE_FORMAT_NOT_RECOGNIZED,
                            INVALID_ARGUMENT, UNSUPPORTED_OUTPUT_SETTINGS)
-from support import TIMEOUT, ClipSuite, Daemon, ffmpeg_md5, md5
+from support import BUILD, TIMEOUT, ClipSuite, Daemon, ffmpeg_md5, md5
 
 suite = ClipSuite()
 setUpModule, tearDownModule = suite.start, suite.stop
@@ -160,10 +163,29 @@ class ErrorTests(unittest.TestCase):
         with self.assertRaises(FileNotFoundError):
             suite.open(suite.daemon.path('missing.mp4'))
 
-    def test_unreachable(self):
-        with self.assertRaises(trackd.TrackdError) as cm:
-            trackd.open(suite.clip, socket=suite.daemon.path('nobody.sock'))
-        self.assertEqual(cm.exception.code, DAEMON_UNREACHABLE)
+    def test_unreachable_says_how_to_start_trackd_as_trackctl_does(self):
+        # No socket file, and a socket nobody listens on (what a stopped trackd leaves): trackctl's message, word
+        # for word, but for how a socket is named (socket= here, --socket there).
+        refused = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        refused.bind(suite.daemon.path('refused.sock'))
+        try:
+            for name, reason in (('nobody.sock', 'No such file or directory'), ('refused.sock', 'Connection refused')):
+                path = suite.daemon.path(name)
+                with self.assertRaises(trackd.TrackdError) as cm:
+                    trackd.open(suite.clip, socket=path)
+                self.assertEqual(cm.exception.code, DAEMON_UNREACHABLE)
+                cli = subprocess.run([os.path.join(BUILD, 'trackctl'), '--socket', path, 'status'],
+                                     capture_output=True, text=True)
+                self.assertEqual(cli.returncode, 3)
+                prefix = 'trackctl: error -11903 (TrackdErrorDaemonUnreachable): '
+                self.assertTrue(cli.stderr.startswith(prefix), cli.stderr)
+                self.assertEqual(cm.exception.message,
+                                 cli.stderr[len(prefix):].strip().replace('--socket PATH', 'socket=PATH'))
+                self.assertEqual(cm.exception.message, 'cannot reach trackd at %s: %s. Is trackd running? Start it with '
+                                 '`make serve` or `systemctl start trackd.socket`, or pass socket=PATH / set '
+                                 'TRACKD_SOCKET.' % (path, reason))
+        finally:
+            refused.close()
 
     def test_bad_pixel_format_then_the_session_goes_on(self):
         with suite.open() as asset:

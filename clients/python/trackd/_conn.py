@@ -66,6 +66,11 @@ class ForkedConnection(TrackdError):
                          % (pid, os.getpid()))
 
 
+# What trackctl says too when trackd cannot be reached (TrackClient's Connection.unreachable).
+START_HINT = ('Is trackd running? Start it with `make serve` or `systemctl start trackd.socket`, '
+              'or pass socket=PATH / set TRACKD_SOCKET.')
+
+
 def default_socket_path():
     """PROTOCOL.md §1: $TRACKD_SOCKET, else $XDG_RUNTIME_DIR/trackd.sock, else /run/trackd/trackd.sock."""
     if os.environ.get('TRACKD_SOCKET'):
@@ -90,8 +95,8 @@ class Connection:
             self._sock.connect(self.path)
         except OSError as e:
             self._sock.close()
-            raise TrackdError(DAEMON_UNREACHABLE, 'cannot connect to trackd at %s: %s' % (self.path, e.strerror)) \
-                from None
+            raise TrackdError(DAEMON_UNREACHABLE, 'cannot reach trackd at %s: %s. %s'
+                              % (self.path, e.strerror, START_HINT)) from None
         self._buf = bytearray()
         self._recv_view = memoryview(bytearray(_RECV_SIZE))  # recvmsg_into's, reused: no allocation per read
         self._recv_into = [self._recv_view]
