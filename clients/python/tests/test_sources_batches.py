@@ -182,7 +182,7 @@ class BatchTests(unittest.TestCase):
             np.testing.assert_array_equal(first.frames, kept)
             del fourth
             buffers = [a.ctypes.data for a in _batch._recycler._arrays]
-            fifth = asset.get_frames(indices=[13, 14], layout='NCHW')  # smaller: the start of a free buffer
+            fifth = asset.get_frames(indices=[13, 14], dimension_order='NCHW')  # smaller: the start of a free buffer
             self.assertIn(fifth.frames.ctypes.data, buffers)
             self.assertNotEqual(fifth.frames.ctypes.data, first.frames.ctypes.data)
             self.assertEqual(sorted(a.ctypes.data for a in _batch._recycler._arrays), sorted(buffers))  # none new
@@ -219,7 +219,7 @@ class BatchTests(unittest.TestCase):
             for i, frame in enumerate(asset.frames_at(indices=indices, pixel_format='BGRA')):
                 self.assertEqual(md5(bgra.frames[i].tobytes()), md5(frame.array.tobytes()))
                 np.testing.assert_array_equal(rgb[i], frame.array[..., [2, 1, 0]])
-            nchw = asset.get_frames(indices=indices, layout='NCHW')
+            nchw = asset.get_frames(indices=indices, dimension_order='NCHW')
             self.assertEqual(nchw.frames.shape, (8, 3, 240, 320))
             np.testing.assert_array_equal(nchw.frames, rgb.transpose(0, 3, 1, 2))
             bgr = asset.get_frames(indices=indices, pixel_format='BGR')
@@ -245,7 +245,7 @@ class BatchTests(unittest.TestCase):
                     for size in ({}, dict(width=160, height=120), dict(width=101)):
                         frames = [f.array.copy() for f in asset.frames_at(indices=indices, pixel_format=fmt,
                                                                           **_batch_size(asset, size))]
-                        batch = asset.get_frames(indices=indices, pixel_format=fmt, layout='NCHW', **size)
+                        batch = asset.get_frames(indices=indices, pixel_format=fmt, dimension_order='NCHW', **size)
                         self.assertTrue(batch.frames.flags.c_contiguous)
                         self.assertEqual(batch.indices.tolist(), indices)
                         np.testing.assert_array_equal(batch.frames, np.stack(frames).transpose(0, 3, 1, 2),
@@ -283,7 +283,7 @@ class BatchTests(unittest.TestCase):
                     planar.append(a.copy())
             rgb = asset.get_frames(indices=indices)
             np.testing.assert_array_equal(rgb.frames, np.stack([r[..., [2, 1, 0]] for r in bgra]))
-            nchw = asset.get_frames(indices=indices, pixel_format='_RGP', layout='NCHW')
+            nchw = asset.get_frames(indices=indices, pixel_format='_RGP', dimension_order='NCHW')
             self.assertEqual(nchw.frames.shape, (2, 3, 240, 320))
             self.assertTrue(nchw.frames.flags.c_contiguous)
             np.testing.assert_array_equal(nchw.frames, np.stack(planar))
@@ -301,7 +301,7 @@ class BatchTests(unittest.TestCase):
             nv12 = asset.get_frames(indices=[7], pixel_format='420v')
             self.assertEqual(md5(nv12.frames[0].tobytes()), ffmpeg_md5(clip, 'nv12')[7])
             with self.assertRaisesRegex(ValueError, 'several planes'):
-                asset.get_frames(indices=[0], pixel_format='y420', layout='NCHW')
+                asset.get_frames(indices=[0], pixel_format='y420', dimension_order='NCHW')
 
     def test_times_ranges_and_uniform(self):
         with open_(clip) as asset:

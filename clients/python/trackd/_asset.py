@@ -227,8 +227,9 @@ class Asset:
     def frames_at(self, times=None, *, indices=None, track=None, pixel_format=None, width=None, height=None,
                   settings=None, copy=False):
         """Exact random access (ReadFrames): the frames shown at `times` (seconds), or with the 0-based
-        presentation-order `indices`, decoded, in the order asked (each Frame's .index is its number in the
-        track). An iterator, like read(): keep at most 8 zero-copy frames at once (or use copy=True)."""
+        presentation-order `indices` (negative ones count from the end, as in Python: -1 is the last frame),
+        decoded, in the order asked (each Frame's .index is its number in the track). An iterator, like read():
+        keep at most 8 zero-copy frames at once (or use copy=True)."""
         conn = self._c
         if (times is None) == (indices is None):
             raise TypeError('frames_at takes times or indices=, not both')
@@ -236,9 +237,7 @@ class Asset:
         if times is not None:
             requests = [('time', _options.time(x, 'a time')) for x in times]
         else:
-            requests = [('index', int(i)) for i in indices]
-            if any(i < 0 for _, i in requests):
-                raise TrackdError(INVALID_ARGUMENT, 'frame indices must not be negative')
+            requests = [('index', i) for i in _batch.absolute_indices(self, t, indices)]
         body = dict(_options.video_settings(pixel_format, width, height), **(settings or {}))
         rid = conn.send(w.READ_FRAMES, w.read_frames(self.id, t.id, requests, body))
         created = conn.reply(rid, w.OUTPUT_CREATED)
@@ -246,18 +245,20 @@ class Asset:
 
     # -- batches (trackd/_batch.py)
 
-    def get_frames(self, indices=None, *, times=None, track=None, pixel_format='RGB', layout='NHWC', width=None,
-                   height=None):
+    def get_frames(self, indices=None, *, times=None, track=None, pixel_format='RGB', dimension_order='NHWC',
+                   width=None, height=None, layout=None):
         """Many frames as one Batch (`frames, pts = asset.get_frames(...)`): the frames with these 0-based
-        presentation-order indices, or shown at these times (seconds), in the order asked (repeats allowed),
-        read with ReadFrames (each GOP decoded once; 1024 requests per ReadFrames, more are split).
-        frames is one contiguous array the batch owns: (N, H, W, C) for layout="NHWC", (N, C, H, W) for "NCHW".
+        presentation-order indices (negative ones count from the end), or shown at these times (seconds), in the
+        order asked (repeats allowed), read with ReadFrames (each GOP decoded once; 1024 requests per ReadFrames,
+        more are split). frames is one contiguous array the batch owns: (N, H, W, C) for
+        dimension_order="NHWC", (N, C, H, W) for "NCHW" (layout= is the same option's earlier name).
         pixel_format: "RGB" (default; trackd's 24RGB) and "BGR" (24BG), BGRA, RGBA, ARGB, y408, y416, l64r,
         b64a, L008, L016, 2vuy, yuvs, v216 and planar "_RGP" (R, G, B planes: C = 3) come from trackd as they
         are; 420v, 420f, y420, 422v, 444v, x420, xf20, v210 give (N, bytes) rows (see Batch).
         width/height: scaled by the decoder (trackd's Width/Height); with only one, the other keeps the
         track's display aspect ratio, rounded to the nearest integer."""
-        return _batch.get_frames(self, indices, times, track, pixel_format, layout, width, height)
+        return _batch.get_frames(self, indices, times, track, pixel_format, dimension_order, width, height,
+                                 layout=layout)
 
     def frames_in_range(self, start=0, stop=None, step=1, **kwargs):
         """get_frames() of the frames range(start, stop, step) (Python slice rules; stop None: to the last

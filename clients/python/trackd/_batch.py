@@ -32,18 +32,37 @@ class Batch:
     frames: one C-contiguous, writable numpy array of the batch's own (a copy out of trackd's pool; its memory, a
     view of a buffer nothing else uses, may have held an earlier batch that nothing refers to any more, see
     trackd.set_batch_cache):
-    (N, H, W, C) for layout "NHWC", (N, C, H, W) for "NCHW" — C is 3 for RGB/BGR/_RGP, 4 for BGRA/RGBA/ARGB/y408
-    (uint16 for y416/l64r, big-endian uint16 for b64a), 2 for 2vuy/yuvs (uint16 for v216), 1 for L008 (uint16
-    for L016); for formats with several planes (420v, y420, x420, ..., v210) (N, L) uint8, each row the frame's
-    planes packed (frame.tobytes(); for an even W x H y420 or 420v, .reshape(N, H * 3 // 2, W) is the
-    usual "I420/NV12 as one image" layout). pts: float64 seconds, (N,). indices: int64 frame numbers, (N,).
+    (N, H, W, C) for dimension_order "NHWC", (N, C, H, W) for "NCHW" — C is 3 for RGB/BGR/_RGP, 4 for
+    BGRA/RGBA/ARGB/y408 (uint16 for y416/l64r, big-endian uint16 for b64a), 2 for 2vuy/yuvs (uint16 for v216), 1
+    for L008 (uint16 for L016); for formats with several planes (420v, y420, x420, ..., v210) (N, L) uint8, each
+    row the frame's planes packed (frame.tobytes(); for an even W x H y420 or 420v, .reshape(N, H * 3 // 2, W) is
+    the usual "I420/NV12 as one image" layout).
+    pts, durations: float64 seconds, (N,) (NaN for a duration the track does not give); presentation_times,
+    duration_times: the same exactly, as Times in the track's timescale (ffprobe's pts and duration in the
+    stream's time_base); indices: int64 frame numbers, (N,). TorchCodec's FrameBatch names are here too: data
+    (frames), pts_seconds (pts), duration_seconds (durations).
     numpy.from_dlpack(batch) and torch.from_dlpack(batch) share batch.frames' memory (no copy)."""
 
-    __slots__ = ('frames', 'pts', 'indices', 'pixel_format', 'layout')
+    __slots__ = ('frames', 'pts', 'durations', 'indices', 'presentation_times', 'duration_times', 'pixel_format',
+                 'dimension_order')
 
-    def __init__(self, frames, pts, indices, pixel_format, layout):
-        self.frames, self.pts, self.indices = frames, pts, indices
-        self.pixel_format, self.layout = pixel_format, layout
+    def __init__(self, frames, times, indices, pixel_format, dimension_order):
+        """times: the frames' (presentation_time, duration_time) Times, in order."""
+        self.frames, self.indices = frames, indices
+        self.presentation_times = tuple(t for t, _ in times)
+        self.duration_times = tuple(d for _, d in times)
+        self.pts = _np.array([t.seconds for t in self.presentation_times], dtype=_np.float64)
+        self.durations = _np.array([_np.nan if d.seconds is None else d.seconds for d in self.duration_times],
+                                   dtype=_np.float64)
+        self.pixel_format, self.dimension_order = pixel_format, dimension_order
+
+    data = property(lambda self: self.frames, doc='frames (TorchCodec\'s FrameBatch.data)')
+    pts_seconds = property(lambda self: self.pts, doc='pts (TorchCodec\'s FrameBatch.pts_seconds)')
+    duration_seconds = property(lambda self: self.durations, doc='durations (TorchCodec\'s duration_seconds)')
+    layout = property(lambda self: self.dimension_order, doc='dimension_order (its earlier name)')
+
+    def __len__(self):
+        return len(self.indices)
 
     def __iter__(self):
         return iter((self.frames, self.pts))
@@ -58,7 +77,8 @@ class Batch:
         return self.frames if dtype is None else self.frames.astype(dtype, copy=False)
 
     def __repr__(self):
-        return '<trackd.Batch %s %s %s %s>' % (self.pixel_format, self.layout, self.frames.shape, self.frames.dtype)
+        return '<trackd.Batch %s %s %s %s>' % (self.pixel_format, self.dimension_order, self.frames.shape,
+                                               self.frames.dtype)
 
 
 def _size(name, value):
@@ -103,31 +123,38 @@ def output_size(track, width, height):
 _FROM_BGRA = {'RGB': slice(2, None, -1), 'BGR': slice(0, 3)}
 
 
-def _plan(pixel_format, layout, scaled=False):
+def _plan(pixel_format, dimension_order, scaled=False):
     """(daemon format, kind) for a batch pixel format: kind is 'packed', 'chw', 'planar', or a slice of BGRA's
     components (channels-first RGB/BGR at the track's size, read as BGRA)."""
-    if layout not in ('NHWC', 'NCHW'):
-        raise ValueError('layout is "NHWC" or "NCHW", not %r' % (layout,))
+    if dimension_order not in ('NHWC', 'NCHW'):
+        raise ValueError('dimension_order is "NHWC" or "NCHW", not %r' % (dimension_order,))
     if pixel_format in ('ARGB', '32ARGB'):
         pixel_format = '0x00000020'
     if pixel_format in ('24RGB', '0x00000018'):
         pixel_format = 'RGB'
     if pixel_format == '24BG':
         pixel_format = 'BGR'
-    if layout == 'NCHW' and not scaled and pixel_format in _FROM_BGRA:
+    if dimension_order == 'NCHW' and not scaled and pixel_format in _FROM_BGRA:
         return 'BGRA', _FROM_BGRA[pixel_format]
     if pixel_format in PACKED_FORMATS:
         return _DAEMON_NAMES.get(pixel_format, pixel_format), 'packed'
     if pixel_format in CHW_FORMATS:
         return pixel_format, 'chw'
     if pixel_format in PLANAR_FORMATS:
-        if layout != 'NHWC':
+        if dimension_order != 'NHWC':
             raise ValueError('%s has several planes: a batch of it is (N, bytes), without a channel axis to '
-                             'move; use layout="NHWC" (the default) or a packed format (RGB, BGRA, L008, ...)'
+                             'move; use dimension_order="NHWC" (the default) or a packed format (RGB, BGRA, L008, ...)'
                              % pixel_format)
         return pixel_format, 'planar'
     raise ValueError('batches take pixel_format %s, not %r' % (
         ', '.join(list(PACKED_FORMATS) + list(CHW_FORMATS) + list(PLANAR_FORMATS)), pixel_format))
+
+
+def plan_output(track, pixel_format, dimension_order, width, height):
+    """(output size or None, daemon format, kind) for a batch of this track's frames; ValueError for an option
+    batches do not take."""
+    size = output_size(track, width, height)
+    return (size,) + _plan(pixel_format, dimension_order, scaled=size is not None)
 
 
 def _frame_array(frame, kind, pixel_format):
@@ -142,8 +169,8 @@ def _frame_array(frame, kind, pixel_format):
     return a[..., None] if a.ndim == 2 else a
 
 
-def iter_batches(asset, indices=None, times=None, track=None, pixel_format='RGB', layout='NHWC', width=None,
-                 height=None, batch_size=None, into=None):
+def iter_batches(asset, indices=None, times=None, track=None, pixel_format='RGB', dimension_order='NHWC',
+                 width=None, height=None, batch_size=None, into=None):
     """Batches of at most batch_size frames (default: all in one) of the frames asked for, in order, as they
     are decoded: one ReadFrames per 1024 requests, so a long request list is planned (each GOP decoded once)
     across batch boundaries. into (internal; trackd.torch): a function (frame shape, dtype) -> (array, rows)
@@ -159,13 +186,12 @@ def iter_batches(asset, indices=None, times=None, track=None, pixel_format='RGB'
     if batch_size is not None and (not isinstance(batch_size, int) or batch_size < 1):
         raise ValueError('batch_size must be a positive int, not %r' % (batch_size,))
     t = asset.track(track, None if track is not None else 'video')
-    size = output_size(t, width, height)
-    daemon_format, kind = _plan(pixel_format, layout, scaled=size is not None)
+    size, daemon_format, kind = plan_output(t, pixel_format, dimension_order, width, height)
     n = len(requests)
     batch_size = batch_size or n
     if into is not None and batch_size != n:
         raise ValueError('into= fills one batch')
-    filler = _Filler(n, batch_size, pixel_format, layout, into)
+    filler = _Filler(n, batch_size, pixel_format, dimension_order, into)
     for start in range(0, n, _MAX_REQUESTS):
         chunk = requests[start:start + _MAX_REQUESTS]
         kwargs = dict(times=chunk) if times is not None else dict(indices=chunk)
@@ -244,8 +270,9 @@ def set_batch_cache(max_bytes):
 class _Filler:
     """Copies frames into batch arrays of batch_size (the last one smaller), all of the first frame's shape."""
 
-    def __init__(self, n, batch_size, pixel_format, layout, into=None):
-        self.left, self.batch_size, self.pixel_format, self.layout = n, batch_size, pixel_format, layout
+    def __init__(self, n, batch_size, pixel_format, dimension_order, into=None):
+        self.left, self.batch_size, self.pixel_format = n, batch_size, pixel_format
+        self.nhwc, self.dimension_order = dimension_order == 'NHWC', dimension_order
         self.out = self.first = None
         self.into = into
 
@@ -257,29 +284,30 @@ class _Filler:
                              'frames of one size' % (frame.index, frame.width, frame.height, *self.first[:2]))
         if self.out is None:
             count = min(self.batch_size, self.left)
-            shape = item.shape if self.layout == 'NHWC' else (item.shape[2],) + item.shape[:2]
+            shape = item.shape if self.nhwc else (item.shape[2],) + item.shape[:2]
             if self.into is None:
                 self.out, self.rows = _recycler.empty((count,) + shape, item.dtype), range(count)
             else:
                 self.out, self.rows = self.into(shape, item.dtype)
-            self.pts = _np.empty(count, dtype=_np.float64)
+            self.times = []
             self.numbers = _np.empty(count, dtype=_np.int64)
-            self.i = 0
-        self.out[self.rows[self.i]] = item if self.layout == 'NHWC' else item.transpose(2, 0, 1)
-        self.pts[self.i] = frame.pts
-        self.numbers[self.i] = frame.index
-        self.i += 1
+        i = len(self.times)
+        self.out[self.rows[i]] = item if self.nhwc else item.transpose(2, 0, 1)
+        self.times.append((frame.presentation_time, frame.duration_time))
+        self.numbers[i] = frame.index
         self.left -= 1
-        if self.i < len(self.pts):
+        if i + 1 < len(self.numbers):
             return None
-        batch = Batch(self.out, self.pts, self.numbers, self.pixel_format, self.layout)
+        batch = Batch(self.out, self.times, self.numbers, self.pixel_format, self.dimension_order)
         self.out = None
         return batch
 
 
-def get_frames(asset, indices=None, times=None, track=None, pixel_format='RGB', layout='NHWC', width=None,
-               height=None, into=None):
-    batches = list(iter_batches(asset, indices, times, track, pixel_format, layout, width, height, into=into))
+def get_frames(asset, indices=None, times=None, track=None, pixel_format='RGB', dimension_order='NHWC', width=None,
+               height=None, into=None, layout=None):
+    """Asset.get_frames (layout: dimension_order's earlier name)."""
+    batches = list(iter_batches(asset, indices, times, track, pixel_format, layout or dimension_order, width, height,
+                                into=into))
     if len(batches) != 1:  # trackd sends exactly one frame per request (PROTOCOL.md §8 ReadFrames)
         raise TrackdError(INVALID_ARGUMENT, 'ReadFrames delivered %d batches, not 1' % len(batches))
     return batches[0]
@@ -297,6 +325,21 @@ def frame_count(asset, track=None):
             conn._violation('FrameCount names track %d, not %d' % (track_id, t.id))
         asset._frame_counts[t.id] = count
     return count
+
+
+def absolute_indices(asset, track, indices):
+    """Frame indices as trackd takes them (0 and up): negative ones count from the end, as Python's do (the
+    frame count is asked for only then); IndexError for one before the first frame. Integers only (TypeError
+    for 2.0: an index is not a time)."""
+    indices = [operator.index(i) for i in indices]
+    if any(i < 0 for i in indices):
+        count = frame_count(asset, track)
+        for k, i in enumerate(indices):
+            if i < 0:
+                if i + count < 0:
+                    raise IndexError('frame index %d is out of range: the track has %d frames' % (i, count))
+                indices[k] = i + count
+    return indices
 
 
 def frames_in_range(asset, start=0, stop=None, step=1, **kwargs):

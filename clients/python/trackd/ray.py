@@ -201,8 +201,9 @@ def _read_files(paths, options):
                     source.close()
             with asset:
                 for batch in _batch.iter_batches(asset, track=None, pixel_format=options['pixel_format'],
-                                                 layout='NHWC', width=options['width'], height=options['height'],
-                                                 batch_size=options['frames_per_block'], **_requests(asset, options)):
+                                                 dimension_order='NHWC', width=options['width'],
+                                                 height=options['height'], batch_size=options['frames_per_block'],
+                                                 **_requests(asset, options)):
                     # Ray holds a read task's blocks until they are in its object store: its output buffer
                     # gathers target_max_block_size before it makes a block, and the one made before is still
                     # being stored — 3 of our 4 last batches of 32 720p frames, 13 of 14 of 8 (measured). The

@@ -132,7 +132,7 @@ class VideoClips:
             indices = [i for _, first in wanted for i in range(first, first + span, self.step)]
             rows = [position * self.clip_length + t for position, _ in wanted for t in range(self.clip_length)]
             batch = _batch.get_frames(self._asset(source), indices=indices, pixel_format=self.pixel_format,
-                                      layout='NCHW' if self.layout == 'TCHW' else 'NHWC', width=self.width,
+                                      dimension_order='NCHW' if self.layout == 'TCHW' else 'NHWC', width=self.width,
                                       height=self.height, into=functools.partial(stack.rows, rows=rows))
             positions = [position for position, _ in wanted]
             pts[positions] = batch.pts.reshape(len(wanted), self.clip_length)

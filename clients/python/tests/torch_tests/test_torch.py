@@ -52,7 +52,7 @@ class VideoClipsTests(unittest.TestCase):
             self.assertEqual(batch['video'].dtype, torch.uint8)
             self.assertEqual(tuple(batch['video'].shape[1:]), (4, 3, 60, 80))
             for video, source, indices in zip(batch['video'], batch['source'], batch['indices']):
-                want = direct(clips[int(source)], indices.tolist(), width=80, layout='NCHW')
+                want = direct(clips[int(source)], indices.tolist(), width=80, dimension_order='NCHW')
                 self.assertTrue(torch.equal(video, torch.from_numpy(want.frames)))
                 seen.append((int(source), indices.tolist()))
         self.assertEqual(seen[0], (0, [0, 2, 4, 6]))
@@ -74,7 +74,7 @@ class VideoClipsTests(unittest.TestCase):
             self.assertEqual(batch['source'].dtype, torch.int64)
             mixed += len(set(batch['source'].tolist())) > 1
             for k, (video, source, indices) in enumerate(zip(batch['video'], batch['source'], batch['indices'])):
-                want = direct(clips[int(source)], indices.tolist(), width=80, layout='NCHW')
+                want = direct(clips[int(source)], indices.tolist(), width=80, dimension_order='NCHW')
                 self.assertTrue(torch.equal(video, torch.from_numpy(want.frames)))
                 np.testing.assert_array_equal(batch['pts'][k].numpy(), want.pts)
                 self.assertEqual(batch['path'][k], clips[int(source)])
@@ -93,7 +93,7 @@ class VideoClipsTests(unittest.TestCase):
         for batch, report in loader:  # each batch checked, then dropped (its buffer free for the worker again)
             reports.append(report)
             for video, indices in zip(batch['video'], batch['indices']):
-                want = direct(clips[0], indices.tolist(), width=80, layout='NCHW')
+                want = direct(clips[0], indices.tolist(), width=80, dimension_order='NCHW')
                 self.assertTrue(torch.equal(video, torch.from_numpy(want.frames)))
             del batch, video
         self.assertEqual(len(reports), 10)
@@ -103,7 +103,7 @@ class VideoClipsTests(unittest.TestCase):
         self.assertTrue(any(not report['kept'] for _, report in held))
         for batch, _ in held:
             for video, indices in zip(batch['video'], batch['indices']):
-                want = direct(clips[0], indices.tolist(), width=80, layout='NCHW')
+                want = direct(clips[0], indices.tolist(), width=80, dimension_order='NCHW')
                 self.assertTrue(torch.equal(video, torch.from_numpy(want.frames)))
         self.assertEqual([int(i) for b, _ in held for i in b['indices'][:, 0]], list(range(0, 60, 3)))
 
@@ -111,7 +111,7 @@ class VideoClipsTests(unittest.TestCase):
         dataset = VideoClips(clips[0], clip_length=2, frames_between_clips=3, width=80, socket=daemon.socket)
         for batch in DataLoader(dataset, batch_size=3, num_workers=1, collate_fn=to_float):
             self.assertEqual(batch['video'].dtype, torch.float32)
-            want = direct(clips[0], batch['indices'].flatten().tolist(), width=80, layout='NCHW')
+            want = direct(clips[0], batch['indices'].flatten().tolist(), width=80, dimension_order='NCHW')
             self.assertTrue(torch.equal(batch['video'].flatten(0, 1), torch.from_numpy(want.frames).float()))
 
     def test_collate_in_this_process(self):
@@ -173,7 +173,7 @@ class DLPackTests(unittest.TestCase):
                 self.assertEqual(tensor.data_ptr(), frame.array.__array_interface__['data'][0])  # no copy
                 self.assertEqual(md5(tensor.clone().numpy().tobytes()), md5(frame.array.tobytes()))
                 del tensor
-            batch = asset.get_frames(indices=[1, 2], layout='NCHW')
+            batch = asset.get_frames(indices=[1, 2], dimension_order='NCHW')
             tensor = torch.from_dlpack(batch)
             self.assertEqual(tensor.data_ptr(), batch.frames.__array_interface__['data'][0])
             tensor[0, 0, 0, 0] = 7  # a batch is the tensor's own memory, writable
