@@ -5,7 +5,7 @@ import struct
 import threading
 from collections import namedtuple
 
-from . import _batch, _options
+from . import _batch, _options, _video
 from . import _wire as w
 from ._conn import Connection
 from ._output import Output
@@ -273,6 +273,13 @@ class Asset:
     def frame_count(self, track=None):
         """The number of frames of a video track, from trackd's frame index (cached per asset)."""
         return _batch.frame_count(self, track)
+
+    @property
+    def video(self):
+        """The first video track as a TorchCodec-like VideoDecoder: video[i] (negative i from the end),
+        video[a:b:c], len(video), get_frames_at(...), ... — RGB frames, channels first ("NCHW"). For other
+        options: trackd.VideoDecoder(asset, track=..., dimension_order=..., pixel_format=..., width=...)."""
+        return _video.VideoDecoder(self)
 
     def __repr__(self):
         return '<trackd.Asset %r, %d tracks%s>' % (self.name, len(self.tracks), ', closed' if self.closed else '')
