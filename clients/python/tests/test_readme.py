@@ -28,11 +28,10 @@ def uses(code, module):
     return re.search(r'^\s*(import|from)\s+%s\b' % re.escape(module), code, re.M) is not None
 
 
-def run_blocks(case, daemon, select):
-    """Runs the selected README blocks (at least one) each as a module of its own, in a temp dir with the
-    media, trackd's socket in $TRACKD_SOCKET; their output is checked to be there, not shown."""
-    chosen = [(line, code) for line, code in blocks() if select(code)]
-    case.assertTrue(chosen, 'no README example selected')
+@contextlib.contextmanager
+def media_dir(daemon):
+    """A temp dir holding the media the README names, as the working directory, with daemon's socket in
+    $TRACKD_SOCKET."""
     work = tempfile.mkdtemp(prefix='trackd-readme-')
     old_cwd, old_socket = os.getcwd(), os.environ.get('TRACKD_SOCKET')
     try:
@@ -40,6 +39,22 @@ def run_blocks(case, daemon, select):
         make_song(os.path.join(work, 'song.flac'))
         os.chdir(work)
         os.environ['TRACKD_SOCKET'] = daemon.socket
+        yield work
+    finally:
+        os.chdir(old_cwd)
+        if old_socket is None:
+            os.environ.pop('TRACKD_SOCKET', None)
+        else:
+            os.environ['TRACKD_SOCKET'] = old_socket
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def run_blocks(case, daemon, select):
+    """Runs the selected README blocks (at least one) each as a module of its own, in media_dir; their output is
+    checked to be there, not shown."""
+    chosen = [(line, code) for line, code in blocks() if select(code)]
+    case.assertTrue(chosen, 'no README example selected')
+    with media_dir(daemon):
         for line, code in chosen:
             with case.subTest(readme_line=line):
                 name = 'readme_line_%d' % line
@@ -53,14 +68,28 @@ def run_blocks(case, daemon, select):
                     del sys.modules[name]
                 if 'print(' in code:
                     case.assertTrue(out.getvalue(), 'README line %d printed nothing' % line)
-    finally:
-        os.chdir(old_cwd)
-        if old_socket is None:
-            os.environ.pop('TRACKD_SOCKET', None)
-        else:
-            os.environ['TRACKD_SOCKET'] = old_socket
-        shutil.rmtree(work, ignore_errors=True)
     return len(chosen)
+
+
+def table_cells():
+    """(line number, code) of every `code` span in the trackd column (the second) of the README's mapping tables:
+    the tables whose header names "trackd" second."""
+    cells, in_table = [], False
+    with open(README, encoding='utf-8') as f:
+        for number, line in enumerate(f, 1):
+            columns = [c.strip() for c in line.strip().strip('|').split('|')] if line.startswith('|') else None
+            if columns is None:
+                in_table = False
+            elif len(columns) > 1 and columns[1] == 'trackd':
+                in_table = True
+            elif in_table and not set(columns[1]) <= set('-'):
+                cells += [(number, code) for code in re.findall(r'`([^`]+)`', columns[1])]
+    return cells
+
+
+# What the README says every cell of the trackd column runs after.
+TABLE_SETUP = ['import trackd', 'from trackd import VideoDecoder', 'asset = trackd.open("clip.mp4")',
+               'decoder = VideoDecoder("clip.mp4")', 'frame = next(asset.read(copy=True))']
 
 
 class ReadmeTests(unittest.TestCase):
@@ -71,6 +100,25 @@ class ReadmeTests(unittest.TestCase):
         finally:
             daemon.stop()
         self.assertGreaterEqual(n, 9)
+
+    def test_every_trackd_cell_of_the_mapping_tables(self):
+        cells = table_cells()
+        self.assertGreaterEqual(len(cells), 30)
+        with open(README, encoding='utf-8') as f:
+            text = ' '.join(f.read().split())
+        for statement in TABLE_SETUP:
+            self.assertIn('`%s`' % statement, text)
+        daemon = Daemon()
+        try:
+            with media_dir(daemon):
+                scope = {}  # one scope for all cells, as one session would be
+                exec('\n'.join(TABLE_SETUP), scope)
+                for line, code in cells:
+                    with self.subTest(readme_line=line, code=code):
+                        exec(compile(code, '%s:%d' % (README, line), 'exec'), scope)
+                scope['asset'].close()
+        finally:
+            daemon.stop()
 
     def test_every_block_is_run_somewhere(self):
         for line, code in blocks():
