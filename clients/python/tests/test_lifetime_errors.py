@@ -11,7 +11,7 @@ import unittest
 import numpy as np
 
 import trackd
-from trackd import _frame
+from trackd import _conn, _frame
 from trackd.errors import (DAEMON_STOPPING, DAEMON_UNREACHABLE, FILE_FAILED_TO_PARSE, FILE_FORMAT_NOT_RECOGNIZED,
                            INVALID_ARGUMENT, UNSUPPORTED_OUTPUT_SETTINGS)
 from support import BUILD, TIMEOUT, ClipSuite, Daemon, ffmpeg_md5, md5
@@ -186,6 +186,27 @@ class ErrorTests(unittest.TestCase):
                                  'TRACKD_SOCKET.' % (path, reason))
         finally:
             refused.close()
+
+    def test_a_socket_that_never_answers_is_not_waited_for_without_end(self):
+        # A listening socket that accepts (the kernel's backlog) and never speaks: a stopped trackd, a
+        # trackd.service failing behind trackd.socket. The handshake is bounded without a timeout too.
+        silent = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        silent.bind(suite.daemon.path('silent.sock'))
+        silent.listen(4)
+        saved, _conn.HANDSHAKE_TIMEOUT = _conn.HANDSHAKE_TIMEOUT, 0.2
+        try:
+            for timeout in (None, 0.3):
+                with self.assertRaises(trackd.TrackdError) as cm:
+                    trackd.open(suite.clip, socket=silent.getsockname(), timeout=timeout)
+                self.assertEqual(cm.exception.code, DAEMON_UNREACHABLE)
+                self.assertIn('connected, but no answer to Hello within %g s' % (timeout or 0.2), cm.exception.message)
+        finally:
+            _conn.HANDSHAKE_TIMEOUT = saved
+            silent.close()
+        self.assertEqual(_conn.HANDSHAKE_TIMEOUT, 30)
+        with trackd.open(suite.clip, socket=suite.daemon.socket) as asset:  # later waits: the timeout given, none
+            self.assertIsNone(asset._conn.timeout)
+            self.assertIsNone(asset._conn._sock.gettimeout())
 
     def test_bad_pixel_format_then_the_session_goes_on(self):
         with suite.open() as asset:

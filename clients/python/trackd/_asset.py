@@ -30,7 +30,8 @@ def open(source, socket=None, client_name='trackd-python', timeout=None, *, name
     source. name: what trackd logs and errors call the source (default: the path, or a description).
     socket: trackd's socket path (default: $TRACKD_SOCKET, else $XDG_RUNTIME_DIR/trackd.sock, else
     /run/trackd/trackd.sock). timeout: seconds to wait for any one message from trackd (default: no limit);
-    when it passes, TrackdError -11847 and the session is closed."""
+    when it passes, TrackdError -11847 and the session is closed. Connecting waits at most timeout, or 30 s
+    without one, for trackd's answer (else TrackdError -11903: trackd is stopped, stuck or not on that socket)."""
     return Asset(source, socket=socket, client_name=client_name, timeout=timeout, name=name, max_bytes=max_bytes)
 
 

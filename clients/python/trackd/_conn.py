@@ -71,6 +71,10 @@ START_HINT = ('Is trackd running? Start it with `make serve` or `systemctl start
               'or pass socket=PATH / set TRACKD_SOCKET.')
 
 
+# Seconds for trackd to answer Hello when no timeout is given (a worker starts in a few hundred ms).
+HANDSHAKE_TIMEOUT = 30
+
+
 def default_socket_path():
     """PROTOCOL.md §1: $TRACKD_SOCKET, else $XDG_RUNTIME_DIR/trackd.sock, else /run/trackd/trackd.sock."""
     if os.environ.get('TRACKD_SOCKET'):
@@ -83,20 +87,22 @@ def default_socket_path():
 class Connection:
     def __init__(self, path=None, client_name='trackd-python', timeout=None):
         self.path = path or default_socket_path()
-        self.timeout = timeout
+        # The handshake is bounded even without a timeout: a stopped or stuck trackd (or a trackd.service failing
+        # to start behind trackd.socket, or another program on the socket) accepts connections and never answers.
+        self.timeout = HANDSHAKE_TIMEOUT if timeout is None else timeout
         self.pid = os.getpid()
         self._send_lock = threading.RLock()   # whole frames on the socket; post() from a __del__ re-enters
         self._lock = threading.RLock()       # the routing lock: queues, drains, the reader role
         self._cond = threading.Condition(self._lock)  # (`with self._lock` where nothing waits: no Python frame)
         self._reading = False                 # some thread is reading from the socket (the reader)
         self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
-        self._sock.settimeout(timeout)
+        self._sock.settimeout(self.timeout)
         try:
             self._sock.connect(self.path)
         except OSError as e:
             self._sock.close()
             raise TrackdError(DAEMON_UNREACHABLE, 'cannot reach trackd at %s: %s. %s'
-                              % (self.path, e.strerror, START_HINT)) from None
+                              % (self.path, e.strerror or e, START_HINT)) from None
         self._buf = bytearray()
         self._recv_view = memoryview(bytearray(_RECV_SIZE))  # recvmsg_into's, reused: no allocation per read
         self._recv_into = [self._recv_view]
@@ -109,8 +115,17 @@ class Connection:
         self._error = None           # why the connection is closed
         self._recv_limit = w.PAYLOAD_CEILING  # before the handshake (§5)
         self.send_limit = w.DEFAULT_MAX_MESSAGE
-        rid = self.send(w.HELLO, w.hello(client_name))
-        reply = self.reply(rid, w.HELLO_REPLY)
+        try:
+            reply = self.request(w.HELLO, w.hello(client_name), w.HELLO_REPLY)
+        except TrackdError as e:
+            if e.code != OPERATION_INTERRUPTED or self._error is not e:  # not this client's timeout: trackd's answer
+                raise
+            raise TrackdError(DAEMON_UNREACHABLE, 'cannot reach trackd at %s: connected, but no answer to Hello '
+                              'within %g s (a stopped or stuck trackd, a trackd.service that fails to start behind '
+                              'trackd.socket, or another program on the socket: see `systemctl status trackd` or '
+                              "trackd's log)" % (self.path, self.timeout)) from None
+        self.timeout = timeout
+        self._sock.settimeout(timeout)
         if reply['version'] != w.VERSION:
             self._violation('HelloReply picked version %d, not 1' % reply['version'])
         if not w.MIN_CLIENT_MAX_MESSAGE <= reply['max_message_size'] <= w.DEFAULT_MAX_MESSAGE:
