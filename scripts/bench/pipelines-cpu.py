@@ -72,7 +72,7 @@ def trackd_reads(path, socket, repeat):
         def whole(fmt, layout='NHWC'):
             # Each batch dropped before the next, as a Ray read task's are (kept, they would defeat the client's
             # batch memory reuse and measure page faults instead).
-            return lambda: drain(_batch.iter_batches(asset, indices=every, pixel_format=fmt, layout=layout,
+            return lambda: drain(_batch.iter_batches(asset, indices=every, pixel_format=fmt, dimension_order=layout,
                                                      batch_size=32))
 
         print('== trackd, %s (%d frames), whole clip in batches of 32' % (os.path.basename(path), count))
@@ -90,10 +90,10 @@ def trackd_reads(path, socket, repeat):
         print('== trackd, 16-frame clips as VideoClips reads them')
         for fmt, layout in (('RGB', 'NCHW'), ('_RGP', 'NCHW'), ('BGRA', 'NHWC'), ('RGB', 'NHWC')):
             row('in order, 4 clips per ReadFrames, %s %s' % (fmt, layout),
-                *cpu_per_frame(lambda: drain(asset.get_frames(indices=g, pixel_format=fmt, layout=layout) for g in groups),
-                               len(clips) * 16, pid, repeat))
+                *cpu_per_frame(lambda: drain(asset.get_frames(indices=g, pixel_format=fmt, dimension_order=layout)
+                                             for g in groups), len(clips) * 16, pid, repeat))
             row('shuffled, a clip per ReadFrames, %s %s' % (fmt, layout),
-                *cpu_per_frame(lambda: drain(asset.get_frames(indices=c, pixel_format=fmt, layout=layout)
+                *cpu_per_frame(lambda: drain(asset.get_frames(indices=c, pixel_format=fmt, dimension_order=layout)
                                              for c in shuffled), len(clips) * 16, pid, repeat))
         keys = [0] * 20
         w, c = cpu_per_frame(lambda: drain(asset.get_frames(indices=[k], pixel_format='RGB') for k in keys), len(keys),
