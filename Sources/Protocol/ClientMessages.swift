@@ -1,20 +1,34 @@
 // Client → worker messages (docs/PROTOCOL.md §8): each type with its wire layout beside it.
 
+/// The first message. Its layout is shared by every protocol version (a later version only appends to it), so
+/// that a worker can read any client's version range and answer one it does not speak with a clean Error.
 public struct Hello: Sendable, Equatable {
     public var minVersion: UInt16
     public var maxVersion: UInt16
     public var maxMessageSize: UInt32
     public var maxFds: UInt16
     public var clientName: String
+    /// What the client understands (PROTOCOL.md §5.3); 0 when the Hello ends before it (a version-1 Hello).
+    public var capabilities: Capabilities
 
     public init(minVersion: UInt16 = Wire.version, maxVersion: UInt16 = Wire.version,
                 maxMessageSize: UInt32 = Wire.defaultMaxMessageSize, maxFds: UInt16 = Wire.maxFdsPerMessage,
-                clientName: String) {
+                clientName: String, capabilities: Capabilities = []) {
         self.minVersion = minVersion
         self.maxVersion = maxVersion
         self.maxMessageSize = maxMessageSize
         self.maxFds = maxFds
         self.clientName = clientName
+        self.capabilities = capabilities
+    }
+
+    /// Whether the client's range includes the version trackd speaks.
+    public var offersWireVersion: Bool { minVersion <= Wire.version && Wire.version <= maxVersion }
+
+    /// The Error (−11900) that answers a Hello whose range leaves out `Wire.version` (PROTOCOL.md §5).
+    public var versionRefusal: TrackError {
+        TrackError(.protocolViolation,
+                   "trackd speaks protocol version \(Wire.version); this client offers \(minVersion)…\(maxVersion)")
     }
 }
 
@@ -29,13 +43,16 @@ extension Hello: WireMessage {
         w.u32(maxMessageSize)
         w.u16(maxFds)
         w.string(clientName)
+        w.u64(capabilities.rawValue)
     }
 
     static func decode(from r: inout ByteReader) throws(TrackError) -> Hello {
         try r.magic("hello.magic", of: "hello")
-        return Hello(minVersion: try r.u16("hello.minVersion"), maxVersion: try r.u16("hello.maxVersion"),
-                     maxMessageSize: try r.u32("hello.maxMessageSize"), maxFds: try r.u16("hello.maxFds"),
-                     clientName: try r.string("hello.clientName"))
+        var hello = Hello(minVersion: try r.u16("hello.minVersion"), maxVersion: try r.u16("hello.maxVersion"),
+                          maxMessageSize: try r.u32("hello.maxMessageSize"), maxFds: try r.u16("hello.maxFds"),
+                          clientName: try r.string("hello.clientName"))
+        hello.capabilities = Capabilities(rawValue: r.atEnd ? 0 : try r.u64("hello.capabilities"))
+        return hello
     }
 }
 

@@ -16,12 +16,11 @@ public enum Codec {
         return bytes
     }
 
-    /// Decodes the payload of a frame whose header is already validated: all of it, and nothing after it.
+    /// Decodes the payload of a frame whose header is already validated: the fields this revision knows. Bytes
+    /// after them are fields a later revision appended, and are ignored (PROTOCOL.md §2.1).
     public static func decodePayload(type: MessageType, _ bytes: [UInt8], from start: Int, to end: Int) throws(TrackError) -> Message {
         var r = ByteReader(bytes, from: start, to: end)
-        let message = try type.payloadType.decodeMessage(from: &r)
-        try r.expectEnd("\(type)")
-        return message
+        return try type.payloadType.decodeMessage(from: &r)
     }
 }
 

@@ -28,9 +28,9 @@ public struct MetadataItem: Sendable, Hashable, CustomStringConvertible {
         "\(identifier)\(commonKey.isEmpty ? "" : " (\(commonKey))") = \(value)"
     }
 
-    /// The bytes this item takes on the wire.
+    /// The bytes this item takes on the wire: its record's size, then four strings.
     public var encodedSize: Int {
-        8 + [keySpace, key, commonKey].reduce(0) { $0 + min($1.utf8.count, Wire.maxMetadataKey) }
+        12 + [keySpace, key, commonKey].reduce(0) { $0 + min($1.utf8.count, Wire.maxMetadataKey) }
             + min(value.utf8.count, Wire.maxMetadataValue)
     }
 
@@ -48,6 +48,11 @@ public struct MetadataItem: Sendable, Hashable, CustomStringConvertible {
                      key: try r.string("metadata.key", max: Wire.maxMetadataKey),
                      commonKey: try r.string("metadata.commonKey", max: Wire.maxMetadataKey),
                      value: try r.string("metadata.value", max: Wire.maxMetadataValue))
+    }
+
+    /// A list of items as AssetOpened and the track record carry it: a u16 count (`f`), then each item's record.
+    static func decodeList(from r: inout ByteReader, _ f: StaticString) throws(TrackError) -> [MetadataItem] {
+        try r.list(f, max: Wire.maxMetadataItems) { r throws(TrackError) in try r.record("metadata.size", decode(from:)) }
     }
 }
 
@@ -75,8 +80,8 @@ public struct TrackSegment: Sendable, Hashable, CustomStringConvertible {
         return "\(source) → \(target.start)+\(target.duration)"
     }
 
-    /// 64 bytes: source start, source duration, target start, target duration.
-    public static let encodedSize = 64
+    /// 68 bytes: the record's size, then source start, source duration, target start, target duration.
+    public static let encodedSize = 68
 
     func encode(into w: inout ByteWriter) {
         w.timeRange(source)

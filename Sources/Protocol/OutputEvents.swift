@@ -148,11 +148,11 @@ extension Sample: WireMessage {
         w.fourCC(format)
         w.u32(width)
         w.u32(height)
-        colorimetry.encode(into: &w)
+        w.record(colorimetry.encode(into:))
         // The plane count is a single byte.
         let sent = planes.prefix(Wire.maxPlanes)
         w.u8(UInt8(sent.count))
-        for plane in sent { plane.encode(into: &w) }
+        for plane in sent { w.record(plane.encode(into:)) }
         w.u32(frameCount)
         if let trims {
             w.time(trims.atStart)
@@ -168,12 +168,12 @@ extension Sample: WireMessage {
         let flags = try r.u32("sample.flags")
         let format = try r.fourCC("sample.format")
         let width = try r.u32("sample.width"), height = try r.u32("sample.height")
-        let color = try Colorimetry.decode(from: &r, "sample.range", "sample.matrix", "sample.primaries", "sample.transfer")
+        let color = try Colorimetry.decodeRecord(from: &r, "sample.colorimetry")
         let planeCount = Int(try r.u8("sample.planeCount"))
         guard planeCount <= Wire.maxPlanes else {
             throw TrackError(.protocolViolation, "sample.planeCount: \(planeCount) exceeds \(Wire.maxPlanes)")
         }
-        let planes = try r.repeated(planeCount, PlaneLayout.decode(from:))
+        let planes = try r.repeated(planeCount) { r throws(TrackError) in try r.record("plane.size", PlaneLayout.decode(from:)) }
         let frameCount = try r.u32("sample.frameCount")
         var trims: (MediaTime, MediaTime)?
         if flags & Sample.flagTrims != 0 { trims = (try r.time("sample.trimAtStart"), try r.time("sample.trimAtEnd")) }
@@ -254,16 +254,20 @@ struct FramesResolved: WireMessage {
     func encode(into w: inout ByteWriter) {
         w.u32(outputID)
         w.list(frames, max: Wire.maxFrameRequests) { w, frame in
-            w.u64(frame.index)
-            w.time(frame.presentationTime)
+            w.record { w in
+                w.u64(frame.index)
+                w.time(frame.presentationTime)
+            }
         }
     }
 
     static func decode(from r: inout ByteReader) throws(TrackError) -> FramesResolved {
         FramesResolved(outputID: try r.u32("framesResolved.outputID"),
                        frames: try r.list("framesResolved.count", max: Wire.maxFrameRequests) { r throws(TrackError) in
-                           ResolvedFrame(index: try r.u64("framesResolved.index"),
-                                         presentationTime: try r.time("framesResolved.pts"))
+                           try r.record("framesResolved.size") { r throws(TrackError) in
+                               ResolvedFrame(index: try r.u64("framesResolved.index"),
+                                             presentationTime: try r.time("framesResolved.pts"))
+                           }
                        })
     }
 }

@@ -171,13 +171,13 @@ public struct TrackDescription: Sendable, Hashable {
         w.string(level)
         w.u32(pixelAspectRatio.numerator)
         w.u32(pixelAspectRatio.denominator)
-        colorimetry.encode(into: &w)
+        w.record(colorimetry.encode(into:))
         w.u32(bitRate)
         w.string(channelLayout)
         w.i32(naturalTimeScale)
         w.time(minFrameDuration)
-        w.list(segments, max: Wire.maxSegments) { w, segment in segment.encode(into: &w) }
-        w.list(metadata, max: Wire.maxMetadataItems) { w, item in item.encode(into: &w) }
+        w.list(segments, max: Wire.maxSegments) { w, segment in w.record(segment.encode(into:)) }
+        w.list(metadata, max: Wire.maxMetadataItems) { w, item in w.record(item.encode(into:)) }
     }
 
     static func decode(from r: inout ByteReader) throws(TrackError) -> TrackDescription {
@@ -193,11 +193,13 @@ public struct TrackDescription: Sendable, Hashable {
             profile: try r.string("track.profile"), level: try r.string("track.level"),
             pixelAspectRatio: PixelAspectRatio(numerator: try r.u32("track.parNumerator"),
                                                denominator: try r.u32("track.parDenominator")),
-            colorimetry: try Colorimetry.decode(from: &r, "track.range", "track.matrix", "track.primaries", "track.transfer"),
+            colorimetry: try Colorimetry.decodeRecord(from: &r, "track.colorimetry"),
             bitRate: try r.u32("track.bitRate"), channelLayout: try r.string("track.channelLayout"),
             naturalTimeScale: try r.i32("track.naturalTimeScale"), minFrameDuration: try r.time("track.minFrameDuration"),
-            segments: try r.list("track.segmentCount", max: Wire.maxSegments, TrackSegment.decode(from:)),
-            metadata: try r.list("track.metadataCount", max: Wire.maxMetadataItems, MetadataItem.decode(from:)))
+            segments: try r.list("track.segmentCount", max: Wire.maxSegments) { r throws(TrackError) in
+                try r.record("segment.size", TrackSegment.decode(from:))
+            },
+            metadata: try MetadataItem.decodeList(from: &r, "track.metadataCount"))
     }
 }
 
@@ -225,10 +227,12 @@ public struct Colorimetry: Sendable, Hashable {
         w.u8(transfer)
     }
 
-    /// The four field names are for errors: they say which message's colorimetry was short.
-    static func decode(from r: inout ByteReader, _ range: StaticString, _ matrix: StaticString, _ primaries: StaticString,
-                       _ transfer: StaticString) throws(TrackError) -> Colorimetry {
-        Colorimetry(range: try r.u8(range), matrix: try r.u8(matrix), primaries: try r.u8(primaries), transfer: try r.u8(transfer))
+    /// The record (a u32 size, then the four bytes); `size` names it in errors (it says whose colorimetry it is).
+    static func decodeRecord(from r: inout ByteReader, _ size: StaticString) throws(TrackError) -> Colorimetry {
+        try r.record(size) { r throws(TrackError) in
+            Colorimetry(range: try r.u8("colorimetry.range"), matrix: try r.u8("colorimetry.matrix"),
+                        primaries: try r.u8("colorimetry.primaries"), transfer: try r.u8("colorimetry.transfer"))
+        }
     }
 }
 

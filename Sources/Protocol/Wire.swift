@@ -62,6 +62,15 @@ public struct ByteWriter: Sendable {
         u8(1)
         item(&self, value)
     }
+
+    /// A growable record (PROTOCOL.md §4 "record"): a u32 size, then the bytes `fields` writes.
+    public mutating func record(_ fields: (inout ByteWriter) -> Void) {
+        let at = bytes.count
+        u32(0)
+        fields(&self)
+        let size = UInt32(bytes.count - at - 4)
+        for i in 0..<4 { bytes[at + i] = UInt8(truncatingIfNeeded: size >> (8 * i)) }
+    }
 }
 
 public struct ByteReader {
@@ -77,6 +86,11 @@ public struct ByteReader {
     }
 
     public var remaining: Int { end - offset }
+
+    /// True when every byte of the payload (or of the record being read) has been read: a field appended by a
+    /// later revision is absent and takes its default (PROTOCOL.md §2.1), e.g.
+    /// `let lost = r.atEnd ? 0 : try r.u64("outputFinished.samplesLost")`.
+    public var atEnd: Bool { offset >= end }
 
     private mutating func take(_ n: Int, _ field: StaticString) throws(TrackError) -> Int {
         guard n >= 0, remaining >= n else {
@@ -175,9 +189,18 @@ public struct ByteReader {
         }
     }
 
-    public func expectEnd(_ type: String) throws(TrackError) {
-        guard remaining == 0 else {
-            throw TrackError(.protocolViolation, "\(type): \(remaining) unexpected trailing bytes")
+    /// A growable record (PROTOCOL.md §4 "record"): a u32 size (`f`), then that many bytes, from which `fields`
+    /// reads the fields it knows; the bytes after them (fields a later revision appended) are skipped. A size that
+    /// runs past the payload, or ends inside a field `fields` needs, is a protocol violation.
+    public mutating func record<T>(_ f: StaticString, _ fields: (inout ByteReader) throws(TrackError) -> T) throws(TrackError) -> T {
+        let size = Int(try u32(f))
+        let at = try take(size, f)
+        var inner = ByteReader(bytes, from: at, to: at + size)
+        do {
+            return try fields(&inner)
+        } catch {
+            guard error.message.hasPrefix("message truncated") else { throw error }
+            throw TrackError(.protocolViolation, "\(f): a record of \(size) bytes ends inside its fields (\(error.message))")
         }
     }
 }
@@ -186,11 +209,15 @@ public struct ByteReader {
 public enum Wire {
     /// "TRKD" read as a little-endian u32 — the first four payload bytes of Hello and HelloReply.
     public static let magic: UInt32 = 0x444B_5254
-    public static let version: UInt16 = 1
+    /// The one protocol version trackd speaks (PROTOCOL.md §5).
+    public static let version: UInt16 = 2
+    /// The revision of version 2: how many times fields were appended to it (PROTOCOL.md §2.1 lists each). Bump it
+    /// with every appended field; it keys what the daemon caches in the wire layout.
+    public static let revision: UInt16 = 0
     public static let headerSize = 16
     /// Largest payload either side ever accepts before Hello has agreed on a (possibly smaller) limit.
     public static let maxMessageSizeCeiling: UInt32 = 1 << 20
-    /// The smallest receive limit a client may offer in Hello: every version-1 message a worker sends fits in it
+    /// The smallest receive limit a client may offer in Hello: every version-2 message a worker sends fits in it
     /// (the largest, an OutputCreated with a full codec configuration, is 65,557 bytes).
     public static let minMessageSize: UInt32 = 128 * 1024
     /// The receiver's default largest payload.

@@ -7,13 +7,18 @@ public struct HelloReply: Sendable, Equatable {
     public var maxFds: UInt16
     public var workerPID: UInt32
     public var serverVersion: String
+    /// The capabilities in force (PROTOCOL.md §5.3): of the client's, those the worker will use, and the requests
+    /// the worker accepts.
+    public var capabilities: Capabilities
 
-    public init(version: UInt16, maxMessageSize: UInt32, maxFds: UInt16, workerPID: UInt32, serverVersion: String) {
+    public init(version: UInt16, maxMessageSize: UInt32, maxFds: UInt16, workerPID: UInt32, serverVersion: String,
+                capabilities: Capabilities = []) {
         self.version = version
         self.maxMessageSize = maxMessageSize
         self.maxFds = maxFds
         self.workerPID = workerPID
         self.serverVersion = serverVersion
+        self.capabilities = capabilities
     }
 }
 
@@ -28,13 +33,15 @@ extension HelloReply: WireMessage {
         w.u16(maxFds)
         w.u32(workerPID)
         w.string(serverVersion)
+        w.u64(capabilities.rawValue)
     }
 
     static func decode(from r: inout ByteReader) throws(TrackError) -> HelloReply {
         try r.magic("helloReply.magic", of: "helloReply")
         return HelloReply(version: try r.u16("helloReply.version"), maxMessageSize: try r.u32("helloReply.maxMessageSize"),
                           maxFds: try r.u16("helloReply.maxFds"), workerPID: try r.u32("helloReply.workerPID"),
-                          serverVersion: try r.string("helloReply.serverVersion"))
+                          serverVersion: try r.string("helloReply.serverVersion"),
+                          capabilities: Capabilities(rawValue: try r.u64("helloReply.capabilities")))
     }
 }
 
@@ -60,14 +67,16 @@ extension AssetOpened: WireMessage {
     func encode(into w: inout ByteWriter) {
         w.u32(assetID)
         w.time(duration)
-        w.list(tracks, max: Wire.maxTracks) { w, track in track.encode(into: &w) }
-        w.list(metadata, max: Wire.maxMetadataItems) { w, item in item.encode(into: &w) }
+        w.list(tracks, max: Wire.maxTracks) { w, track in w.record(track.encode(into:)) }
+        w.list(metadata, max: Wire.maxMetadataItems) { w, item in w.record(item.encode(into:)) }
     }
 
     static func decode(from r: inout ByteReader) throws(TrackError) -> AssetOpened {
         AssetOpened(assetID: try r.u32("assetOpened.assetID"), duration: try r.time("assetOpened.duration"),
-                    tracks: try r.list("assetOpened.trackCount", max: Wire.maxTracks, TrackDescription.decode(from:)),
-                    metadata: try r.list("assetOpened.metadataCount", max: Wire.maxMetadataItems, MetadataItem.decode(from:)))
+                    tracks: try r.list("assetOpened.trackCount", max: Wire.maxTracks) { r throws(TrackError) in
+                        try r.record("track.size", TrackDescription.decode(from:))
+                    },
+                    metadata: try MetadataItem.decodeList(from: &r, "assetOpened.metadataCount"))
     }
 }
 
@@ -252,7 +261,9 @@ extension StatusReport: WireMessage {
     }
 }
 
-/// An Error message is a `TrackError`: its code and message.
+/// An Error message is a `TrackError`: its code and message — version 1's layout, which a client of any version
+/// reads: an Error may answer a Hello before a version is agreed (PROTOCOL.md §5), and the supervisor writes Errors
+/// without knowing the version. A field appended to Error must never be sent before HelloReply.
 extension TrackError: WireMessage {
     static let messageType = MessageType.error
     var asMessage: Message { .error(self) }

@@ -57,6 +57,9 @@ final class Connection: Sendable {
             }
             switch frame.message {
             case .helloReply(let reply):
+                guard reply.version == Wire.version else {
+                    throw TrackError(.protocolViolation, "trackd answered Hello with protocol version \(reply.version); this client speaks \(Wire.version)")
+                }
                 hello = reply
             case .error(let e):
                 throw e

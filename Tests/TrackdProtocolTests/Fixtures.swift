@@ -55,6 +55,7 @@ enum Fixtures {
         .hello(Hello(clientName: "tests")),
         .hello(Hello(minVersion: 0, maxVersion: .max, maxMessageSize: .max, maxFds: 0, clientName: "")),
         .hello(Hello(clientName: maxLengthString)),
+        .hello(Hello(minVersion: 1, maxVersion: 1, clientName: "v1", capabilities: Capabilities(rawValue: .max))),
         .openAsset(name: "/media/clip.mov"),
         .openAsset(name: unicode),
         .openAsset(name: ""),
@@ -90,7 +91,9 @@ enum Fixtures {
         .generateImage(GenerateImage(assetID: 1, trackID: 1, time: MediaTime(value: 12, timescale: 1))),
         .generateImage(GenerateImage(assetID: 1, trackID: 1, time: .zero, imageFormat: FourCC(rawValue: 0))),
         .getStatus,
-        .helloReply(HelloReply(version: 1, maxMessageSize: 262_144, maxFds: 4, workerPID: 4242, serverVersion: "trackd 0.1")),
+        .helloReply(HelloReply(version: 2, maxMessageSize: 262_144, maxFds: 4, workerPID: 4242, serverVersion: "trackd 0.1")),
+        .helloReply(HelloReply(version: .max, maxMessageSize: 1, maxFds: 0, workerPID: 0, serverVersion: unicode,
+                               capabilities: Capabilities(rawValue: 0x8000_0000_0000_0001))),
         .assetOpened(AssetOpened(assetID: 1, duration: MediaTime(value: 10_010, timescale: 1000), tracks: [])),
         .assetOpened(AssetOpened(
             assetID: 2, duration: .positiveInfinity,

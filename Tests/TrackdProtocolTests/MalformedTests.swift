@@ -92,22 +92,28 @@ import Testing
 
     // ── Payload length ─────────────────────────────────────────────────────────────────────────────────────
 
-    /// Every fixture cut short by any number of bytes (with the header's length matching) is "truncated".
+    /// Every fixture cut short by any number of bytes (with the header's length matching) is "truncated" — unless
+    /// the cut is where an older revision's payload ends (GrowthTests).
     @Test func everyTruncationIsRejected() {
         for message in Fixtures.messages {
             let p = payload(of: message)
             // Large payloads: test the cuts near both ends and a stride through the middle.
             let cuts = p.count <= 600 ? Array(0..<p.count) : Array(0..<300) + Array(stride(from: 300, to: p.count - 300, by: 97)) + Array(p.count - 300..<p.count)
-            for n in cuts {
+            let older = Set(GrowthTests.appendedFields.filter { $0.message.type == message.type }.map { p.count - $0.olderBy })
+            for n in cuts where !older.contains(n) {
                 Self.expectViolation(Self.frame(message.type, Array(p[..<n])), "truncated")
             }
         }
     }
 
-    @Test func trailingBytesAreRejected() {
+    /// PROTOCOL.md §2.1: bytes after the fields a receiver knows are fields a later revision appended, and are
+    /// ignored — in a payload, and inside a record (its size says where it ends).
+    @Test func appendedBytesAreIgnored() throws {
         for message in Fixtures.messages {
-            Self.expectViolation(Self.frame(message.type, payload(of: message) + [0]), "trailing")
-            Self.expectViolation(Self.frame(message.type, payload(of: message) + [0, 0, 0, 0, 0, 0, 0, 0, 0]), "trailing")
+            for extra: [UInt8] in [[0], [0xFF, 1, 2, 3, 4, 5, 6, 7, 8]] {
+                let decoded = try decodeAll(Self.frame(message.type, payload(of: message) + extra))
+                #expect(decoded.count == 1 && decoded.first?.message == message, "\(message.type) + \(extra.count) bytes")
+            }
         }
     }
 
@@ -120,7 +126,7 @@ import Testing
         Self.expectViolation(Self.frame(.assetOpened, opened), "truncated")
         // Sample says 3 planes, carries 2.
         var sample = payload(of: .sample(Fixtures.sample))
-        sample[88] = 3
+        sample[92] = 3
         Self.expectViolation(Self.frame(.sample, sample), "truncated")
         // A blob or string whose length runs past the payload.
         Self.expectViolation(Self.frame(.openAsset, le16(10) + [0x61, 0x62]), "truncated")
@@ -133,7 +139,7 @@ import Testing
         Self.expectViolation(Self.frame(.releaseSlots, le32(1) + le16(UInt16(Wire.maxSlotsPerRelease + 1))), "exceeds")
         Self.expectViolation(Self.frame(.assetOpened, le32(1) + Array(repeating: 0, count: 16) + le16(UInt16(Wire.maxTracks + 1))), "exceeds")
         var sample = payload(of: .sample(Fixtures.sample))
-        sample[88] = UInt8(Wire.maxPlanes + 1)
+        sample[92] = UInt8(Wire.maxPlanes + 1)
         Self.expectViolation(Self.frame(.sample, sample), "exceeds")
         let oc = le32(1) + [1] + le32(0) + le32(0) + le32(0)
         Self.expectViolation(Self.frame(.outputCreated, oc + le32(UInt32(Wire.maxCodecConfig + 1))), "exceeds")
@@ -147,11 +153,11 @@ import Testing
     // ── Field values ───────────────────────────────────────────────────────────────────────────────────────
 
     @Test func booleansMustBeZeroOrOne() {
-        // TrackDescription.hasAlpha: offset 22 (tracks) + 69.
+        // TrackDescription.hasAlpha: offset 22 (tracks) + 4 (the record's size) + 69.
         var opened = payload(of: .assetOpened(AssetOpened(assetID: 1, duration: .zero, tracks: [Fixtures.track(1)])))
-        #expect(opened[22 + 69] == 0)
+        #expect(opened[26 + 69] == 0)
         for v: UInt8 in [2, 0x80, 0xFF] {
-            opened[22 + 69] = v
+            opened[26 + 69] = v
             Self.expectViolation(Self.frame(.assetOpened, opened), "neither 0 nor 1")
             // Settings boolean.
             Self.expectViolation(Self.createOutput(settings: le16(1) + Self.string([0x62]) + [3, v]), "neither 0 nor 1")

@@ -239,11 +239,11 @@ func readTag(_ fd: Int32, size: Int = 4096) throws -> UInt64 {
     @Test func oversizedFrameOverTheSocket() throws {
         let (x, y) = socketPair()
         let a = MessageSocket(fd: x), b = MessageSocket(fd: y)
-        b.setMaxMessageSize(16)
-        try a.send(.hello(Hello(clientName: "")), requestID: 1)  // 16-byte payload: fits
+        b.setMaxMessageSize(24)
+        try a.send(.hello(Hello(clientName: "")), requestID: 1)  // 24-byte payload: fits
         #expect(try b.receive().message == .hello(Hello(clientName: "")))
-        try a.send(.hello(Hello(clientName: "x")), requestID: 2)  // 17 bytes
-        expectBroken(b, "exceeds the limit of 16")
+        try a.send(.hello(Hello(clientName: "x")), requestID: 2)  // 25 bytes
+        expectBroken(b, "exceeds the limit of 24")
     }
 
     @Test func orderlyCloseAtAFrameBoundary() throws {

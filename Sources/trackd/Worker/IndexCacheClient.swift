@@ -32,10 +32,14 @@ enum IndexCacheClient {
         putBlob(key, blob)
     }
 
-    /// What a cached description is stamped with: the GStreamer version that found it, and the track record's
-    /// layout (descriptions cached before tracks carried their timescale, in nanoseconds, or before they carried
-    /// metadata and segments, or before FLAC, WAV, AVI and MP3 tags were read, are misses).
-    static var descriptionStamp: [UInt8] { Array("\(Gst.versionString); track times on the track's grid; metadata; tags".utf8) }
+    /// What a cached description is stamped with: the GStreamer version that found it, the wire layout it is kept
+    /// in (the protocol version and revision: a description cached in another layout is a miss, never read with
+    /// the wrong one), and what it holds (descriptions cached before tracks carried their timescale, in
+    /// nanoseconds, or before they carried metadata and segments, or before FLAC, WAV, AVI and MP3 tags were read,
+    /// are misses).
+    static var descriptionStamp: [UInt8] {
+        Array("\(Gst.versionString); protocol \(Wire.version).\(Wire.revision); track times on the track's grid; metadata; tags".utf8)
+    }
 
     /// What opening the file found, kept under the file's key with track id 0: the payload of the AssetOpened
     /// that discovery answered (asset id 0), after the GStreamer version that found it — a description made by

@@ -52,6 +52,8 @@ final class Session: Sendable {
     let stopping = Atomic<Bool>(false)
     /// Requests running on a thread of their own (`background`): reads in flight for the stop's grace.
     let backgroundRequests = Atomic<Int>(0)
+    /// The capability bits HelloReply put in force (PROTOCOL.md §5.3).
+    let capabilities = Atomic<UInt64>(0)
 
     init(socket: MessageSocket, context: WorkerContext) {
         self.socket = socket
@@ -137,35 +139,37 @@ final class Session: Sendable {
                              requestID: frame.requestID)
             return false
         }
-        guard hello.minVersion <= Wire.version && Wire.version <= hello.maxVersion else {
-            try? socket.send(.error(TrackError(.protocolViolation,
-                                               "protocol versions \(hello.minVersion)–\(hello.maxVersion) are not supported; this trackd speaks \(Wire.version)")),
-                             requestID: frame.requestID)
-            return false
-        }
-        guard hello.maxMessageSize >= Wire.minMessageSize else {
-            try? socket.send(.error(TrackError(.protocolViolation,
-                                               "Hello offers a message size of \(hello.maxMessageSize) bytes; at least \(Wire.minMessageSize) is required")),
-                             requestID: frame.requestID)
-            return false
-        }
-        guard hello.maxFds >= 1 else {
-            try? socket.send(.error(TrackError(.protocolViolation,
-                                               "Hello's maxFds is 0; at least 1 is required (PoolAdded and Image carry a descriptor)")),
-                             requestID: frame.requestID)
+        if let refusal = Self.refusal(of: hello) {
+            Log.warning("closing the connection of client pid \(context.clientPID): \(refusal.message)")
+            try? socket.send(.error(refusal), requestID: frame.requestID)
             return false
         }
         let agreed = min(hello.maxMessageSize, Wire.defaultMaxMessageSize)
         socket.setMaxMessageSize(agreed)
+        let reply = HelloReply(version: Wire.version, maxMessageSize: agreed, maxFds: min(hello.maxFds, Wire.maxFdsPerMessage),
+                               workerPID: UInt32(getpid()), serverVersion: "trackd 0.1 (\(Gst.versionString))",
+                               capabilities: .agreed(offered: hello.capabilities))
+        capabilities.store(reply.capabilities.rawValue, ordering: .relaxed)
         do {
-            try socket.send(.helloReply(HelloReply(version: Wire.version, maxMessageSize: agreed,
-                                                   maxFds: min(hello.maxFds, Wire.maxFdsPerMessage),
-                                                   workerPID: UInt32(getpid()), serverVersion: "trackd 0.1 (\(Gst.versionString))")),
-                            requestID: frame.requestID)
+            try socket.send(.helloReply(reply), requestID: frame.requestID)
         } catch {
             return false
         }
         return true
+    }
+
+    /// Why `hello` is refused (PROTOCOL.md §5: answered with this Error, the Hello's request id, then the close), or
+    /// nil. The version comes first: a Hello of another version is read only as far as its version range.
+    static func refusal(of hello: Hello) -> TrackError? {
+        guard hello.offersWireVersion else { return hello.versionRefusal }
+        guard hello.maxMessageSize >= Wire.minMessageSize else {
+            return TrackError(.protocolViolation,
+                              "Hello offers a message size of \(hello.maxMessageSize) bytes; at least \(Wire.minMessageSize) is required")
+        }
+        guard hello.maxFds >= 1 else {
+            return TrackError(.protocolViolation, "Hello's maxFds is 0; at least 1 is required (PoolAdded and Image carry a descriptor)")
+        }
+        return nil
     }
 
     /// Handles one request. A thrown error is a protocol violation: the caller reports it and closes the

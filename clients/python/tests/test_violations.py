@@ -18,11 +18,14 @@ TIMEOUT = 30
 
 
 def track_record():
-    # §7.2: the fixed part, then language, profile and level (empty strings), the 16-byte block, channelLayout,
-    # naturalTimeScale and minFrameDuration, then no segments and no metadata (§7.6, §7.5).
-    return (struct.pack('<IBIIIdqiIqiIIIIBBBi', 1, 1, w.str_to_fourcc('avc1'), 64, 48, 30.0, 1, 1, 1, 0, 1, 1,
+    # §7.2, a record: its size, the fixed part, then language, profile and level (empty strings), the pixel aspect
+    # ratio, the colorimetry record, bitRate, channelLayout, naturalTimeScale and minFrameDuration, then no segments
+    # and no metadata (§7.6, §7.5).
+    body = (struct.pack('<IBIIIdqiIqiIIIIBBBi', 1, 1, w.str_to_fourcc('avc1'), 64, 48, 30.0, 1, 1, 1, 0, 1, 1,
                         0, 0, 24, 0, 8, 1, 0) + b'\x00\x00' * 3
-            + struct.pack('<IIBBBBI', 1, 1, 1, 1, 1, 1, 0) + b'\x00\x00' + struct.pack('<iqiI', 30, 1, 30, 1) + b'\x00\x00' * 2)
+            + struct.pack('<IIIBBBBI', 1, 1, 4, 1, 1, 1, 1, 0) + b'\x00\x00' + struct.pack('<iqiI', 30, 1, 30, 1)
+            + b'\x00\x00' * 2)
+    return struct.pack('<I', len(body)) + body
 
 
 ASSET_OPENED = struct.pack('<IqiIH', 1, 1, 1, 1, 1) + track_record() + b'\x00\x00'  # no asset metadata
@@ -64,7 +67,8 @@ class FakeWorker:
         conn.settimeout(TIMEOUT)
         with conn:
             _, rid, _ = self.read_request(conn)
-            reply = struct.pack('<IHIHI', w.MAGIC, 1, w.DEFAULT_MAX_MESSAGE, 4, os.getpid()) + b'\x04\x00fake'
+            reply = (struct.pack('<IHIHI', w.MAGIC, 2, w.DEFAULT_MAX_MESSAGE, 4, os.getpid()) + b'\x04\x00fake'
+                     + struct.pack('<Q', 0))
             conn.sendall(w.frame(w.HELLO_REPLY, reply, rid))
             self.script(conn, lambda: self.read_request(conn))
 
@@ -115,13 +119,30 @@ class ViolationTests(unittest.TestCase):
             self.run_fake(script)
         self.assertIn('reserved', cm.exception.message)
 
-    def test_trailing_bytes(self):
+    def test_appended_bytes_are_ignored(self):
+        """§2.1: bytes after the fields the client knows — of a payload, and of a record — are a later revision's."""
+        record = track_record()
+        grown = struct.pack('<I', len(record) - 4 + 3) + record[4:] + b'\x01\x02\x03'
+        opened = struct.pack('<IqiIH', 1, 1, 1, 1, 1) + grown + b'\x00\x00' + b'\xff' * 9
+
         def script(conn, read):
             _, rid, _ = read()
-            conn.sendall(w.frame(w.ASSET_OPENED, ASSET_OPENED + b'\x00', rid))
+            conn.sendall(w.frame(w.ASSET_OPENED, opened, rid))
+            read()  # until the client closes
+        asset = self.run_fake(script)
+        self.assertEqual([(t.id, t.codec, t.natural_time_scale) for t in asset.tracks], [(1, 'avc1', 30)])
+        asset.close()
+
+    def test_record_size_that_lies(self):
+        record = track_record()
+        lying = struct.pack('<I', len(record) - 5) + record[4:]  # one byte short of its fields
+
+        def script(conn, read):
+            _, rid, _ = read()
+            conn.sendall(w.frame(w.ASSET_OPENED, struct.pack('<IqiIH', 1, 1, 1, 1, 1) + lying + b'\x00\x00', rid))
         with self.assertRaises(trackd.ProtocolViolation) as cm:
             self.run_fake(script)
-        self.assertIn('trailing', cm.exception.message)
+        self.assertIn('ends inside its fields', cm.exception.message)
 
     def test_end_of_file_mid_frame(self):
         def script(conn, read):

@@ -1,7 +1,6 @@
 """Assets: opened media on a connection — tracks, metadata, reads, exact frames, images and batches."""
 
 import os
-import struct
 import threading
 from collections import namedtuple
 
@@ -156,9 +155,7 @@ class Asset:
         """GenerateImage: the frame shown at `time` (seconds) as a PNG file; returns an Image."""
         conn = self._c
         t = self.track(track, None if track is not None else 'video')
-        payload = struct.pack('<II', self.id, t.id) + struct.pack('<qiI', *_options.time(time, 'time')) \
-            + struct.pack('<I', w.str_to_fourcc('png '))
-        rid = conn.send(w.GENERATE_IMAGE, payload)
+        rid = conn.send(w.GENERATE_IMAGE, w.generate_image(self.id, t.id, _options.time(time, 'time')))
         m = conn.next_message(rid)
         if m.type == w.ERROR:
             raise TrackdError(*m.value)

@@ -127,7 +127,7 @@ class Connection:
         self.timeout = timeout
         self._sock.settimeout(timeout)
         if reply['version'] != w.VERSION:
-            self._violation('HelloReply picked version %d, not 1' % reply['version'])
+            self._violation('HelloReply picked version %d, not %d' % (reply['version'], w.VERSION))
         if not w.MIN_CLIENT_MAX_MESSAGE <= reply['max_message_size'] <= w.DEFAULT_MAX_MESSAGE:
             self._violation('HelloReply agreed on %d bytes per message' % reply['max_message_size'])
         self._recv_limit = self.send_limit = reply['max_message_size']
