@@ -9,7 +9,7 @@ import Testing
         let t = { (v: Int64, ts: Int32) in MediaTime(value: v, timescale: ts) }
         let track = TrackDescription(
             id: 1, mediaType: .video, codec: "avc1", width: 64, height: 48, nominalFrameRate: 30, duration: t(30720, 15360),
-            timeRangeStart: t(0, 15360), depth: 24, bitsPerComponent: 8, chromaSubsampling: .yuv420, language: "und",
+            timeRangeStart: t(0, 15360), depth: 24, bitsPerComponent: 8, chromaSubsampling: .yuv420, language: "eng",
             pixelAspectRatio: PixelAspectRatio(numerator: 1, denominator: 1),
             colorimetry: Colorimetry(range: 1, matrix: 1, primaries: 1, transfer: 1), naturalTimeScale: 15360,
             minFrameDuration: t(512, 15360),

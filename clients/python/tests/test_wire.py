@@ -55,7 +55,7 @@ ENCODED = {
 }
 
 EXAMPLE_TRACK = w.Track(
-    1, 'video', 'avc1', 64, 48, 30.0, t(30720, 15360), t(0, 15360), 0, 0, 24, False, 8, 1, 0, 'und', '', '', (1, 1),
+    1, 'video', 'avc1', 64, 48, 30.0, t(30720, 15360), t(0, 15360), 0, 0, 24, False, 8, 1, 0, 'eng', '', '', (1, 1),
     w.Colorimetry(1, 1, 1, 1), 0, '', 15360, Fraction(1, 30),
     [w.Segment(w.TimeRange(Fraction(1024, 15360), Fraction(2)), w.TimeRange(Fraction(0), Fraction(2)), False)],
     [w.MetadataItem('hdlr', 'name', None, 'VideoHandler')])
