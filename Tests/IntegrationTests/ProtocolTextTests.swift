@@ -12,6 +12,37 @@ import Glibc
 /// a real daemon.
 @Suite(.timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs)
 struct ProtocolTextTests {
+    /// §8 ReadFrames and GenerateImage: the 2 s 30 fps clip ends at 30720/15360, where frame 59 (at 30208/15360) stops
+    /// being displayed. ReadFrames names frame 59 one tick before the end and no frame at the end; GenerateImage
+    /// names frame 59 at the end and after it.
+    @Test func readFramesAndGenerateImageAtTheTracksEnd() throws {
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        let t = { (v: Int64) in MediaTime(value: v, timescale: 15360) }
+        let asset = try Asset(path: Media.clip, socketPath: daemon.socketPath)
+        let track = try #require(asset.tracks(withMediaType: .video).first)
+        #expect(track.naturalTimeScale == 15360 && track.timeRangeStart == t(0) && track.duration == t(30720))
+        let y420: [String: SettingValue] = [SettingsKey.pixelFormatType: .string("y420")]
+        let last = try asset.frames(at: [t(30719)], track: track, outputSettings: y420)
+        #expect(last.map(\.index) == [59] && last.first?.sample.presentationTimeStamp == t(30208))
+        do {
+            _ = try asset.frames(at: [t(30720)], track: track, outputSettings: y420)
+            Issue.record("ReadFrames at the track's end named a frame")
+        } catch {
+            #expect(error.knownCode == .invalidArgument)
+            #expect(error.message == "ReadFrames request 0: frame time 2.0 s is after the last frame, which ends at 2.0 s", "\(error)")
+        }
+        let raw = try RawClient(socketPath: daemon.socketPath)
+        let opened = try raw.openAsset(Media.clip)
+        for time in [t(30720), MediaTime(value: 100, timescale: 1)] {
+            try raw.socket.send(.generateImage(GenerateImage(assetID: opened.assetID, trackID: track.trackID, time: time)), requestID: 50)
+            let reply = try raw.socket.receive()
+            reply.fds.forEach { close($0) }
+            guard case .image(let image) = reply.message else { Issue.record("no Image at \(time): \(reply.message)"); continue }
+            #expect(image.actualTime == t(30208), "GenerateImage at \(time)")
+        }
+    }
+
     /// §7.2: `language` is never "und": ffmpeg's MP4 stores "und" in mdhd, the track record says "" and the mdhd item
     /// carries "und" as stored; a track whose mdhd says "eng" says "eng".
     @Test func undeterminedLanguageIsEmpty() throws {
