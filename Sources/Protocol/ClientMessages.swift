@@ -141,10 +141,12 @@ struct ReleaseSlots: WireMessage {
     }
 
     static func decode(from r: inout ByteReader) throws(TrackError) -> ReleaseSlots {
-        ReleaseSlots(outputID: try r.u32("releaseSlots.outputID"),
-                     slots: try r.list("releaseSlots.count", max: Wire.maxSlotsPerRelease) { r throws(TrackError) in
-                         try SlotRef.decode(from: &r, "releaseSlots.poolID", "releaseSlots.slot")
-                     })
+        let outputID = try r.u32("releaseSlots.outputID")
+        let slots = try r.list("releaseSlots.count", max: Wire.maxSlotsPerRelease) { r throws(TrackError) in
+            try SlotRef.decode(from: &r, "releaseSlots.poolID", "releaseSlots.slot")
+        }
+        guard !slots.isEmpty else { throw TrackError(.protocolViolation, "releaseSlots.count: 0; at least one slot is required") }
+        return ReleaseSlots(outputID: outputID, slots: slots)
     }
 }
 

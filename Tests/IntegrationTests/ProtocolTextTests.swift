@@ -12,6 +12,28 @@ import Glibc
 /// a real daemon.
 @Suite(.timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs)
 struct ProtocolTextTests {
+    /// The one Error a broken connection gets, then the close.
+    static func expectViolationThenClose(_ socket: MessageSocket, _ fragment: String,
+                                         sourceLocation: SourceLocation = #_sourceLocation) throws {
+        let answer = try socket.receive()
+        #expect(answer.requestID == 0, "a payload that does not decode has no request id", sourceLocation: sourceLocation)
+        guard case .error(let e) = answer.message else {
+            Issue.record("expected an Error, got \(answer.message)", sourceLocation: sourceLocation)
+            return
+        }
+        #expect(e.knownCode == .protocolViolation && e.message.contains(fragment), "\(e)", sourceLocation: sourceLocation)
+        #expect(throws: MessageSocket.ReceiveError.self, sourceLocation: sourceLocation) { try socket.receive() }
+    }
+
+    /// §8 ReleaseSlots, §13: a client MUST NOT send one naming no slot; the worker treats it as a violation.
+    @Test func anEmptyReleaseSlotsIsAViolation() throws {
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        let raw = try RawClient(socketPath: daemon.socketPath)
+        try raw.socket.send(.releaseSlots(outputID: 1, slots: []), requestID: 0)
+        try Self.expectViolationThenClose(raw.socket, "releaseSlots.count: 0; at least one slot is required")
+    }
+
     /// §8 ReadFrames and GenerateImage: the 2 s 30 fps clip ends at 30720/15360, where frame 59 (at 30208/15360) stops
     /// being displayed. ReadFrames names frame 59 one tick before the end and no frame at the end; GenerateImage
     /// names frame 59 at the end and after it.

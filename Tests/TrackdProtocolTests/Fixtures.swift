@@ -67,7 +67,6 @@ enum Fixtures {
                                    settings: ["PixelFormatType": .int(0x3432_3076), "Width": .int(640), "Height": .double(360)])),
         .createOutput(CreateOutput(assetID: 9, trackID: 9, timeRange: MediaTimeRange(start: .invalid, duration: .invalid),
                                    settings: allSettingValues)),
-        .releaseSlots(outputID: 1, slots: []),
         .releaseSlots(outputID: 1, slots: [SlotRef(poolID: 1, slot: 0), SlotRef(poolID: 2, slot: 0xFFFF_FFFF)]),
         .releaseSlots(outputID: 2, slots: (0..<UInt32(Wire.maxSlotsPerRelease)).map { SlotRef(poolID: $0 / 8, slot: $0 % 8) }),
         .createOutput(CreateOutput(assetID: 1, trackID: 2, timeRange: .everything, settings: [:], supportsRandomAccess: true)),

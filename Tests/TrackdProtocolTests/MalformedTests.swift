@@ -29,6 +29,7 @@ import Testing
             Self.expectViolation(Self.frame(.createOutput, prefix + [0]), "createOutput.flags: unknown bits")
         }
         Self.expectViolation(Self.frame(.resetOutput, le32(1) + le16(0)), "at least one range")
+        Self.expectViolation(Self.frame(.releaseSlots, le32(1) + le16(0)), "releaseSlots.count: 0; at least one slot is required")
         Self.expectViolation(Self.frame(.resetOutput, le32(1) + le16(UInt16(Wire.maxResetRanges + 1))), "exceeds")
         // Two ranges announced, one present.
         let one = Array(payload(of: .resetOutput(outputID: 1, ranges: [.everything])))
