@@ -25,6 +25,17 @@ struct ProtocolTextTests {
         #expect(throws: MessageSocket.ReceiveError.self, sourceLocation: sourceLocation) { try socket.receive() }
     }
 
+    /// §8 Hello, §13: a wrong magic is a payload that does not decode, so its Error has request id 0.
+    @Test func aHelloWithAWrongMagicIsAnsweredWithRequestIDZero() throws {
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        let socket = MessageSocket(fd: try UnixSocket.connect(to: daemon.socketPath))
+        var bytes = Codec.frame(.hello(Hello(clientName: "magic")), requestID: 5)
+        bytes[Wire.headerSize] = 0x74  // "tRKD"
+        _ = bytes.withUnsafeBytes { send(socket.fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        try Self.expectViolationThenClose(socket, "magic")
+    }
+
     /// §8 ReleaseSlots, §13: a client MUST NOT send one naming no slot; the worker treats it as a violation.
     @Test func anEmptyReleaseSlotsIsAViolation() throws {
         let daemon = try Daemon()
