@@ -35,7 +35,8 @@ final class Connection: Sendable {
     /// Connects and performs the Hello handshake.
     init(socketPath: String, clientName: String) throws(TrackError) {
         do {
-            socket = MessageSocket(fd: try UnixSocket.connected(to: socketPath), maxMessageSize: Wire.maxMessageSizeCeiling)
+            // Until HelloReply the receive limit is the default (PROTOCOL.md §5), then the agreed size.
+            socket = MessageSocket(fd: try UnixSocket.connected(to: socketPath), maxMessageSize: Wire.defaultMaxMessageSize)
         } catch {
             throw Self.unreachable(socketPath, error.reason)
         }
@@ -60,6 +61,10 @@ final class Connection: Sendable {
                 guard reply.version == Wire.version else {
                     throw TrackError(.protocolViolation, "trackd answered Hello with protocol version \(reply.version); this client speaks \(Wire.version)")
                 }
+                guard (Wire.minMessageSize...Wire.defaultMaxMessageSize).contains(reply.maxMessageSize) else {
+                    throw TrackError(.protocolViolation, "trackd agreed on \(reply.maxMessageSize) bytes per message; this client offered \(Wire.defaultMaxMessageSize)")
+                }
+                socket.setMaxMessageSize(reply.maxMessageSize)
                 hello = reply
             case .error(let e):
                 throw e

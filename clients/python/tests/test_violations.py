@@ -33,9 +33,10 @@ OUTPUT_CREATED = struct.pack('<IBIIII', 1, 1, w.str_to_fourcc('L008'), 64, 48, 0
 
 
 class FakeWorker:
-    """Listens on a socket path, answers Hello, then runs script(conn, read_request) in a thread."""
+    """Listens on a socket path, answers Hello (with hello(request_id)'s bytes when given), then runs
+    script(conn, read_request) in a thread."""
 
-    def __init__(self, script):
+    def __init__(self, script, hello=None):
         self.dir = tempfile.mkdtemp(prefix='trackd-fake-')
         self.path = os.path.join(self.dir, 'sock')
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -43,6 +44,7 @@ class FakeWorker:
         self.listener.listen(1)
         self.listener.settimeout(TIMEOUT)
         self.script = script
+        self.hello = hello
         self.thread = threading.Thread(target=self.run, daemon=True)
         self.thread.start()
 
@@ -69,7 +71,7 @@ class FakeWorker:
             _, rid, _ = self.read_request(conn)
             reply = (struct.pack('<IHIHI', w.MAGIC, 2, w.DEFAULT_MAX_MESSAGE, 4, os.getpid()) + b'\x04\x00fake'
                      + struct.pack('<Q', 0))
-            conn.sendall(w.frame(w.HELLO_REPLY, reply, rid))
+            conn.sendall(self.hello(rid) if self.hello else w.frame(w.HELLO_REPLY, reply, rid))
             self.script(conn, lambda: self.read_request(conn))
 
     def close(self):  # idempotent
@@ -88,10 +90,19 @@ class ViolationTests(unittest.TestCase):
     def tearDown(self):
         self.media.close()
 
-    def run_fake(self, script):
-        fake = self.fake = FakeWorker(script)
+    def run_fake(self, script, hello=None):
+        fake = self.fake = FakeWorker(script, hello)
         self.addCleanup(fake.close)
         return trackd.open(self.media.name, socket=fake.path, timeout=TIMEOUT)
+
+    def test_hello_reply_over_the_limit(self):
+        """§5: until HelloReply the receive limit is 262,144 bytes; a HelloReply announcing more is refused from its
+        header (the fake never sends the payload)."""
+        def hello(rid):
+            return w.HEADER.pack(w.DEFAULT_MAX_MESSAGE + 1, w.HELLO_REPLY, 0, rid, 0)
+        with self.assertRaises(trackd.ProtocolViolation) as cm:
+            self.run_fake(lambda conn, read: read(), hello)
+        self.assertEqual(cm.exception.message, 'a 262145-byte payload is larger than the limit of 262144')
 
     def assert_no_fd_leak(self):
         self.fake.close()  # the fake worker's own sockets live in this process too

@@ -113,7 +113,7 @@ class Connection:
         self._sending = False
         self._next_id = 1
         self._error = None           # why the connection is closed
-        self._recv_limit = w.PAYLOAD_CEILING  # before the handshake (§5)
+        self._recv_limit = w.DEFAULT_MAX_MESSAGE  # until HelloReply (§5), then the agreed size
         self.send_limit = w.DEFAULT_MAX_MESSAGE
         try:
             reply = self.request(w.HELLO, w.hello(client_name), w.HELLO_REPLY)
