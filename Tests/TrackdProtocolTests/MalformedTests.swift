@@ -138,6 +138,7 @@ import Testing
 
     @Test func countsAboveTheLimits() {
         Self.expectViolation(Self.frame(.releaseSlots, le32(1) + le16(UInt16(Wire.maxSlotsPerRelease + 1))), "exceeds")
+        Self.expectViolation(Self.frame(.framesResolved, le32(1) + le16(UInt16(Wire.maxFrameRequests + 1))), "framesResolved.count: count 1025 exceeds 1024")
         Self.expectViolation(Self.frame(.assetOpened, le32(1) + Array(repeating: 0, count: 16) + le16(UInt16(Wire.maxTracks + 1))), "exceeds")
         var sample = payload(of: .sample(Fixtures.sample))
         sample[92] = UInt8(Wire.maxPlanes + 1)

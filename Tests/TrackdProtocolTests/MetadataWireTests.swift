@@ -60,6 +60,14 @@ import Testing
             .contains("metadata.value") == true)
     }
 
+    /// §7.5: the budget binds the worker only; a receiver accepts an AssetOpened whose items take more.
+    @Test func aReceiverAcceptsMetadataOverTheBudget() throws {
+        let item = MetadataItem(keySpace: "mkvtag", key: "K", value: String(repeating: "v", count: 1024))
+        let opened = AssetOpened(assetID: 1, duration: .zero, tracks: [], metadata: Array(repeating: item, count: 40))
+        #expect(40 * item.encodedSize > Wire.maxMetadataBytes)
+        #expect(try decodeAll(Codec.frame(.assetOpened(opened), requestID: 2)).first?.message == .assetOpened(opened))
+    }
+
     /// The worker's bound: asset items, then each track's segments and items, while they fit in maxMetadataBytes.
     @Test func boundingKeepsWhatFitsInOrder() {
         var opened = Self.example

@@ -258,6 +258,23 @@ class DecodingTests(unittest.TestCase):
         with self.assertRaises(ProtocolViolation):  # the trims cut short
             w.decode(w.SAMPLE, trimmed[:-1])
 
+    def test_frames_resolved_over_its_maximum(self):
+        """§9 FramesResolved: 1 ... 1024 entries; a count over 1024 is a violation."""
+        entry = struct.pack('<I', 24) + struct.pack('<QqiI', 0, 0, 1, 1)
+        self.assertEqual(len(w.decode(w.FRAMES_RESOLVED, struct.pack('<IH', 1, 1024) + entry * 1024)[1]), 1024)
+        with self.assertRaises(ProtocolViolation) as raised:
+            w.decode(w.FRAMES_RESOLVED, struct.pack('<IH', 1, 1025) + entry * 1025)
+        self.assertEqual(raised.exception.message, 'FramesResolved lists 1025 frames (at most 1024)')
+
+    def test_metadata_over_the_budget_is_accepted(self):
+        """§7.5: the 32,768-byte budget binds the worker; a receiver checks only counts and string lengths."""
+        def s(text):
+            return struct.pack('<H', len(text)) + text.encode()
+        body = s('mkvtag') + s('K') + s('') + s('v' * 1024)
+        items = (struct.pack('<I', len(body)) + body) * 40  # 40 × 1,047 bytes, past 32,768
+        opened = w.decode(w.ASSET_OPENED, struct.pack('<IqiIH', 1, 0, 1, 1, 0) + struct.pack('<H', 40) + items)
+        self.assertEqual(len(opened[3]), 40)
+
     def test_error_and_output_finished(self):
         with self.assertRaises(ProtocolViolation):
             w.decode(w.OUTPUT_FINISHED, bytes.fromhex('01000000' '05' '00000000' '0000'))

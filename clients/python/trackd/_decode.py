@@ -5,7 +5,7 @@ their size."""
 import struct
 from collections import namedtuple
 
-from ._protocol import (CANCELLED, COMPLETED, FAILED, MAGIC, MAX_PLANES, SAMPLE_TRIMS, TIME_VALID, ACK, ASSET_OPENED,
+from ._protocol import (CANCELLED, COMPLETED, FAILED, MAGIC, MAX_PLANES, MAX_READ_FRAMES, SAMPLE_TRIMS, TIME_VALID, ACK, ASSET_OPENED,
                         ERROR, FRAME_COUNT, FRAMES_RESOLVED, HELLO_REPLY, IMAGE, OUTPUT_CREATED, OUTPUT_FINISHED,
                         POOL_ADDED, POOL_REMOVED, RANGE_ENDED, SAMPLE, STATUS, Reader, Time, fourcc_to_str)
 from .errors import ProtocolViolation
@@ -211,6 +211,8 @@ def decode_output_finished(r):
 
 def decode_frames_resolved(r):
     output_id, count = r.unpack('<IH')
+    if count > MAX_READ_FRAMES:
+        raise ProtocolViolation('FramesResolved lists %d frames (at most %d)' % (count, MAX_READ_FRAMES))
     entries = []
     for _ in range(count):
         index, v, ts, f = r.record().unpack('<QqiI')
