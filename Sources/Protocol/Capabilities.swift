@@ -7,8 +7,12 @@ public struct Capabilities: OptionSet, Sendable, Hashable {
 
     public init(rawValue: UInt64) { self.rawValue = rawValue }
 
+    /// Bit 0: the client handles OutputStalled (0x800E), sent when an output waits because the client holds every
+    /// slot it may hold (PROTOCOL.md §9, §12.3).
+    public static let outputStalled = Capabilities(rawValue: 1 << 0)
+
     /// The bits the worker uses when the client offers them: new things the worker sends.
-    public static let workerSends: Capabilities = []
+    public static let workerSends: Capabilities = [.outputStalled]
     /// The bits the worker announces whatever the client offers: new requests it accepts.
     public static let workerAccepts: Capabilities = []
 

@@ -53,6 +53,7 @@ extension MessageType {
         case .rangeEnded: RangeEnded.self
         case .framesResolved: FramesResolved.self
         case .frameCount: FrameCount.self
+        case .outputStalled: OutputStalled.self
         case .error: TrackError.self
         }
     }

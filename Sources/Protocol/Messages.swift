@@ -1,4 +1,4 @@
-/// Every message of protocol version 1. docs/PROTOCOL.md describes each byte by byte; keep the two in step.
+/// Every message of protocol version 2. docs/PROTOCOL.md describes each byte by byte; keep the two in step.
 public enum MessageType: UInt16, Sendable, CaseIterable {
     // client → worker
     case hello = 0x0001
@@ -27,6 +27,8 @@ public enum MessageType: UInt16, Sendable, CaseIterable {
     case rangeEnded = 0x800B
     case framesResolved = 0x800C
     case frameCount = 0x800D
+    /// Sent only under `Capabilities.outputStalled`.
+    case outputStalled = 0x800E
     case error = 0x80FF
 
     /// The exact number of descriptors a message of this type carries. Any other count is a protocol error.
@@ -102,6 +104,8 @@ public enum Message: Sendable, Equatable {
     case framesResolved(outputID: UInt32, frames: [ResolvedFrame])
     /// CountFrames' reply: the track's frames, every one in presentation order (ReadFrames indices 0 ..< count).
     case frameCount(trackID: UInt32, count: UInt64)
+    /// The output waits for a release: the client holds every slot it may hold (`held` samples). Capability bit 0.
+    case outputStalled(outputID: UInt32, held: UInt32)
     case error(TrackError)
 
     public var type: MessageType { Swift.type(of: payload).messageType }
@@ -135,6 +139,7 @@ public enum Message: Sendable, Equatable {
         case .rangeEnded(let outputID): RangeEnded(id: outputID)
         case .framesResolved(let outputID, let frames): FramesResolved(outputID: outputID, frames: frames)
         case .frameCount(let trackID, let count): FrameCount(trackID: trackID, count: count)
+        case .outputStalled(let outputID, let held): OutputStalled(outputID: outputID, held: held)
         case .error(let error): error
         }
     }

@@ -233,6 +233,24 @@ struct RangeEnded: IDMessage {
     var asMessage: Message { .rangeEnded(outputID: id) }
 }
 
+/// `Message.outputStalled`'s payload: sent once each time an output begins waiting because the client holds every
+/// slot it may hold; `held` is how many of the output's samples the client holds then.
+struct OutputStalled: WireMessage {
+    static let messageType = MessageType.outputStalled
+    var outputID: UInt32
+    var held: UInt32
+    var asMessage: Message { .outputStalled(outputID: outputID, held: held) }
+
+    func encode(into w: inout ByteWriter) {
+        w.u32(outputID)
+        w.u32(held)
+    }
+
+    static func decode(from r: inout ByteReader) throws(TrackError) -> OutputStalled {
+        OutputStalled(outputID: try r.u32("outputStalled.outputID"), held: try r.u32("outputStalled.held"))
+    }
+}
+
 /// What each ReadFrames request turned out to be: the frame's index and presentation time, in request order.
 public struct ResolvedFrame: Sendable, Equatable {
     public var index: UInt64

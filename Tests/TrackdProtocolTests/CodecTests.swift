@@ -92,7 +92,7 @@ import Testing
             .finishOutput: 0x000A, .readFrames: 0x000B, .countFrames: 0x000C, .helloReply: 0x8001,
             .assetOpened: 0x8002, .ack: 0x8003, .outputCreated: 0x8004, .poolAdded: 0x8005, .poolRemoved: 0x8006,
             .sample: 0x8007, .outputFinished: 0x8008, .image: 0x8009, .status: 0x800A, .rangeEnded: 0x800B,
-            .framesResolved: 0x800C, .frameCount: 0x800D, .error: 0x80FF,
+            .framesResolved: 0x800C, .frameCount: 0x800D, .outputStalled: 0x800E, .error: 0x80FF,
         ]
         #expect(numbers.count == MessageType.allCases.count)
         for (type, number) in numbers { #expect(type.rawValue == number) }

@@ -158,6 +158,8 @@ enum Fixtures {
                                               ResolvedFrame(index: .max, presentationTime: .invalid)]),
         .frameCount(trackID: 1, count: 300),
         .frameCount(trackID: .max, count: .max),
+        .outputStalled(outputID: 1, held: 8),
+        .outputStalled(outputID: .max, held: .max),
         .error(TrackError(.protocolViolation, "bad")),
         .error(TrackError(rawCode: 12345, message: maxLengthString)),
     ]

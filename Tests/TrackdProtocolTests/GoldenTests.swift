@@ -11,9 +11,9 @@ import Testing
     static let version2: [(name: String, requestID: UInt32, message: Message)] = {
         let t = { (v: Int64, ts: Int32) in MediaTime(value: v, timescale: ts) }
         return [
-            ("Hello", 1, .hello(Hello(clientName: "example"))),
+            ("Hello", 1, .hello(Hello(clientName: "example", capabilities: .outputStalled))),
             ("HelloReply", 1, .helloReply(HelloReply(version: 2, maxMessageSize: 262_144, maxFds: 4, workerPID: 4242,
-                                                     serverVersion: "trackd 0.1"))),
+                                                     serverVersion: "trackd 0.1", capabilities: .outputStalled))),
             ("OpenAsset", 2, .openAsset(name: "clip.mov")),
             ("AssetOpened", 2, .assetOpened(MetadataWireTests.example)),
             ("CreateOutput", 3, .createOutput(CreateOutput(assetID: 1, trackID: 1, timeRange: .everything,
@@ -23,6 +23,7 @@ import Testing
             ("PoolAdded", 3, .poolAdded(PoolAdded(outputID: 1, poolID: 1, slotCount: 8, slotSize: 3_112_960))),
             ("Sample", 3, .sample(Self.sample)),
             ("Sample with trims", 3, .sample(Self.trimmedSample)),
+            ("OutputStalled", 3, .outputStalled(outputID: 1, held: 8)),
             ("ReleaseSlots", 0, .releaseSlots(outputID: 1, slots: [SlotRef(poolID: 1, slot: 0)])),
             ("PoolRemoved", 3, .poolRemoved(outputID: 1, poolID: 1)),
             ("OutputFinished", 3, .outputFinished(OutputFinished(outputID: 1, status: .completed))),

@@ -61,7 +61,7 @@ import Testing
     }
 
     @Test func unknownType() {
-        for type: UInt16 in [0x0000, 0x000D, 0x00FF, 0x8000, 0x800E, 0x80FE, 0xFFFF, 0x0101] {
+        for type: UInt16 in [0x0000, 0x000D, 0x00FF, 0x8000, 0x800F, 0x80FE, 0xFFFF, 0x0101] {
             Self.expectViolation(rawFrame(type: type, payload: []), "unknown message type")
         }
     }

@@ -67,16 +67,18 @@ final class OutputStreamer: Sendable {
     let baseline: PipelineCounts
     /// ReadFrames: offered the pipeline when the output completed; true: the session kept it (not stopped then).
     let keepPipeline: (@Sendable (TrackPipeline) -> Bool)?
+    /// The client handles OutputStalled (capability bit 0): told when the output waits on it (OutputStreamer+Stalls).
+    let reportsStalls: Bool
 
     init(id: UInt32, requestID: UInt32, pipeline: TrackPipeline, grid: TimeGrid, passthrough: Bool, supportsRandomAccess: Bool,
          frames: FramePlan? = nil, firstRange: DecodedRange? = nil, socket: MessageSocket, stats: WorkerStats,
-         slot: WorkerSlot, baseline: PipelineCounts = PipelineCounts(),
+         slot: WorkerSlot, baseline: PipelineCounts = PipelineCounts(), reportsStalls: Bool = false,
          keep: (@Sendable (TrackPipeline) -> Bool)? = nil, onDrained: @escaping @Sendable (UInt32) -> Void) {
         (self.id, self.requestID, self.pipeline, self.grid) = (id, requestID, pipeline, grid)
         (self.passthrough, self.supportsRandomAccess) = (passthrough, supportsRandomAccess)
         (self.frames, self.firstRange) = (frames, firstRange)
         (self.socket, self.stats, self.workerSlot, self.onDrained) = (socket, stats, slot, onDrained)
-        (self.baseline, self.keepPipeline) = (baseline, keep)
+        (self.baseline, self.keepPipeline, self.reportsStalls) = (baseline, keep, reportsStalls)
         countedFrames = Mutex((baseline.framesDecoded, baseline.framesConverted))
     }
 
@@ -305,16 +307,15 @@ final class OutputStreamer: Sendable {
         guard let shared = sample.shared else { return .unusable }
         let maxHeld = min(Self.maxSlots, max(Self.minSlots, Self.poolBudget / max(shared.mapSize, 1)))
         enum Known { case pool(UInt32), busy, unknown, cancelled }
-        let (known, waited) = state.wait(until: { s -> Known? in
+        let known = state.waitForRelease(slot: workerSlot, stalled: stalled) { s -> Known? in
             if s.ledger.cancelled { return .cancelled }
-            if s.ledger.sharedHeld >= maxHeld { return nil }
+            if s.ledger.sharedHeld >= maxHeld { return nil }  // the client holds its share of frames
             switch s.ledger.holdShared(memoryID: shared.id, sample: sample) {
             case .held(let poolID): return .pool(poolID)
             case .busy: return .busy  // two GstBuffers share one memory (a shallow copy): copy this one
             case .unknown: return .unknown
             }
-        }, blocked: { workerSlot.endBusy() })  // the client holds its share of frames: not the worker's stall
-        if waited { workerSlot.beginBusy() }
+        }
         switch known {
         case .pool(let poolID): return .pool(poolID)
         case .busy: return .unusable
@@ -350,12 +351,11 @@ final class OutputStreamer: Sendable {
     /// Waits for a free slot that fits `bytes`, creating or replacing the copy pool as needed. Nil when cancelled.
     private func takeCopySlot(bytes: Int) -> (SlotID, slotSize: Int, SharedMapping)? {
         while true {
-            let (step, waited) = state.wait(until: { s -> PoolLedger<PoolResource, PulledSample>.CopySlot? in
+            let step = state.waitForRelease(slot: workerSlot, stalled: stalled) { s -> PoolLedger<PoolResource, PulledSample>.CopySlot? in
                 let step = s.ledger.takeCopySlot(bytes: bytes)
-                if case .full = step { return nil }
+                if case .full = step { return nil }  // the client holds every slot
                 return step
-            }, blocked: { workerSlot.endBusy() })  // the client holds every slot: not the worker's stall
-            if waited { workerSlot.beginBusy() }
+            }
             switch step {
             case .slot(let slot, let slotSize, let resource):
                 guard let mapping = resource.mapping else { preconditionFailure("a copy pool has a mapping") }

@@ -88,6 +88,7 @@ extension Session {
             id: outputID, requestID: requestID, pipeline: pipeline, grid: grid, passthrough: passthrough,
             supportsRandomAccess: supportsRandomAccess, frames: frames, firstRange: firstRange, socket: socket, stats: stats,
             slot: context.slot, baseline: baseline,
+            reportsStalls: Capabilities(rawValue: capabilities.load(ordering: .relaxed)).contains(.outputStalled),
             keep: keeper(keep, outputID: outputID),
             onDrained: { [weak self] id in self?.state.withLock { _ = $0.outputs.removeValue(forKey: id) } })
         state.withLock { $0.outputs[outputID] = (assetID, streamer) }

@@ -226,7 +226,7 @@ final class Session: Sendable {
         case .hello:
             throw TrackError(.protocolViolation, "Hello was already exchanged")
         case .helloReply, .assetOpened, .ack, .outputCreated, .poolAdded, .poolRemoved, .sample, .outputFinished,
-             .image, .status, .rangeEnded, .framesResolved, .frameCount, .error:
+             .image, .status, .rangeEnded, .framesResolved, .frameCount, .outputStalled, .error:
             throw TrackError(.protocolViolation, "\(frame.message.type) is sent by the worker, not the client")
         }
     }

@@ -39,7 +39,7 @@ def t(value, timescale):
 
 # §14.2's client -> worker examples: the payload this client encodes, its type, request id and descriptor count.
 ENCODED = {
-    'Hello': (w.HELLO, 1, w.hello('example'), 0),
+    'Hello': (w.HELLO, 1, w.hello('example', capabilities=w.CAPABILITY_OUTPUT_STALLED), 0),
     'OpenAsset': (w.OPEN_ASSET, 2, w.open_asset('clip.mov'), 1),
     'CreateOutput': (w.CREATE_OUTPUT, 3, w.create_output(1, 1, w.TIME_ZERO, w.TIME_POSITIVE_INFINITY,
                                                          {'PixelFormatType': w.str_to_fourcc('420v')}), 0),
@@ -63,7 +63,7 @@ EXAMPLE_TRACK = w.Track(
 # §14.2's worker -> client examples: the type, request id and what this client decodes the payload to.
 DECODED = {
     'HelloReply': (w.HELLO_REPLY, 1, dict(version=2, max_message_size=262144, max_fds=4, worker_pid=4242,
-                                          server_version='trackd 0.1', capabilities=0)),
+                                          server_version='trackd 0.1', capabilities=1)),
     'AssetOpened': (w.ASSET_OPENED, 2, (1, t(2000, 1000), [EXAMPLE_TRACK],
                                         [w.MetadataItem('itsk', '\u00a9nam', 'title', 'Clip')])),
     'OutputCreated': (w.OUTPUT_CREATED, 3, dict(output_id=1, media_type='video', format=w.str_to_fourcc('420v'),
@@ -79,6 +79,7 @@ DECODED = {
                                             format=w.str_to_fourcc('mp4a'), width=0, height=0,
                                             colorimetry=w.Colorimetry(0, 0, 0, 0), planes=[w.Plane(0, 358, 358, 1)],
                                             frame_count=0, trims=(t(1024, 44100), t(0, 44100)))),
+    'OutputStalled': (w.OUTPUT_STALLED, 3, (1, 8)),
     'PoolRemoved': (w.POOL_REMOVED, 3, (1, 1)),
     'OutputFinished': (w.OUTPUT_FINISHED, 3, (1, w.COMPLETED, 0, '')),
     'RangeEnded': (w.RANGE_ENDED, 3, (1,)),
@@ -125,7 +126,7 @@ class GoldenTests(unittest.TestCase):
         """§14.3: version 2's Hello is version 1's with the versions changed and capabilities appended; the Error
         that refuses a version-1 client is its code and message."""
         printed = examples('14.3')
-        v1, v2 = printed['Hello'], w.frame(w.HELLO, w.hello('example'), 1)
+        v1, v2 = printed['Hello'], w.frame(w.HELLO, w.hello('example', capabilities=0), 1)
         self.assertEqual(v2[4:], (v1[4:20] + b'\x02\x00\x02\x00' + v1[24:] + b'\x00' * 8)[:len(v2) - 4])
         self.assertEqual(struct.unpack_from('<I', v2)[0], struct.unpack_from('<I', v1)[0] + 8)
         self.assertEqual(w.decode(w.ERROR, printed['Error'][16:]),
@@ -215,7 +216,7 @@ class GrowthTests(unittest.TestCase):
 
     def test_helloreply_carries_its_capabilities(self):
         printed = examples('14.2')['HelloReply'][16:]
-        self.assertEqual(struct.unpack_from('<Q', printed, len(printed) - 8)[0], 0)
+        self.assertEqual(struct.unpack_from('<Q', printed, len(printed) - 8)[0], w.CAPABILITY_OUTPUT_STALLED)
         with self.assertRaises(ProtocolViolation):
             w.decode(w.HELLO_REPLY, printed[:-8])
 

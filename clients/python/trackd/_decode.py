@@ -7,7 +7,7 @@ from collections import namedtuple
 
 from ._protocol import (CANCELLED, COMPLETED, FAILED, MAGIC, MAX_PLANES, MAX_READ_FRAMES, SAMPLE_TRIMS, TIME_VALID, ACK, ASSET_OPENED,
                         ERROR, FRAME_COUNT, FRAMES_RESOLVED, HELLO_REPLY, IMAGE, OUTPUT_CREATED, OUTPUT_FINISHED,
-                        POOL_ADDED, POOL_REMOVED, RANGE_ENDED, SAMPLE, STATUS, Reader, Time, fourcc_to_str)
+                        OUTPUT_STALLED, POOL_ADDED, POOL_REMOVED, RANGE_ENDED, SAMPLE, STATUS, Reader, Time, fourcc_to_str)
 from .errors import ProtocolViolation
 
 __all__ = ['Track', 'MetadataItem', 'TimeRange', 'Segment', 'Plane', 'Colorimetry', 'MEDIA_TYPES', 'MAX_TRACKS',
@@ -243,6 +243,7 @@ DECODERS = {
     SAMPLE: decode_sample, OUTPUT_FINISHED: decode_output_finished, RANGE_ENDED: lambda r: r.unpack('<I'),
     FRAMES_RESOLVED: decode_frames_resolved, FRAME_COUNT: lambda r: r.unpack('<IQ'), ERROR: decode_error, STATUS: decode_status,
     IMAGE: lambda r: (r.time(),) + r.unpack('<IIQ'),
+    OUTPUT_STALLED: lambda r: r.unpack('<II'),  # outputID, held
 }
 
 

@@ -59,18 +59,21 @@ STATUS = 0x800A
 RANGE_ENDED = 0x800B
 FRAMES_RESOLVED = 0x800C
 FRAME_COUNT = 0x800D
+OUTPUT_STALLED = 0x800E
 ERROR = 0x80FF
 
 # Worker -> client types and the number of descriptors each carries.
 WORKER_TYPES = {
     HELLO_REPLY: 0, ASSET_OPENED: 0, ACK: 0, OUTPUT_CREATED: 0, POOL_ADDED: 1, POOL_REMOVED: 0, SAMPLE: 0,
     OUTPUT_FINISHED: 0, IMAGE: 1, STATUS: 0, RANGE_ENDED: 0, FRAMES_RESOLVED: 0, FRAME_COUNT: 0,
-    ERROR: 0,
+    OUTPUT_STALLED: 0, ERROR: 0,
 }
 # Output events (§6): routed by the request id of the request that started the output.
-OUTPUT_EVENTS = frozenset({POOL_ADDED, POOL_REMOVED, SAMPLE, OUTPUT_FINISHED, RANGE_ENDED, FRAMES_RESOLVED})
+OUTPUT_EVENTS = frozenset({POOL_ADDED, POOL_REMOVED, SAMPLE, OUTPUT_FINISHED, RANGE_ENDED, FRAMES_RESOLVED,
+                           OUTPUT_STALLED})
 
-# §5.3 capability bits this client offers in Hello (none are defined yet).
+# §5.3 capability bits: bit 0, OutputStalled. This client offers the bits it handles (none yet).
+CAPABILITY_OUTPUT_STALLED = 1 << 0
 CAPABILITIES = 0
 
 # §9 OutputFinished status (AVAssetReaderStatus numbering).
