@@ -193,7 +193,9 @@ public final class AssetReaderTrackOutput: Sendable {
     /// `status` and `error` (`AVAssetReaderOutput.copyNextSampleBuffer()`). Blocks the calling thread until the
     /// worker has the sample ready — from async code, iterate ``samples`` instead. The returned buffer is yours;
     /// see ``alwaysCopiesSampleData`` for what it holds. Throws (as AVFoundation raises) when the output was not
-    /// added to a reader that has started reading.
+    /// added to a reader that has started reading; and, at once instead of waiting forever, when zero-copy buffers
+    /// you still hold fill every slot of the output and nothing is queued (trackd's OutputStalled): release one (or
+    /// copy what you keep) and call again.
     public func copyNextSampleBuffer() throws(AssetReaderUsageError) -> SampleBuffer? {
         let (channel, reader, copies, drained, format) = state.withLock { s in
             (s.channel, s.attached ? s.reader : nil, s.alwaysCopiesSampleData, s.drained, s.format)
@@ -226,6 +228,9 @@ public final class AssetReaderTrackOutput: Sendable {
             return nil
         case .resolved:
             return try copyNextSampleBuffer()  // only ReadFrames outputs send it
+        case .stalled(let held):
+            throw AssetReaderUsageError(.internalInconsistency,
+                                        "all \(held) frames of this output are held: copy them (alwaysCopiesSampleData) or release them")
         }
     }
 }

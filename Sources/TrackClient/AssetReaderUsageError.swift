@@ -14,7 +14,9 @@ public struct AssetReaderUsageError: Error, Sendable, Hashable, CustomStringConv
 
     /// Which exception AVFoundation would raise.
     public let name: Name
-    /// AVFoundation's message, word for word, starting with the selector (`-[AVAssetReader addOutput:] …`).
+    /// AVFoundation's message, word for word, starting with the selector (`-[AVAssetReader addOutput:] …`); or
+    /// trackd's own for a misuse AVFoundation does not detect (every slot held: "all 8 frames of this output are
+    /// held: …").
     public let message: String
 
     /// Makes an error; TrackClient throws these, applications rarely need to.

@@ -45,7 +45,7 @@ final class Connection: Sendable {
             // sending fails, but the Error is waiting to be read, so it is read either way.
             var sendError: SystemError?
             do {
-                try socket.send(.hello(Hello(clientName: clientName)), requestID: 1)
+                try socket.send(.hello(Hello(clientName: clientName, capabilities: .outputStalled)), requestID: 1)
             } catch {
                 sendError = error
             }

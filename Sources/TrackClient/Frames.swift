@@ -95,6 +95,8 @@ extension Asset {
                 throw error
             case .rangeEnded:
                 throw TrackError(.protocolViolation, "ReadFrames: RangeEnded from an output that is not random-access")
+            case .stalled:
+                throw TrackError(.protocolViolation, "ReadFrames: the worker waits for a release, but every sample was copied and released")
             }
         }
     }

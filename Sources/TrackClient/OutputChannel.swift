@@ -18,6 +18,9 @@ final class OutputChannel: Sendable {
         case rangeEnded
         /// ReadFrames: the frame each request resolved to, in request order (before the first sample).
         case resolved([ResolvedFrame])
+        /// Nothing is queued and the worker waits until the client, holding this many samples of the output, releases
+        /// one (OutputStalled): the next sample would never come. Not queued; reported by `next()`.
+        case stalled(held: Int)
     }
 
     struct State: ~Copyable {
@@ -28,6 +31,12 @@ final class OutputChannel: Sendable {
         var ended = false
         /// The reader was cancelled: samples still in flight are released as they arrive.
         var discarding = false
+        /// Samples delivered and not yet released (queued ones included), and what the last OutputStalled said the
+        /// client held: while the two are equal the worker waits on this side (PROTOCOL.md §12.3).
+        var held = 0
+        var stalledAt: Int?
+        /// `next()` reports the stall now: nothing is queued and no release crossed the OutputStalled.
+        var isStalled: Bool { head == queue.count && stalledAt == held }
     }
 
     private let state = Mutex(State())
@@ -76,6 +85,9 @@ final class OutputChannel: Sendable {
             push(.rangeEnded)
         case .framesResolved(_, let frames):
             push(.resolved(frames))
+        case .outputStalled(_, let held):
+            state.withLock { $0.stalledAt = Int(held) }
+            available.signal()  // wakes a waiting next(), which reports the stall
         default:
             frame.fds.forEach { close($0) }
         }
@@ -94,11 +106,14 @@ final class OutputChannel: Sendable {
     private func push(_ event: Event) {
         enum Outcome { case queued, dropped, releaseNow(SlotRef) }
         let outcome = state.withLock { s -> Outcome in
-            if case .sample(let sample, _, _) = event, s.discarding { return .releaseNow(sample.slot) }
+            if case .sample(let sample, _, _) = event, !s.ended {
+                s.held += 1
+                if s.discarding { return .releaseNow(sample.slot) }
+            }
             if s.ended { return .dropped }
             switch event {
             case .finished, .failed: s.ended = true
-            case .sample, .rangeEnded, .resolved: break
+            case .sample, .rangeEnded, .resolved, .stalled: break
             }
             s.queue.append(event)
             return .queued
@@ -110,11 +125,14 @@ final class OutputChannel: Sendable {
         }
     }
 
-    /// Blocks until the next event. The semaphore counts at least the queued events: `drainUnread()` (a cancel,
-    /// possibly from another thread while this one waits) takes events without taking their signals, so a wake-up
-    /// that finds the queue empty waits again — the output's OutputFinished follows every CancelOutput.
+    /// Blocks until the next event, or returns `.stalled` at once when nothing is queued and the worker waits for
+    /// this side to release a sample. The semaphore counts at least the queued events: `drainUnread()` (a cancel,
+    /// possibly from another thread while this one waits) takes events without taking their signals, and an
+    /// OutputStalled signals without an event, so a wake-up that finds the queue empty waits again — the output's
+    /// OutputFinished follows every CancelOutput.
     func next() -> Event {
         while true {
+            if let held = state.withLock({ $0.isStalled ? $0.held : nil }) { return .stalled(held: held) }
             available.wait()
             let event = state.withLock { s -> Event? in
                 guard s.head < s.queue.count else { return nil }
@@ -136,7 +154,9 @@ final class OutputChannel: Sendable {
             s.discarding = true
             let rest = s.queue[s.head...]
             s.head = s.queue.count
-            return rest.compactMap { if case .sample(let x, _, _) = $0 { x } else { nil } }
+            let samples = rest.compactMap { if case .sample(let x, _, _) = $0 { x } else { nil } }
+            s.held -= samples.count
+            return samples
         }
         if !samples.isEmpty {
             connection.post(.releaseSlots(outputID: outputID, slots: samples.map(\.slot)))
@@ -144,6 +164,7 @@ final class OutputChannel: Sendable {
     }
 
     func release(_ slot: SlotRef) {
+        state.withLock { $0.held -= 1 }
         connection.post(.releaseSlots(outputID: outputID, slots: [slot]))
     }
 }

@@ -16,8 +16,8 @@ extension AssetReaderTrackOutput {
     ///   of the current ranges.
     /// - When the reader fails, iteration throws the reader's ``AssetReader/error`` (a `TrackError`) instead of
     ///   ending quietly, so a `for try await` loop cannot mistake a failure for the end of the track.
-    /// - Iterating before the reader has started throws the ``AssetReaderUsageError`` that
-    ///   `copyNextSampleBuffer()` throws.
+    /// - Iterating before the reader has started, or while zero-copy buffers you hold fill every slot of the output,
+    ///   throws the ``AssetReaderUsageError`` that `copyNextSampleBuffer()` throws (and ends this iterator).
     /// - Cancelling the task that iterates cancels the reader (``AssetReader/cancelReading()``: status
     ///   `.cancelled`, every output stops, samples in flight have their shared slots released) and the pending
     ///   `next()` returns nil at once, without waiting for the worker.

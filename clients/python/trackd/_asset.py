@@ -187,7 +187,9 @@ class Asset:
         options'. passthrough: the stored samples, not decoded. start/duration: seconds (the reader's time range).
         ranges: instead of start/duration, (start, duration) pairs in seconds (duration None: to the end), read
         in the order given by one random-access output (supportsRandomAccess, one ResetOutput per range).
-        copy: frames own a copy of their bytes and their slots go back at once (for keeping frames)."""
+        copy: frames own a copy of their bytes and their slots go back at once (for keeping frames); without it,
+        asking for the next frame while you hold every slot of the output raises TrackdError (LIMIT_EXCEEDED,
+        'all N frames of this output are held: ...') at once, and the output goes on once you release one."""
         conn = self._c
         audio_options = dict(sample_rate=sample_rate, channels=channels, bit_depth=bit_depth, is_float=is_float,
                              big_endian=big_endian, non_interleaved=non_interleaved)
@@ -227,7 +229,8 @@ class Asset:
         """Exact random access (ReadFrames): the frames shown at `times` (seconds), or with the 0-based
         presentation-order `indices` (negative ones count from the end, as in Python: -1 is the last frame),
         decoded, in the order asked (each Frame's .index is its number in the track). An iterator, like read():
-        keep at most 8 zero-copy frames at once (or use copy=True)."""
+        keep at most 8 zero-copy frames at once (or use copy=True); asking for the next one while you hold every
+        slot raises TrackdError (LIMIT_EXCEEDED) at once."""
         conn = self._c
         if (times is None) == (indices is None):
             raise TypeError('frames_at takes times or indices=, not both')

@@ -339,6 +339,11 @@ class Connection:
                 self._violation('%d received descriptors that no message claims' % len(self._fds))
             buf += self._recv_view[:n]
 
+    def has_queued(self, request_id):
+        """Whether a message for `request_id` has been read and waits in its queue."""
+        with self._lock:
+            return bool(self._queues.get(request_id))
+
     def next_message(self, request_id):
         """The next message with this request id, reading (and routing) as many as needed. Several threads may
         wait at once: one reads, the others wait for it to route their messages to them."""

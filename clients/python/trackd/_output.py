@@ -2,11 +2,12 @@
 return of their slots."""
 
 import os
+import threading
 
 from . import _wire as w
 from ._frame import Frame
 from ._pool import Pool
-from .errors import ProtocolViolation, TrackdError
+from .errors import LIMIT_EXCEEDED, ProtocolViolation, TrackdError
 
 
 class Output:
@@ -27,6 +28,11 @@ class Output:
         self._pools = {}
         self._resolved = None
         self._sample_number = 0
+        # Samples delivered and not yet given back, and what the last OutputStalled said the client held: while the
+        # two are equal (no release crossed it) the worker waits for a release (PROTOCOL.md §12.3).
+        self._held = 0
+        self._held_lock = threading.Lock()  # frames are released from any thread
+        self._stalled_at = None
         self.finished = False
         self.status = None
         audio = audio or {}
@@ -43,6 +49,9 @@ class Output:
 
     def __next__(self):
         while not self.finished:
+            if self._stalled_at == self._held and not self._conn.has_queued(self._rid):
+                raise TrackdError(LIMIT_EXCEEDED, 'all %d frames of this output are held: copy them (copy=True) or '
+                                                  'release them' % self._held)
             m = self._conn.next_message(self._rid)
             if m.type == w.SAMPLE:
                 s = m.value
@@ -54,6 +63,8 @@ class Output:
                 if self._resolved is not None and self._sample_number < len(self._resolved):
                     index = self._resolved[self._sample_number][0]
                 self._sample_number += 1
+                with self._held_lock:
+                    self._held += 1
                 try:
                     return Frame(self, pool, s, index, self._copy)
                 except ProtocolViolation as e:  # the worker's failure: the session cannot go on (§12.2)
@@ -76,6 +87,8 @@ class Output:
             self._pools.pop(m.value[1], None)
         elif m.type == w.FRAMES_RESOLVED:
             self._resolved = m.value[1]
+        elif m.type == w.OUTPUT_STALLED:
+            self._stalled_at = m.value[1]
         elif m.type == w.OUTPUT_FINISHED:
             _, self.status, code, message = m.value
             self.failure = (code, message)
@@ -100,6 +113,8 @@ class Output:
         for fd in m.fds:
             os.close(fd)
         if m.type == w.SAMPLE:
+            with self._held_lock:
+                self._held += 1
             self._release(m.value['pool_id'], m.value['slot'])
         elif m.type == w.OUTPUT_FINISHED:
             self.finished = True
@@ -108,6 +123,8 @@ class Output:
                 self.failure = (code, message)
 
     def _release(self, pool_id, slot):
+        with self._held_lock:
+            self._held -= 1
         self._conn.post(w.RELEASE_SLOTS, w.release_slots(self.id, [(pool_id, slot)]))
 
     def close(self):

@@ -72,9 +72,9 @@ WORKER_TYPES = {
 OUTPUT_EVENTS = frozenset({POOL_ADDED, POOL_REMOVED, SAMPLE, OUTPUT_FINISHED, RANGE_ENDED, FRAMES_RESOLVED,
                            OUTPUT_STALLED})
 
-# §5.3 capability bits: bit 0, OutputStalled. This client offers the bits it handles (none yet).
+# §5.3 capability bits: bit 0, OutputStalled. This client offers every bit it handles.
 CAPABILITY_OUTPUT_STALLED = 1 << 0
-CAPABILITIES = 0
+CAPABILITIES = CAPABILITY_OUTPUT_STALLED
 
 # §9 OutputFinished status (AVAssetReaderStatus numbering).
 COMPLETED, FAILED, CANCELLED = 2, 3, 4
