@@ -36,7 +36,7 @@ comma := ,
 empty :=
 space := $(empty) $(empty)
 
-.PHONY: help deps build build-debug build-dist install deb package-check test test-sanitize test-python test-torch venv-test verify-units fuzz-protocol fuzz-media fuzz fuzz-smoke soak run serve bench bench-venv bench-pipelines clean
+.PHONY: help deps build build-debug build-dist install deb package-check check check-docs code-shape duplicates test test-sanitize test-python test-torch venv-test verify-units fuzz-protocol fuzz-media fuzz fuzz-smoke soak run serve bench bench-venv bench-pipelines clean
 
 help:
 	@echo "make deps          install missing Debian packages (apt-get; prints the sudo command when not root)"
@@ -46,7 +46,12 @@ help:
 	@echo "                   bin/, lib/systemd/system (ExecStart=PREFIX/bin/trackd), lib/sysusers.d, lib/tmpfiles.d, share/doc"
 	@echo "make deb           the same build as a Debian package: build/trackd_\$$(VERSION)_ARCH.deb (dpkg-deb; VERSION=0.1.0)"
 	@echo "make package-check install and deb checks with the debug build (no install on this machine; part of make test)"
-	@echo "make test          deps, unit-file check, debug build with tests, package check, swift test (with short fuzz runs),"
+	@echo "make check         the checks that need no build (part of make test): check-docs, code-shape, duplicates"
+	@echo "make check-docs    links in every .md resolve, the make targets they name exist, PROTOCOL.md's message"
+	@echo "                   types are the code's (scripts/check-docs.py, after its self-test on broken inputs)"
+	@echo "make code-shape    no Swift, C or Python source file over 500 lines, no function over 60 (scripts/code-shape.sh)"
+	@echo "make duplicates    the duplicates tool's rows for the whole tree, when it is installed (never fails)"
+	@echo "make test          deps, check, unit-file check, debug build with tests, package check, swift test (with short fuzz runs),"
 	@echo "                   then test-python"
 	@echo "make test-sanitize ThreadSanitizer, then AddressSanitizer builds (.build/tsan, .build/asan) and the unit and"
 	@echo "                   integration suites against them; fails on any report (.build/sanitize-logs/); about 2 hours"
@@ -119,13 +124,29 @@ package-check:
 # The whole Swift run takes about 11 minutes on a loaded 2-core machine, a few alone.
 SWIFT_TEST_TIMEOUT  ?= 45m
 PYTHON_TEST_TIMEOUT ?= 15m
-test: deps verify-units
+test: deps check verify-units
 	$(SWIFT) build --build-tests
 	@$(MAKE) --no-print-directory package-check
 	TRACKD_BUILD_DIR=$(DEBUG_DIR) timeout --kill-after=30s $(SWIFT_TEST_TIMEOUT) $(SWIFT) test --skip-build \
 	  || { rc=$$?; [ $$rc -ne 124 ] || echo "make test: swift test ran over $(SWIFT_TEST_TIMEOUT)" >&2; exit $$rc; }
 	@$(MAKE) --no-print-directory fuzz-smoke
 	@$(MAKE) --no-print-directory test-python
+
+# The checks that need no build, first in make test (a few seconds). duplicates is a developer tool that not every
+# machine has (CI machines start bare): its rows are printed where it is installed and never fail the run — a row
+# is a place to look, not a verdict (CONTRIBUTING.md, "Before a branch is merged").
+check: check-docs code-shape duplicates
+
+check-docs:
+	@$(PYTHON) scripts/check-docs.py --self-test
+	@$(PYTHON) scripts/check-docs.py
+
+code-shape:
+	@scripts/code-shape.sh
+
+duplicates:
+	@if command -v duplicates >/dev/null; then duplicates; \
+	else echo "duplicates: not installed on this machine; its rows are not shown (nothing fails without it)"; fi
 
 # Sanitizers (scripts/sanitize.sh, docs/SECURITY.md § Sanitizers): each build in its own scratch path, the normal
 # build untouched; sanitized daemons and workers; reports fatal and collected in .build/sanitize-logs/.

@@ -156,7 +156,7 @@ fi
 # its best documented settings, in make bench's venv (BENCH_PYTHON; make bench-venv, scripts/bench/venv.sh). ---
 bpy=${BENCH_PYTHON:-}
 peer_names=("PyAV, thread_type AUTO: to_ndarray yuv420p" "PyAV, thread_type AUTO: to_ndarray rgb24"
-  "PyAV, no threads (PyAV's default; what the old PyAV row measured): to_ndarray nv12"
+  "PyAV, no threads (PyAV's default): to_ndarray nv12"
   "OpenCV: VideoCapture.read() (BGR)" "decord: VideoReader.next().asnumpy() (RGB)"
   "TorchCodec: VideoDecoder iteration (RGB, CHW tensors)" "trackd Python: read y420 (Y, Cb, Cr views)"
   "trackd Python: read BGRA ((h, w, 4) views)" "TorchCodec: get_frames_at(indices=10 random), seek_mode exact (RGB)"
@@ -377,8 +377,10 @@ PY
 )
 fi
 mkdir -p "$(dirname "$report")"
-# Sections written by hand (measurements of single changes, their method and what they found) follow the marker line
-# and are kept: a run replaces only what is above it.
+# The command table names the clip, the cut file and the temp dir by a variable each, and paths from the repository.
+shorten="s|$clip|\$CLIP|g; ${gops:+s|$gops|\$GOPS|g; }s|$REPO/||g; s|$tmp|\$TMP|g"
+# The analysis written by hand (what bounds each target; docs/records/ holds the measurements behind it) follows the
+# marker line and is kept: a run replaces only what is above it.
 marker='<!-- make bench writes everything above this line; the sections below are written by hand and kept -->'
 kept=""
 if [[ -f $report ]] && grep -qxF -- "$marker" "$report"; then kept=$(awk -v m="$marker" 'found { print } $0 == m { found = 1 }' "$report"); fi
@@ -415,8 +417,8 @@ from just before the file is opened (for trackd: before trackd.open, which conne
 frame as the array or tensor a user of that library gets, imports excluded; "× floor" compares that with the
 floor's whole process, as issue #14's table does, and "whole process (s)" is the same run's wall time (interpreter
 start and imports included). Every library is at its best documented settings: PyAV with
-\`stream.thread_type = "AUTO"\` (frame and slice threads; PyAV's default is no threads, which is what the earlier
-PyAV row measured: kept as the "no threads" row), OpenCV's FFmpeg backend as it comes, decord with num_threads=0
+\`stream.thread_type = "AUTO"\` (frame and slice threads; PyAV's default, no threads, is the "no threads" row),
+OpenCV's FFmpeg backend as it comes, decord with num_threads=0
 (it picks), TorchCodec with seek_mode="exact" and num_ffmpeg_threads=0 (FFmpeg picks; TorchCodec's default is 1
 thread), the ffmpeg CLI with its default threads. No row reads the pixels beyond making its arrays: PyAV's
 to_ndarray, OpenCV, decord's asnumpy and TorchCodec write each frame into new memory; trackd's arrays are views of
@@ -442,14 +444,17 @@ Issue #14's targets, each the ratio of two rows of this run. For times, the medi
 ratio of the two rows' times in the same pass (A/B pairs); whole processes where the line says so, else the peer
 rows' open-to-last-frame times. For memory, the ratio of the worker's peak RSS to the median peak RSS of PyAV's
 process reading the same frames. trackd's RGB-family lines use BGRA (the packed 24-bit RGB formats 24RG/24BG cost
-GStreamer 1.22 about twice BGRA's conversion: "ORC's generated code under W^X" below). Not measured here:
+GStreamer 1.22 about twice BGRA's conversion: "RGB-family conversion" below). Not measured here:
 conversions per delivered frame (1.0 exactly), which tests assert.
 
 $targets
 
+The commands, with \`\$CLIP\` for ${clip#"$REPO"/}${gops:+, \`\$GOPS\` for ${gops#"$REPO"/}} and \`\$TMP\` for the
+private trackd's directory:
+
 | what | command |
 | --- | --- |
-$(for i in "${!cmds[@]}"; do printf '| %s | `%s` |\n' "${names[i]}" "$(sed "s|$REPO/||g; s|$tmp|\$TMP|g" <<<"${cmds[i]}")"; done)
+$(for i in "${!cmds[@]}"; do printf '| %s | `%s` |\n' "${names[i]}" "$(sed "$shorten" <<<"${cmds[i]}")"; done)
 MD
 printf '\n%s\n%s\n' "$marker" "$kept" >>"$report"
 echo
