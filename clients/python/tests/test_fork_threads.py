@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 import trackd
-from trackd.errors import MEDIA_SERVICES_WERE_RESET
+from trackd.errors import LIMIT_EXCEEDED, MEDIA_SERVICES_WERE_RESET
 from support import TIMEOUT, Daemon, ffmpeg_md5, make_clip, md5
 
 daemon = clip = reference = None
@@ -221,19 +221,27 @@ class ThreadTests(unittest.TestCase):
             self.assertEqual(set(statuses), {worker})
             self.assertEqual(asset.status()['active_outputs'], 0)
 
-    def test_a_reply_is_not_stuck_behind_a_stalled_reader(self):
+    def test_a_reply_is_not_stuck_behind_a_held_output(self):
         with open_clip() as asset:
             output = asset.read(pixel_format='y420')
-            held = [next(output) for _ in range(8)]  # every slot trackd lends an output: it stalls
-            rest = []
-            reader = threading.Thread(target=lambda: rest.extend(md5(f.tobytes()) for f in output))
-            reader.start()  # waits in recv for a 9th frame that comes only after a release
-            time.sleep(0.2)  # lets it start waiting (either way the status below must be answered)
-            self.assertEqual(asset.status()['active_outputs'], 1)  # routed here by the waiting thread
-            first = [md5(f.tobytes()) for f in held]
-            del held  # releases the slots (from this thread, while the other one is reading)
+            held = [next(output) for _ in range(8)]  # every slot trackd lends an output: the worker stalls
+            errors = []
+
+            def read_next():
+                try:
+                    next(output)
+                except trackd.TrackdError as e:
+                    errors.append(e)
+
+            reader = threading.Thread(target=read_next)
+            reader.start()  # waits in recv until OutputStalled says every frame is held, then fails
+            self.assertEqual(asset.status()['active_outputs'], 1)  # answered whichever thread reads
             reader.join(TIMEOUT)
             self.assertFalse(reader.is_alive())
+            self.assertEqual([e.code for e in errors], [LIMIT_EXCEEDED])
+            first = [md5(f.tobytes()) for f in held]
+            del held  # releases the slots: the output goes on where it stopped
+            rest = [md5(f.tobytes()) for f in output]
             self.assertEqual(first + rest, reference)
 
     def test_threads_with_their_own_assets(self):
