@@ -14,9 +14,14 @@ from trackd.errors import ProtocolViolation
 SPEC = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'docs', 'PROTOCOL.md')
 
 
+def spec_text():
+    with open(SPEC, encoding='utf-8') as f:
+        return f.read()
+
+
 def examples(number):
     """The byte dumps of PROTOCOL.md section `number` ('14.2') by the bold name before each fenced block."""
-    lines = open(SPEC, encoding='utf-8').read().split('\n')
+    lines = spec_text().split('\n')
     start = next(i for i, line in enumerate(lines) if line.startswith('### %s ' % number))
     found, name, block = {}, None, None
     for line in lines[start + 1:]:
@@ -311,7 +316,7 @@ class DecodingTests(unittest.TestCase):
 
 class SpecTests(unittest.TestCase):
     def test_python_formats_in_protocol_md_have_their_stated_sizes(self):
-        formats = re.findall(r"`'(<[^']*)'` \((\d+) bytes", open(SPEC, encoding='utf-8').read())
+        formats = re.findall(r"`'(<[^']*)'` \((\d+) bytes", spec_text())
         self.assertGreaterEqual(len(formats), 12)
         for fmt, size in formats:
             self.assertEqual(struct.calcsize(fmt), int(size), fmt)
