@@ -59,10 +59,11 @@ extension Supervisor {
                 Log.info("connection from uid \(uid) pid \(pid) closed before it was served; no worker started")
                 return
             }
-            if let refusal = refusal(&c, uid: uid) {
+            if let (refusal, limit) = refusal(&c, uid: uid) {
                 c.rejected += 1
                 if refusal.knownCode == .connectionRateExceeded { c.rateLimited += 1 }
                 Log.warning("limit: refused connection from uid \(uid) pid \(pid): \(refusal.message)")
+                Event.connectionRefused(uid: uid, pid: pid, limit: limit).emit()
                 tell(conn, refusal)
                 return
             }
@@ -107,32 +108,35 @@ extension Supervisor {
         if !sporadic { c.startingUp.removeAll() }
         startWarmWorkerAfterStartUps(&c, adding: sporadic ? (child, slot) : nil)
         Log.info("connection from uid \(uid) pid \(pid) → worker \(child)")
+        Event.connectionServed(uid: uid, pid: pid, worker: child).emit()
     }
 
-    /// Why a connection of `uid` is refused now (a connection limit, then the uid's connection rate), or nil. A
-    /// connection counts while it is open: from its hand-off until its client closes it (seen here, at once) or its
-    /// worker is reaped, whichever is first. Each count is derived from the records, so none can be taken off twice.
-    private func refusal(_ c: inout Counters, uid: UInt32) -> TrackError? {
-        if let message = openLimitRefusal(&c, uid: uid) { return TrackError(.limitExceeded, message) }
+    /// Why a connection of `uid` is refused now (a connection limit, then the uid's connection rate) and the option
+    /// that sets that limit, or nil. A connection counts while it is open: from its hand-off until its client
+    /// closes it (seen here, at once) or its worker is reaped, whichever is first. Each count is derived from the records, so none can be taken off twice.
+    private func refusal(_ c: inout Counters, uid: UInt32) -> (TrackError, limit: String)? {
+        if let (message, limit) = openLimitRefusal(&c, uid: uid) { return (TrackError(.limitExceeded, message), limit) }
         let (rate, burst) = (limits.connectionRatePerUID, limits.connectionBurstPerUID)
         guard let waitMs = c.connectionRate.take(uid: uid, nowMs: trackd_monotonic_ms(), rate: rate, burst: burst) else {
             return nil
         }
-        return TrackError(.connectionRateExceeded,
-                          "uid \(uid) opens connections faster than trackd allows: at most \(rate) a second, in bursts of up to \(burst) (--connection-rate-per-uid, --connection-burst-per-uid); the next is allowed in \(waitMs) ms")
+        return (TrackError(.connectionRateExceeded,
+                           "uid \(uid) opens connections faster than trackd allows: at most \(rate) a second, in bursts of up to \(burst) (--connection-rate-per-uid, --connection-burst-per-uid); the next is allowed in \(waitMs) ms"), "connection-rate-per-uid")
     }
 
-    private func openLimitRefusal(_ c: inout Counters, uid: UInt32) -> String? {
+    private func openLimitRefusal(_ c: inout Counters, uid: UInt32) -> (String, limit: String)? {
         var (open, ofUID) = openConnections(c, uid: uid)
         if open >= limits.maxConnections || ofUID >= limits.maxConnectionsPerUID {
             markClosedConnections(&c)
             (open, ofUID) = openConnections(c, uid: uid)
         }
         if open >= limits.maxConnections {
-            return "trackd serves at most \(limits.maxConnections) connections at once; \(open) are open (--max-connections)"
+            return ("trackd serves at most \(limits.maxConnections) connections at once; \(open) are open (--max-connections)",
+                    "max-connections")
         }
         if ofUID >= limits.maxConnectionsPerUID {
-            return "trackd serves at most \(limits.maxConnectionsPerUID) connections per uid; uid \(uid) has \(ofUID) (--max-connections-per-uid)"
+            return ("trackd serves at most \(limits.maxConnectionsPerUID) connections per uid; uid \(uid) has \(ofUID) (--max-connections-per-uid)",
+                    "max-connections-per-uid")
         }
         return nil
     }

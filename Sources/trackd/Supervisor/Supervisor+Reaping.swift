@@ -19,6 +19,7 @@ extension Supervisor {
             let cpu = Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec)
                 + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
             let peak = "max RSS \(usage.ru_maxrss / 1024) MiB, CPU \(String(format: "%.2f", cpu)) s"
+            let rssMiB = usage.ru_maxrss / 1024
             var restartedOn: pid_t?
             var killedUnused = false
             let record = counters.withLock { c -> WorkerRecord? in
@@ -45,6 +46,9 @@ extension Supervisor {
             } else {
                 logEnd(pid, record, status: status, peak: peak, restartedOn: restartedOn)
             }
+            let how = killedUnused ? "warm-unused" : status & 0x7f != 0 ? "killed" : (status >> 8) & 0xff != 0 ? "exited" : "finished"
+            Event.workerEnded(worker: pid, how: how, status: (status >> 8) & 0xff, signal: status & 0x7f, maxRSSMiB: rssMiB,
+                              restartedOn: restartedOn).emit()
         }
     }
 
@@ -120,6 +124,7 @@ extension Supervisor {
                                              "the trackd worker serving this connection stopped making progress for \(limits.watchdog) s; trackd's watchdog ended it (\(reason))")
                 c.watchdogKills += 1
                 Log.warning("watchdog: killing worker \(pid) (client uid \(record.uid) pid \(record.clientPID)): \(reason) (--watchdog \(limits.watchdog))")
+                Event.watchdogKill(worker: pid).emit()
                 kill(pid, SIGKILL)
                 c.workers[pid] = record
             }

@@ -32,6 +32,7 @@ extension Supervisor {
         let grace = configuration.stopTimeout
         acceptGate.withLock { $0 = true }
         Log.notice("received signal \(sig) (\(signalDescription(sig))); stopping: no new connections; reads in flight get \(grace) s (--stop-timeout)")
+        Event.stopping(signal: sig).emit()
         Systemd.notify("STOPPING=1\nSTATUS=stopping: reads in flight get \(grace) s")
         if let path = listener.ownedPath {
             removeFile(atPath: path)
@@ -69,6 +70,7 @@ extension Supervisor {
         } else {
             Log.notice("stopped after \(took) ms: \(signalled) workers told, \(signalled - late) ended by themselves, \(late) killed after the grace; every worker reaped")
         }
+        Event.stopped(told: signalled, killed: late, unreaped: left).emit()
         exit(left > 0 ? 1 : 0)
     }
 

@@ -133,6 +133,7 @@ final class Supervisor: Sendable {
         // systemd's WatchdogSec=: ping at half the interval it asks for (sd_watchdog_enabled checks WATCHDOG_PID).
         if let usec = Systemd.watchdogMicroseconds() {
             Log.notice("systemd watchdog enabled: WATCHDOG=1 every \(usec / 2000) ms")
+            Event.systemdWatchdog(intervalMs: usec / 2000).emit()
             startTimer(every: .microseconds(Int(min(usec / 2, UInt64(Int.max))))) { Systemd.notify("WATCHDOG=1") }
         }
         counters.withLock { startWarmWorker(&$0) }
@@ -158,6 +159,7 @@ final class Supervisor: Sendable {
             case SIGHUP:
                 // systemd's ExecReload would send this (trackd.service has none, and says why).
                 Log.notice("SIGHUP: trackd has nothing to re-read (its settings are its command line; the frame-index cache checks every file it serves); restart it to change a setting: under socket activation a restart loses no queued connection")
+                Event.hangUp.emit()
             default: stop(signal: sig)
             }
         }

@@ -60,9 +60,11 @@ enum SupervisorMain {
             if let activated = try Listener.fromSystemd() {
                 listener = activated
                 Log.notice("using the socket passed by systemd (socket activation)")
+                Event.listening(socket: "systemd").emit()
             } else {
                 listener = try Listener.bind(path: configuration.socketPath ?? SocketPath.resolveDefault())
                 Log.notice("listening on \(listener.ownedPath!)")
+                Event.listening(socket: "path").emit()
             }
         } catch {
             Log.error("cannot listen: \(error)")
@@ -102,10 +104,12 @@ enum SupervisorMain {
         let store = IndexStore(budget: bytes, directory: bytes > 0 ? IndexStore.defaultDirectory() : nil)
         if let problem = store.directoryProblem {
             Log.warning("frame-index cache: \(problem); keeping frame indexes in memory only")
+            Event.indexCacheInMemoryOnly.emit()
         } else if let directory = store.directory {
             Log.notice("frame-index cache: \(directory), up to \(bytes) bytes (and as many in memory)")
         } else if bytes > 0 {
             Log.warning("frame-index cache: no cache directory ($CACHE_DIRECTORY, $XDG_CACHE_HOME and $HOME unset); keeping frame indexes in memory only")
+            Event.indexCacheInMemoryOnly.emit()
         }
         return store
     }

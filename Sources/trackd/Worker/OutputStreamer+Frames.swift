@@ -139,6 +139,10 @@ extension OutputStreamer {
     private func logCounts(_ plan: FramePlan) {
         let now = PipelineCounts(pipeline)
         Log.info("ReadFrames output \(id): \(plan.order.count) frames asked, \(now.samplesDecoded &- baseline.samplesDecoded) samples decoded (\(now.samplesSkipped &- baseline.samplesSkipped) skipped), \(now.framesDecoded &- baseline.framesDecoded) frames out of the decoder, \(now.framesConverted &- baseline.framesConverted) converted, in \(plan.ranges.count) ranges; \(TrackPipeline.frameMemoriesReused) frame memories reused in this worker so far")
+        Event.readFramesDone(output: id, frames: plan.order.count, samplesDecoded: now.samplesDecoded &- baseline.samplesDecoded,
+                             framesDecoded: now.framesDecoded &- baseline.framesDecoded,
+                             framesConverted: now.framesConverted &- baseline.framesConverted,
+                             memoriesReused: TrackPipeline.frameMemoriesReused).emit()
     }
 
     enum RangeEnd { case next, finished(OutputStatus, TrackError?) }
@@ -155,6 +159,7 @@ extension OutputStreamer {
             retried = true
             let lacking = plan.wantedByRange[range].subtracting(order.arrived).sorted()
             Log.warning("ReadFrames output \(id): range \(range) did not produce frame(s) \(lacking.prefix(8).map(String.init).joined(separator: ", ")) with the needed samples only; decoding it again with every sample")
+            Event.rangeDecodedAgain(output: id).emit()
             // Every decoded frame converted this time (the index's times cannot be trusted to pick them out).
             if let error = seek(current.range, selection: FrameSelection(index: plan.index, frames: nil)) {
                 return .finished(.failed, error)

@@ -159,6 +159,7 @@ final class OutputStreamer: Sendable {
                 if isCancelled { return finish(.cancelled) }
                 if let read = current, Self.needsFallback(read, delivered: delivered) {
                     Log.warning("output \(id): no decoded frame matched the frame index in \(read.range.start) + \(read.range.duration); reading the range again by the decoder's clipping")
+                    Event.frameIndexMismatch(output: id).emit()
                     current = nil
                     if let error = seek(read.range) { return finish(.failed, error) }
                     continue
@@ -327,7 +328,7 @@ final class OutputStreamer: Sendable {
         do throws(TrackError) {
             reservation = try PoolReservation(slot: workerSlot, bytes: UInt64(shared.mapSize))
         } catch {
-            Log.warning("limit: output \(id): \(error.message)")
+            logPoolLimit(error)
             failPool(error)
             return .cancelled
         }
@@ -378,7 +379,7 @@ final class OutputStreamer: Sendable {
         do throws(TrackError) {
             reservation = try PoolReservation(slot: workerSlot, bytes: UInt64(slotSize * slotCount))
         } catch {
-            Log.warning("limit: output \(id): \(error.message)")
+            logPoolLimit(error)
             failPool(error)
             return false
         }
@@ -394,5 +395,13 @@ final class OutputStreamer: Sendable {
             failPool(TrackError(.limitExceeded, "cannot create a shared-memory pool of \(slotSize * slotCount) bytes: \(error)"))
             return false
         }
+    }
+}
+
+extension OutputStreamer {
+    /// A pool refused by a pool-byte limit (`--pool-bytes-*`): the log line and the event record.
+    func logPoolLimit(_ error: TrackError) {
+        Log.warning("limit: output \(id): \(error.message)")
+        Event.limit(kind: "output").emit()
     }
 }

@@ -32,6 +32,7 @@ extension Session {
                 let key = before.map { IndexCacheClient.key($0, trackID: trackID) }
                 if let key, let index = IndexCacheClient.get(key) {
                     Log.info("frame index for track \(trackID): from the cache (\(index.frames.count) frames)")
+                    Event.frameIndex(track: trackID, source: "cache", frames: index.frames.count).emit()
                     built.withLock { $0[trackID] = index }
                     return index
                 }
@@ -39,9 +40,11 @@ extension Session {
                 if let fromTables = FrameIndex.fromContainer(source: source, trackID: trackID) {
                     index = fromTables
                     Log.info("frame index for track \(trackID): made from the container's sample tables (\(index.frames.count) frames)")
+                    Event.frameIndex(track: trackID, source: "sample-tables", frames: index.frames.count).emit()
                 } else {
                     index = try FrameIndex.build(source: source, trackID: trackID)
                     Log.info("frame index for track \(trackID): made by a parse-only pass (\(index.frames.count) frames)")
+                    Event.frameIndex(track: trackID, source: "parse-pass", frames: index.frames.count).emit()
                 }
                 built.withLock { $0[trackID] = index }
                 // Only when the file did not change while it was read (else the key would not match the frames).
@@ -79,6 +82,7 @@ extension Session {
         let key = before.map { IndexCacheClient.key($0, trackID: IndexCacheWire.descriptionTrackID) }
         if let key, let cached = IndexCacheClient.getDescription(key) {
             Log.info("asset description from the cache: \(cached.tracks.count) tracks")
+            Event.assetFromCache(tracks: cached.tracks.count).emit()
             // Ordered here too: a description cached before tracks were ordered is still in the demuxer's order.
             var ordered = cached
             ordered.tracks = Self.inTrackIDOrder(cached.tracks)

@@ -189,6 +189,7 @@ extension Session {
         let others = context.slot.othersBusy
         let threads = Self.decodeThreads(cpus: context.cpus, othersBusy: others)
         Log.info("decoder threads: \(threads) (\(others) other workers busy, \(context.cpus) CPUs)")
+        Event.decoderThreads(threads: threads, others: others, cpus: context.cpus).emit()
         return threads
     }
 
@@ -239,6 +240,7 @@ extension Session {
         let (pipeline, baseline) = try framesPipeline(plan, asset: asset, key: key)
         let how = baseline == nil ? "a new pipeline" : "the pipeline kept from the last ReadFrames (reuse \(noteReuse()) on this connection)"
         Log.info("ReadFrames on track \(track.id): \(order.count) frames, \(plan.ranges.count) decode ranges, \(how)")
+        Event.readFrames(track: track.id, frames: order.count, ranges: plan.ranges.count, pipeline: baseline == nil ? "new" : "kept").emit()
         return try addOutput(assetID: request.assetID, requestID: requestID, pipeline: pipeline, mediaType: .video,
                              grid: grid, passthrough: false, supportsRandomAccess: false, frames: plan, keep: key,
                              baseline: baseline ?? PipelineCounts())

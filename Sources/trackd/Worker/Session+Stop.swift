@@ -37,6 +37,7 @@ extension Session {
         guard StopRequest.isRequested, !stopping.exchange(true, ordering: .acquiringAndReleasing) else { return }
         let reading = readsInFlight
         Log.notice("stopping: client uid \(context.clientUID) pid \(context.clientPID) has \(reading) reads in flight; they get \(context.stopTimeout) s (--stop-timeout)")
+        Event.sessionStopping(reads: reading).emit()
         let thread = Thread { [self] in finishStopping() }
         thread.name = "stop"
         thread.start()

@@ -82,6 +82,7 @@ final class Session: Sendable {
                     guard now > since, now - since > idleMs else { return nil }
                     let partial = pending > 0 ? " (\(pending) bytes of an incomplete message are pending)" : ""
                     Log.warning("limit: idle timeout of \(context.idleTimeout) s for client uid \(context.clientUID) pid \(context.clientPID)\(partial); closing")
+                    Event.limit(kind: "idle-timeout").emit()
                     return TrackError(.limitExceeded,
                                       "no complete message from the client for \(context.idleTimeout) s while nothing was in progress\(partial) (idle timeout, --idle-timeout \(context.idleTimeout))")
                 }, didRead: { slot.didRead() })
@@ -121,6 +122,7 @@ final class Session: Sendable {
                 guard trackd_monotonic_ms() >= deadline else { return nil }
                 let got = pending > 0 ? "\(pending) bytes of it arrived" : "nothing arrived"
                 Log.warning("limit: handshake timeout of \(limitSeconds) s for client uid \(context.clientUID) pid \(context.clientPID) (\(got)); closing")
+                Event.limit(kind: "handshake-timeout").emit()
                 return TrackError(.limitExceeded,
                                   "no complete Hello within \(limitSeconds) s (handshake timeout, --handshake-timeout \(limitSeconds)); \(got)")
             }, didRead: { slot.didRead() })

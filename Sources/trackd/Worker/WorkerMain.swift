@@ -133,7 +133,7 @@ enum WorkerMain {
         // plugins this read will not use) are not needed again. Opened before the sandbox, used again after the
         // rehearsal (docs/BENCHMARKS.md "A worker's memory").
         if trackd_library_pages_open() == 0 {
-            releaseLibraryPages(after: "loading the plugins")
+            releaseLibraryPages(after: "loading the plugins", event: "plugins")
         } else {
             Log.notice("cannot open /proc/self/smaps (errno \(errno)); the worker keeps its library pages resident")
         }
@@ -147,11 +147,12 @@ enum WorkerMain {
     }
 
     /// Drops the library pages nothing needs now from the resident set (trackd_release_library_pages) and logs
-    /// how much that was.
-    static func releaseLibraryPages(after what: String) {
+    /// how much that was (`event`: the event record's `after`).
+    static func releaseLibraryPages(after what: String, event: String) {
         let released = trackd_release_library_pages()
         guard released >= 0 else { return }
         Log.write(.debug, "released \(released >> 20) MiB of library pages after \(what)")
+        Event.libraryPagesReleased(after: event, mib: Int(released >> 20)).emit()
     }
 
     /// A warm worker: fd 3 is the supervisor's control socket until the connection arrives on it. Rehearses a read
@@ -163,13 +164,14 @@ enum WorkerMain {
             do {
                 let report = try Rehearsal.run()
                 Log.write(.debug, "warm worker: rehearsed an H.264 read (\(report.frames) frames) in \(Int(report.milliseconds)) ms")
+                Event.rehearsed(frames: report.frames).emit()
             } catch {
                 Log.notice("warm worker: no rehearsal (\(error.message)); this worker's first read starts slower")
             }
             // What the rehearsal freed (its pipeline, x264's encoder) back to the kernel, and the pages of the
             // code only it ran (x264, mp4mux); the client's read maps again the code it needs.
             trackd_worker_trim_heap()
-            releaseLibraryPages(after: "the rehearsal")
+            releaseLibraryPages(after: "the rehearsal", event: "rehearsal")
         } else {
             Log.write(.debug, "warm worker: no rehearsal, a connection is waiting")
         }
