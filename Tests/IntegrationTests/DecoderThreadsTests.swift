@@ -27,13 +27,12 @@ import Glibc
         #expect(md5 == (try Oracle.frameMD5(Media.clip, pixFmt: "yuv420p")).map(\.md5))
     }
 
-    /// The workers' "decoder threads: N (K other workers busy, C CPUs)" lines: the thread count a worker chose is
-    /// in its log only (no reply or counter carries it), so these tests read it there.
-    func threadLines(_ log: String) -> [(threads: Int, others: Int, cpus: Int)] {
-        log.split(separator: "\n").compactMap { line in
-            guard let range = line.range(of: "decoder threads: ") else { return nil }
-            let numbers = line[range.upperBound...].split(whereSeparator: { !$0.isNumber }).compactMap { Int($0) }
-            return numbers.count == 3 ? (numbers[0], numbers[1], numbers[2]) : nil
+    /// The workers' `decoder-threads` records (written as each decoded output is created, before its first sample):
+    /// the thread count a worker chose is in these only (no reply or counter carries it).
+    func threadRecords(_ daemon: Daemon) -> [(threads: Int, others: Int, cpus: Int)] {
+        daemon.events("decoder-threads").compactMap { e in
+            guard let threads = e.int("threads"), let others = e.int("others"), let cpus = e.int("cpus") else { return nil }
+            return (threads, others, cpus)
         }
     }
 
@@ -42,7 +41,7 @@ import Glibc
         let daemon = try Daemon()
         defer { daemon.stop() }
         try readChecked(daemon)
-        let line = try #require(threadLines(daemon.log).first, "\(daemon.log)")
+        let line = try #require(threadRecords(daemon).first, "\(daemon.log)")
         #expect(line.others == 0)
         #expect(line.threads == line.cpus)
     }
@@ -60,7 +59,7 @@ import Glibc
         // Busy: its samples are flowing (the daemon-wide sample counter moves).
         #expect(try waitUntil { try daemon.status().daemonSamplesSent > 0 }, "the busy reader never read")
         // Every decode logs its count; the busy reader's own line (0 others) is not the one looked for.
-        let sawOthers = { self.threadLines(daemon.log).filter { $0.others >= 1 } }
+        let sawOthers = { self.threadRecords(daemon).filter { $0.others >= 1 } }
         var lines = sawOthers()
         for _ in 0..<10 where lines.isEmpty && busy.isRunning {
             try readChecked(daemon)

@@ -55,10 +55,12 @@ struct FrameIndexCacheTests {
         return try #require(try indexFiles(in: cache).first)
     }
 
-    /// How often the workers logged "frame index for track 1: <what>". Where an index came from (made, from the
-    /// cache, rejected) is in the workers' log only: no reply or counter carries it.
-    static func count(_ daemon: Daemon, _ what: String) -> Int {
-        daemon.log.components(separatedBy: "frame index for track 1: \(what)").count - 1
+    /// How many of the workers' `frame-index` records of track 1 have `source` (`cache`, `sample-tables`,
+    /// `parse-pass`; `made`: either of the last two). Where an index came from is in these records only: no reply or
+    /// counter carries it. A worker writes the record before it answers the request that needed the index.
+    static func count(_ daemon: Daemon, _ source: String) -> Int {
+        daemon.events("frame-index") { $0["track"] == "1" && (source == "made" ? $0["source"] != "cache" : $0["source"] == source) }
+            .count
     }
 
     /// With warm workers (the uid is given to the worker's index channel at hand-off) and cold ones.
@@ -70,12 +72,12 @@ struct FrameIndexCacheTests {
         defer { Self.done(file) }
         try Self.readFrames(daemon, file)
         #expect(Self.count(daemon, "made") == 1)
-        #expect(Self.count(daemon, "made from the container's sample tables") == 1)  // an MP4: no parse-only pass
-        #expect(Self.count(daemon, "from the cache") == 0)
+        #expect(Self.count(daemon, "sample-tables") == 1)  // an MP4: no parse-only pass
+        #expect(Self.count(daemon, "cache") == 0)
         try Self.readFrames(daemon, file)  // another Asset: another connection, another worker
         try Self.readFrames(daemon, file)
         #expect(Self.count(daemon, "made") == 1, "\(daemon.log)")
-        #expect(Self.count(daemon, "from the cache") == 2)
+        #expect(Self.count(daemon, "cache") == 2)
     }
 
     @Test func restartedDaemonReadsTheDiskCopyAndAChangedFileIsIndexedAgain() throws {
@@ -94,14 +96,14 @@ struct FrameIndexCacheTests {
         defer { second.stop() }
         try Self.readFrames(second, file)
         #expect(Self.count(second, "made") == 0, "\(second.log)")
-        #expect(Self.count(second, "from the cache") == 1)
+        #expect(Self.count(second, "cache") == 1)
         // A new mtime is a new key: the index is built again (and cached again).
         let later = Date().addingTimeInterval(5)
         try FileManager.default.setAttributes([.modificationDate: later], ofItemAtPath: file)
         try Self.readFrames(second, file)
         #expect(Self.count(second, "made") == 1)
         try Self.readFrames(second, file)
-        #expect(Self.count(second, "from the cache") == 2)
+        #expect(Self.count(second, "cache") == 2)
     }
 
     @Test func corruptedDiskCopyIsIgnoredAndRebuilt() throws {
@@ -118,7 +120,7 @@ struct FrameIndexCacheTests {
         defer { second.stop() }
         try Self.readFrames(second, file)
         #expect(Self.count(second, "made") == 1, "\(second.log)")
-        #expect(Self.count(second, "from the cache") == 0)
+        #expect(Self.count(second, "cache") == 0)
         let rewritten = try #require(FileManager.default.contents(atPath: path))
         #expect(rewritten != bytes, "the rebuilt index replaced the corrupted copy")
     }
@@ -146,8 +148,8 @@ struct FrameIndexCacheTests {
         let second = try Daemon(env: ["CACHE_DIRECTORY": cache])
         defer { second.stop() }
         try Self.readFrames(second, file)
-        #expect(Self.count(second, "from the cache") == 1, "\(second.log)")
-        #expect(second.log.contains("decoding it again with every sample"), "\(second.log)")
+        #expect(Self.count(second, "cache") == 1, "\(second.log)")
+        #expect(!second.events("range-decoded-again").isEmpty, "\(second.log)")
         // A decoded range read by the same index matches no frame: it is read again by the decoder's clipping.
         let asset = try Asset(path: file, socketPath: second.socketPath)
         let output = try AssetReaderTrackOutput(track: try #require(asset.tracks(withMediaType: .video).first),
@@ -160,7 +162,7 @@ struct FrameIndexCacheTests {
         var got: [String] = []
         while let s = try output.copyNextSampleBuffer() { got.append(md5Hex(s.packedBytes())) }
         #expect(got == Array(try Oracle.frameMD5(Media.clip, pixFmt: "yuv420p")[10..<15].map(\.md5)))
-        #expect(second.log.contains("no decoded frame matched the frame index"), "\(second.log)")
+        #expect(!second.events("frame-index-mismatch").isEmpty, "\(second.log)")
     }
 
     @Test func unwritableDirectoryMeansMemoryOnly() throws {
@@ -171,9 +173,9 @@ struct FrameIndexCacheTests {
         try Self.readFrames(daemon, file)
         try Self.readFrames(daemon, file)
         // (Logged before the supervisor accepts its first connection.)
-        #expect(daemon.log.components(separatedBy: "keeping frame indexes in memory only").count == 2, "\(daemon.log)")
+        #expect(daemon.events("index-cache-in-memory-only").count == 1, "\(daemon.log)")
         #expect(Self.count(daemon, "made") == 1)
-        #expect(Self.count(daemon, "from the cache") == 1)
+        #expect(Self.count(daemon, "cache") == 1)
     }
 
     @Test func noCacheWithZeroBytes() throws {
@@ -184,7 +186,7 @@ struct FrameIndexCacheTests {
         try Self.readFrames(daemon, file)
         try Self.readFrames(daemon, file)
         #expect(Self.count(daemon, "made") == 2)
-        #expect(Self.count(daemon, "from the cache") == 0)
+        #expect(Self.count(daemon, "cache") == 0)
     }
 }
 
@@ -196,9 +198,10 @@ struct FrameIndexCacheTests {
         return try raw.openAsset(file)
     }
 
-    /// Cache hits of asset descriptions: logged only (the reply is the same either way, which the tests check).
+    /// Cache hits of asset descriptions: in the workers' `asset-from-cache` records only (the reply is the same
+    /// either way, which the tests check), each written before the open is answered.
     static func cached(_ daemon: Daemon) -> Int {
-        daemon.log.components(separatedBy: "asset description from the cache").count - 1
+        daemon.events("asset-from-cache").count
     }
 
     @Test func reopeningAFileSkipsDiscoveryAndAnswersTheSame() throws {

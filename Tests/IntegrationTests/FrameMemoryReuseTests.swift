@@ -18,15 +18,6 @@ struct FrameMemoryReuseTests {
         try asset.frames(atIndices: indices, track: track, outputSettings: Self.bgra).map { md5Hex($0.sample.packedBytes()) }
     }
 
-    /// The count worker `pid` logged at the end of its last ReadFrames ("N frame memories reused in this worker").
-    static func reusedSoFar(_ log: String, worker pid: UInt32) -> Int? {
-        let lines = log.split(separator: "\n").filter {
-            $0.contains("trackd-worker[\(pid)]") && $0.contains("frame memories reused in this worker")
-        }
-        guard let last = lines.last, let semicolon = last.range(of: "; ", options: .backwards) else { return nil }
-        return Int(last[semicolon.upperBound...].prefix { $0.isNumber })
-    }
-
     @Test func consecutiveReadFramesReuseFrameMemoriesAndDeliverTheSameBytes() throws {
         let daemon = try Daemon()
         defer { daemon.stop() }
@@ -44,9 +35,12 @@ struct FrameMemoryReuseTests {
                 #expect(try md5s(asset, track, indices) == fresh[i], "round \(round), pick \(indices)")
             }
         }
-        // The worker logs its count as each ReadFrames ends, a moment after the client has the frames.
-        #expect(waitUntil { (Self.reusedSoFar(daemon.log, worker: before.workerPID) ?? 0) > 0 },
-                "no frame memory was used again over \(Self.picks.count * 3) ReadFrames:\n\(daemon.log)")
+        // The worker writes a `read-frames-done` record, with its count so far, as each ReadFrames ends: a moment
+        // after the client has the frames.
+        let reads = Self.picks.count * 3
+        let done = daemon.waitForEvents("read-frames-done", count: reads) { $0.pid == Int32(before.workerPID) }
+        #expect(done.count == reads, "\(done)")
+        #expect((done.last?.int("memories-reused") ?? 0) > 0, "no frame memory was used again over \(reads) ReadFrames: \(done)")
         let after = try asset.serverStatus()
         #expect(after.bytesCopied == before.bytesCopied, "frames were copied: \(after.bytesCopied - before.bytesCopied) bytes")
         #expect(after.samplesSent > before.samplesSent)

@@ -11,11 +11,11 @@ import TrackClient
 struct KeptPipelineTests {
     static let y420: [String: SettingValue] = [SettingsKey.pixelFormatType: .string("y420")]
 
-    /// For each "ReadFrames on track" line worker `pid` logged, in order: whether it used the kept pipeline.
-    static func reuses(_ log: String, worker pid: UInt32) -> [Bool] {
-        log.split(separator: "\n")
-            .filter { $0.contains("trackd-worker[\(pid)]") && $0.contains("ReadFrames on track") }
-            .map { $0.contains("the pipeline kept from the last ReadFrames") }
+    /// For each of worker `pid`'s `read-frames` records, in order: whether it used the kept pipeline. The worker
+    /// writes one as it plans each ReadFrames, before answering it; `count` of them are waited for (at most 10 s)
+    /// so that a missing one fails the comparison rather than the read.
+    static func reuses(_ daemon: Daemon, worker pid: UInt32, count: Int) -> [Bool] {
+        daemon.waitForEvents("read-frames", count: count) { $0.pid == Int32(pid) }.map { $0["pipeline"] == "kept" }
     }
 
     /// The md5 of each frame's packed bytes, in request order; the frames (and their slots) are gone on return.
@@ -41,12 +41,9 @@ struct KeptPipelineTests {
         let delivered = UInt64(picks.joined().count)
         #expect(after.framesConverted - before.framesConverted == delivered, "each frame converted once")
         #expect(after.bytesCopied == before.bytesCopied, "frames were copied: \(after.bytesCopied - before.bytesCopied) bytes")
-        // The line is logged before each ReadFrames is answered; the daemon relays it a moment later.
         let pid = before.workerPID
         let expected = [false] + Array(repeating: true, count: picks.count - 1)
-        #expect(waitUntil { Self.reuses(daemon.log, worker: pid).count == picks.count },
-                "\(Self.reuses(daemon.log, worker: pid))")
-        #expect(Self.reuses(daemon.log, worker: pid) == expected, "\(daemon.log)")
+        #expect(Self.reuses(daemon, worker: pid, count: picks.count) == expected, "\(daemon.log)")
     }
 
     @Test func otherSettingsBuildAPipelineOfTheirOwn() throws {
@@ -69,8 +66,7 @@ struct KeptPipelineTests {
         #expect(try md5s(asset, track, [33], bgra) == fresh[1], "BGRA")
         #expect(try md5s(asset, track, [32]) == [oracle[32].md5])
         #expect(try md5s(asset, track, [34]) == [oracle[34].md5])
-        #expect(waitUntil { Self.reuses(daemon.log, worker: pid).count == 5 }, "\(Self.reuses(daemon.log, worker: pid))")
-        #expect(Self.reuses(daemon.log, worker: pid) == [false, false, false, false, true], "\(daemon.log)")
+        #expect(Self.reuses(daemon, worker: pid, count: 5) == [false, false, false, false, true], "\(daemon.log)")
     }
 
     /// A CreateOutput between two ReadFrames drops the kept pipeline (that output may need its memory): the next
@@ -96,7 +92,6 @@ struct KeptPipelineTests {
         #expect(read == 3)
         #expect(try md5s(asset, track, [11]) == [oracle[11].md5])
         #expect(try md5s(asset, track, [12]) == [oracle[12].md5])
-        #expect(waitUntil { Self.reuses(daemon.log, worker: pid).count == 3 }, "\(Self.reuses(daemon.log, worker: pid))")
-        #expect(Self.reuses(daemon.log, worker: pid) == [false, false, true], "\(daemon.log)")
+        #expect(Self.reuses(daemon, worker: pid, count: 3) == [false, false, true], "\(daemon.log)")
     }
 }

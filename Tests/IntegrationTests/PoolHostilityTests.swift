@@ -30,9 +30,12 @@ struct PoolHostilityTests {
     /// The supervisor saw no worker die by a signal.
     func expectNoWorkerCrash(_ daemon: Daemon) throws {
         let asset = try Asset(path: Media.clip, socketPath: daemon.socketPath)
-        #expect(try asset.serverStatus().workerCrashes == 0)
-        // Nor did the supervisor kill one (a watchdog or limit kill is no crash: the counter leaves it out).
-        #expect(!daemon.log.contains("killed by signal"), "\(daemon.log)")
+        let status = try asset.serverStatus()
+        #expect(status.workerCrashes == 0)
+        // Nor did the supervisor kill one (a watchdog kill is no crash: the counter leaves it out), nor did a warm
+        // worker die of a signal (not a client's crash either).
+        #expect(status.watchdogKills == 0)
+        #expect(daemon.events("worker-ended") { $0["how"] == "killed" }.isEmpty, "\(daemon.log)")
         #expect(daemon.isRunning)
     }
 
@@ -123,9 +126,9 @@ struct PoolHostilityTests {
             frame.fds.forEach { close($0) }
         }
         #expect(closed, "the connection stayed open after the Error")
-        // The worker exits normally once the connection is closed: the supervisor logs "finished", not a signal
-        // nor an exit status (how a worker ended is in that log line only).
-        #expect(waitUntil { daemon.log.contains("finished") }, "\(daemon.log)")
+        // The worker exits normally once the connection is closed: `finished`, not a signal nor an exit status (how a
+        // worker ended is in the supervisor's `worker-ended` record only). It is the only worker that ended.
+        #expect(daemon.waitForEvents("worker-ended").map { $0["how"] } == ["finished"], "\(daemon.log)")
         try expectNoWorkerCrash(daemon)
     }
 }

@@ -23,6 +23,57 @@ struct TestSupportTests {
         #expect(DaemonLog.glibWarnings("").isEmpty)
     }
 
+    /// Event records are found with their process, pid and fields; log lines about the same things are not records.
+    @Test func eventRecordsAreParsedAndOtherLinesAreNot() {
+        let log = """
+            <6>trackd[10]: listening on /tmp/x/trackd.sock
+            <7>trackd[10]: event=listening socket=path
+            <4>trackd[10]: worker 12 (client uid 0 pid 11) killed by signal 9 (Killed), max RSS 40 MiB, CPU 0.10 s
+            <7>trackd[10]: event=worker-ended worker=12 how=killed status=0 signal=9 max-rss-mib=40
+            <6>trackd-worker[13]: decoder threads: 2 (0 other workers busy, 2 CPUs)
+            <7>trackd-worker[13]: event=decoder-threads threads=2 others=0 cpus=2
+            (trackd:12): GStreamer-CRITICAL **: event=listening
+            """
+        let events = DaemonEvents.parse(log)
+        #expect(events.map(\.name) == ["listening", "worker-ended", "decoder-threads"], "\(events)")
+        #expect(events.map(\.process) == ["trackd", "trackd", "trackd-worker"])
+        #expect(events.map(\.pid) == [10, 10, 13])
+        #expect(events[1].int("signal") == 9 && events[1]["how"] == "killed" && events[1]["restarted-on"] == nil)
+        #expect(events[2].fields == ["threads": "2", "others": "0", "cpus": "2"])
+    }
+
+    /// The names the tests may ask for are the ones trackd writes, and docs/ARCHITECTURE.md's table lists them all.
+    @Test func eventRecordNamesAreTrackdsAndDocumented() throws {
+        #expect(DaemonEvents.names.count >= 20 && DaemonEvents.names.contains("worker-ended"), "\(DaemonEvents.names)")
+        let doc = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../docs/ARCHITECTURE.md")
+        let text = try String(contentsOf: doc, encoding: .utf8)
+        let start = try #require(text.range(of: "\n## Event records\n"))
+        let section = String(text[start.upperBound...]).components(separatedBy: "\n## ")[0]
+        let documented = Set(section.matches(of: #/\n\| `([a-z-]+)` \| /#).map { String($0.output.1) })
+        let (extra, missing) = (documented.subtracting(DaemonEvents.names), DaemonEvents.names.subtracting(documented))
+        #expect(documented == DaemonEvents.names, "documented only: \(extra); undocumented: \(missing)")
+    }
+
+    /// A record written after the wait began is found; one that never comes is waited for no longer than asked.
+    @Test func waitingForARecordEndsWhenItIsWrittenOrAtTheBound() throws {
+        let dir = Env.tempDir("events")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let path = dir + "/trackd.log"
+        try Data("<6>trackd[10]: hello\n".utf8).write(to: URL(fileURLWithPath: path))
+        let writer = Thread {
+            usleep(100_000)
+            let handle = FileHandle(forWritingAtPath: path)!
+            handle.seekToEndOfFile()
+            handle.write(Data("<7>trackd[10]: event=hang-up\n".utf8))
+            handle.closeFile()
+        }
+        writer.start()
+        #expect(DaemonEvents.wait(path, "hang-up", timeout: .seconds(10)).count == 1)
+        let start = monotonicMs()
+        #expect(DaemonEvents.wait(path, "stopped", timeout: .milliseconds(200)).isEmpty)
+        #expect(monotonicMs() - start >= 200)
+    }
+
     @Test func waitUntilWaitsForTheConditionAndNoLonger() {
         let start = monotonicMs()
         #expect(waitUntil(timeout: .seconds(5)) { monotonicMs() - start >= 50 })

@@ -55,10 +55,9 @@ struct WarmWorkerTests {
             let s = (try? String(contentsOfFile: "/proc/\(first)/task/\(tid)/status", encoding: .utf8)) ?? ""
             #expect(s.contains("\nSeccomp:\t2\n") && s.contains("\nNoNewPrivs:\t1\n"), "thread \(tid): \(s)")
         }
-        // It rehearsed a read of its own H.264 clip (GStreamer encodes five frames; all came back decoded). The log
-        // line is the rehearsal's only trace outside the worker (no reply or counter carries it), so it is read here.
-        #expect(waitUntil { daemon.log.contains("warm worker: rehearsed") }, "\(daemon.log)")
-        #expect(daemon.log.contains("warm worker: rehearsed an H.264 read (5 frames)"), "\(daemon.log)")
+        // It rehearsed a read of its own H.264 clip (GStreamer encodes five frames; all came back decoded). Its
+        // `rehearsed` record is the rehearsal's only trace outside the worker (no reply or counter carries it).
+        #expect(daemon.waitForEvents("rehearsed") { $0.pid == first }.map { $0.int("frames") } == [5], "\(daemon.log)")
 
         let asset = try Asset(path: Media.clip, socketPath: daemon.socketPath)
         #expect(try asset.serverStatus().workerPID == UInt32(first))
@@ -149,17 +148,18 @@ struct WarmWorkerTests {
         }
         let pid = try #require(stopped, "no warm worker caught before it was ready")
         let client = try Child(Env.trackctl, ["--socket", daemon.socketPath, "status"], stdout: dir + "/out", stderr: dir + "/err")
-        // Which worker a connection was handed to is in the supervisor's log only (the stopped worker cannot answer).
-        #expect(waitUntil { daemon.log.contains("→ worker \(pid)") },
+        // Which worker a connection was handed to is in the supervisor's records only (the stopped worker cannot
+        // answer); the client's is the connection served last.
+        #expect(daemon.waitForEvents("connection-served") { $0.int("worker") == Int(pid) }.count == 1,
                 "the connection did not go to the stopped warm worker: \(daemon.log)")
         kill(pid, SIGKILL)
         #expect(client.wait() == 0, "\(String(decoding: FileManager.default.contents(atPath: dir + "/err") ?? Data(), as: UTF8.self))\n\(daemon.log)")
-        // Its death before it was ready counts as a crash, and the log line that names the worker taking over its
+        // Its death before it was ready counts as a crash, and the record that names the worker taking over its
         // connection is the behaviour under test (the restart path, not a connection lost).
         #expect(try daemon.status().workerCrashes == 1)
-        #expect(daemon.log.split(separator: "\n").contains {
-            $0.contains("warm worker \(pid) ") && $0.contains("before it was ready") && $0.contains("its connection goes to worker")
-        }, "\(daemon.log)")
+        let ended = daemon.waitForEvents("worker-ended") { $0.int("worker") == Int(pid) }
+        #expect(ended.count == 1 && ended.allSatisfy { $0["how"] == "killed" && $0.int("signal") == Int(SIGKILL) && $0["restarted-on"] != nil },
+                "\(daemon.log)")
         withExtendedLifetime(keep) {}
     }
 
@@ -174,10 +174,10 @@ struct WarmWorkerTests {
         #expect(r.status == 0 && r.text.split(separator: "\n").count == 3, "\(r.stderr)\n\(daemon.log)")
         #expect(!warmWorkers(daemon).isEmpty)
         // The one worker killed is the warm one: a warm worker without a connection is not a client's crash, and
-        // the supervisor's only "killed by signal" line is about it (the line is what it does with such a death).
+        // the supervisor's only `worker-ended how=killed` record is about it.
         #expect(try daemon.status().workerCrashes == 0)
-        let killed = daemon.log.split(separator: "\n").filter { $0.contains("killed by signal") }
-        #expect(killed.count == 1 && killed.allSatisfy { $0.contains("worker \(warm) ") }, "\(daemon.log)")
+        let killed = daemon.waitForEvents("worker-ended") { $0["how"] == "killed" }
+        #expect(killed.map { $0.int("worker") } == [Int(warm)], "\(daemon.log)")
     }
 
     /// The nice value of every thread of `pid` (/proc/PID/task/TID/stat, field 19); empty when it is gone.

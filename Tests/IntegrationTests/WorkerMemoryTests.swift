@@ -23,17 +23,18 @@ struct WorkerMemoryTests {
         // Ready (named trackd-warm) only after its rehearsal and the second release.
         let warm = try #require(waitFor { Procfs.children(of: daemon.pid).first { Procfs.comm($0) == "trackd-warm" } },
                                 "no warm worker")
-        #expect(daemon.log.contains("MiB of library pages after loading the plugins"), "\(daemon.log)")
-        #expect(daemon.log.contains("MiB of library pages after the rehearsal"), "\(daemon.log)")
+        // (Both records are written before it is named trackd-warm.)
+        let released = daemon.events("library-pages-released") { $0.pid == warm }.compactMap { $0["after"] }
+        #expect(released == ["plugins", "rehearsal"], "\(daemon.log)")
         let fileKiB = try #require(statusKiB(warm, "RssFile"), "\(Procfs.status(warm))")
         #expect(fileKiB < 24 * 1024, "an idle warm worker has \(fileKiB) KiB of file pages resident")
         // The worker runs (and decodes) code whose pages it dropped: they come back from the page cache.
         let read = try daemon.trackctl(["read", Media.clip, "--pixel-format", "y420", "--md5"])
         #expect(read.status == 0, "\(read.stderr)")
-        // It was the warm worker that served the read (the supervisor logs each worker's end with its pid).
-        #expect(waitUntil {
-            daemon.log.split(separator: "\n").contains { $0.contains("worker \(warm) ") && $0.contains("finished, max RSS") }
-        }, "\(daemon.log)")
+        // It was the warm worker that served the read, and it finished normally (the supervisor reaps it a moment
+        // after the read).
+        let ended = daemon.waitForEvents("worker-ended") { $0.int("worker") == Int(warm) }
+        #expect(ended.map { $0["how"] } == ["finished"], "\(daemon.log)")
         DaemonLog.expectClean(daemon.log)
     }
 }

@@ -6,8 +6,9 @@ import Testing
 import Glibc
 #endif
 
-/// A real trackd supervisor on a private socket. `stop()` ends it (SIGTERM; it stops its workers) and checks its
-/// log: a GLib/GStreamer CRITICAL or WARNING there fails the test that started it (see `DaemonLog`).
+/// A real trackd supervisor on a private socket, writing event records (TRACKD_EVENTS=1; `events`, Events.swift)
+/// into its log. `stop()` ends it (SIGTERM; it stops its workers) and checks its log: a GLib/GStreamer CRITICAL or
+/// WARNING there fails the test that started it (see `DaemonLog`).
 public final class Daemon {
     public let dir: String
     public let socketPath: String
@@ -30,12 +31,13 @@ public final class Daemon {
         // Each daemon has its own frame-index cache directory unless the test names one.
         var env = env
         if env["CACHE_DIRECTORY"] == nil { env["CACHE_DIRECTORY"] = dir + "/cache" }
+        env["TRACKD_EVENTS"] = "1"
         child = try Child(Env.trackd, ["--socket", socketPath] + extraArgs, stderr: logPath, env: env)
-        // Ready: trackd logs "listening on" after bind() and listen() (the socket file alone appears at bind). The
-        // signals it handles are blocked from its first instruction, so a SIGTERM is never lost before that.
+        // Ready: trackd writes its `listening` record after bind() and listen() (the socket file alone appears at
+        // bind). The signals it handles are blocked from its first instruction, so a SIGTERM is never lost before.
         let log = logPath, child = child
         let ready = waitUntil(timeout: .seconds(10), poll: .milliseconds(5)) {
-            DaemonLog.read(log).contains("listening on") || !child.isRunning
+            !DaemonEvents.read(log, "listening").isEmpty || !child.isRunning
         }
         guard ready, child.isRunning else {
             if child.isRunning { _ = child.terminate() } else { child.wait() }

@@ -57,8 +57,20 @@ def ffmpeg_md5(path, pix_fmt, scale=None):
     return [line.split(',')[5].strip() for line in out.splitlines() if not line.startswith('#')]
 
 
+def _event(line):
+    """The fields of an event record line (`<7>trackd-worker[PID]: event=NAME key=value ...`) with its `pid`, or
+    None for any other line."""
+    head, sep, rest = line.rstrip('\n').partition(']: event=')
+    if not sep or '[' not in head:
+        return None
+    record = dict(pair.split('=', 1) for pair in ('event=' + rest).split(' ') if '=' in pair)
+    record['pid'] = int(head.rsplit('[', 1)[1])
+    return record
+
+
 class Daemon:
-    """trackd on a socket in a temp dir (also the dir for the test's media)."""
+    """trackd on a socket in a temp dir (also the dir for the test's media), writing event records into its log
+    (TRACKD_EVENTS=1; docs/ARCHITECTURE.md "Event records")."""
 
     def __init__(self, prefix='trackd-python-'):
         self.dir = tempfile.mkdtemp(prefix=prefix)
@@ -66,7 +78,8 @@ class Daemon:
         self.log = os.path.join(self.dir, 'trackd.log')
         self._md5s = {}
         with open(self.log, 'wb') as log:
-            self.process = subprocess.Popen([os.path.join(BUILD, 'trackd'), '--socket', self.socket], stderr=log)
+            self.process = subprocess.Popen([os.path.join(BUILD, 'trackd'), '--socket', self.socket], stderr=log,
+                                            env=dict(os.environ, TRACKD_EVENTS='1'))
         for _ in range(400):
             if os.path.exists(self.socket):
                 return
@@ -79,6 +92,18 @@ class Daemon:
 
     def path(self, name):
         return os.path.join(self.dir, name)
+
+    def events(self, name, count=1, pid=None, timeout=10):
+        """The records `event=name` (of process `pid`, if given) in the log, each a dict of its fields, once there
+        are `count` of them or `timeout` seconds have passed (fewer then, which the caller's assertion reports)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            with open(self.log) as f:
+                found = [record for record in map(_event, f) if record and record['event'] == name
+                         and (pid is None or record['pid'] == pid)]
+            if len(found) >= count or time.monotonic() > deadline:
+                return found
+            time.sleep(0.05)
 
     def trackctl_md5(self, *args):
         """trackctl read --md5: one (pts, size, md5) per sample (cached per arguments)."""

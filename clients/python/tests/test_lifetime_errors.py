@@ -5,7 +5,6 @@ import gc
 import os
 import socket
 import subprocess
-import time
 import unittest
 
 import numpy as np
@@ -137,16 +136,9 @@ class FramesAtTests(unittest.TestCase):
 
 
 def reuses(pid, count):
-    """For each of worker `pid`'s first `count` ReadFrames, in order: whether it ran on a kept pipeline. The worker
-    logs each ReadFrames before answering it; the daemon relays the line a moment later."""
-    marker = 'trackd-worker[%d]: ReadFrames on track' % pid
-    deadline = time.monotonic() + TIMEOUT
-    while True:
-        with open(suite.daemon.path('trackd.log')) as f:
-            lines = [line for line in f if marker in line]
-        if len(lines) >= count or time.monotonic() > deadline:
-            return ['kept from the last ReadFrames' in line for line in lines]
-        time.sleep(0.05)
+    """For each of worker `pid`'s first `count` ReadFrames, in order: whether it ran on a kept pipeline (its
+    `read-frames` records, written before each ReadFrames is answered)."""
+    return [record['pipeline'] == 'kept' for record in suite.daemon.events('read-frames', count, pid=pid)]
 
 
 class ErrorTests(unittest.TestCase):
