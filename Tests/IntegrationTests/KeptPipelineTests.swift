@@ -12,8 +12,8 @@ struct KeptPipelineTests {
     static let y420: [String: SettingValue] = [SettingsKey.pixelFormatType: .string("y420")]
 
     /// For each of worker `pid`'s `read-frames` records, in order: whether it used the kept pipeline. The worker
-    /// writes one as it plans each ReadFrames, before answering it; `count` of them are waited for (at most 10 s)
-    /// so that a missing one fails the comparison rather than the read.
+    /// writes one as it plans each ReadFrames, before answering it; the wait for `count` of them (at most 10 s) only
+    /// bounds how long a missing one is looked for.
     static func reuses(_ daemon: Daemon, worker pid: UInt32, count: Int) -> [Bool] {
         daemon.waitForEvents("read-frames", count: count) { $0.pid == Int32(pid) }.map { $0["pipeline"] == "kept" }
     }

@@ -149,7 +149,7 @@ struct WarmWorkerTests {
         let pid = try #require(stopped, "no warm worker caught before it was ready")
         let client = try Child(Env.trackctl, ["--socket", daemon.socketPath, "status"], stdout: dir + "/out", stderr: dir + "/err")
         // Which worker a connection was handed to is in the supervisor's records only (the stopped worker cannot
-        // answer); the client's is the connection served last.
+        // answer).
         #expect(daemon.waitForEvents("connection-served") { $0.int("worker") == Int(pid) }.count == 1,
                 "the connection did not go to the stopped warm worker: \(daemon.log)")
         kill(pid, SIGKILL)

@@ -113,7 +113,8 @@ extension Supervisor {
 
     /// Why a connection of `uid` is refused now (a connection limit, then the uid's connection rate) and the option
     /// that sets that limit, or nil. A connection counts while it is open: from its hand-off until its client
-    /// closes it (seen here, at once) or its worker is reaped, whichever is first. Each count is derived from the records, so none can be taken off twice.
+    /// closes it (seen here, at once) or its worker is reaped, whichever is first. Each count is derived from the
+    /// records, so none can be taken off twice.
     private func refusal(_ c: inout Counters, uid: UInt32) -> (TrackError, limit: String)? {
         if let (message, limit) = openLimitRefusal(&c, uid: uid) { return (TrackError(.limitExceeded, message), limit) }
         let (rate, burst) = (limits.connectionRatePerUID, limits.connectionBurstPerUID)

@@ -18,8 +18,8 @@ extension Supervisor {
             // Peak resident memory (KiB): GStreamer, the pipeline and every pool page the worker touched; CPU time.
             let cpu = Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec)
                 + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
-            let peak = "max RSS \(usage.ru_maxrss / 1024) MiB, CPU \(String(format: "%.2f", cpu)) s"
             let rssMiB = usage.ru_maxrss / 1024
+            let peak = "max RSS \(rssMiB) MiB, CPU \(String(format: "%.2f", cpu)) s"
             var restartedOn: pid_t?
             var killedUnused = false
             let record = counters.withLock { c -> WorkerRecord? in
@@ -46,8 +46,9 @@ extension Supervisor {
             } else {
                 logEnd(pid, record, status: status, peak: peak, restartedOn: restartedOn)
             }
-            let how = killedUnused ? "warm-unused" : status & 0x7f != 0 ? "killed" : (status >> 8) & 0xff != 0 ? "exited" : "finished"
-            Event.workerEnded(worker: pid, how: how, status: (status >> 8) & 0xff, signal: status & 0x7f, maxRSSMiB: rssMiB,
+            let (exitStatus, termSignal) = ((status >> 8) & 0xff, status & 0x7f)
+            let how = killedUnused ? "warm-unused" : termSignal != 0 ? "killed" : exitStatus != 0 ? "exited" : "finished"
+            Event.workerEnded(worker: pid, how: how, status: exitStatus, signal: termSignal, maxRSSMiB: rssMiB,
                               restartedOn: restartedOn).emit()
         }
     }
