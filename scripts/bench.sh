@@ -99,6 +99,7 @@ print("+".join("between(n\\,%d\\,%d)" % (k, last) for k, last in sorted(needed.i
 names=() cmds=() refs=() selfs=() notes=() clips=() missing=()
 declare -A at=()     # at[KEY@CLIP]: the index of a row the targets use
 declare -A floor_row=()  # floor_row[CLIP]: the index of that clip's floor row
+declare -A gops_of=()    # gops_of[CLIP]: that clip's cut file (cut_gops), empty without one
 tag=''               # the clip add_clip_rows is adding rows for: gst or ffmpeg
 # add NAME CMD [REF]: REF is the index of a row this one is compared with (a measured row doing the same work in
 # one process); none by default. Every row is also compared with its clip's floor.
@@ -164,6 +165,7 @@ add_clip_rows() {
     add "trackctl: one frame, whole run"       "$TC read $F --pixel-format y420 --duration 0.03" "$one_ref"
   fi
   cut_gops "$clip"
+  gops_of[$tag]=$gops
   if [[ -n $gops ]]; then
     gops_ref=${#cmds[@]}
     add "gst: decode just their GOPs ($gop_frames frames)" "gst-launch-1.0 -q filesrc location=$(q "$gops") ! qtdemux ! h264parse ! avdec_h264 ! fakesink"
@@ -484,7 +486,8 @@ PY
 fi
 mkdir -p "$(dirname "$report")"
 # The command table names the clip, the cut file and the temp dir by a variable each, and paths from the repository.
-shorten="s|$clip|\$CLIP|g; ${gops:+s|$gops|\$GOPS|g; }s|$REPO/||g; s|$tmp|\$TMP|g"
+gops=${gops_of[gst]:-} gops_ff=${gops_of[ffmpeg]:-}
+shorten="s|$clip_ff|\$CLIP_FF|g; s|$clip|\$CLIP|g; ${gops:+s|$gops|\$GOPS|g; }${gops_ff:+s|$gops_ff|\$GOPS_FF|g; }s|$REPO/||g; s|$tmp|\$TMP|g"
 # The analysis written by hand (what bounds each target; docs/records/ holds the measurements behind it) follows the
 # marker line and is kept: a run replaces only what is above it.
 marker='<!-- make bench writes everything above this line; the sections below are written by hand and kept -->'
@@ -497,13 +500,19 @@ cat >"$report" <<MD
 Made by \`make bench\` (scripts/bench.sh) on $(date -u '+%Y-%m-%d %H:%M UTC'); $(nproc) CPUs, ${cpu:-unknown CPU};
 GStreamer $gst; peer rows: $peers. Regenerate with \`make bench\`; numbers from another machine are not comparable.
 
-Clip: 1920x1080, 30 fps, $frames frames ($seconds s), H.264 High with B-frames (x264enc bframes=2, I-frame every
-30 frames), no audio, made by scripts/make-sample.sh. Rows are timed round-robin: one warm-up pass over all rows,
+Clips: two of 1920x1080, 30 fps, $frames frames ($seconds s), no audio. The GStreamer clip: H.264 High with B-frames
+(x264enc bframes=2, I-frame every 30 frames), made by scripts/make-sample.sh. The ffmpeg clip: testsrc2 encoded by
+ffmpeg's libx264 with \`-preset veryfast\` (its defaults otherwise: B-frames, a key frame at most every 250 frames), the
+clip of issue #26. Each clip has its own table; the N-clients-at-once and one-frame rows are the GStreamer clip's
+only. Rows are timed round-robin: one warm-up pass over all rows,
 then $runs passes that each run every row once, in the table's order, so that a noisy machine's drift spreads over
 all rows instead of biasing some; each row's value is the median of its $runs times. A time is the wall time of the
 whole command (bash's \$EPOCHREALTIME around \`bash -c\`): process start, demux, decode, conversion; except for
-self-timed rows, which print their own measurement. "× floor" is the ratio to GStreamer decoding to a fakesink in
-one process. trackctl rows go through a private trackd (supervisor + one worker process per connection; trackd keeps
+self-timed rows, which print their own measurement. "CPU (s)" is the median of the user + system time of the row's
+whole process tree (bash's \`time\`: the rusage of \`bash -c\` and of every process it waited for) plus that of every
+trackd worker that served one of the row's connections (the supervisor logs each worker's CPU when it reaps it; a
+warm worker's figure includes its own start-up, about 0.4 s, before its connection came). "× floor" is the ratio to
+GStreamer decoding the same clip to a fakesink in one process. trackctl rows go through a private trackd (supervisor + one worker process per connection; trackd keeps
 one worker started ahead of the next connection); trackctl's output is discarded. "× its reference" compares a row
 with a measured row doing the same work in one process: BGRA with decode + videoconvert to BGRA; "one frame, whole
 run" (process start, connection, worker, GStreamer start, open, preroll, first frame) with gst-launch decoding one
@@ -530,8 +539,14 @@ thread), the ffmpeg CLI with its default threads. No row reads the pixels beyond
 to_ndarray, OpenCV, decord's asnumpy and TorchCodec write each frame into new memory; trackd's arrays are views of
 the shared memory the worker wrote. A row that could not run here is listed with the reason.
 
-$table
+The GStreamer clip:
 
+$table
+${table_ff:+
+The ffmpeg clip:
+
+$table_ff
+}
 Memory: peak resident set of one worker reading every frame (logged by the supervisor from wait4's ru_maxrss when
 it reaps the worker; the shared-memory pool pages the worker touched count; the median of 3 reads), of gst-launch
 decoding the same clip, and of each peer row's Python process (its own ru_maxrss when the last frame has been
@@ -546,16 +561,19 @@ $memory
 
 ## Targets
 
-Issue #14's targets, each the ratio of two rows of this run. For times, the median over the $runs passes of the
-ratio of the two rows' times in the same pass (A/B pairs); whole processes where the line says so, else the peer
-rows' open-to-last-frame times. For memory, the ratio of the worker's peak RSS to the median peak RSS of PyAV's
-process reading the same frames. trackd's RGB-family lines use BGRA (the packed 24-bit RGB formats 24RG/24BG cost
-GStreamer 1.22 about twice BGRA's conversion: "RGB-family conversion" below). Not measured here:
+Issues #14's and #26's targets, each the ratio of two rows of this run. For times, the median over the $runs passes
+of the ratio of the two rows' times in the same pass (A/B pairs); whole processes where the line says so, else the
+peer rows' open-to-last-frame times; "CPU" is the same median for the two rows' CPU times. For memory, the ratio of the worker's peak RSS to the median peak RSS of PyAV's
+process reading the same frames. Issue #14's RGB-family lines use BGRA; issue #26's use 24BG against OpenCV's BGR (the same bytes)
+and 24RGB against PyAV's rgb24, decord and TorchCodec. Not measured here:
 conversions per delivered frame (1.0 exactly), which tests assert.
 
 $targets
 
-The commands, with \`\$CLIP\` for ${clip#"$REPO"/}${gops:+, \`\$GOPS\` for ${gops#"$REPO"/}} and \`\$TMP\` for the
+$targets26
+
+The commands, with \`\$CLIP\` for ${clip#"$REPO"/}, \`\$CLIP_FF\` for ${clip_ff#"$REPO"/}${gops:+, \`\$GOPS\` and \`\$GOPS_FF\` for
+their cut files} and \`\$TMP\` for the
 private trackd's directory:
 
 | what | command |

@@ -22,19 +22,17 @@
 typedef struct {
     GstVideoFilter parent;
     GstCaps *target;           // "caps": what the chain's capsfilter asks for (object lock)
-    guint n_threads;           // "n-threads": libswscale's slice threads (object lock)
     struct SwsContext *convert;  // set_info → transform_frame: YCbCr → the output (RGB24 for RGBP)
     struct SwsContext *repack;   // RGBP only: the RGB24 frame → planar G, B, R
     guint8 *scratch;             // RGBP: the RGB24 frame between the two; else a frame whose rows have too little room
     int scratch_stride;
-    guint threads;               // n_threads when the contexts were made
 } TrackdSwscale;
 
 typedef struct {
     GstVideoFilterClass parent_class;
 } TrackdSwscaleClass;
 
-enum { PROP_0, PROP_CAPS, PROP_N_THREADS };
+enum { PROP_0, PROP_CAPS };
 
 GType trackd_swscale_get_type(void);
 G_DEFINE_TYPE(TrackdSwscale, trackd_swscale, GST_TYPE_VIDEO_FILTER)
@@ -129,6 +127,17 @@ static GstStructure *converted(const GstStructure *in, const GstStructure *want)
     return out;
 }
 
+// Whether `out` keeps the odd width of `in`: libswscale's unscaled path converts pixels in pairs, and its C code (the
+// path for ARGB, and for every format without x86 SIMD) leaves the last pixel of an odd row unwritten (measured with
+// FFmpeg 5.1), so such frames are passed through to videoconvert. Its scaled path has no such limit.
+static gboolean odd_unscaled(const GstStructure *in, const GstStructure *out) {
+    gint width = 0, out_width = 0, height = 0, out_height = 0;
+    if (!gst_structure_get_int(in, "width", &width) || !gst_structure_get_int(out, "width", &out_width)) return FALSE;
+    gst_structure_get_int(in, "height", &height);
+    gst_structure_get_int(out, "height", &out_height);
+    return width % 2 == 1 && width == out_width && height == out_height;
+}
+
 // Sink → src: for an input this element converts, the target's formats this element makes (at most one: the
 // worker's target is one format), then the input itself (passed through). Src → sink: the output itself (passed
 // through) and, for an output this element makes, the inputs it converts from, at any size.
@@ -144,7 +153,10 @@ static GstCaps *transform_caps(GstBaseTransform *trans, GstPadDirection directio
         if (direction == GST_PAD_SINK && target != NULL && converts_from(s, features)) {
             for (guint j = 0; j < gst_caps_get_size(target); j++) {
                 const GstStructure *want = gst_caps_get_structure(target, j);
-                if (is_output(structure_format(want))) result = gst_caps_merge_structure(result, converted(s, want));
+                if (!is_output(structure_format(want))) continue;
+                GstStructure *out = converted(s, want);
+                if (odd_unscaled(s, out)) gst_structure_free(out);
+                else result = gst_caps_merge_structure(result, out);
             }
         } else if (direction == GST_PAD_SRC && target != NULL && is_output(structure_format(s))) {
             GstStructure *from = gst_structure_copy(s);
@@ -191,18 +203,21 @@ static GstCaps *fixate_caps(GstBaseTransform *trans, GstPadDirection direction, 
 
 // ── allocation ──────────────────────────────────────────────────────────────────────────────────────────────────
 
-// libswscale's fast YCbCr → packed RGB path converts whole groups of 8 pixels, and when a row has no room for the
-// last group it leaves the last pixels of every row unwritten (x86 yuv2rgb_template.c: h_size -= 8): ffmpeg's frames
-// have rows padded to 32 or 64 bytes. The row bytes a frame `width` pixels wide needs for it.
-static int row_room(int width, int bytes_per_pixel) { return (width + 7) / 8 * 8 * bytes_per_pixel; }
+// libswscale's fast YCbCr → packed RGB path writes whole groups of pixels past the row's end: with Debian 12's
+// libswscale 6 (FFmpeg 5.1) on SSSE3, every row of a 322-pixel frame gets 336 pixels (groups of 16, measured), and a
+// row with less room than the next multiple of 8 pixels gets its last pixels left unwritten (x86 yuv2rgb.c: h_size
+// -= 8). ffmpeg's own frames have rows padded to 32 or 64 bytes. Rows of whole 32-pixel groups have the room (twice
+// the measured group, for a wider SIMD path); GROUP is that group. The row bytes a frame `width` pixels wide needs.
+#define GROUP 32
+static int row_room(int width, int bytes_per_pixel) { return (width + GROUP - 1) / GROUP * GROUP * bytes_per_pixel; }
 
-// The output pool's rows padded to whole groups of 8 pixels (GstVideoAlignment on the GstVideoBufferPool appsink
+// The output pool's rows padded to whole groups of GROUP pixels (GstVideoAlignment on the GstVideoBufferPool appsink
 // offers: its buffers carry a GstVideoMeta with the strides), so that the frame is written where appsink's pool puts
 // it. A pool that takes no alignment gets the frame through a scratch frame (transform_frame).
 static gboolean decide_allocation(GstBaseTransform *trans, GstQuery *query) {
     if (!GST_BASE_TRANSFORM_CLASS(trackd_swscale_parent_class)->decide_allocation(trans, query)) return FALSE;
     const GstVideoInfo *out = &GST_VIDEO_FILTER(trans)->out_info;
-    guint width = GST_VIDEO_INFO_WIDTH(out), padding = (width + 7) / 8 * 8 - width;
+    guint width = GST_VIDEO_INFO_WIDTH(out), padding = (width + GROUP - 1) / GROUP * GROUP - width;
     GstBufferPool *pool = NULL;
     if (padding == 0 || gst_query_get_n_allocation_pools(query) == 0) return TRUE;
     gst_query_parse_nth_allocation_pool(query, 0, &pool, NULL, NULL, NULL);
@@ -237,7 +252,7 @@ static void free_converters(TrackdSwscale *self) {
 // it for the generic path (5.6× the CPU for BGRA, docs/BENCHMARKS.md) and SWS_FAST_BILINEAR makes code at run time
 // when enlarging (the sandbox's W^X refuses it). `matrix` < 0: RGB in, no colour matrix.
 static struct SwsContext *make_context(int w, int h, enum AVPixelFormat from, int dw, int dh, enum AVPixelFormat to,
-                                       int matrix, int full_range, guint threads) {
+                                       int matrix, int full_range) {
     struct SwsContext *c = sws_alloc_context();
     if (c == NULL) return NULL;
     av_opt_set_int(c, "srcw", w, 0);
@@ -247,7 +262,6 @@ static struct SwsContext *make_context(int w, int h, enum AVPixelFormat from, in
     av_opt_set_int(c, "dsth", dh, 0);
     av_opt_set_int(c, "dst_format", to, 0);
     av_opt_set_int(c, "sws_flags", SWS_BILINEAR, 0);
-    av_opt_set_int(c, "threads", threads, 0);
     if (sws_init_context(c, NULL, NULL) < 0) {
         sws_freeContext(c);
         return NULL;
@@ -280,15 +294,12 @@ static gboolean set_info(GstVideoFilter *filter, GstCaps *incaps, GstVideoInfo *
         GST_ERROR_OBJECT(self, "cannot convert %" GST_PTR_FORMAT " to %" GST_PTR_FORMAT, incaps, outcaps);
         return FALSE;
     }
-    GST_OBJECT_LOCK(self);
-    self->threads = self->n_threads;
-    GST_OBJECT_UNLOCK(self);
     int dw = (int)GST_VIDEO_INFO_WIDTH(out), dh = (int)GST_VIDEO_INFO_HEIGHT(out);
     self->convert = make_context((int)GST_VIDEO_INFO_WIDTH(in), (int)GST_VIDEO_INFO_HEIGHT(in), from, dw, dh,
-                                 av_format(to), matrix, full_range, self->threads);
+                                 av_format(to), matrix, full_range);
     if (to == GST_VIDEO_FORMAT_RGBP) {
         make_scratch(self, out);
-        self->repack = make_context(dw, dh, AV_PIX_FMT_RGB24, dw, dh, AV_PIX_FMT_GBRP, -1, 1, 1);
+        self->repack = make_context(dw, dh, AV_PIX_FMT_RGB24, dw, dh, AV_PIX_FMT_GBRP, -1, 1);
     }
     if (self->convert == NULL || (to == GST_VIDEO_FORMAT_RGBP && self->repack == NULL)) {
         free_converters(self);
@@ -311,42 +322,14 @@ static void frame_planes(GstVideoFrame *frame, uint8_t *data[4], int stride[4]) 
     }
 }
 
-static void borrowed(void *opaque, uint8_t *data) {
-    (void)opaque;
-    (void)data;
-}
-
-// An AVFrame over memory it does not own (a refcounted one: sws_scale_frame copies the bytes of any other).
-static AVFrame *borrow_frame(uint8_t *data[4], int stride[4], int w, int h, enum AVPixelFormat format) {
-    AVFrame *f = av_frame_alloc();
-    if (f == NULL) return NULL;
-    f->buf[0] = av_buffer_create(data[0], 1, borrowed, NULL, 0);
-    if (f->buf[0] == NULL) av_frame_free(&f);
-    if (f == NULL) return NULL;
-    for (int i = 0; i < 4; i++) {
-        f->data[i] = data[i];
-        f->linesize[i] = stride[i];
-    }
-    f->width = w;
-    f->height = h;
-    f->format = format;
-    return f;
-}
-
-// One conversion: sws_scale, or with slice threads sws_scale_frame (sws_scale runs on the calling thread alone).
+// One conversion of the input frame into `dst`, on the calling thread: libswscale's slice threads are not used (the
+// decoder's frame threads already keep the CPUs busy; docs/BENCHMARKS.md, "RGB-family conversion").
 static gboolean scale(TrackdSwscale *self, GstVideoFrame *in, uint8_t *dst[4], int dst_stride[4]) {
     uint8_t *src[4];
     int src_stride[4];
     frame_planes(in, src, src_stride);
     int h = (int)GST_VIDEO_FRAME_HEIGHT(in), dh = (int)GST_VIDEO_INFO_HEIGHT(&GST_VIDEO_FILTER(self)->out_info);
-    if (self->threads <= 1) return sws_scale(self->convert, (const uint8_t *const *)src, src_stride, 0, h, dst, dst_stride) == dh;
-    int w = (int)GST_VIDEO_FRAME_WIDTH(in), dw = (int)GST_VIDEO_INFO_WIDTH(&GST_VIDEO_FILTER(self)->out_info);
-    AVFrame *a = borrow_frame(src, src_stride, w, h, av_format(GST_VIDEO_FRAME_FORMAT(in)));
-    AVFrame *b = borrow_frame(dst, dst_stride, dw, dh, av_format(GST_VIDEO_INFO_FORMAT(&GST_VIDEO_FILTER(self)->out_info)));
-    gboolean done = a != NULL && b != NULL && sws_scale_frame(self->convert, b, a) >= 0;
-    av_frame_free(&a);
-    av_frame_free(&b);
-    return done;
+    return sws_scale(self->convert, (const uint8_t *const *)src, src_stride, 0, h, dst, dst_stride) == dh;
 }
 
 // Into the output frame; through the scratch frame for RGBP (then into planes) and for rows without the room
@@ -383,7 +366,6 @@ static void set_property(GObject *object, guint id, const GValue *value, GParamS
     GST_OBJECT_LOCK(self);
     switch (id) {
     case PROP_CAPS: gst_caps_replace(&self->target, (GstCaps *)gst_value_get_caps(value)); break;
-    case PROP_N_THREADS: self->n_threads = MAX(1u, g_value_get_uint(value)); break;
     default: G_OBJECT_WARN_INVALID_PROPERTY_ID(object, id, pspec);
     }
     GST_OBJECT_UNLOCK(self);
@@ -394,7 +376,6 @@ static void get_property(GObject *object, guint id, GValue *value, GParamSpec *p
     GST_OBJECT_LOCK(self);
     switch (id) {
     case PROP_CAPS: gst_value_set_caps(value, self->target); break;
-    case PROP_N_THREADS: g_value_set_uint(value, self->n_threads); break;
     default: G_OBJECT_WARN_INVALID_PROPERTY_ID(object, id, pspec);
     }
     GST_OBJECT_UNLOCK(self);
@@ -418,9 +399,6 @@ static void trackd_swscale_class_init(TrackdSwscaleClass *klass) {
     g_object_class_install_property(gobject_class, PROP_CAPS,
         g_param_spec_boxed("caps", "Caps", "What the output is to be (a capsfilter's caps after this element)",
                            GST_TYPE_CAPS, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY));
-    g_object_class_install_property(gobject_class, PROP_N_THREADS,
-        g_param_spec_uint("n-threads", "Threads", "libswscale's slice threads", 1, 64, 1,
-                          G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY));
     gst_element_class_set_static_metadata(element_class, "trackd libswscale converter", "Filter/Converter/Video",
         "8-bit YCbCr " INPUT_FORMATS " to " OUTPUT_FORMATS " with libswscale; passes anything else through",
         "trackd");
@@ -434,7 +412,7 @@ static void trackd_swscale_class_init(TrackdSwscaleClass *klass) {
     filter_class->transform_frame = transform_frame;
 }
 
-static void trackd_swscale_init(TrackdSwscale *self) { self->n_threads = 1; }
+static void trackd_swscale_init(TrackdSwscale *self) { (void)self; }
 
 gboolean swift_gst_swscale_makes(const char *format) { return is_output(gst_video_format_from_string(format)); }
 

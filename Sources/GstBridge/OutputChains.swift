@@ -6,7 +6,6 @@
 //   passthrough: parsebin ─(track pad)→ appsink
 import CGStreamer
 import CGstShim
-import SystemCalls
 import TrackdProtocol
 
 /// What a chain built: the element the track's pad links to, the appsink, the media type the track must have, and
@@ -126,7 +125,6 @@ extension VideoChain {
         guard swift_gst_swscale_makes(request.pixelFormat.gstFormat) != 0 else { return [convert, scale] }
         let swscale = try makeElement("trackdswscale")
         swscale.set("caps", caps: VideoCaps.output(request))
-        swscale.set("n-threads", uint: guint(max(1, Int(environmentVariable("TRACKD_SWS_THREADS") ?? "1") ?? 1)))
         return [swscale, convert, scale]
     }
 }
