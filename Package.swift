@@ -33,11 +33,14 @@ let package = Package(
             name: "COrc", path: "Sources/COrc", pkgConfig: "orc-0.4",
             providers: [.apt(["liborc-0.4-dev"])]),
         .systemLibrary(
+            name: "CSwscale", path: "Sources/CSwscale", pkgConfig: "libswscale libavutil",
+            providers: [.apt(["libswscale-dev"])]),
+        .systemLibrary(
             name: "CCairo", path: "Sources/CCairo", pkgConfig: "cairo",
             providers: [.apt(["libcairo2-dev"])]),
         // ── C: shims for what Swift cannot import (macros, varargs, cmsg) ──────────────────────
         .target(name: "CTrackSys", path: "Sources/CTrackSys"),
-        .target(name: "CGstShim", dependencies: ["CGStreamer", "CTrackSys"], path: "Sources/CGstShim"),
+        .target(name: "CGstShim", dependencies: ["CGStreamer", "CTrackSys", "CSwscale"], path: "Sources/CGstShim"),
         .target(name: "CSandbox", dependencies: ["CSeccomp", "COrc"], path: "Sources/CSandbox"),
         // ── Swift: system calls — errno captured at the call, EINTR retried in one place, owned descriptors ──
         .target(name: "SystemCalls", dependencies: ["CTrackSys"], swiftSettings: strict),

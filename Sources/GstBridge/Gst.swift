@@ -19,10 +19,14 @@ public enum Gst {
         guard swift_gst_register_fdsrc() != 0 else {
             return .failure(TrackError(.unknown, "could not register the trackdfdsrc element"))
         }
+        guard swift_gst_register_swscale() != 0 else {
+            return .failure(TrackError(.unknown, "could not register the trackdswscale element"))
+        }
         return .success(unsafe takeString(gst_version_string()) ?? "GStreamer")
     }()
 
-    /// gst_init once (idempotent, thread-safe: a static let runs its initializer exactly once), registers trackdfdsrc.
+    /// gst_init once (idempotent, thread-safe: a static let runs its initializer exactly once), registers trackdfdsrc
+    /// and trackdswscale.
     public static func initialize() throws(TrackError) {
         _ = try initResult.get()
     }

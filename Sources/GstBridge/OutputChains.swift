@@ -1,7 +1,7 @@
 // The first layer of the output path: one builder per output mode, each naming its elements. TrackPipeline makes
 // the source and parser, asks the mode's chain to build its branch, and links the track's pad to the branch's
 // target; the chain hands back the output's SampleMaker (the second layer).
-//   decode:      parsebin ─(track pad)→ [DecodeStop] queue ! decodebin ─→ [FrameGate] queue ! videoconvert ! videoscale ! capsfilter ! appsink
+//   decode:      parsebin ─(track pad)→ [DecodeStop] queue ! decodebin ─→ [FrameGate] queue ! [trackdswscale !] videoconvert ! videoscale ! capsfilter ! appsink
 //   audio:       parsebin ─(track pad)→ queue ! decodebin ─→ audioconvert ! capsfilter ! appsink (resampled by AudioSamples)
 //   passthrough: parsebin ─(track pad)→ appsink
 import CGStreamer
@@ -49,10 +49,12 @@ enum PassthroughChain {
     }
 }
 
-/// Decoded video: queue ! decodebin ⇢ queue ! videoconvert ! videoscale ! capsfilter ! appsink. The second queue
-/// puts the conversion on a thread of its own, so it runs while the decoder works on the next frame (on 2 CPUs,
-/// BGRA output took 3.0 s instead of 3.6 s for 300 1080p frames). appsink offers a buffer pool over memfds
-/// (zero-copy).
+/// Decoded video: queue ! decodebin ⇢ queue ! [trackdswscale !] videoconvert ! videoscale ! capsfilter ! appsink.
+/// The second queue puts the conversion on a thread of its own, so it runs while the decoder works on the next frame
+/// (on 2 CPUs, BGRA output took 3.0 s instead of 3.6 s for 300 1080p frames). appsink offers a buffer pool over
+/// memfds (zero-copy). For the 8-bit RGB family, trackdswscale (CGstShim/SwscaleConvert.c) converts with
+/// libswscale what it converts exactly (8-bit YCbCr), and videoconvert and videoscale then pass its output
+/// through; from any other input it passes the frame through to them.
 struct VideoChain {
     let appsink: GstRef<GstElementObject>
     let queue: GstRef<GstElementObject>
@@ -84,17 +86,13 @@ struct VideoChain {
         shared.offer(to: appsink, minBuffers: 2)
         if VideoCaps.copiesAsNV12(request.pixelFormat) { shared.reserveNV12() }
         decodebin.tuneDecoders(maxThreads: gint(min(threads ?? 0, 64)))
-        convert.set("n-threads", uint: guint(min(threads ?? 2, 2)))
-        // GST_VIDEO_DITHER_NONE: the default (bayer) dithers whenever the output has fewer bits than videoconvert's
-        // 16-bit intermediate — even 10-bit to 10-bit (I420_10LE → P010_10LE), which must be a lossless repack.
-        // Without it, outputs of the same depth as the decoder's are exact.
-        convert.set("dither", int: 0)
+        let converters = try converters(request, threads: threads)
         convertQueue.set("max-size-buffers", uint: 3)
         convertQueue.set("max-size-bytes", uint: 0)
         convertQueue.set("max-size-time", uint64: 0)
         filter.set("caps", caps: VideoCaps.output(request))
         try pipeline.addChain([queue, decodebin])
-        try pipeline.addChain([convertQueue, convert, scale, filter, appsink])
+        try pipeline.addChain([convertQueue] + converters + [filter, appsink])
         DecodeLinker(target: convertQueue.staticPad("sink"), bus: pipeline.bus, rawName: "video/x-raw")
             .attach(to: decodebin)
         // On the converter branch's input, before FrameGate (probes run in the order they were added): every decoded
@@ -108,10 +106,26 @@ struct VideoChain {
         stop.attach(to: queue.staticPad("sink"))
         let gate = FrameGate(selection: selection, restorer: restorer)
         gate.attach(to: convertQueue.staticPad("sink"))
-        gate.countConversions(at: convert.staticPad("sink"))
+        gate.countConversions(at: converters[0].staticPad("sink"))
         let samples = VideoSamples(format: request.pixelFormat.code, targetRange: request.pixelFormat.range,
                                    allocator: shared, restorer: restorer, stop: stop, gate: gate, selection: selection)
         return OutputBranch(target: queue, appsink: appsink, requiredType: .video, samples: samples)
+    }
+}
+
+extension VideoChain {
+    /// The converting elements, in order: trackdswscale for a format it makes, videoconvert and videoscale.
+    /// `threads`: as for `build`.
+    private func converters(_ request: VideoOutputRequest, threads: Int?) throws(TrackError) -> [GstRef<GstElementObject>] {
+        convert.set("n-threads", uint: guint(min(threads ?? 2, 2)))
+        // GST_VIDEO_DITHER_NONE: the default (bayer) dithers whenever the output has fewer bits than videoconvert's
+        // 16-bit intermediate — even 10-bit to 10-bit (I420_10LE → P010_10LE), which must be a lossless repack.
+        // Without it, outputs of the same depth as the decoder's are exact.
+        convert.set("dither", int: 0)
+        guard swift_gst_swscale_makes(request.pixelFormat.gstFormat) != 0 else { return [convert, scale] }
+        let swscale = try makeElement("trackdswscale")
+        swscale.set("caps", caps: VideoCaps.output(request))
+        return [swscale, convert, scale]
     }
 }
 

@@ -26,6 +26,8 @@ ROWS = {
     'torchcodec-exact': ('torchcodec.decoders', 'torchcodec_exact'),
     'trackd-y420': ('trackd', 'trackd_y420'),
     'trackd-bgra': ('trackd', 'trackd_bgra'),
+    'trackd-bgr24': ('trackd', 'trackd_bgr24'),
+    'trackd-rgb24': ('trackd', 'trackd_rgb24'),
     'trackd-exact-y420': ('trackd', 'trackd_exact_y420'),
     'trackd-exact-bgra': ('trackd', 'trackd_exact_bgra'),
 }
@@ -94,8 +96,8 @@ def _trackd(args, fmt, indices):
     import trackd
     with trackd.open(args.file, socket=args.socket) as asset:
         frames = asset.frames_at(indices=indices, pixel_format=fmt) if indices else asset.read(pixel_format=fmt)
-        if fmt == 'BGRA':
-            return sum(frame.array.size > 0 for frame in frames)  # (h, w, 4) views
+        if fmt in ('BGRA', 'BGR', 'RGB'):
+            return sum(frame.array.size > 0 for frame in frames)  # (h, w, 4) or (h, w, 3) views
         return sum(len(frame.planes) == 3 for frame in frames)    # Y, Cb, Cr views
 
 
@@ -105,6 +107,14 @@ def trackd_y420(args):
 
 def trackd_bgra(args):
     return _trackd(args, 'BGRA', None)
+
+
+def trackd_bgr24(args):
+    return _trackd(args, 'BGR', None)  # 24BG: OpenCV's layout
+
+
+def trackd_rgb24(args):
+    return _trackd(args, 'RGB', None)  # 24RGB: PyAV's rgb24, decord's and TorchCodec's RGB (channels last)
 
 
 def trackd_exact_y420(args):

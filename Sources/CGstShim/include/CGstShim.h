@@ -2,7 +2,7 @@
 //
 // Like swift-nio's CNIOLinux: every function is a named workaround. The comment line above each declaration says
 // who owns what it returns (GStreamer's "transfer full" = the caller must unref/free, "transfer none" = borrowed)
-// and why the function exists at all. Nothing here keeps state except the registered element type.
+// and why the function exists at all. Nothing here keeps state except the registered element types.
 #ifndef CGSTSHIM_H
 #define CGSTSHIM_H
 
@@ -18,6 +18,17 @@
 /// Registers the element "trackdfdsrc" (property `fd`, int) with gst_element_register(NULL, …). Returns TRUE on
 /// success; idempotent. Needs C: a GObject subclass (G_DEFINE_TYPE, class_init filling GstBaseSrcClass vmethods).
 gboolean swift_gst_register_fdsrc(void);
+
+// ── trackdswscale: 8-bit YCbCr to the 8-bit RGB family with libswscale (SwscaleConvert.c) ─────────────────────
+
+/// Registers the element "trackdswscale" (property `caps`: the output wanted, as a capsfilter after it would say)
+/// with gst_element_register(NULL, …). It converts I420, YV12 and Y42B to BGRA, RGBA, ARGB, RGB, BGR or RGBP
+/// (scaling when `caps` gives both width and height) with the matrix and range of its input caps, and passes any
+/// other input through. Returns TRUE on success; idempotent.
+/// Needs C: a GstVideoFilter subclass.
+gboolean swift_gst_register_swscale(void);
+/// TRUE when trackdswscale makes `format` (a GstVideoFormat name). Needs C: the element's own format table.
+gboolean swift_gst_swscale_makes(const char *format);
 
 // ── the worker sandbox: load before the seccomp filter what GStreamer would otherwise dlopen() lazily ────────
 
