@@ -29,6 +29,15 @@ GstMessageType swift_gst_message_type(const GstMessage *message) { return GST_ME
 GstEventType swift_gst_event_type(const GstEvent *event) { return GST_EVENT_TYPE(event); }
 GstEvent *swift_gst_pad_probe_info_event(GstPadProbeInfo *info) { return GST_PAD_PROBE_INFO_EVENT(info); }
 GstBuffer *swift_gst_pad_probe_info_buffer(GstPadProbeInfo *info) { return GST_PAD_PROBE_INFO_BUFFER(info); }
+void swift_gst_pad_probe_info_replace_segment(GstPadProbeInfo *info, const GstSegment *segment) {
+    GstEvent *old = GST_PAD_PROBE_INFO_EVENT(info);
+    GstEvent *event = gst_event_new_segment(segment);
+    if (old != NULL) {
+        gst_event_set_seqnum(event, gst_event_get_seqnum(old));
+        gst_event_unref(old);
+    }
+    GST_PAD_PROBE_INFO_DATA(info) = event;
+}
 GstPadProbeReturn swift_gst_pad_probe_refuse(GstPadProbeInfo *info, GstFlowReturn flow) {
     if (GST_PAD_PROBE_INFO_DATA(info) != NULL) {
         gst_mini_object_unref(GST_MINI_OBJECT_CAST(GST_PAD_PROBE_INFO_DATA(info)));

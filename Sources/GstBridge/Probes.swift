@@ -124,6 +124,12 @@ private final class SignalBox: Sendable {
         _ = unsafe gst_pad_send_event(pad, gst_event_new_segment(&segment))
     }
 
+    /// Replaces the SEGMENT event passing with one of `segment`: what follows this probe sees only the new one.
+    func replaceSegment(_ segment: GstSegment) {
+        var segment = segment
+        unsafe swift_gst_pad_probe_info_replace_segment(info, &segment)
+    }
+
     /// Refuses what passes: its sender sees `flow` (swift_gst_pad_probe_refuse).
     func refuse(_ flow: GstFlowReturn) -> GstPadProbeReturn { unsafe swift_gst_pad_probe_refuse(info, flow) }
 }

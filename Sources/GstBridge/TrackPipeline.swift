@@ -54,6 +54,10 @@ public final class TrackPipeline: @unchecked Sendable {
     private let context: String
     /// Decoded video's kCVPixelBufferBytesPerRowAlignmentKey (1: none): every pulled frame is laid out so.
     private let rowAlignment: Int
+    /// The track's first presentation time (ns, the track's timeline), and whether the current range ends at or
+    /// before it: such a range delivers nothing (AVAssetReader's rule), in every mode, and is not read.
+    private let trackStart: Int64?
+    private var rangeBeforeTrack = false
 
     /// Only for a stuck pipeline: prerolls and seeks wait for the pipeline's verdict (Pipeline.waitAsyncDone).
     static let prerollTimeoutNs: UInt64 = Pipeline.stuckNs
@@ -67,11 +71,14 @@ public final class TrackPipeline: @unchecked Sendable {
     /// = their defaults (the decoder: one per CPU; the converter: 2).
     /// `selection` (decoded video): the frames the first range delivers, the others dropped before conversion, and
     /// their display intervals as durations (FrameGate); nil: every frame, the decoder's durations.
+    /// `trackStart`: the track's first presentation time (ns; its time range's start): a range that ends at or
+    /// before it delivers nothing.
     public init(source: MediaSource, trackID: UInt32, mode: OutputMode, timeRange: MediaTimeRange,
                 neededSamples: [Int64]? = nil, lastNeededSample: Int64? = nil, selection: FrameSelection? = nil,
-                limits: DecodeLimits = DecodeLimits(), threads: Int? = nil) throws(TrackError) {
+                limits: DecodeLimits = DecodeLimits(), threads: Int? = nil, trackStart: Int64? = nil) throws(TrackError) {
         try Gst.initialize()
         self.source = source
+        self.trackStart = trackStart
         let pipeline = try Pipeline()
         self.pipeline = pipeline
         let parser = try pipeline.addSourceAndParser(fd: source.fd)
@@ -89,14 +96,17 @@ public final class TrackPipeline: @unchecked Sendable {
         samples = branch.samples
         if case .decode(let request) = mode { rowAlignment = request.bytesPerRowAlignment } else { rowAlignment = 1 }
         PadRouter(wantedTrack: trackID, target: branch.target.staticPad("sink"), bus: pipeline.bus,
-                  requiredType: branch.requiredType).attach(to: parser)
+                  requiredType: branch.requiredType, clock: pipeline.matroskaClock).attach(to: parser)
 
         let context = "Cannot read track \(trackID)"
         self.context = context
         try pipeline.setState(GST_STATE_PAUSED, context: context)
         try pipeline.waitAsyncDone(timeoutNs: Self.prerollTimeoutNs, context: context)
-        try Self.seekAfterPreroll(pipeline, samples: samples, sink: sink, to: timeRange, selection: selection,
-                                  context: context)
+        rangeBeforeTrack = Self.endsBefore(timeRange, trackStart)
+        if !rangeBeforeTrack {
+            try Self.seekAfterPreroll(pipeline, samples: samples, sink: sink, to: timeRange, selection: selection,
+                                      context: context)
+        }
         outputFormat = Self.negotiatedFormat(sink: sink, mode: mode)
         samples.negotiated(outputFormat)
         try pipeline.setState(GST_STATE_PLAYING, context: context)
@@ -114,7 +124,7 @@ public final class TrackPipeline: @unchecked Sendable {
         if lead == 0, samples.endsRangesItself, samples.seekStart(bounds.start) == 0 { return }  // decoded audio from 0
         let stop = samples.seeking(to: timeRange, stop: bounds.stop)
         let stopType = stop == nil && lead == 0 ? GST_SEEK_TYPE_NONE : GST_SEEK_TYPE_SET
-        let ok = pipeline.element.seek(flags: seekFlags(samples), start: samples.seekStart(bounds.start),
+        let ok = pipeline.seek(flags: seekFlags(samples), start: samples.seekStart(bounds.start),
                                        stopType: stopType, stop: stop ?? -1)  // SET -1: no stop
         guard ok else {
             throw pipeline.popError(context: context)
@@ -124,6 +134,12 @@ public final class TrackPipeline: @unchecked Sendable {
     }
 
     deinit { stop() }
+
+    /// Whether `range` ends at or before `trackStart` (ns): nothing of the track is displayed in it.
+    static func endsBefore(_ range: MediaTimeRange, _ trackStart: Int64?) -> Bool {
+        guard let trackStart, let stop = seekBounds(range).stop else { return false }
+        return stop <= trackStart
+    }
 
     /// Decoded video: the stored samples handed to the decoder so far (every range, preroll included).
     public var samplesDecoded: UInt64 { samples.samplesDecoded }
@@ -174,9 +190,11 @@ public final class TrackPipeline: @unchecked Sendable {
         samples.arm(neededSamples: neededSamples, lastNeededSample: lastNeededSample)
         samples.select(selection)
         if selection?.frames?.isEmpty == true { return }  // no frame to deliver: pull reports the end
+        rangeBeforeTrack = Self.endsBefore(range, trackStart)
+        if rangeBeforeTrack { return }  // nothing displayed in the range: pull reports the end
         let bounds = Self.seekBounds(range)
         let stop = samples.seeking(to: range, stop: bounds.stop)
-        let ok = pipeline.element.seek(flags: Self.seekFlags(samples), start: samples.seekStart(bounds.start),
+        let ok = pipeline.seek(flags: Self.seekFlags(samples), start: samples.seekStart(bounds.start),
                                        stopType: GST_SEEK_TYPE_SET, stop: stop ?? -1)  // -1: to the end (NONE would keep the last stop)
         guard ok else {
             throw pipeline.popError(context: context)
@@ -243,6 +261,7 @@ public final class TrackPipeline: @unchecked Sendable {
     /// a verdict on the bytes: every error posted before it is seen.
     public func pull(timeoutNs: UInt64) -> PullResult {
         if let failure { return .failed(failure) }
+        if rangeBeforeTrack { return .endOfStream }
         if let next = samples.queued() { return .sample(next) }
         if samples.rangeEnded { return .endOfStream }
         if let error = pipeline.popError(context: context) {

@@ -81,6 +81,10 @@ GstEvent *swift_gst_pad_probe_info_event(GstPadProbeInfo *info);
 /// GST_PAD_PROBE_INFO_BUFFER(info): transfer none (owned by the probe's caller). A plain cast of info->data: check
 /// info->type first. Needs C: function-like macro.
 GstBuffer *swift_gst_pad_probe_info_buffer(GstPadProbeInfo *info);
+/// Replaces the probed SEGMENT event with a new one of `segment` (copied) and the same seqnum (a seek's answer stays
+/// recognisable): the one passing is unreffed, and what follows the probe (the peer, the pad's event function) gets
+/// the new one. Needs C: GST_PAD_PROBE_INFO_DATA is a macro.
+void swift_gst_pad_probe_info_replace_segment(GstPadProbeInfo *info, const GstSegment *segment);
 /// Refuses the probed buffer, buffer list or event: unrefs it, makes `flow` the result its sender sees
 /// (GST_PAD_PROBE_INFO_FLOW_RETURN) and returns GST_PAD_PROBE_HANDLED. Needs C: function-like macros.
 GstPadProbeReturn swift_gst_pad_probe_refuse(GstPadProbeInfo *info, GstFlowReturn flow);
