@@ -30,7 +30,7 @@ protocol SampleMaker: AnyObject {
     /// decoded audio, which starts earlier (AudioRangePlan).
     func seekStart(_ start: Int64) -> Int64
     /// appsink reached the end of the stream (or of a range): a last sample made from what the maker still holds
-    /// (decoded audio: the resampler's tail; passthrough: stored samples qtdemux left out), else .skip.
+    /// (decoded audio: the resampler's tail), else .skip.
     func endOfInput() -> MadeSample
     /// A sample the maker made ahead (passthrough: several stored samples for one pulled), delivered before pulling.
     func queued() -> PulledSample?
@@ -82,9 +82,9 @@ extension SampleMaker {
 /// Passthrough: the stored sample as it is, one plane; codec headers pushed as buffers are left out. The seek has
 /// no stop: the range ends at the first sample whose decode time (PTS when there is none) is at or after its end,
 /// so that every sample a frame shown before the end depends on is delivered (a demuxer's stop, by PTS, drops the
-/// P-frame that the last B-frames reference). An MP4 audio track with an edit (EditedAudio): the stored samples
-/// qtdemux leaves out — the priming before the edit, the last packet after it — are read from the file and
-/// delivered in their place, each sample with the trims its edit implies (PassthroughEdit).
+/// P-frame that the last B-frames reference). An MP4 audio track with an edit: the priming packets before the edit,
+/// which qtdemux leaves out, are read from the file and delivered first (PassthroughEdit; the last packet after the
+/// edit comes from StoredSampleFeeder), each sample with the trims its edit implies.
 final class PassthroughSamples: SampleMaker {
     private var format = OutputFormat(format: "????", width: 0, height: 0, codecConfig: [])
     /// The current range's end (stream time, ns; nil: to the end).
@@ -109,11 +109,6 @@ final class PassthroughSamples: SampleMaker {
     }
 
     func queued() -> PulledSample? { edit.queued() }
-
-    func endOfInput() -> MadeSample {
-        guard end == nil, let tail = edit.tail(layout: layout(size:)) else { return .skip }
-        return .sample(tail)
-    }
 
     func make(_ sample: GstRef<GstSampleObject>) -> MadeSample {
         // Codec headers are no samples: what a decoder needs of them is the codec configuration. Parsers push the

@@ -58,6 +58,8 @@ public final class TrackPipeline: @unchecked Sendable {
     /// before it: such a range delivers nothing (AVAssetReader's rule), in every mode, and is not read.
     private let trackStart: Int64?
     private var rangeBeforeTrack = false
+    /// MP4/MOV: what qtdemux leaves out at the end of a read (StoredSampleFeeder); nil for other containers.
+    private let feeder: StoredSampleFeeder?
 
     /// Only for a stuck pipeline: prerolls and seeks wait for the pipeline's verdict (Pipeline.waitAsyncDone).
     static let prerollTimeoutNs: UInt64 = Pipeline.stuckNs
@@ -97,6 +99,9 @@ public final class TrackPipeline: @unchecked Sendable {
         if case .decode(let request) = mode { rowAlignment = request.bytesPerRowAlignment } else { rowAlignment = 1 }
         PadRouter(wantedTrack: trackID, target: branch.target.staticPad("sink"), bus: pipeline.bus,
                   requiredType: branch.requiredType, clock: pipeline.matroskaClock).attach(to: parser)
+        feeder = StoredSampleFeeder.forFile(fd: source.fd, trackID: trackID)
+        feeder?.attach(to: branch.target.staticPad("sink"))
+        feeder?.seeking(stop: Self.seekBounds(timeRange).stop, completes: lastNeededSample == nil)
 
         let context = "Cannot read track \(trackID)"
         self.context = context
@@ -121,7 +126,10 @@ public final class TrackPipeline: @unchecked Sendable {
         let lead = samples.prerolled(sink: sink)
         guard selection?.frames?.isEmpty != true else { return }  // no frame to deliver: no seek
         guard let bounds = lead > 0 ? seekBounds(timeRange) : seekRange(timeRange) else { return }
-        if lead == 0, samples.endsRangesItself, samples.seekStart(bounds.start) == 0 { return }  // decoded audio from 0
+        // Decoded audio from 0 ends its ranges itself: no flush (FFmpeg's AAC decoder flushed after preroll decodes
+        // every packet a little differently from one that was not), and the demuxer's stop, even with a lead, need
+        // not move (what qtdemux leaves out at the end, StoredSampleFeeder adds).
+        if samples.endsRangesItself, samples.seekStart(bounds.start) == 0 { return }
         let stop = samples.seeking(to: timeRange, stop: bounds.stop)
         let stopType = stop == nil && lead == 0 ? GST_SEEK_TYPE_NONE : GST_SEEK_TYPE_SET
         let ok = pipeline.seek(flags: seekFlags(samples), start: samples.seekStart(bounds.start),
@@ -140,6 +148,9 @@ public final class TrackPipeline: @unchecked Sendable {
         guard let trackStart, let stop = seekBounds(range).stop else { return false }
         return stop <= trackStart
     }
+
+    /// MP4/MOV: stored samples the sample tables list that the file does not hold whole, met at the ends of reads.
+    public var samplesLost: UInt64 { feeder?.samplesLost ?? 0 }
 
     /// Decoded video: the stored samples handed to the decoder so far (every range, preroll included).
     public var samplesDecoded: UInt64 { samples.samplesDecoded }
@@ -193,6 +204,7 @@ public final class TrackPipeline: @unchecked Sendable {
         rangeBeforeTrack = Self.endsBefore(range, trackStart)
         if rangeBeforeTrack { return }  // nothing displayed in the range: pull reports the end
         let bounds = Self.seekBounds(range)
+        feeder?.seeking(stop: bounds.stop, completes: lastNeededSample == nil)
         let stop = samples.seeking(to: range, stop: bounds.stop)
         let ok = pipeline.seek(flags: Self.seekFlags(samples), start: samples.seekStart(bounds.start),
                                        stopType: GST_SEEK_TYPE_SET, stop: stop ?? -1)  // -1: to the end (NONE would keep the last stop)
