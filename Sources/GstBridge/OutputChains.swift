@@ -2,7 +2,7 @@
 // the source and parser, asks the mode's chain to build its branch, and links the track's pad to the branch's
 // target; the chain hands back the output's SampleMaker (the second layer).
 //   decode:      parsebin ─(track pad)→ [DecodeStop] queue ! decodebin ─→ [FrameGate] queue ! videoconvert ! videoscale ! capsfilter ! appsink
-//   audio:       parsebin ─(track pad)→ queue ! decodebin ─→ audioconvert ! capsfilter ! appsink (resampled by AudioSamples)
+//   audio:       parsebin ─(track pad)→ [StartSegment] queue ! decodebin ─→ audioconvert ! capsfilter ! appsink (resampled by AudioSamples)
 //   passthrough: parsebin ─(track pad)→ appsink
 import CGStreamer
 import CGstShim
@@ -151,7 +151,10 @@ struct AudioChain {
         DecodeGuard(limits: limits, audio: true, trackID: trackID, bus: pipeline.bus).attach(to: convert)
         let restorer = ClipRestorer()  // see ClipRestorer.clippedEnd
         restorer.attach(to: queue.staticPad("src"))
-        let samples = AudioSamples(request: request, channelOrder: channelOrder, restorer: restorer, range: range)
+        let start = StartSegment()  // the decoder keeps what comes before the first segment's start (MPEG-TS)
+        start.attach(to: queue.staticPad("sink"))
+        let samples = AudioSamples(request: request, channelOrder: channelOrder, restorer: restorer, range: range,
+                                   startSegment: start)
         return OutputBranch(target: queue, appsink: appsink, requiredType: .audio, samples: samples)
     }
 }

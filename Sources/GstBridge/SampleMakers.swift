@@ -92,7 +92,7 @@ final class PassthroughSamples: SampleMaker {
     private(set) var rangeEnded = false
     private let edit: PassthroughEdit
     /// What keeps appsink from clipping the first stored samples (attached to it by PassthroughChain).
-    let segment = PassthroughSegment()
+    let segment = StartSegment()
 
     init(fd: Int32, trackID: UInt32) { edit = PassthroughEdit(fd: fd, trackID: trackID) }
 
