@@ -32,6 +32,11 @@ final class AudioSamples: SampleMaker {
     private var drained = false
     /// The range's input ended before the demuxer's stop (see make): pull reports the end until the next seek.
     private(set) var rangeEnded = false
+    /// Where the next decoded buffer should start (input frames), and the last one's length: a decoder that makes
+    /// nothing of a damaged packet (FFmpeg's AAC: "Number of bands exceeds limit") leaves a gap there.
+    private var expected: (next: Int64, frames: Int)?
+    /// Packets the decoder made nothing of, by the gaps they left, all ranges.
+    private(set) var samplesUndecodable: UInt64 = 0
 
     init(request: AudioOutputRequest, channelOrder: ChannelOrder?, restorer: ClipRestorer, range: MediaTimeRange,
          startSegment: StartSegment) {
@@ -75,6 +80,7 @@ final class AudioSamples: SampleMaker {
         resampler = nil
         drained = false
         rangeEnded = false
+        expected = nil
     }
 
     /// A range from the track's start is read without a seek (which would flush a decoder that has already started:
@@ -97,6 +103,7 @@ final class AudioSamples: SampleMaker {
         let caps = sample.caps
         let frames = frameCount(sample, caps: caps)
         let first = firstFrame(sample, frames: frames, rate: Int(CapsView(caps)?.int("rate") ?? 0))
+        if let first { countGap(first: first.frame, frames: frames) }
         if let first, let end = plan?.inputEnd, first.frame >= end {
             rangeEnded = true  // every frame the range needs was made (a range read without a demuxer stop)
             return .endOfRange
@@ -107,6 +114,16 @@ final class AudioSamples: SampleMaker {
         if resampler == nil { resampler = RangeResampler(caps: caps, outputRate: outputRate, plan: plan) }
         guard let made = resampler?.feed(sample, first: first.frame, frames: frames) else { return .skip }
         return deliver(made.sample, first: (made.first, false), frames: made.frames)
+    }
+
+    /// A decoded buffer starting at input frame `first`: a gap of more than a frame since the last one is as many
+    /// packets as the last one's length goes into it (at least one).
+    private func countGap(first: Int64, frames: Int) {
+        if let expected, first > expected.next + 1, expected.frames > 0 {
+            let gap = first - expected.next
+            samplesUndecodable += UInt64(max(1, (gap + Int64(expected.frames) / 2) / Int64(expected.frames)))
+        }
+        expected = (first + Int64(frames), frames)
     }
 
     /// At the end of a range's input: the resampler's last frames, once (.skip when there are none).

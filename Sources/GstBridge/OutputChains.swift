@@ -100,6 +100,8 @@ struct VideoChain {
         // On the converter branch's input, before FrameGate (probes run in the order they were added): every decoded
         // frame counts against the budget, delivered or not.
         DecodeGuard(limits: limits, audio: false, trackID: trackID, bus: pipeline.bus).attach(to: convertQueue)
+        let tally = DecodeTally()  // also before FrameGate: every frame out of the decoder
+        tally.attach(input: queue.staticPad("src"), output: convertQueue.staticPad("sink"))
         let restorer = ClipRestorer()
         let queueSrc = queue.staticPad("src")
         restorer.attach(to: queueSrc)
@@ -110,7 +112,8 @@ struct VideoChain {
         gate.attach(to: convertQueue.staticPad("sink"))
         gate.countConversions(at: convert.staticPad("sink"))
         let samples = VideoSamples(format: request.pixelFormat.code, targetRange: request.pixelFormat.range,
-                                   allocator: shared, restorer: restorer, stop: stop, gate: gate, selection: selection)
+                                   allocator: shared, restorer: restorer, stop: stop, gate: gate, tally: tally,
+                                   selection: selection)
         return OutputBranch(target: queue, appsink: appsink, requiredType: .video, samples: samples)
     }
 }

@@ -142,6 +142,12 @@ private final class SignalBox: Sendable {
         unsafe swift_gst_pad_probe_info_clip_audio(info, guint64(start), guint64(end))
     }
 
+    /// Whether the buffer passing is flagged DECODE_ONLY (decoded, never shown: a VP8/VP9 alt-ref frame).
+    var bufferIsDecodeOnly: Bool {
+        guard let buffer = unsafe buffer else { return false }
+        return unsafe buffer.pointee.mini_object.flags & GST_BUFFER_FLAG_DECODE_ONLY.rawValue != 0
+    }
+
     /// A buffer's DTS (GST_BUFFER_DTS); nil when no buffer passes.
     var bufferDTS: GstClockTime? {
         guard let buffer = unsafe buffer else { return nil }

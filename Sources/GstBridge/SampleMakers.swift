@@ -50,6 +50,8 @@ protocol SampleMaker: AnyObject {
     /// Decoded video: stored samples handed to the decoder and dropped before it, all ranges.
     var samplesDecoded: UInt64 { get }
     var samplesSkipped: UInt64 { get }
+    /// Decoded outputs: stored samples the decoder was given and made nothing of (damaged), all ranges.
+    var samplesUndecodable: UInt64 { get }
     /// Decoded video: frames the decoder gave, and frames converted (the others were not delivered), all ranges.
     var framesDecoded: UInt64 { get }
     var framesConverted: UInt64 { get }
@@ -73,6 +75,7 @@ extension SampleMaker {
     func select(_ selection: FrameSelection?) {}
     var samplesDecoded: UInt64 { 0 }
     var samplesSkipped: UInt64 { 0 }
+    var samplesUndecodable: UInt64 { 0 }
     var framesDecoded: UInt64 { 0 }
     var framesConverted: UInt64 { 0 }
     func takeFreedSharedMemories() -> [UInt32] { [] }
@@ -162,14 +165,17 @@ final class VideoSamples: SampleMaker, @unchecked Sendable {
     private let stop: DecodeStop
     /// Drops the frames a range does not deliver before conversion; their display intervals are the durations.
     private let gate: FrameGate
+    /// What the decoder owes (DecodeTally).
+    private let tally: DecodeTally
     /// The range delivers no frame: pull reports the end until the next seek.
     private(set) var rangeEnded = false
     /// The layout of the last caps seen (the cache holds a ref, so the pointer stays unique).
     private var layoutCache: (caps: GstRef<GstCapsObject>, layout: SwiftGstVideoLayout)?
 
     init(format: FourCC, targetRange: PixelFormat.Range?, allocator: SharedAllocator, restorer: ClipRestorer,
-         stop: DecodeStop, gate: FrameGate, selection: FrameSelection?) {
+         stop: DecodeStop, gate: FrameGate, tally: DecodeTally, selection: FrameSelection?) {
         self.gate = gate
+        self.tally = tally
         rangeEnded = selection?.frames?.isEmpty == true
         self.format = format
         self.targetRange = targetRange
@@ -190,6 +196,7 @@ final class VideoSamples: SampleMaker, @unchecked Sendable {
 
     var samplesDecoded: UInt64 { stop.samplesDecoded }
     var samplesSkipped: UInt64 { stop.samplesSkipped }
+    var samplesUndecodable: UInt64 { tally.undecodable }
     var framesDecoded: UInt64 { gate.framesDecoded }
     var framesConverted: UInt64 { gate.framesConverted }
 

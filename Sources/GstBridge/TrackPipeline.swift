@@ -152,6 +152,9 @@ public final class TrackPipeline: @unchecked Sendable {
     /// MP4/MOV: stored samples the sample tables list that the file does not hold whole, met at the ends of reads.
     public var samplesLost: UInt64 { feeder?.samplesLost ?? 0 }
 
+    /// Decoded outputs: stored samples the decoder was given and made nothing of (damaged data), all ranges.
+    public var samplesUndecodable: UInt64 { samples.samplesUndecodable }
+
     /// Decoded video: the stored samples handed to the decoder so far (every range, preroll included).
     public var samplesDecoded: UInt64 { samples.samplesDecoded }
 

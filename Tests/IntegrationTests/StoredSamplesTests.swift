@@ -22,22 +22,18 @@ struct StoredSamplesTests {
             "audiotestsrc", "num-buffers=100", "samplesperbuffer=960", "!", "audio/x-raw,rate=48000,channels=2", "!",
             "avenc_aac", "!", "aacparse", "!", "mp4mux"]),
     ]
+    /// 4 s of H.264 (B-frames) and AAC, faststart: cut short by the truncation tests.
+    static let fourSeconds = Media.make("stored-4s-faststart.mp4", [
+        "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=30:duration=4", "-f", "lavfi", "-i",
+        "sine=frequency=440:sample_rate=48000:duration=4", "-c:v", "libx264", "-preset", "veryfast", "-bf", "2",
+        "-g", "15", "-pix_fmt", "yuv420p", "-c:a", "aac", "-ac", "2", "-movflags", "+faststart"])
     static let float: [String: SettingValue] = [
         SettingsKey.formatID: .int(0x6C70_636D), SettingsKey.isFloat: .bool(true), SettingsKey.bitDepth: .int(32),
     ]
 
     static func samples(_ daemon: Daemon, _ file: String, _ type: MediaType,
                         _ settings: [String: SettingValue]?) throws -> [SampleBuffer] {
-        let asset = try Asset(path: file, socketPath: daemon.socketPath)
-        let track = try #require(asset.tracks(withMediaType: type).first)
-        let output = try AssetReaderTrackOutput(track: track, outputSettings: settings)
-        let reader = AssetReader(asset: asset)
-        try reader.add(output)
-        #expect(try reader.startReading(), "\(String(describing: reader.error))")
-        var samples: [SampleBuffer] = []
-        while let s = try output.copyNextSampleBuffer() { samples.append(s) }
-        #expect(reader.status == .completed, "\(String(describing: reader.error))")
-        return samples
+        try LostSamplesTests.read(daemon, file, type, settings).samples
     }
 
     /// Decoded AAC from MP4 ends where the track's edit does: as many frames as ffprobe's `duration_ts` (96 000 for
@@ -92,10 +88,7 @@ struct StoredSamplesTests {
     /// every sample ffprobe lists that the file holds whole — ffmpeg also lists the one the file ends inside, cut,
     /// which trackd does not deliver (it counts it lost). qtdemux alone stopped one or two samples earlier.
     @Test(arguments: [30, 50, 75]) func truncatedMP4GivesWhatTheFileHolds(_ percent: Int) throws {
-        let whole = Media.make("stored-4s-faststart.mp4", [
-            "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=30:duration=4", "-f", "lavfi", "-i",
-            "sine=frequency=440:sample_rate=48000:duration=4", "-c:v", "libx264", "-preset", "veryfast", "-bf", "2",
-            "-g", "15", "-pix_fmt", "yuv420p", "-c:a", "aac", "-ac", "2", "-movflags", "+faststart"])
+        let whole = Self.fourSeconds
         let bytes = try #require(FileManager.default.contents(atPath: whole))
         let file = Media.dir + "/stored-cut-\(percent).mp4"
         try bytes.prefix(bytes.count * percent / 100).write(to: URL(fileURLWithPath: file))
