@@ -116,12 +116,12 @@ final class AudioSamples: SampleMaker {
         return deliver(made.sample, first: (made.first, false), frames: made.frames)
     }
 
-    /// A decoded buffer starting at input frame `first`: a gap of more than a frame since the last one is as many
-    /// packets as the last one's length goes into it (at least one).
+    /// A decoded buffer starting at input frame `first`: a gap of at least the last buffer's length since it is as
+    /// many packets of that length as fit in it. Smaller gaps are the container's rounding (Matroska's milliseconds
+    /// are up to 48 frames at 48 kHz, less than any codec's packet), not a packet.
     private func countGap(first: Int64, frames: Int) {
-        if let expected, first > expected.next + 1, expected.frames > 0 {
-            let gap = first - expected.next
-            samplesUndecodable += UInt64(max(1, (gap + Int64(expected.frames) / 2) / Int64(expected.frames)))
+        if let expected, expected.frames > 0, first - expected.next >= Int64(expected.frames) {
+            samplesUndecodable += UInt64((first - expected.next) / Int64(expected.frames))
         }
         expected = (first + Int64(frames), frames)
     }

@@ -3,12 +3,15 @@ import CGstShim
 import Synchronization
 
 /// Decoded video: the stored samples the decoder was given and made no frame of — a damaged H.264 keyframe and the
-/// pictures that refer to it, which libav conceals by leaving them out (ffmpeg does the same: 48 frames of 60). Each
-/// stored video sample is one picture, so what the decoder owes at the end of a stretch of decoding (its EOS, when
-/// it has given every frame it will) is the samples that entered since the last flush, less the frames that came
-/// out. Samples it has reason not to show are not owed: ones flagged DECODE_ONLY (VP8/VP9 alt-ref frames), and ones
-/// outside the segment, which GstVideoDecoder itself drops (the reference pictures before an accurate seek's
-/// target). A flush (a seek) discards what is in flight: the counts start again.
+/// pictures that refer to it, which libav conceals by leaving them out (ffmpeg does the same). Each stored video
+/// sample is one picture, so what the decoder owes at the end of a stretch of decoding (its EOS, when it has given
+/// every frame it will) is the samples that entered since the last flush, less the frames that came out. Samples it
+/// has reason not to show are not owed: ones flagged DECODE_ONLY (VP8/VP9 alt-ref frames) and ones at or after the
+/// segment's stop. A stretch that fed the decoder samples timed before the segment's start (a range starting inside
+/// a GOP: GstVideoDecoder drops the reference pictures it decodes there) is not tallied. AVI's times are decode
+/// order, so a range of an AVI file with B-frames can still be tallied short by the pictures reordered across its
+/// start. A flush (a seek) discards what is in flight: the counts
+/// start again.
 final class DecodeTally: @unchecked Sendable {
     // @unchecked: all state is behind the Mutex.
     private struct State: @unchecked Sendable {  // GstSegment is plain values
@@ -17,6 +20,8 @@ final class DecodeTally: @unchecked Sendable {
         var entered: UInt64 = 0
         var left: UInt64 = 0
         var undecodable: UInt64 = 0
+        /// This stretch fed the decoder a sample timed before the segment's start: not tallied.
+        var beforeStart = false
     }
     private let state = Mutex(State())
 
@@ -30,12 +35,18 @@ final class DecodeTally: @unchecked Sendable {
             | GST_PAD_PROBE_TYPE_EVENT_FLUSH.rawValue
         input.addProbe(GstPadProbeType(rawValue: mask)) { [self] info in
             if let timing = info.bufferTiming {
-                let shown = !info.bufferIsDecodeOnly && inSegment(timing)
-                if shown { state.withLock { $0.entered += 1 } }
+                let decodeOnly = info.bufferIsDecodeOnly
+                state.withLock { s in
+                    switch Self.place(timing.pts, in: s) {
+                    case .before: s.beforeStart = true
+                    case .inside: if !decodeOnly { s.entered += 1 }
+                    case .after: break
+                    }
+                }
             } else if let segment = info.segment {
                 state.withLock { ($0.segment, $0.hasSegment) = (segment, true) }
             } else if info.eventType == GST_EVENT_FLUSH_STOP {
-                state.withLock { $0.entered = 0 }
+                state.withLock { ($0.entered, $0.beforeStart) = (0, false) }
             }
             return GST_PAD_PROBE_OK
         }
@@ -46,22 +57,21 @@ final class DecodeTally: @unchecked Sendable {
                 state.withLock { $0.left = 0 }
             } else if info.eventType == GST_EVENT_EOS {
                 state.withLock { s in
-                    s.undecodable += s.entered > s.left ? s.entered - s.left : 0
-                    (s.entered, s.left) = (0, 0)
+                    if !s.beforeStart { s.undecodable += s.entered > s.left ? s.entered - s.left : 0 }
+                    (s.entered, s.left, s.beforeStart) = (0, 0, false)
                 }
             }
             return GST_PAD_PROBE_OK
         }
     }
 
-    /// Whether a sample of these times is one GstVideoDecoder shows: its interval reaches into the segment (no time
-    /// or no segment: yes).
-    private func inSegment(_ timing: (pts: GstClockTime, duration: GstClockTime)) -> Bool {
-        let (segment, has) = state.withLock { ($0.segment, $0.hasSegment) }
-        guard has, segment.format == GST_FORMAT_TIME, timing.pts != clockTimeNone else { return true }
-        let end = timing.duration != clockTimeNone ? timing.pts + timing.duration : timing.pts + 1
-        if segment.start != clockTimeNone, end <= segment.start, timing.pts < segment.start { return false }
-        if segment.stop != clockTimeNone, timing.pts >= segment.stop { return false }
-        return true
+    enum Place { case before, inside, after }
+
+    /// Where a sample presented at `pts` lies against the segment (no time or no segment: inside).
+    private static func place(_ pts: GstClockTime, in s: State) -> Place {
+        guard s.hasSegment, s.segment.format == GST_FORMAT_TIME, pts != clockTimeNone else { return .inside }
+        if s.segment.start != clockTimeNone, pts < s.segment.start { return .before }
+        if s.segment.stop != clockTimeNone, pts >= s.segment.stop { return .after }
+        return .inside
     }
 }
