@@ -29,6 +29,32 @@ GstMessageType swift_gst_message_type(const GstMessage *message) { return GST_ME
 GstEventType swift_gst_event_type(const GstEvent *event) { return GST_EVENT_TYPE(event); }
 GstEvent *swift_gst_pad_probe_info_event(GstPadProbeInfo *info) { return GST_PAD_PROBE_INFO_EVENT(info); }
 GstBuffer *swift_gst_pad_probe_info_buffer(GstPadProbeInfo *info) { return GST_PAD_PROBE_INFO_BUFFER(info); }
+void swift_gst_pad_probe_info_replace_segment(GstPadProbeInfo *info, const GstSegment *segment) {
+    GstEvent *old = GST_PAD_PROBE_INFO_EVENT(info);
+    GstEvent *event = gst_event_new_segment(segment);
+    if (old != NULL) {
+        gst_event_set_seqnum(event, gst_event_get_seqnum(old));
+        gst_event_unref(old);
+    }
+    GST_PAD_PROBE_INFO_DATA(info) = event;
+}
+GstFlowReturn swift_gst_pad_chain_stored(GstPad *pad, const guint8 *bytes, gsize size, GstClockTime pts,
+                                         GstClockTime dts, GstClockTime duration, gboolean delta,
+                                         guint64 clip_start, guint64 clip_end) {
+    GstBuffer *buffer = gst_buffer_new_memdup(bytes, size);
+    if (buffer == NULL) return GST_FLOW_ERROR;
+    GST_BUFFER_PTS(buffer) = pts;
+    GST_BUFFER_DTS(buffer) = dts;
+    GST_BUFFER_DURATION(buffer) = duration;
+    if (delta) GST_BUFFER_FLAG_SET(buffer, GST_BUFFER_FLAG_DELTA_UNIT);
+    if (clip_start != 0 || clip_end != 0) gst_buffer_add_audio_clipping_meta(buffer, GST_FORMAT_DEFAULT, clip_start, clip_end);
+    return gst_pad_chain(pad, buffer);
+}
+void swift_gst_pad_probe_info_clip_audio(GstPadProbeInfo *info, guint64 start, guint64 end) {
+    GstBuffer *buffer = gst_buffer_make_writable(GST_PAD_PROBE_INFO_BUFFER(info));
+    GST_PAD_PROBE_INFO_DATA(info) = buffer;
+    gst_buffer_add_audio_clipping_meta(buffer, GST_FORMAT_DEFAULT, start, end);
+}
 GstPadProbeReturn swift_gst_pad_probe_refuse(GstPadProbeInfo *info, GstFlowReturn flow) {
     if (GST_PAD_PROBE_INFO_DATA(info) != NULL) {
         gst_mini_object_unref(GST_MINI_OBJECT_CAST(GST_PAD_PROBE_INFO_DATA(info)));

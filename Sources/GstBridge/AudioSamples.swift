@@ -11,6 +11,8 @@ final class AudioSamples: SampleMaker {
     /// A channel layout of more than one channel: the order samples are reordered to.
     private let channelOrder: ChannelOrder?
     private let restorer: ClipRestorer
+    /// Widens the decoder's first segment back to the stream's start while a range reads from there (StartSegment).
+    private let startSegment: StartSegment
     /// The current range (reader timeRange, then each reset's), in nanoseconds.
     private var range: (start: Int64, duration: Int64?)
     /// How far the track's buffer timestamps run ahead of its timeline (ns; the edit list's media start, e.g. AAC
@@ -30,11 +32,18 @@ final class AudioSamples: SampleMaker {
     private var drained = false
     /// The range's input ended before the demuxer's stop (see make): pull reports the end until the next seek.
     private(set) var rangeEnded = false
+    /// Where the next decoded buffer should start (input frames), and the last one's length: a decoder that makes
+    /// nothing of a damaged packet (FFmpeg's AAC: "Number of bands exceeds limit") leaves a gap there.
+    private var expected: (next: Int64, frames: Int)?
+    /// Packets the decoder made nothing of, by the gaps they left, all ranges.
+    private(set) var samplesUndecodable: UInt64 = 0
 
-    init(request: AudioOutputRequest, channelOrder: ChannelOrder?, restorer: ClipRestorer, range: MediaTimeRange) {
+    init(request: AudioOutputRequest, channelOrder: ChannelOrder?, restorer: ClipRestorer, range: MediaTimeRange,
+         startSegment: StartSegment) {
         self.request = request
         self.channelOrder = channelOrder
         self.restorer = restorer
+        self.startSegment = startSegment
         self.range = TrackPipeline.trimRange(range)
     }
 
@@ -60,7 +69,9 @@ final class AudioSamples: SampleMaker {
 
     /// The seek starts at the plan's first input frame (earlier than the range: AudioRangePlan).
     func seekStart(_ start: Int64) -> Int64 {
-        plan?.seekStart(inputRate: inputRate) ?? start
+        let from = plan?.seekStart(inputRate: inputRate) ?? start
+        startSegment.seeking(fromStart: from <= 0)
+        return from
     }
 
     private func replan() {
@@ -69,6 +80,7 @@ final class AudioSamples: SampleMaker {
         resampler = nil
         drained = false
         rangeEnded = false
+        expected = nil
     }
 
     /// A range from the track's start is read without a seek (which would flush a decoder that has already started:
@@ -91,6 +103,7 @@ final class AudioSamples: SampleMaker {
         let caps = sample.caps
         let frames = frameCount(sample, caps: caps)
         let first = firstFrame(sample, frames: frames, rate: Int(CapsView(caps)?.int("rate") ?? 0))
+        if let first { countGap(first: first.frame, frames: frames) }
         if let first, let end = plan?.inputEnd, first.frame >= end {
             rangeEnded = true  // every frame the range needs was made (a range read without a demuxer stop)
             return .endOfRange
@@ -101,6 +114,16 @@ final class AudioSamples: SampleMaker {
         if resampler == nil { resampler = RangeResampler(caps: caps, outputRate: outputRate, plan: plan) }
         guard let made = resampler?.feed(sample, first: first.frame, frames: frames) else { return .skip }
         return deliver(made.sample, first: (made.first, false), frames: made.frames)
+    }
+
+    /// A decoded buffer starting at input frame `first`: a gap of at least the last buffer's length since it is as
+    /// many packets of that length as fit in it. Smaller gaps are the container's rounding (Matroska's milliseconds
+    /// are up to 48 frames at 48 kHz, less than any codec's packet), not a packet.
+    private func countGap(first: Int64, frames: Int) {
+        if let expected, expected.frames > 0, first - expected.next >= Int64(expected.frames) {
+            samplesUndecodable += UInt64((first - expected.next) / Int64(expected.frames))
+        }
+        expected = (first + Int64(frames), frames)
     }
 
     /// At the end of a range's input: the resampler's last frames, once (.skip when there are none).
@@ -139,7 +162,8 @@ final class AudioSamples: SampleMaker {
         if let reorder, let planeOffsets = offsets, planeOffsets.count == reorder.order.count {
             offsets = reorder.order.map { planeOffsets[$0] }  // non-interleaved: permute the planes
         }
-        guard let trim = trim(first: first, frames: frames, rate: rate) else { return .skip }
+        guard let trim = trim(first: first, frames: frames, rate: rate, stop: Self.stopFrame(sample, rate: rate))
+        else { return .skip }
         frames = trim.keep
         let row = frames * bytesPerSample
         var layout = SampleLayout(format: "lpcm", planes: [], frameCount: UInt32(clamping: frames))
@@ -188,15 +212,25 @@ final class AudioSamples: SampleMaker {
         return (first, abs(ns - first * 1_000_000_000 / Int64(rate)) <= 1)
     }
 
+    /// The frame the sample's segment stops at (its stop's stream time × rate, rounded), or nil without a stop.
+    /// GstAudioDecoder clips a buffer that runs past the stop with gst_audio_buffer_clip, which rounds the frames to
+    /// drop down from nanoseconds (truncated themselves): it can keep one frame too many — the last Vorbis packet of
+    /// an Ogg file, cut by its granule position to 584 of its 1024 frames, gave 585 (88 201 frames for 88 200).
+    static func stopFrame(_ sample: GstRef<GstSampleObject>, rate: Int) -> Int64? {
+        guard rate > 0, let segment = sample.segment, segment.format == GST_FORMAT_TIME, segment.stop != clockTimeNone,
+              let ns = streamTime(GstClockTime(segment.stop), segment: segment).nanoseconds else { return nil }
+        return Int64((Double(ns) * Double(rate) / 1e9).rounded())
+    }
+
     /// Trimming to the range's frames: the frames to skip and keep, and the exact times when they are not the
     /// buffer's; nil when none is kept.
-    private func trim(first: (frame: Int64, aligned: Bool)?, frames: Int,
-                      rate: Int) -> (skip: Int, keep: Int, timing: (pts: MediaTime, duration: MediaTime)?)? {
+    private func trim(first: (frame: Int64, aligned: Bool)?, frames: Int, rate: Int,
+                      stop: Int64?) -> (skip: Int, keep: Int, timing: (pts: MediaTime, duration: MediaTime)?)? {
         guard let first, rate > 0 else { return (0, frames, nil) }  // no time or no rate: as it is
         let window = Self.window(range, rate: rate)
         let skip = Int(clamping: max(0, window.first - first.frame))
         var keep = frames - skip
-        if let end = window.end { keep = min(keep, Int(clamping: end - first.frame) - skip) }
+        for end in [window.end, stop].compactMap({ $0 }) { keep = min(keep, Int(clamping: end - first.frame) - skip) }
         if keep <= 0 { return nil }
         // The decoder's clipping leaves the range start (not the first frame's time) as the PTS: restate it.
         guard skip > 0 || keep < frames || !first.aligned else { return (skip, frames, nil) }

@@ -194,8 +194,8 @@ struct CapsView {
 /// Describes one parsebin pad (caps, tags, duration) as a TrackDescription: from `caps` (the first buffer's) when given,
 /// else the pad's current caps; from `tags` (the pad's tags when its first buffer passed) when given, else the pad's
 /// tags now.
-func describeTrack(pad: GstRef<GstPadObject>, id: UInt32, firstPTS: GstClockTime?, caps firstCaps: GstRef<GstCapsObject>? = nil,
-                   tags: [EventTags]? = nil) -> TrackDescription? {
+func describeTrack(pad: GstRef<GstPadObject>, id: UInt32, firstPTS: GstClockTime?, containerTimes: Bool = false,
+                   caps firstCaps: GstRef<GstCapsObject>? = nil, tags: [EventTags]? = nil) -> TrackDescription? {
     guard let view = CapsView(firstCaps ?? pad.currentCaps) else { return nil }
     var track = TrackDescription(id: id, mediaType: view.mediaType, codec: view.codec)
     switch track.mediaType {
@@ -223,7 +223,7 @@ func describeTrack(pad: GstRef<GstPadObject>, id: UInt32, firstPTS: GstClockTime
     track.level = view.string("level") ?? ""
     if let duration = pad.duration, duration >= 0 { track.duration = .nanoseconds(duration) }
     // The first presented sample on the asset's timeline; never negative (AAC priming before an edit list).
-    let start = firstPTS.map { streamTime($0, segment: pad.stickySegment) }
+    let start = firstPTS.map { containerTimes ? mediaTime($0) : streamTime($0, segment: pad.stickySegment) }
     track.timeRangeStart = start.flatMap { $0.isValid && $0.value > 0 ? $0 : nil } ?? .zero
     readTags(tags ?? pad.stickyTags, into: &track)
     return track

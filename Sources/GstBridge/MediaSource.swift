@@ -99,7 +99,7 @@ public final class MediaSource: Sendable {
         if timedOut && entries.isEmpty {
             throw TrackError(.fileFailedToParse, "\(context): no stream found; the demuxer made no progress for \(Self.discoveryTimeoutNs / 1_000_000_000) s")
         }
-        return try Self.describe(entries, parser: parser, context: context)
+        return try Self.describe(entries, parser: parser, containerTimes: pipeline.matroskaClock != nil, context: context)
     }
 
     /// Waits until every stream is exposed and described (see discover); true when the deadline came first.
@@ -186,7 +186,9 @@ public final class MediaSource: Sendable {
     }
 
     /// The tracks of the discovered pads, and the asset's duration.
-    private static func describe(_ entries: [DiscoveryState.Entry], parser: GstRef<GstElementObject>,
+    /// `containerTimes`: the buffers' times are the tracks' own (Matroska: MatroskaClock), not their segments'
+    /// stream times.
+    private static func describe(_ entries: [DiscoveryState.Entry], parser: GstRef<GstElementObject>, containerTimes: Bool,
                                  context: String) throws(TrackError) -> (duration: MediaTime, tracks: [TrackDescription]) {
         var tracks: [TrackDescription] = []
         for entry in entries {
@@ -195,7 +197,8 @@ public final class MediaSource: Sendable {
             // the machine's timing, so its time does not describe the track (its time range starts at 0; the worker
             // puts it where the container's edit list says).
             let firstPTS = entry.sparse == true ? nil : entry.firstPTS
-            if let track = describeTrack(pad: entry.pad, id: id, firstPTS: firstPTS, caps: entry.firstCaps, tags: entry.tags) {
+            if let track = describeTrack(pad: entry.pad, id: id, firstPTS: firstPTS, containerTimes: containerTimes,
+                                         caps: entry.firstCaps, tags: entry.tags) {
                 tracks.append(track)
             }
         }

@@ -2,7 +2,7 @@
 // the source and parser, asks the mode's chain to build its branch, and links the track's pad to the branch's
 // target; the chain hands back the output's SampleMaker (the second layer).
 //   decode:      parsebin ─(track pad)→ [DecodeStop] queue ! decodebin ─→ [FrameGate] queue ! [trackdswscale !] videoconvert ! videoscale ! capsfilter ! appsink
-//   audio:       parsebin ─(track pad)→ queue ! decodebin ─→ audioconvert ! capsfilter ! appsink (resampled by AudioSamples)
+//   audio:       parsebin ─(track pad)→ [StartSegment] queue ! decodebin ─→ audioconvert ! capsfilter ! appsink (resampled by AudioSamples)
 //   passthrough: parsebin ─(track pad)→ appsink
 import CGStreamer
 import CGstShim
@@ -98,6 +98,8 @@ struct VideoChain {
         // On the converter branch's input, before FrameGate (probes run in the order they were added): every decoded
         // frame counts against the budget, delivered or not.
         DecodeGuard(limits: limits, audio: false, trackID: trackID, bus: pipeline.bus).attach(to: convertQueue)
+        let tally = DecodeTally()  // also before FrameGate: every frame out of the decoder
+        tally.attach(input: queue.staticPad("src"), output: convertQueue.staticPad("sink"))
         let restorer = ClipRestorer()
         let queueSrc = queue.staticPad("src")
         restorer.attach(to: queueSrc)
@@ -108,7 +110,8 @@ struct VideoChain {
         gate.attach(to: convertQueue.staticPad("sink"))
         gate.countConversions(at: converters[0].staticPad("sink"))
         let samples = VideoSamples(format: request.pixelFormat.code, targetRange: request.pixelFormat.range,
-                                   allocator: shared, restorer: restorer, stop: stop, gate: gate, selection: selection)
+                                   allocator: shared, restorer: restorer, stop: stop, gate: gate, tally: tally,
+                                   selection: selection)
         return OutputBranch(target: queue, appsink: appsink, requiredType: .video, samples: samples)
     }
 }
@@ -165,7 +168,10 @@ struct AudioChain {
         DecodeGuard(limits: limits, audio: true, trackID: trackID, bus: pipeline.bus).attach(to: convert)
         let restorer = ClipRestorer()  // see ClipRestorer.clippedEnd
         restorer.attach(to: queue.staticPad("src"))
-        let samples = AudioSamples(request: request, channelOrder: channelOrder, restorer: restorer, range: range)
+        let start = StartSegment()  // the decoder keeps what comes before the first segment's start (MPEG-TS)
+        start.attach(to: queue.staticPad("sink"))
+        let samples = AudioSamples(request: request, channelOrder: channelOrder, restorer: restorer, range: range,
+                                   startSegment: start)
         return OutputBranch(target: queue, appsink: appsink, requiredType: .audio, samples: samples)
     }
 }

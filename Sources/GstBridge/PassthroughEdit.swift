@@ -4,23 +4,21 @@ import MediaIndex
 import SystemCalls
 import TrackdProtocol
 
-/// Passthrough of an MP4 audio track with an edit: GStreamer 1.22's qtdemux never pushes the stored samples wholly
-/// outside the edit — the encoder's priming before it (AAC: ffmpeg's one packet of 1024 frames) and the last
-/// packet after it — so they are read from the file (EditedAudio: the sample tables) and delivered in their place,
-/// and every sample the edit trims carries the trims (Apple's TrimDurationAtStart / TrimDurationAtEnd, in the
-/// track's timescale). The priming comes first when a range starts at the track's start; the tail when a range
-/// runs to the end.
+/// Passthrough of an MP4 audio track with an edit: GStreamer 1.22's qtdemux does not deliver the stored samples
+/// wholly before the edit — the encoder's priming (AAC: ffmpeg's one packet of 1024 frames) — so they are read from
+/// the file (StoredTrack: the sample tables) and delivered first when a range starts at the track's start; the last
+/// packet, after the edit, StoredSampleFeeder chains in at the end. Every sample the edit trims carries the trims
+/// (Apple's TrimDurationAtStart / TrimDurationAtEnd, in the track's timescale).
 final class PassthroughEdit {
     private let fd: Int32
     private let trackID: UInt32
-    /// Looked up at the first sample (an audio track only); .some(nil): no edit to restore.
-    private var edited: EditedAudio??
+    /// Looked up at the first sample (an audio track only); .some(nil): no edit that trims.
+    private var edited: StoredTrack??
     private var caps: GstRef<GstCapsObject>?
     private var fromStart = true
     /// The stored sample delivered last in this range.
     private var last: Int?
     private var queue: [PulledSample] = []
-    private var tailDone = false
 
     init(fd: Int32, trackID: UInt32) {
         self.fd = fd
@@ -29,7 +27,7 @@ final class PassthroughEdit {
 
     func seeking(fromStart: Bool) {
         self.fromStart = fromStart
-        (last, queue, tailDone) = (nil, [], false)
+        (last, queue) = (nil, [])
     }
 
     func queued() -> PulledSample? { queue.isEmpty ? nil : queue.removeFirst() }
@@ -45,28 +43,28 @@ final class PassthroughEdit {
         if fromStart, last == nil { out = (0..<i).compactMap { stored($0, edited, layout: layout) } }
         last = i
         let trims = Self.trims(edited, i)
-        out.append(trims == nil ? plain : PulledSample(sample, layout: layout(plain.size), copy: .bytes, trims: trims))
+        // A sample the edit ends inside lasts until the edit's end (ffmpeg's packet duration; its stts duration may
+        // be the whole packet's, as GStreamer's mp4mux writes it).
+        var timing: (MediaTime, MediaTime)?
+        let trim = edited.trim(i), decoded = max(edited.samples[i].duration, edited.frameDuration)
+        if trim.atEnd > 0, let visible = grid.nanoseconds(MediaTime(value: decoded - trim.atEnd, timescale: grid.timescale)) {
+            timing = (plain.presentationTime, .nanoseconds(visible))
+        }
+        out.append(trims == nil ? plain : PulledSample(sample, layout: layout(plain.size), copy: .bytes, timing: timing,
+                                                        trims: trims))
         queue = Array(out.dropFirst())
         return out[0]
     }
 
-    /// At the end of the stream: the stored samples after the last one delivered (the rest queued), once.
-    func tail(layout: (Int) -> SampleLayout) -> PulledSample? {
-        guard !tailDone, let edited = edited ?? nil, let last, last + 1 < edited.samples.count else { return nil }
-        tailDone = true
-        queue = ((last + 1)..<edited.samples.count).compactMap { stored($0, edited, layout: layout) }
-        return queued()
-    }
-
-    private func lookUp(_ sample: GstRef<GstSampleObject>) -> EditedAudio? {
+    private func lookUp(_ sample: GstRef<GstSampleObject>) -> StoredTrack? {
         if edited == nil {
             let audio = CapsView(sample.caps)?.mediaType == .audio
-            edited = .some(audio ? EditedAudio.mp4(fd: fd, trackID: trackID) : nil)
+            edited = .some(audio ? StoredTrack.mp4(fd: fd, trackID: trackID).flatMap { $0.trimsAudio ? $0 : nil } : nil)
         }
         return edited ?? nil
     }
 
-    static func trims(_ edited: EditedAudio, _ i: Int) -> (atStart: MediaTime, atEnd: MediaTime)? {
+    static func trims(_ edited: StoredTrack, _ i: Int) -> (atStart: MediaTime, atEnd: MediaTime)? {
         let trim = edited.trim(i)
         guard trim != (0, 0) else { return nil }
         let scale = Int32(clamping: edited.timescale)
@@ -79,7 +77,7 @@ final class PassthroughEdit {
 
     /// Stored sample `k`, read from the file, as a sample of the track's caps with its own times and trims; nil
     /// (not delivered) when the table says more than maxStoredSampleBytes or more than the file holds.
-    private func stored(_ k: Int, _ edited: EditedAudio, layout: (Int) -> SampleLayout) -> PulledSample? {
+    private func stored(_ k: Int, _ edited: StoredTrack, layout: (Int) -> SampleLayout) -> PulledSample? {
         let s = edited.samples[k]
         guard s.size > 0, s.size <= Self.maxStoredSampleBytes, let grid = TimeGrid(timescale: edited.timescale),
               let pts = grid.nanoseconds(MediaTime(value: edited.presentationTime(k), timescale: grid.timescale)),

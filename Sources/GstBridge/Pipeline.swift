@@ -12,6 +12,9 @@ final class Pipeline {
     /// The parsebin of addSourceAndParser: an error posted inside it counts even when parsebin did not pass it on
     /// (droppedError).
     private var parser: GstRef<GstElementObject>?
+    /// Matroska's clock (MatroskaClock), when the source is Matroska: the track's pad is given to it, and seeks and
+    /// durations go through it.
+    private(set) var matroskaClock: MatroskaClock?
 
     init() throws(TrackError) {
         guard let p = unsafe gst_pipeline_new(nil) else { throw TrackError(.unknown, "gst_pipeline_new failed") }
@@ -42,7 +45,23 @@ final class Pipeline {
         element.recordFirstError()  // the source's errors, and those parsebin passes on
         parser.recordFirstError()  // and those it drops
         self.parser = parser
+        matroskaClock = MatroskaClock.forFile(fd: fd)
         return parser
+    }
+
+    /// A flushing seek in time at rate 1 to `start` (and `stop` with `stopType` SET; -1: none), in the track's
+    /// times — Matroska's through its clock; false when refused.
+    func seek(flags: guint, start: Int64, stopType: GstSeekType, stop: Int64) -> Bool {
+        guard let clock = matroskaClock else { return element.seek(flags: flags, start: start, stopType: stopType, stop: stop) }
+        let accurate = flags & GST_SEEK_FLAG_ACCURATE.rawValue != 0
+        let positions = clock.seekPositions(start: start, stop: stopType == GST_SEEK_TYPE_SET ? stop : nil, accurate: accurate)
+        return element.seek(flags: flags, start: positions.start, stopType: stopType, stop: positions.stop ?? -1)
+    }
+
+    /// The pipeline's duration (ns) as the time the track ends at: Matroska's from the container's first timestamp.
+    var duration: Int64? {
+        guard let duration = element.duration else { return nil }
+        return matroskaClock?.containerTime(duration) ?? duration
     }
 
     /// Sets `state`; a synchronous FAILURE is reported with the error the element posted.

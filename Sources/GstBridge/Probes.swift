@@ -124,6 +124,42 @@ private final class SignalBox: Sendable {
         _ = unsafe gst_pad_send_event(pad, gst_event_new_segment(&segment))
     }
 
+    /// Chains a buffer of `bytes` into the probed pad (a sink pad; from its streaming thread, e.g. on EOS, before
+    /// the EOS itself passes), with demuxer times in ns (nil: none), DELTA_UNIT unless `sync`, and an audio clipping
+    /// meta of `clip` samples when not (0, 0). Returns the flow.
+    func chain(_ bytes: [UInt8], pts: Int64?, dts: Int64?, duration: Int64?, sync: Bool,
+               clip: (start: UInt64, end: UInt64)) -> GstFlowReturn {
+        let time = { (t: Int64?) in t.map { GstClockTime(max(0, $0)) } ?? clockTimeNone }
+        return unsafe bytes.withUnsafeBufferPointer { b in
+            unsafe swift_gst_pad_chain_stored(pad, b.baseAddress, gsize(b.count), time(pts), time(dts), time(duration),
+                                              sync ? 0 : 1, guint64(clip.start), guint64(clip.end))
+        }
+    }
+
+    /// Gives the buffer passing an audio clipping meta of `start` and `end` samples (a writable copy when shared).
+    func clipAudio(start: UInt64, end: UInt64) {
+        guard unsafe buffer != nil else { return }
+        unsafe swift_gst_pad_probe_info_clip_audio(info, guint64(start), guint64(end))
+    }
+
+    /// Whether the buffer passing is flagged DECODE_ONLY (decoded, never shown: a VP8/VP9 alt-ref frame).
+    var bufferIsDecodeOnly: Bool {
+        guard let buffer = unsafe buffer else { return false }
+        return unsafe buffer.pointee.mini_object.flags & GST_BUFFER_FLAG_DECODE_ONLY.rawValue != 0
+    }
+
+    /// A buffer's DTS (GST_BUFFER_DTS); nil when no buffer passes.
+    var bufferDTS: GstClockTime? {
+        guard let buffer = unsafe buffer else { return nil }
+        return unsafe swift_gst_buffer_dts(buffer)
+    }
+
+    /// Replaces the SEGMENT event passing with one of `segment`: what follows this probe sees only the new one.
+    func replaceSegment(_ segment: GstSegment) {
+        var segment = segment
+        unsafe swift_gst_pad_probe_info_replace_segment(info, &segment)
+    }
+
     /// Refuses what passes: its sender sees `flow` (swift_gst_pad_probe_refuse).
     func refuse(_ flow: GstFlowReturn) -> GstPadProbeReturn { unsafe swift_gst_pad_probe_refuse(info, flow) }
 }

@@ -17,6 +17,8 @@ final class PadRouter: @unchecked Sendable {
     private let bus: GstRef<GstBusObject>
     /// Decoding: the media type the track must have (nil for passthrough).
     private let requiredType: MediaType?
+    /// Matroska: the track's pad goes through its clock first.
+    private let clock: MatroskaClock?
     private struct State: Sendable {
         var order = 0
         var linked = false
@@ -24,15 +26,13 @@ final class PadRouter: @unchecked Sendable {
     }
     private let state = Mutex(State())
 
-    init(wantedTrack: UInt32, target: GstRef<GstPadObject>, bus: GstRef<GstBusObject>, requiredType: MediaType?) {
+    init(wantedTrack: UInt32, target: GstRef<GstPadObject>, bus: GstRef<GstBusObject>, requiredType: MediaType?,
+         clock: MatroskaClock?) {
         self.wantedTrack = wantedTrack
         self.target = target
         self.bus = bus
         self.requiredType = requiredType
-    }
-
-    convenience init(wantedTrack: UInt32, target: GstRef<GstPadObject>, bus: GstRef<GstBusObject>, requireVideo: Bool) {
-        self.init(wantedTrack: wantedTrack, target: target, bus: bus, requiredType: requireVideo ? .video : nil)
+        self.clock = clock
     }
 
     /// Connects pad-added and no-more-pads of `parsebin`.
@@ -65,6 +65,7 @@ final class PadRouter: @unchecked Sendable {
                 return
             }
         }
+        clock?.attach(to: pad)
         let result = pad.link(to: target)
         if result != GST_PAD_LINK_OK {
             pad.dropBuffers()

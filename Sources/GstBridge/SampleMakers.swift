@@ -30,7 +30,7 @@ protocol SampleMaker: AnyObject {
     /// decoded audio, which starts earlier (AudioRangePlan).
     func seekStart(_ start: Int64) -> Int64
     /// appsink reached the end of the stream (or of a range): a last sample made from what the maker still holds
-    /// (decoded audio: the resampler's tail; passthrough: stored samples qtdemux left out), else .skip.
+    /// (decoded audio: the resampler's tail), else .skip.
     func endOfInput() -> MadeSample
     /// A sample the maker made ahead (passthrough: several stored samples for one pulled), delivered before pulling.
     func queued() -> PulledSample?
@@ -50,6 +50,8 @@ protocol SampleMaker: AnyObject {
     /// Decoded video: stored samples handed to the decoder and dropped before it, all ranges.
     var samplesDecoded: UInt64 { get }
     var samplesSkipped: UInt64 { get }
+    /// Decoded outputs: stored samples the decoder was given and made nothing of (damaged), all ranges.
+    var samplesUndecodable: UInt64 { get }
     /// Decoded video: frames the decoder gave, and frames converted (the others were not delivered), all ranges.
     var framesDecoded: UInt64 { get }
     var framesConverted: UInt64 { get }
@@ -73,6 +75,7 @@ extension SampleMaker {
     func select(_ selection: FrameSelection?) {}
     var samplesDecoded: UInt64 { 0 }
     var samplesSkipped: UInt64 { 0 }
+    var samplesUndecodable: UInt64 { 0 }
     var framesDecoded: UInt64 { 0 }
     var framesConverted: UInt64 { 0 }
     func takeFreedSharedMemories() -> [UInt32] { [] }
@@ -82,9 +85,9 @@ extension SampleMaker {
 /// Passthrough: the stored sample as it is, one plane; codec headers pushed as buffers are left out. The seek has
 /// no stop: the range ends at the first sample whose decode time (PTS when there is none) is at or after its end,
 /// so that every sample a frame shown before the end depends on is delivered (a demuxer's stop, by PTS, drops the
-/// P-frame that the last B-frames reference). An MP4 audio track with an edit (EditedAudio): the stored samples
-/// qtdemux leaves out — the priming before the edit, the last packet after it — are read from the file and
-/// delivered in their place, each sample with the trims its edit implies (PassthroughEdit).
+/// P-frame that the last B-frames reference). An MP4 audio track with an edit: the priming packets before the edit,
+/// which qtdemux leaves out, are read from the file and delivered first (PassthroughEdit; the last packet after the
+/// edit comes from StoredSampleFeeder), each sample with the trims its edit implies.
 final class PassthroughSamples: SampleMaker {
     private var format = OutputFormat(format: "????", width: 0, height: 0, codecConfig: [])
     /// The current range's end (stream time, ns; nil: to the end).
@@ -92,7 +95,7 @@ final class PassthroughSamples: SampleMaker {
     private(set) var rangeEnded = false
     private let edit: PassthroughEdit
     /// What keeps appsink from clipping the first stored samples (attached to it by PassthroughChain).
-    let segment = PassthroughSegment()
+    let segment = StartSegment()
 
     init(fd: Int32, trackID: UInt32) { edit = PassthroughEdit(fd: fd, trackID: trackID) }
 
@@ -109,11 +112,6 @@ final class PassthroughSamples: SampleMaker {
     }
 
     func queued() -> PulledSample? { edit.queued() }
-
-    func endOfInput() -> MadeSample {
-        guard end == nil, let tail = edit.tail(layout: layout(size:)) else { return .skip }
-        return .sample(tail)
-    }
 
     func make(_ sample: GstRef<GstSampleObject>) -> MadeSample {
         // Codec headers are no samples: what a decoder needs of them is the codec configuration. Parsers push the
@@ -167,14 +165,17 @@ final class VideoSamples: SampleMaker, @unchecked Sendable {
     private let stop: DecodeStop
     /// Drops the frames a range does not deliver before conversion; their display intervals are the durations.
     private let gate: FrameGate
+    /// What the decoder owes (DecodeTally).
+    private let tally: DecodeTally
     /// The range delivers no frame: pull reports the end until the next seek.
     private(set) var rangeEnded = false
     /// The layout of the last caps seen (the cache holds a ref, so the pointer stays unique).
     private var layoutCache: (caps: GstRef<GstCapsObject>, layout: SwiftGstVideoLayout)?
 
     init(format: FourCC, targetRange: PixelFormat.Range?, allocator: SharedAllocator, restorer: ClipRestorer,
-         stop: DecodeStop, gate: FrameGate, selection: FrameSelection?) {
+         stop: DecodeStop, gate: FrameGate, tally: DecodeTally, selection: FrameSelection?) {
         self.gate = gate
+        self.tally = tally
         rangeEnded = selection?.frames?.isEmpty == true
         self.format = format
         self.targetRange = targetRange
@@ -195,6 +196,7 @@ final class VideoSamples: SampleMaker, @unchecked Sendable {
 
     var samplesDecoded: UInt64 { stop.samplesDecoded }
     var samplesSkipped: UInt64 { stop.samplesSkipped }
+    var samplesUndecodable: UInt64 { tally.undecodable }
     var framesDecoded: UInt64 { gate.framesDecoded }
     var framesConverted: UInt64 { gate.framesConverted }
 

@@ -48,7 +48,7 @@ public func generatePNG(source: MediaSource, trackID: UInt32, at time: MediaTime
     }
     if let result = try chain.frame(at: target, pipeline, context: context) { return result }
     // Past the last frame: the frame displayed just before the end.
-    if let duration = pipeline.element.duration, duration > 0,
+    if let duration = pipeline.duration, duration > 0,
        duration <= target, let result = try chain.frame(at: duration - 1, pipeline, context: context) {
         return result
     }
@@ -85,15 +85,15 @@ private struct ImageChain {
         stop.attach(to: queue.staticPad("sink"))
         gate.attach(to: convert.staticPad("sink"))
         gate.countConversions(at: filter.staticPad("sink"))  // what came out of the converter
-        PadRouter(wantedTrack: trackID, target: queue.staticPad("sink"), bus: pipeline.bus,
-                  requireVideo: true).attach(to: parser)
+        PadRouter(wantedTrack: trackID, target: queue.staticPad("sink"), bus: pipeline.bus, requiredType: .video,
+                  clock: pipeline.matroskaClock).attach(to: parser)
     }
 
     /// Seeks (accurate) to `ns` and takes the prerolled PNG; nil at the end (no frame).
     func frame(at ns: Int64, _ pipeline: Pipeline,
                context: String) throws(TrackError) -> PNGImage? {
         let flags = GST_SEEK_FLAG_FLUSH.rawValue | GST_SEEK_FLAG_ACCURATE.rawValue
-        guard pipeline.element.seek(flags: flags, start: ns, stopType: GST_SEEK_TYPE_NONE, stop: -1) else {
+        guard pipeline.seek(flags: flags, start: ns, stopType: GST_SEEK_TYPE_NONE, stop: -1) else {
             throw pipeline.popError(context: context)
                 ?? TrackError(.operationNotSupportedForAsset, "\(context): the demuxer refused to seek to \(ns) ns")
         }

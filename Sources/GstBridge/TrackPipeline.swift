@@ -54,6 +54,12 @@ public final class TrackPipeline: @unchecked Sendable {
     private let context: String
     /// Decoded video's kCVPixelBufferBytesPerRowAlignmentKey (1: none): every pulled frame is laid out so.
     private let rowAlignment: Int
+    /// The track's first presentation time (ns, the track's timeline), and whether the current range ends at or
+    /// before it: such a range delivers nothing (AVAssetReader's rule), in every mode, and is not read.
+    private let trackStart: Int64?
+    private var rangeBeforeTrack = false
+    /// MP4/MOV: what qtdemux leaves out at the end of a read (StoredSampleFeeder); nil for other containers.
+    private let feeder: StoredSampleFeeder?
 
     /// Only for a stuck pipeline: prerolls and seeks wait for the pipeline's verdict (Pipeline.waitAsyncDone).
     static let prerollTimeoutNs: UInt64 = Pipeline.stuckNs
@@ -67,11 +73,14 @@ public final class TrackPipeline: @unchecked Sendable {
     /// = their defaults (the decoder: one per CPU; the converter: 2).
     /// `selection` (decoded video): the frames the first range delivers, the others dropped before conversion, and
     /// their display intervals as durations (FrameGate); nil: every frame, the decoder's durations.
+    /// `trackStart`: the track's first presentation time (ns; its time range's start): a range that ends at or
+    /// before it delivers nothing.
     public init(source: MediaSource, trackID: UInt32, mode: OutputMode, timeRange: MediaTimeRange,
                 neededSamples: [Int64]? = nil, lastNeededSample: Int64? = nil, selection: FrameSelection? = nil,
-                limits: DecodeLimits = DecodeLimits(), threads: Int? = nil) throws(TrackError) {
+                limits: DecodeLimits = DecodeLimits(), threads: Int? = nil, trackStart: Int64? = nil) throws(TrackError) {
         try Gst.initialize()
         self.source = source
+        self.trackStart = trackStart
         let pipeline = try Pipeline()
         self.pipeline = pipeline
         let parser = try pipeline.addSourceAndParser(fd: source.fd)
@@ -89,14 +98,20 @@ public final class TrackPipeline: @unchecked Sendable {
         samples = branch.samples
         if case .decode(let request) = mode { rowAlignment = request.bytesPerRowAlignment } else { rowAlignment = 1 }
         PadRouter(wantedTrack: trackID, target: branch.target.staticPad("sink"), bus: pipeline.bus,
-                  requiredType: branch.requiredType).attach(to: parser)
+                  requiredType: branch.requiredType, clock: pipeline.matroskaClock).attach(to: parser)
+        feeder = StoredSampleFeeder.forFile(fd: source.fd, trackID: trackID)
+        feeder?.attach(to: branch.target.staticPad("sink"))
+        feeder?.seeking(stop: Self.seekBounds(timeRange).stop, completes: lastNeededSample == nil)
 
         let context = "Cannot read track \(trackID)"
         self.context = context
         try pipeline.setState(GST_STATE_PAUSED, context: context)
         try pipeline.waitAsyncDone(timeoutNs: Self.prerollTimeoutNs, context: context)
-        try Self.seekAfterPreroll(pipeline, samples: samples, sink: sink, to: timeRange, selection: selection,
-                                  context: context)
+        rangeBeforeTrack = Self.endsBefore(timeRange, trackStart)
+        if !rangeBeforeTrack {
+            try Self.seekAfterPreroll(pipeline, samples: samples, sink: sink, to: timeRange, selection: selection,
+                                      context: context)
+        }
         outputFormat = Self.negotiatedFormat(sink: sink, mode: mode)
         samples.negotiated(outputFormat)
         try pipeline.setState(GST_STATE_PLAYING, context: context)
@@ -111,10 +126,13 @@ public final class TrackPipeline: @unchecked Sendable {
         let lead = samples.prerolled(sink: sink)
         guard selection?.frames?.isEmpty != true else { return }  // no frame to deliver: no seek
         guard let bounds = lead > 0 ? seekBounds(timeRange) : seekRange(timeRange) else { return }
-        if lead == 0, samples.endsRangesItself, samples.seekStart(bounds.start) == 0 { return }  // decoded audio from 0
+        // Decoded audio from 0 ends its ranges itself: no flush (FFmpeg's AAC decoder flushed after preroll decodes
+        // every packet a little differently from one that was not), and the demuxer's stop, even with a lead, need
+        // not move (what qtdemux leaves out at the end, StoredSampleFeeder adds).
+        if samples.endsRangesItself, samples.seekStart(bounds.start) == 0 { return }
         let stop = samples.seeking(to: timeRange, stop: bounds.stop)
         let stopType = stop == nil && lead == 0 ? GST_SEEK_TYPE_NONE : GST_SEEK_TYPE_SET
-        let ok = pipeline.element.seek(flags: seekFlags(samples), start: samples.seekStart(bounds.start),
+        let ok = pipeline.seek(flags: seekFlags(samples), start: samples.seekStart(bounds.start),
                                        stopType: stopType, stop: stop ?? -1)  // SET -1: no stop
         guard ok else {
             throw pipeline.popError(context: context)
@@ -124,6 +142,18 @@ public final class TrackPipeline: @unchecked Sendable {
     }
 
     deinit { stop() }
+
+    /// Whether `range` ends at or before `trackStart` (ns): nothing of the track is displayed in it.
+    static func endsBefore(_ range: MediaTimeRange, _ trackStart: Int64?) -> Bool {
+        guard let trackStart, let stop = seekBounds(range).stop else { return false }
+        return stop <= trackStart
+    }
+
+    /// MP4/MOV: stored samples the sample tables list that the file does not hold whole, met at the ends of reads.
+    public var samplesLost: UInt64 { feeder?.samplesLost ?? 0 }
+
+    /// Decoded outputs: stored samples the decoder was given and made nothing of (damaged data), all ranges.
+    public var samplesUndecodable: UInt64 { samples.samplesUndecodable }
 
     /// Decoded video: the stored samples handed to the decoder so far (every range, preroll included).
     public var samplesDecoded: UInt64 { samples.samplesDecoded }
@@ -174,9 +204,12 @@ public final class TrackPipeline: @unchecked Sendable {
         samples.arm(neededSamples: neededSamples, lastNeededSample: lastNeededSample)
         samples.select(selection)
         if selection?.frames?.isEmpty == true { return }  // no frame to deliver: pull reports the end
+        rangeBeforeTrack = Self.endsBefore(range, trackStart)
+        if rangeBeforeTrack { return }  // nothing displayed in the range: pull reports the end
         let bounds = Self.seekBounds(range)
+        feeder?.seeking(stop: bounds.stop, completes: lastNeededSample == nil)
         let stop = samples.seeking(to: range, stop: bounds.stop)
-        let ok = pipeline.element.seek(flags: Self.seekFlags(samples), start: samples.seekStart(bounds.start),
+        let ok = pipeline.seek(flags: Self.seekFlags(samples), start: samples.seekStart(bounds.start),
                                        stopType: GST_SEEK_TYPE_SET, stop: stop ?? -1)  // -1: to the end (NONE would keep the last stop)
         guard ok else {
             throw pipeline.popError(context: context)
@@ -243,6 +276,7 @@ public final class TrackPipeline: @unchecked Sendable {
     /// a verdict on the bytes: every error posted before it is seen.
     public func pull(timeoutNs: UInt64) -> PullResult {
         if let failure { return .failed(failure) }
+        if rangeBeforeTrack { return .endOfStream }
         if let next = samples.queued() { return .sample(next) }
         if samples.rangeEnded { return .endOfStream }
         if let error = pipeline.popError(context: context) {

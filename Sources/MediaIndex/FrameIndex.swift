@@ -123,14 +123,17 @@ public struct FrameIndex: Sendable {
 
     /// The frames a time range delivers (AVAssetReader's rule): every frame displayed at some time in
     /// [start, start + duration) — from the frame displayed at the start to the last one presenting before the end
-    /// (a duration of +infinity or one past the track: to the last frame). Empty for an empty range or one starting
-    /// at or after the track's end. Frames are displayed as `frameDisplayed(at:)` says; a frame sharing its
-    /// presentation time with the next one is never displayed and is left out.
+    /// (a duration of +infinity or one past the track: to the last frame). Empty for an empty range, one starting
+    /// at or after the track's end, and one ending at or before the first frame's presentation time (nothing is
+    /// displayed before it: a range wholly before a track that starts later than 0). Frames are displayed as
+    /// `frameDisplayed(at:)` says; a frame sharing its presentation time with the next one is never displayed and
+    /// is left out.
     public func framesDisplayed(in range: MediaTimeRange) -> [Int] {
         guard let start = streamTime(range.start), let first = frameDisplayed(at: start) else { return [] }
         var stop = frames.count  // the frames before `stop` present before the range's end
         if !range.duration.isPositiveInfinity {
-            guard let end = Self.rangeEnd(range).flatMap(streamTime), end > start else { return [] }
+            guard let end = Self.rangeEnd(range).flatMap(streamTime), end > start,
+                  end > frames[first].presentationTime else { return [] }
             var low = first, high = frames.count  // the first frame at or after `end`
             while low < high {
                 let mid = (low + high) / 2

@@ -40,16 +40,37 @@ public enum TrackTimescale {
     public static func read(file: borrowing FileDescriptor) -> [Clock] {
         guard let size = try? file.regularFileSize(), size > 12,
               let head = try? [UInt8](preading: file, count: Int(min(size, UInt64(headBytes))), at: 0) else { return [] }
-        if head.count >= 12, fourCC(head, 0) == "RIFF", fourCC(head, 8) == "AVI " { return avi(head) }
-        if head.starts(with: [0x1A, 0x45, 0xDF, 0xA3]) { return matroska(head) }
-        if isTransportStream(head) {
-            return [Clock(id: nil, kind: .any, grid: TimeGrid.orNanoseconds(timescale: 90_000))]
-        }
-        if head.count >= 8, ["ftyp", "moov", "mdat", "free", "skip", "wide", "pnot"].contains(fourCC(head, 4)) {
+        switch container(head: head) {
+        case .avi: return avi(head)
+        case .matroska: return matroska(head)
+        case .transportStream: return [Clock(id: nil, kind: .any, grid: TimeGrid.orNanoseconds(timescale: 90_000))]
+        case .mp4:
             guard let moov = ContainerIndex.readMovie(file, fileSize: size) else { return [] }
             return mp4(movie: moov)
+        case .other: return []
         }
-        return []
+    }
+
+    /// The kinds of container whose clock trackd treats apart.
+    public enum Container: Sendable, Equatable { case mp4, matroska, transportStream, avi, other }
+
+    /// The container of the file `fd` (the caller keeps it open), by its first bytes.
+    public static func container(fd: Int32) -> Container {
+        let file = FileDescriptor(taking: fd)
+        var head: [UInt8] = []
+        if let size = try? file.regularFileSize(), size > 12 {
+            head = (try? [UInt8](preading: file, count: Int(min(size, 1024)), at: 0)) ?? []
+        }
+        _ = file.take()  // the caller's descriptor: not closed here
+        return container(head: head)
+    }
+
+    static func container(head: [UInt8]) -> Container {
+        if head.count >= 12, fourCC(head, 0) == "RIFF", fourCC(head, 8) == "AVI " { return .avi }
+        if head.starts(with: [0x1A, 0x45, 0xDF, 0xA3]) { return .matroska }
+        if isTransportStream(head) { return .transportStream }
+        if head.count >= 8, ["ftyp", "moov", "mdat", "free", "skip", "wide", "pnot"].contains(fourCC(head, 4)) { return .mp4 }
+        return .other
     }
 
     /// `read(file:)` of a descriptor the caller keeps open.

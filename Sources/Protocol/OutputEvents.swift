@@ -194,12 +194,16 @@ public struct OutputFinished: Sendable, Equatable {
     /// 0 unless failed.
     public var code: Int32
     public var message: String
+    /// Stored samples of the track this output read that it could not deliver (revision 1; 0 before): ones the file
+    /// lists but does not hold whole, and ones the decoder was given and made nothing of (damaged). Any status.
+    public var samplesLost: UInt64
 
-    public init(outputID: UInt32, status: OutputStatus, code: Int32 = 0, message: String = "") {
+    public init(outputID: UInt32, status: OutputStatus, code: Int32 = 0, message: String = "", samplesLost: UInt64 = 0) {
         self.outputID = outputID
         self.status = status
         self.code = code
         self.message = message
+        self.samplesLost = samplesLost
     }
 }
 
@@ -212,6 +216,7 @@ extension OutputFinished: WireMessage {
         w.u8(status.rawValue)
         w.i32(code)
         w.string(message)
+        w.u64(samplesLost)
     }
 
     static func decode(from r: inout ByteReader) throws(TrackError) -> OutputFinished {
@@ -220,8 +225,10 @@ extension OutputFinished: WireMessage {
         guard let status = OutputStatus(rawValue: rawStatus) else {
             throw TrackError(.protocolViolation, "outputFinished.status: \(rawStatus) is not 2, 3 or 4")
         }
-        return OutputFinished(outputID: outputID, status: status, code: try r.i32("outputFinished.code"),
-                              message: try r.string("outputFinished.message"))
+        let code = try r.i32("outputFinished.code")
+        let message = try r.string("outputFinished.message")
+        return OutputFinished(outputID: outputID, status: status, code: code, message: message,
+                              samplesLost: r.atEnd ? 0 : try r.u64("outputFinished.samplesLost"))
     }
 }
 

@@ -190,13 +190,16 @@ public struct StatusReport: Sendable, Equatable {
     public var watchdogKills: UInt64
     public var connectionsRefused: UInt64
     public var connectionsRateLimited: UInt64
+    /// This session's stored samples its outputs could not deliver: the sum of its OutputFinished `samplesLost`
+    /// (revision 1; 0 before).
+    public var samplesLost: UInt64
 
     public init(workerPID: UInt32, supervisorPID: UInt32, supervisorUptimeMs: UInt64, connectionsAccepted: UInt64,
                 activeConnections: UInt32, workerCrashes: UInt64, openAssets: UInt32, activeOutputs: UInt32,
                 samplesSent: UInt64, bytesCopied: UInt64, daemonSamplesSent: UInt64 = 0, daemonBytesCopied: UInt64 = 0,
                 daemonBytesShared: UInt64 = 0, gstreamerVersion: String, framesDecoded: UInt64 = 0,
                 framesConverted: UInt64 = 0, watchdogKills: UInt64 = 0, connectionsRefused: UInt64 = 0,
-                connectionsRateLimited: UInt64 = 0) {
+                connectionsRateLimited: UInt64 = 0, samplesLost: UInt64 = 0) {
         self.workerPID = workerPID
         self.supervisorPID = supervisorPID
         self.supervisorUptimeMs = supervisorUptimeMs
@@ -216,6 +219,7 @@ public struct StatusReport: Sendable, Equatable {
         self.watchdogKills = watchdogKills
         self.connectionsRefused = connectionsRefused
         self.connectionsRateLimited = connectionsRateLimited
+        self.samplesLost = samplesLost
     }
 }
 
@@ -243,6 +247,7 @@ extension StatusReport: WireMessage {
         w.u64(watchdogKills)
         w.u64(connectionsRefused)
         w.u64(connectionsRateLimited)
+        w.u64(samplesLost)
     }
 
     static func decode(from r: inout ByteReader) throws(TrackError) -> StatusReport {
@@ -257,7 +262,8 @@ extension StatusReport: WireMessage {
             gstreamerVersion: try r.string("status.gstreamerVersion"),
             framesDecoded: try r.u64("status.framesDecoded"), framesConverted: try r.u64("status.framesConverted"),
             watchdogKills: try r.u64("status.watchdogKills"),
-            connectionsRefused: try r.u64("status.refused"), connectionsRateLimited: try r.u64("status.rateLimited"))
+            connectionsRefused: try r.u64("status.refused"), connectionsRateLimited: try r.u64("status.rateLimited"),
+            samplesLost: r.atEnd ? 0 : try r.u64("status.samplesLost"))
     }
 }
 

@@ -39,6 +39,7 @@ public final class AssetReaderTrackOutput: Sendable {
         var drained = false
         /// markConfigurationAsFinal() was called.
         var finalized = false
+        var samplesLost: UInt64 = 0
     }
 
     /// An output of `track` (`AVAssetReaderTrackOutput(track:outputSettings:)`). Validates the settings as
@@ -97,6 +98,11 @@ public final class AssetReaderTrackOutput: Sendable {
     /// The format the worker negotiated (pixel format, size, audio layout …), once reading has started; nil
     /// before. The counterpart of the format description of the first sample.
     public var outputFormat: OutputCreated? { state.withLock { $0.format } }
+
+    /// Once the output has ended: the stored samples of the track it could not deliver — ones the file lacks and
+    /// ones the decoder made nothing of (OutputFinished `samplesLost`, PROTOCOL.md §12.5). 0 while reading; a
+    /// read that completed with samples lost delivered every frame the decoder could make, but not the whole track.
+    public var samplesLost: UInt64 { state.withLock { $0.samplesLost } }
 
     var reader: AssetReader? { state.withLock { $0.attached ? $0.reader : nil } }
     var isDrained: Bool { state.withLock { $0.drained } }
@@ -211,7 +217,7 @@ public final class AssetReaderTrackOutput: Sendable {
                                 copy: copies, channel: channel,
                                 decodedAudio: format.mediaType == .audio && outputSettings != nil)
         case .finished(let finished):
-            state.withLock { $0.drained = true }
+            state.withLock { ($0.drained, $0.samplesLost) = (true, finished.samplesLost) }
             switch finished.status {
             case .completed: reader.outputCompleted()
             case .failed: reader.fail(TrackError(rawCode: finished.code, message: finished.message))

@@ -51,8 +51,10 @@ final class IndexCacheTests: XCTestCase {
         magic[0] = UInt8(ascii: "X")
         XCTAssertEqual(try? Wire.decode(magic), nil)
         var version = blob
-        version[4] = 2
-        XCTAssertThrowsError(try Wire.decode(version)) { XCTAssertEqual($0 as? Wire.DecodeError, .unsupportedVersion(2)) }
+        version[4] = UInt8(Wire.version + 1)
+        XCTAssertThrowsError(try Wire.decode(version)) {
+            XCTAssertEqual($0 as? Wire.DecodeError, .unsupportedVersion(Wire.version + 1))
+        }
         // Frame count over the cap, or one that does not match the length (no allocation for the claimed count).
         for count: UInt64 in [0, UInt64(Wire.maxFrames) + 1, .max, 6] {
             var b = blob

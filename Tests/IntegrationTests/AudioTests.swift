@@ -158,11 +158,9 @@ struct AudioTests {
         #expect(expected == 96000)
         let frames = Self.frames(buffers)
         #expect(ours.count == frames * 4)
-        // GStreamer 1.22's qtdemux never pushes the track's last, partial AAC packet (768 of its 1024 frames are
-        // inside the edit list): it ends a stream when a sample's buffer timestamp — 1024 frames of priming ahead of
-        // the timeline — reaches the segment stop, which it clamps to the movie's duration (SETTINGS.md, "AAC in
-        // MP4"). Allow one AAC packet.
-        #expect(abs(frames - expected) <= 1024, "\(frames) frames, ffprobe says \(expected)")
+        // The last, partial AAC packet (768 of its 1024 frames inside the edit list), which qtdemux 1.22 does not
+        // push, comes from the sample tables (SETTINGS.md, "AAC in MP4"): exactly the edit's frames.
+        #expect(frames == expected, "\(frames) frames, ffprobe says \(expected)")
         // SNR against ffmpeg's decode over the common part, aligned at 0 (both trim the encoder priming):
         // at least 60 dB (float decoders rounded to 16 bits agree to within a few LSB).
         let theirs = try ffmpegRaw(Media.clip, "s16le")

@@ -24,6 +24,12 @@ import TrackdProtocol
         "avi": Media.make("ts-mpeg4.avi", source + ["-c:v", "mpeg4", "-g", "12"]),
         "vfr-mp4": Media.make("ts-vfr.mp4", ["-f", "lavfi", "-i", "testsrc2=size=160x90:rate=30:duration=3"] + vfr + x264),
         "vfr-mkv": Media.make("ts-vfr.mkv", ["-f", "lavfi", "-i", "testsrc2=size=160x90:rate=30:duration=3"] + vfr + x264),
+        // Matroska whose first timestamp is not 0: its times are the container's (MatroskaClock).
+        "mkv-offset": Media.make("ts-offset.mkv", source + x264 + ["-output_ts_offset", "0.5"]),
+        "mkv-remux": Media.make("ts-remux.mkv", ["-i", Media.clip, "-c", "copy"]),  // video from 21 ms, AAC priming at 0
+        "mkv-gst": Media.makeWithGStreamer("ts-offset-gst.mkv", [
+            "videotestsrc", "num-buffers=30", "timestamp-offset=500000000", "!",
+            "video/x-raw,width=160,height=90,framerate=30/1", "!", "x264enc", "bframes=2", "!", "h264parse", "!", "matroskamux"]),
     ]
     static let kinds = files.keys.sorted()
     static let y420: [String: SettingValue] = [SettingsKey.pixelFormatType: .string("y420")]
@@ -202,6 +208,27 @@ import TrackdProtocol
             #expect(samples.map(\.presentationTimeStamp) == [times[k]], "\(kind) range at frame \(k)")
             let image = try asset.generateImage(track: track, at: times[k])
             #expect(image.actualTime == times[k], "\(kind) image at frame \(k)")
+        }
+    }
+
+    /// A time range lying wholly before the track's first frame delivers nothing (AVAssetReader's rule: nothing is
+    /// displayed before it), decoded and passthrough: Matroska whose first frame is at 0.5 s, and MPEG-TS (whose
+    /// first frame is later than 0 on the track's timeline). A range ending one tick after the first frame's time
+    /// delivers that frame.
+    @Test(arguments: ["mkv-offset", "mkv-gst", "ts"]) func aRangeBeforeTheFirstFrameIsEmpty(kind: String) throws {
+        let file = try #require(kind == "ts" ? Media.make("ts-clip.ts", ["-i", Media.clip, "-c", "copy"]) : Self.files[kind])
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        let asset = try Asset(path: file, socketPath: daemon.socketPath)
+        let track = try #require(asset.tracks(withMediaType: .video).first)
+        let first = try #require(Self.read(asset, track, Self.y420).first?.presentationTimeStamp)
+        try #require(first.value > 0, "\(kind): the first frame is at \(first)")
+        for settings in [Self.y420, nil] {
+            let before = try Self.read(asset, track, settings, range: MediaTimeRange(start: .zero, duration: first))
+            #expect(before.isEmpty, "\(kind) \(settings == nil ? "passthrough" : "decoded"): \(before.map(\.presentationTimeStamp))")
+            let tick = MediaTime(value: first.value + 1, timescale: first.timescale)
+            let through = try Self.read(asset, track, settings, range: MediaTimeRange(start: .zero, duration: tick))
+            #expect(through.map(\.presentationTimeStamp).contains(first), "\(kind) \(settings == nil ? "passthrough" : "decoded")")
         }
     }
 

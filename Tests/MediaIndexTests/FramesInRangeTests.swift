@@ -68,6 +68,21 @@ import Testing
         #expect(index.framesDisplayed(in: Self.range(512 * 10 + 1, 512)).isEmpty)  // after the last frame's end
     }
 
+    /// A track whose first frame is later than 0 (Matroska or MPEG-TS timestamps): a range ending at or before that
+    /// frame's presentation time delivers nothing (nothing is displayed before it, AVAssetReader's rule); one ending
+    /// a tick after it, the first frame; one starting before it and running on, from the first frame.
+    @Test func aRangeWhollyBeforeTheFirstFrameIsEmpty() {
+        let late = FrameIndex(frames: (0..<10).map { k in
+            .init(presentationTime: Self.ns(7680 + 512 * Int64(k)), duration: 33_333_334, isSync: k == 0, decodePosition: k)
+        })  // the first frame at 0.5 s
+        #expect(late.framesDisplayed(in: Self.range(0, 7680)).isEmpty)
+        #expect(late.framesDisplayed(in: Self.range(0, 6000)).isEmpty)
+        #expect(late.framesDisplayed(in: Self.range(1000, 6680)).isEmpty)
+        #expect(late.framesDisplayed(in: Self.range(0, 7681)) == [0])
+        #expect(late.framesDisplayed(in: Self.range(0, 7680 + 1024)) == [0, 1])
+        #expect(late.framesDisplayed(in: MediaTimeRange(start: .zero, duration: .positiveInfinity)) == Array(0..<10))
+    }
+
     /// The end is computed in the range's own timescale: start and duration each rounded down to ns would end a
     /// nanosecond early.
     @Test func theEndIsExact() {

@@ -107,6 +107,15 @@ public enum Media {
         return path
     }()
 
+    /// `name` written by a GStreamer pipeline (`gst-launch-1.0 -e … ! filesink`; the elements as gst-launch parses
+    /// them, the filesink added).
+    public static func makeWithGStreamer(_ name: String, _ elements: [String]) -> String {
+        let path = dir + "/" + name
+        let r = try! run("gst-launch-1.0", ["-q", "-e"] + elements + ["!", "filesink", "location=\(path)"])
+        precondition(r.status == 0, "gst-launch failed to make \(name): \(r.stderr)")
+        return path
+    }
+
     public static func make(_ name: String, _ args: [String]) -> String {
         let path = dir + "/" + name
         let r = try! run("ffmpeg", ["-hide_banner", "-loglevel", "error", "-y"] + args + [path])

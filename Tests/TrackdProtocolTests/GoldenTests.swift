@@ -26,7 +26,7 @@ import Testing
             ("OutputStalled", 3, .outputStalled(outputID: 1, held: 8)),
             ("ReleaseSlots", 0, .releaseSlots(outputID: 1, slots: [SlotRef(poolID: 1, slot: 0)])),
             ("PoolRemoved", 3, .poolRemoved(outputID: 1, poolID: 1)),
-            ("OutputFinished", 3, .outputFinished(OutputFinished(outputID: 1, status: .completed))),
+            ("OutputFinished", 3, .outputFinished(OutputFinished(outputID: 1, status: .completed, samplesLost: 12))),
             ("CancelOutput", 0, .cancelOutput(outputID: 1)),
             ("ResetOutput", 0, .resetOutput(outputID: 1, ranges: [
                 MediaTimeRange(start: t(1, 2), duration: t(1, 4)),
@@ -73,7 +73,7 @@ import Testing
         workerPID: 4242, supervisorPID: 1, supervisorUptimeMs: 1000, connectionsAccepted: 2, activeConnections: 1,
         workerCrashes: 0, openAssets: 1, activeOutputs: 0, samplesSent: 10, bytesCopied: 0, daemonSamplesSent: 10,
         daemonBytesCopied: 0, daemonBytesShared: 20_736_000, gstreamerVersion: "GStreamer 1.22.0", framesDecoded: 12,
-        framesConverted: 10, watchdogKills: 1, connectionsRefused: 3, connectionsRateLimited: 2)
+        framesConverted: 10, watchdogKills: 1, connectionsRefused: 3, connectionsRateLimited: 2, samplesLost: 12)
 
     @Test func everyMessageTypeHasAGoldenExample() {
         #expect(Set(Self.version2.map(\.message.type)) == Set(MessageType.allCases))

@@ -12,6 +12,13 @@ import Testing
     static let appendedFields: [(field: String, message: Message, olderBy: Int, decodesAs: Message)] = [
         ("Hello.capabilities", .hello(Hello(clientName: "x", capabilities: Capabilities(rawValue: 1 << 63))), 8,
          .hello(Hello(clientName: "x"))),
+        ("OutputFinished.samplesLost", .outputFinished(OutputFinished(outputID: 1, status: .completed, samplesLost: 12)), 8,
+         .outputFinished(OutputFinished(outputID: 1, status: .completed))),
+        ("Status.samplesLost", .status(GoldenTests.status), 8, .status({
+            var older = GoldenTests.status
+            older.samplesLost = 0
+            return older
+        }())),
     ]
 
     @Test(arguments: appendedFields.indices)

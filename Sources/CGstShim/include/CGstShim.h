@@ -92,6 +92,22 @@ GstEvent *swift_gst_pad_probe_info_event(GstPadProbeInfo *info);
 /// GST_PAD_PROBE_INFO_BUFFER(info): transfer none (owned by the probe's caller). A plain cast of info->data: check
 /// info->type first. Needs C: function-like macro.
 GstBuffer *swift_gst_pad_probe_info_buffer(GstPadProbeInfo *info);
+/// Replaces the probed SEGMENT event with a new one of `segment` (copied) and the same seqnum (a seek's answer stays
+/// recognisable): the one passing is unreffed, and what follows the probe (the peer, the pad's event function) gets
+/// the new one. Needs C: GST_PAD_PROBE_INFO_DATA is a macro.
+void swift_gst_pad_probe_info_replace_segment(GstPadProbeInfo *info, const GstSegment *segment);
+/// Chains a new buffer holding a copy of `bytes` into `pad` (a sink pad: what a demuxer would have pushed to it),
+/// with `pts`, `dts` and `duration` (GST_CLOCK_TIME_NONE: none), DELTA_UNIT when `delta`, and, when `clip_start` or
+/// `clip_end` is not 0, a GstAudioClippingMeta of that many samples (GST_FORMAT_DEFAULT) for an audio decoder to
+/// drop. Call from the pad's streaming thread (a probe on it). Returns the flow (an allocation failure: ERROR).
+/// Needs C: the buffer fields are macros and gst_pad_chain takes the buffer (transfer full).
+GstFlowReturn swift_gst_pad_chain_stored(GstPad *pad, const guint8 *bytes, gsize size, GstClockTime pts,
+                                         GstClockTime dts, GstClockTime duration, gboolean delta,
+                                         guint64 clip_start, guint64 clip_end);
+/// Gives the probed buffer a GstAudioClippingMeta of `start` and `end` samples (GST_FORMAT_DEFAULT), making it
+/// writable first (a copy when it is shared: the probe's info then holds the copy). Needs C: the probe info's data
+/// is a macro.
+void swift_gst_pad_probe_info_clip_audio(GstPadProbeInfo *info, guint64 start, guint64 end);
 /// Refuses the probed buffer, buffer list or event: unrefs it, makes `flow` the result its sender sees
 /// (GST_PAD_PROBE_INFO_FLOW_RETURN) and returns GST_PAD_PROBE_HANDLED. Needs C: function-like macros.
 GstPadProbeReturn swift_gst_pad_probe_refuse(GstPadProbeInfo *info, GstFlowReturn flow);

@@ -39,6 +39,7 @@ struct StatusCommand: Command {
                 ("gstreamer", .string(s.gstreamerVersion)),
                 ("framesDecoded", .int(Int64(clamping: s.framesDecoded))),
                 ("framesConverted", .int(Int64(clamping: s.framesConverted))),
+                ("samplesLost", .int(Int64(clamping: s.samplesLost))),
             ])))
             return
         }

@@ -33,12 +33,16 @@ struct PipelineCounts: Sendable, Equatable {
     var samplesSkipped: UInt64 = 0
     var framesDecoded: UInt64 = 0
     var framesConverted: UInt64 = 0
+    /// Stored samples the file lists but does not hold whole, and ones the decoder made nothing of.
+    var samplesMissing: UInt64 = 0
+    var samplesUndecodable: UInt64 = 0
 
     init() {}
 
     init(_ pipeline: TrackPipeline) {
         (samplesDecoded, samplesSkipped) = (pipeline.samplesDecoded, pipeline.samplesSkipped)
         (framesDecoded, framesConverted) = (pipeline.framesDecoded, pipeline.framesConverted)
+        (samplesMissing, samplesUndecodable) = (pipeline.samplesLost, pipeline.samplesUndecodable)
     }
 }
 

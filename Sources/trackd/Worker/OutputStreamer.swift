@@ -231,7 +231,22 @@ final class OutputStreamer: Sendable {
         // Gone from the session before the client hears it ended: a GetStatus sent right after OutputFinished
         // arrives must not count it (the receive loop could otherwise answer before this thread removed it).
         if drained { onDrained(id) }
-        send(.outputFinished(OutputFinished(outputID: id, status: status, code: error?.code ?? 0, message: error?.message ?? "")))
+        let lost = samplesLost()
+        send(.outputFinished(OutputFinished(outputID: id, status: status, code: error?.code ?? 0,
+                                            message: error?.message ?? "", samplesLost: lost)))
+    }
+
+    /// The stored samples this output could not deliver (PROTOCOL.md §12.5): ones the file lacks and ones the decoder
+    /// made nothing of, since `baseline`; added to the session's count and logged, never silent.
+    private func samplesLost() -> UInt64 {
+        let now = PipelineCounts(pipeline)
+        let missing = now.samplesMissing &- baseline.samplesMissing
+        let undecodable = now.samplesUndecodable &- baseline.samplesUndecodable
+        let lost = missing &+ undecodable
+        guard lost > 0 else { return 0 }
+        stats.samplesLost.add(lost, ordering: .relaxed)
+        Log.warning("output \(id): \(lost) stored samples lost (\(missing) not in the file, \(undecodable) undecodable)")
+        return lost
     }
 
     /// Adds what the pipeline decoded and converted since the last call to the session's counters: before

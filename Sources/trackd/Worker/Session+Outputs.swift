@@ -150,7 +150,8 @@ extension Session {
             }
             pipeline = try TrackPipeline(source: asset.source, trackID: track.id, mode: mode, timeRange: read.seek,
                                          lastNeededSample: read.lastNeededSample, selection: read.selection,
-                                         limits: limits, threads: threads)
+                                         limits: limits, threads: threads,
+                                         trackStart: asset.grid(track.id).nanoseconds(track.timeRangeStart))
         } catch where error.knownCode == .invalidArgument {
             // Discovery found the track; the demuxer did not expose it this time: the file is damaged (or changed).
             throw TrackError(.fileFailedToParse,

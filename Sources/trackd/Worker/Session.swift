@@ -16,6 +16,8 @@ final class WorkerStats: Sendable {
     /// frames decoded only as references or preroll are dropped before it.
     let framesDecoded = Atomic<UInt64>(0)
     let framesConverted = Atomic<UInt64>(0)
+    /// Stored samples outputs could not deliver (OutputFinished.samplesLost, summed).
+    let samplesLost = Atomic<UInt64>(0)
     /// ReadFrames served by the pipeline kept from the one before (Session+KeptPipeline.swift).
     let pipelinesReused = Atomic<UInt64>(0)
 }
@@ -272,6 +274,7 @@ final class Session: Sendable {
             daemonSamplesSent: daemon.samples, daemonBytesCopied: daemon.copied, daemonBytesShared: daemon.shared,
             gstreamerVersion: Gst.versionString, framesDecoded: stats.framesDecoded.load(ordering: .relaxed),
             framesConverted: stats.framesConverted.load(ordering: .relaxed), watchdogKills: interventions.watchdogKills,
-            connectionsRefused: interventions.refused, connectionsRateLimited: interventions.rateLimited))
+            connectionsRefused: interventions.refused, connectionsRateLimited: interventions.rateLimited,
+            samplesLost: stats.samplesLost.load(ordering: .relaxed)))
     }
 }

@@ -279,5 +279,32 @@ class ImageTests(unittest.TestCase):
             self.assertEqual(cm.exception.code, INVALID_ARGUMENT)
 
 
+class LostSamplesTests(unittest.TestCase):
+    """PROTOCOL.md §12.5: a read that cannot deliver every stored sample says so, in the output and in Status."""
+
+    def test_a_cut_file_counts_what_it_lacks(self):
+        whole = suite.daemon.path('lost-whole.mp4')
+        subprocess.run(['ffmpeg', '-hide_banner', '-loglevel', 'error', '-y', '-f', 'lavfi', '-i',
+                        'testsrc2=size=160x120:rate=30:duration=2', '-c:v', 'libx264', '-preset', 'veryfast',
+                        '-g', '15', '-movflags', '+faststart', whole], check=True)
+        listed = len(json.loads(subprocess.run(['ffprobe', '-v', 'error', '-show_packets', '-of', 'json', whole],
+                                               check=True, capture_output=True).stdout)['packets'])
+        cut = suite.daemon.path('lost-cut.mp4')
+        with open(whole, 'rb') as f:
+            data = f.read()
+        with open(cut, 'wb') as f:
+            f.write(data[:len(data) // 2])
+        with suite.open(cut) as asset:
+            output = asset.read(passthrough=True, copy=True)
+            delivered = sum(1 for _ in output)
+            self.assertEqual(output.status, 2)  # completed, and says what it lost
+            self.assertGreater(output.samples_lost, 0)
+            self.assertEqual(delivered + output.samples_lost, listed)
+            self.assertEqual(asset.status()['samples_lost'], output.samples_lost)
+        with suite.open(whole) as asset:
+            output = asset.read(passthrough=True, copy=True)
+            self.assertEqual((sum(1 for _ in output), output.samples_lost), (listed, 0))
+
+
 if __name__ == '__main__':
     unittest.main()

@@ -86,7 +86,7 @@ DECODED = {
                                             frame_count=0, trims=(t(1024, 44100), t(0, 44100)))),
     'OutputStalled': (w.OUTPUT_STALLED, 3, (1, 8)),
     'PoolRemoved': (w.POOL_REMOVED, 3, (1, 1)),
-    'OutputFinished': (w.OUTPUT_FINISHED, 3, (1, w.COMPLETED, 0, '')),
+    'OutputFinished': (w.OUTPUT_FINISHED, 3, (1, w.COMPLETED, 0, '', 12)),
     'RangeEnded': (w.RANGE_ENDED, 3, (1,)),
     'Ack': (w.ACK, 4, None),
     'Status': (w.STATUS, 5, dict(worker_pid=4242, supervisor_pid=1, supervisor_uptime_ms=1000, connections_accepted=2,
@@ -94,7 +94,7 @@ DECODED = {
                                  samples_sent=10, bytes_copied=0, daemon_samples_sent=10, daemon_bytes_copied=0,
                                  daemon_bytes_shared=20736000, gstreamer_version='GStreamer 1.22.0',
                                  frames_decoded=12, frames_converted=10, watchdog_kills=1, connections_refused=3,
-                                 connections_rate_limited=2)),
+                                 connections_rate_limited=2, samples_lost=12)),
     'FrameCount': (w.FRAME_COUNT, 6, (1, 300)),
     'Image': (w.IMAGE, 7, (t(7680, 15360), 64, 48, 1234)),
     'FramesResolved': (w.FRAMES_RESOLVED, 8, (2, [(59, t(30208, 15360)), (15, t(7680, 15360))])),
@@ -161,7 +161,10 @@ RECORDS = [
 # Fields appended to version 2, by the example that carries them: how many bytes shorter its payload was before the
 # field, and what that older payload decodes to (the field's default). A field appended to a worker -> client
 # message gets a row here.
-APPENDED_FIELDS = []
+APPENDED_FIELDS = [
+    ('OutputFinished', 8, (1, w.COMPLETED, 0, '', 0)),
+    ('Status', 8, dict(DECODED['Status'][2], samples_lost=0)),
+]
 
 
 class GrowthTests(unittest.TestCase):

@@ -206,7 +206,8 @@ def decode_output_finished(r):
     output_id, status, code = r.unpack('<IBi')
     if status not in (COMPLETED, FAILED, CANCELLED):
         raise ProtocolViolation('OutputFinished status %d is not 2, 3 or 4' % status)
-    return output_id, status, code, r.string()
+    message = r.string()
+    return output_id, status, code, message, 0 if r.at_end else r.unpack('<Q')[0]  # samples_lost: revision 1
 
 
 def decode_frames_resolved(r):
@@ -234,6 +235,7 @@ def decode_status(r):
     status['gstreamer_version'] = r.string()
     status['frames_decoded'], status['frames_converted'] = r.unpack('<QQ')
     status.update(zip(('watchdog_kills', 'connections_refused', 'connections_rate_limited'), r.unpack('<QQQ')))
+    status['samples_lost'] = 0 if r.at_end else r.unpack('<Q')[0]  # revision 1
     return status
 
 

@@ -35,6 +35,9 @@ class Output:
         self._stalled_at = None
         self.finished = False
         self.status = None
+        # Once finished: stored samples of the track this output could not deliver — ones the file lacks and ones
+        # the decoder made nothing of (OutputFinished samples_lost, PROTOCOL.md §12.5).
+        self.samples_lost = 0
         audio = audio or {}
         self.audio_channels = audio.get('channels')
         self.audio_non_interleaved = audio.get('non_interleaved', False)
@@ -90,7 +93,7 @@ class Output:
         elif m.type == w.OUTPUT_STALLED:
             self._stalled_at = m.value[1]
         elif m.type == w.OUTPUT_FINISHED:
-            _, self.status, code, message = m.value
+            _, self.status, code, message, self.samples_lost = m.value
             self.failure = (code, message)
             self._finish()
         elif m.type == w.RANGE_ENDED:  # random access (read(ranges=...)): next range, or the end
@@ -119,7 +122,7 @@ class Output:
         elif m.type == w.OUTPUT_FINISHED:
             self.finished = True
             if self.status is None:
-                _, self.status, code, message = m.value
+                _, self.status, code, message, self.samples_lost = m.value
                 self.failure = (code, message)
 
     def _release(self, pool_id, slot):

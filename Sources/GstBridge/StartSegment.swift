@@ -1,20 +1,23 @@
 import CGStreamer
 import Synchronization
 
-/// A passthrough read from the start delivers every stored sample, also those the demuxer's first segment begins
-/// after: tsdemux starts its segment at the first video PTS, and ffmpeg's MPEG-TS puts the first AAC packet (its
-/// priming) just before it — it ends exactly at the segment's start, and appsink, like every GstBaseSink, drops a
-/// buffer that ends at or before the start (47 of ffprobe's 48 packets). A probe on appsink's sink pad moves such a
-/// segment's start back to the stream's beginning with its stream time moved by the same amount, so every buffer's
-/// stream time — the time on the wire — is unchanged and nothing is clipped at the start. Only while the read starts
-/// at the beginning: a segment made by a seek to a later range start is left as it is (its start is that range's).
-final class PassthroughSegment: Sendable {
+/// A read from the start delivers every stored sample, also those the demuxer's first segment begins after:
+/// tsdemux starts its segment at the first video PTS, and ffmpeg's MPEG-TS puts the first AAC packet (its priming)
+/// just before it — it ends exactly at the segment's start, and appsink, like every GstBaseSink, drops a buffer
+/// that ends at or before the start (47 of ffprobe's 48 packets); GstAudioDecoder clips its decoded frames away the
+/// same way (1024 of ffmpeg's 97 280 frames of a 2 s file). A probe on the branch's input (appsink's sink pad for
+/// passthrough, the decoder's for decoded audio) moves such a segment's start back to the stream's beginning with
+/// its stream time moved by the same amount, so every buffer's stream time — the time on the wire — is unchanged
+/// and nothing is clipped at the start. Only while the read starts at the beginning: a segment made by a seek to a
+/// later range start is left as it is (its start is that range's). An MP4 edit's segment (start after time: AAC
+/// priming the edit skips) is left as it is too.
+final class StartSegment: Sendable {
     private let fromStart = Atomic(true)
 
     /// The next range starts at the stream's beginning (or not).
     func seeking(fromStart: Bool) { self.fromStart.store(fromStart, ordering: .relaxed) }
 
-    /// Watches the SEGMENT events reaching `pad` (appsink's sink pad).
+    /// Watches the SEGMENT events reaching `pad` (the branch's input).
     func attach(to pad: GstRef<GstPadObject>) {
         pad.addProbe(GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM) { [self] info in
             guard fromStart.load(ordering: .relaxed), let segment = info.segment, let widened = Self.widened(segment)
