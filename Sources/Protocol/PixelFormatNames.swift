@@ -1,5 +1,5 @@
-/// What a pixel-format name a person typed stands for (`trackctl --pixel-format`; the Python client's pixel_format
-/// keeps the same names, checked against `trackctl read --pixel-format list --json`). The names are the tables of
+/// What a pixel-format name a person typed stands for (`trackctl --pixel-format`; `trackctl read --pixel-format
+/// list --json` prints the tables for other clients). The names are the tables of
 /// PixelFormats.swift — each format's code, constant name and `names`, the unsupported CoreVideo formats and the
 /// refused names of other libraries — matched without regard to case; each spelling belongs to one entry only.
 /// Output settings on the wire keep Apple's spellings (`PixelFormat.parse`): a client turns a name into its code.

@@ -2,8 +2,7 @@ import TrackdProtocol
 
 /// `trackctl read --pixel-format list [--json]`: PixelFormats.swift's tables — every format with its code, OSType,
 /// GStreamer format, planes, constant, layout and other names; the CoreVideo formats trackd cannot produce; the
-/// names of other libraries' layouts it refuses. docs/SETTINGS.md repeats them and the Python client's name table
-/// is checked against the JSON.
+/// names of other libraries' layouts it refuses. docs/SETTINGS.md repeats the formats.
 enum PixelFormatList {
     static func printText() {
         print("CODE    HEX         GSTREAMER  PLANES  CONSTANT / LAYOUT / OTHER NAMES (any case)")
