@@ -13,7 +13,7 @@ SWIFT ?= swift
 # uses; test: oracles and tools the tests and scripts call (ffprobe/ffmpeg, systemd-analyze,
 # systemd-socket-activate, python3; python3-numpy, pip, setuptools and wheel for the Python client's tests; python3-venv
 # for their venv, .build/venv-test).
-BUILD_DEPS   := libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev libswscale-dev liborc-0.4-dev libsystemd-dev libseccomp-dev libmd-dev libcairo2-dev pkg-config dpkg-dev
+BUILD_DEPS   := libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev libswscale-dev liborc-0.4-dev libsystemd-dev libseccomp-dev libmd-dev libcairo2-dev libjpeg62-turbo-dev pkg-config dpkg-dev
 RUNTIME_DEPS := gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad \
                 gstreamer1.0-plugins-ugly gstreamer1.0-libav gstreamer1.0-tools
 TEST_DEPS    := ffmpeg systemd python3 python3-numpy python3-pip python3-setuptools python3-wheel python3-venv

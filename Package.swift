@@ -38,6 +38,9 @@ let package = Package(
         .systemLibrary(
             name: "CCairo", path: "Sources/CCairo", pkgConfig: "cairo",
             providers: [.apt(["libcairo2-dev"])]),
+        .systemLibrary(
+            name: "CJPEG", path: "Sources/CJPEG", pkgConfig: "libjpeg",
+            providers: [.apt(["libjpeg62-turbo-dev"])]),
         // ── C: shims for what Swift cannot import (macros, varargs, cmsg) ──────────────────────
         .target(name: "CTrackSys", path: "Sources/CTrackSys"),
         .target(name: "CGstShim", dependencies: ["CGStreamer", "CTrackSys", "CSwscale"], path: "Sources/CGstShim"),
@@ -64,7 +67,7 @@ let package = Package(
                 "CSandbox",
             ],
             swiftSettings: strict),
-        .executableTarget(name: "trackctl", dependencies: ["TrackClient", "TrackdProtocol", "SystemCalls", "CMD5", "CCairo"], swiftSettings: strict),
+        .executableTarget(name: "trackctl", dependencies: ["TrackClient", "TrackdProtocol", "SystemCalls", "CMD5", "CCairo", "CJPEG"], swiftSettings: strict),
         // ── Example: a typical AVAssetReader loop ported to TrackClient (run by ExampleTests) ────────
         .executableTarget(
             name: "trackd-example-reader", dependencies: ["TrackClient", "TrackdProtocol"],

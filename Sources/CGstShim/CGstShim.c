@@ -63,6 +63,10 @@ GstPadProbeReturn swift_gst_pad_probe_refuse(GstPadProbeInfo *info, GstFlowRetur
     GST_PAD_PROBE_INFO_FLOW_RETURN(info) = flow;
     return GST_PAD_PROBE_HANDLED;
 }
+void swift_gst_pad_probe_info_replace_event(GstPadProbeInfo *info, GstEvent *event) {
+    if (GST_PAD_PROBE_INFO_DATA(info) != NULL) gst_mini_object_unref(GST_MINI_OBJECT_CAST(GST_PAD_PROBE_INFO_DATA(info)));
+    GST_PAD_PROBE_INFO_DATA(info) = event;
+}
 typedef struct {
     int tasks;
     int running;
@@ -236,6 +240,28 @@ gboolean swift_gst_caps_colorimetry(const GstCaps *caps, uint8_t cicp[4]) {
     cicp[2] = swift_gst_cicp(gst_video_color_primaries_to_iso(parsed.primaries));
     cicp[3] = swift_gst_cicp(gst_video_transfer_function_to_iso(parsed.transfer));
     return TRUE;
+}
+
+GstCaps *swift_gst_caps_with_untagged_matrix(const GstCaps *caps, GstVideoColorMatrix matrix) {
+    GstVideoInfo info;
+    if (caps == NULL || gst_caps_get_size(caps) == 0 || !gst_video_info_from_caps(&info, caps) || !GST_VIDEO_INFO_IS_YUV(&info))
+        return NULL;
+    GstVideoColorimetry colorimetry = info.colorimetry;  // for what the caps do not name: the size-based default
+    const gchar *text = gst_structure_get_string(gst_caps_get_structure(caps, 0), "colorimetry");
+    GstVideoColorimetry named;
+    if (text != NULL && gst_video_colorimetry_from_string(&named, text)) {
+        if (named.matrix != GST_VIDEO_COLOR_MATRIX_UNKNOWN) return NULL;  // tagged: the stream's own matrix
+        if (named.range != GST_VIDEO_COLOR_RANGE_UNKNOWN) colorimetry.range = named.range;
+        if (named.transfer != GST_VIDEO_TRANSFER_UNKNOWN) colorimetry.transfer = named.transfer;
+        if (named.primaries != GST_VIDEO_COLOR_PRIMARIES_UNKNOWN) colorimetry.primaries = named.primaries;
+    }
+    colorimetry.matrix = matrix;
+    gchar *string = gst_video_colorimetry_to_string(&colorimetry);
+    if (string == NULL) return NULL;
+    GstCaps *copy = gst_caps_copy(caps);
+    gst_caps_set_simple(copy, "colorimetry", G_TYPE_STRING, string, NULL);
+    g_free(string);
+    return copy;
 }
 
 gboolean swift_gst_video_layout_apply_meta(GstBuffer *buffer, SwiftGstVideoLayout *layout) {

@@ -19,7 +19,7 @@ static gboolean klass_is_autopluggable(const gchar *klass) {
 guint swift_gst_preload_plugins(void) {
     static const char *const by_name[] = {
         "appsink", "capsfilter", "queue", "decodebin", "parsebin", "videoconvert", "videoscale",
-        "audioconvert", "audioresample", "pngenc", "identity", NULL,
+        "audioconvert", "audioresample", "pngenc", "identity", "videoflip", NULL,
     };
     GstRegistry *registry = gst_registry_get();
     guint loaded = 0;

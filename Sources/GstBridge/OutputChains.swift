@@ -1,7 +1,8 @@
 // The first layer of the output path: one builder per output mode, each naming its elements. TrackPipeline makes
 // the source and parser, asks the mode's chain to build its branch, and links the track's pad to the branch's
 // target; the chain hands back the output's SampleMaker (the second layer).
-//   decode:      parsebin ─(track pad)→ [DecodeStop] queue ! decodebin ─→ [FrameGate] queue ! [trackdswscale !] videoconvert ! videoscale ! capsfilter ! appsink
+//   decode:      parsebin ─(track pad)→ [DecodeStop] queue ! decodebin ─→ [FrameGate, untagged matrix] queue
+//                [! videoconvert ! videoflip: rotation applied] [! trackdswscale] ! videoconvert ! videoscale ! capsfilter ! appsink
 //   audio:       parsebin ─(track pad)→ [StartSegment] queue ! decodebin ─→ audioconvert ! capsfilter ! appsink (resampled by AudioSamples)
 //   passthrough: parsebin ─(track pad)→ appsink
 import CGStreamer
@@ -92,7 +93,8 @@ struct VideoChain {
         convertQueue.set("max-size-time", uint64: 0)
         filter.set("caps", caps: VideoCaps.output(request))
         try pipeline.addChain([queue, decodebin])
-        try pipeline.addChain([convertQueue] + converters + [filter, appsink])
+        try pipeline.addChain([convertQueue] + ConverterInput.turn(degrees: request.rotation) + converters + [filter, appsink])
+        if let matrix = request.untaggedMatrix { ConverterInput.assume(matrix, at: convertQueue.staticPad("sink")) }
         DecodeLinker(target: convertQueue.staticPad("sink"), bus: pipeline.bus, rawName: "video/x-raw")
             .attach(to: decodebin)
         // On the converter branch's input, before FrameGate (probes run in the order they were added): every decoded

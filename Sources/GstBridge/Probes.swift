@@ -102,6 +102,12 @@ private final class SignalBox: Sendable {
         return unsafe caps.map { unsafe GstRef(none: $0) }
     }
 
+    /// Replaces the CAPS event passing by one carrying `caps`.
+    func replaceCaps(_ caps: GstRef<GstCapsObject>) {
+        guard let event = unsafe gst_event_new_caps(caps.pointer) else { return }  // takes a reference of its own
+        unsafe swift_gst_pad_probe_info_replace_event(info, event)
+    }
+
     /// The probed pad's current caps (gst_pad_get_current_caps, transfer full), or nil.
     var padCurrentCaps: GstRef<GstCapsObject>? { unsafe gst_pad_get_current_caps(pad).map { unsafe GstRef(full: $0) } }
 

@@ -19,45 +19,64 @@ public struct PixelFormat: Sendable, Hashable {
     /// False for the high-bit-depth formats AVAssetReaderTrackOutput will not scale (y416, v216, v210, b64a):
     /// Width/Height are rejected with them.
     public var scalable: Bool = true
+    /// The other names people type for it (`PixelFormat.lookup`, case-insensitive): trackd's own spelling of a
+    /// code that is a number (first: `24RGB`, `32ARGB`), then GStreamer's and ffmpeg's names of exactly this
+    /// layout. A name belongs to one format only; a layout name that could mean two (NV12: `420v` or `420f`) is
+    /// given to the video-range one, which is what H.264/HEVC streams almost always are (docs/SETTINGS.md).
+    public var names: [String] = []
 
     public static let all: [PixelFormat] = [
         PixelFormat(code: "420v", constantName: "kCVPixelFormatType_420YpCbCr8BiPlanarVideoRange", gstFormat: "NV12",
-                    range: .video, layout: "Y plane, interleaved CbCr plane, 4:2:0 8-bit, video range", planeCount: 2),
+                    range: .video, layout: "Y plane, interleaved CbCr plane, 4:2:0 8-bit, video range", planeCount: 2,
+                    names: ["nv12"]),
         PixelFormat(code: "420f", constantName: "kCVPixelFormatType_420YpCbCr8BiPlanarFullRange", gstFormat: "NV12",
                     range: .full, layout: "Y plane, interleaved CbCr plane, 4:2:0 8-bit, full range", planeCount: 2),
         PixelFormat(code: "y420", constantName: "kCVPixelFormatType_420YpCbCr8Planar", gstFormat: "I420",
-                    range: nil, layout: "Y, Cb, Cr planes, 4:2:0 8-bit", planeCount: 3),
+                    range: nil, layout: "Y, Cb, Cr planes, 4:2:0 8-bit", planeCount: 3,
+                    names: ["i420", "iyuv", "yuv420p"]),
         PixelFormat(code: "2vuy", constantName: "kCVPixelFormatType_422YpCbCr8", gstFormat: "UYVY",
-                    range: nil, layout: "Cb Y0 Cr Y1 packed, 4:2:2 8-bit", planeCount: 1),
+                    range: nil, layout: "Cb Y0 Cr Y1 packed, 4:2:2 8-bit", planeCount: 1,
+                    names: ["uyvy", "uyvy422"]),
         PixelFormat(code: "yuvs", constantName: "kCVPixelFormatType_422YpCbCr8_yuvs", gstFormat: "YUY2",
-                    range: nil, layout: "Y0 Cb Y1 Cr packed, 4:2:2 8-bit", planeCount: 1),
+                    range: nil, layout: "Y0 Cb Y1 Cr packed, 4:2:2 8-bit", planeCount: 1,
+                    names: ["yuy2", "yuyv", "yuyv422"]),
         PixelFormat(code: "BGRA", constantName: "kCVPixelFormatType_32BGRA", gstFormat: "BGRA",
                     range: nil, layout: "B G R A packed, 8-bit", planeCount: 1),
         PixelFormat(code: FourCC(rawValue: 0x20), constantName: "kCVPixelFormatType_32ARGB", gstFormat: "ARGB",
-                    range: nil, layout: "A R G B packed, 8-bit", planeCount: 1),
+                    range: nil, layout: "A R G B packed, 8-bit", planeCount: 1,
+                    names: ["32ARGB", "argb"]),
         PixelFormat(code: "RGBA", constantName: "kCVPixelFormatType_32RGBA", gstFormat: "RGBA",
                     range: nil, layout: "R G B A packed, 8-bit", planeCount: 1),
         PixelFormat(code: FourCC(rawValue: 0x18), constantName: "kCVPixelFormatType_24RGB", gstFormat: "RGB",
-                    range: nil, layout: "R G B packed, 8-bit", planeCount: 1),
+                    range: nil, layout: "R G B packed, 8-bit", planeCount: 1,
+                    names: ["24RGB", "rgb24", "rgb"]),
         PixelFormat(code: "24BG", constantName: "kCVPixelFormatType_24BGR", gstFormat: "BGR",
-                    range: nil, layout: "B G R packed, 8-bit", planeCount: 1),
+                    range: nil, layout: "B G R packed, 8-bit", planeCount: 1,
+                    names: ["bgr24", "bgr"]),
         // trackd's extension, not a CoreVideo format: see `planarRGB`.
         PixelFormat(code: planarRGB, constantName: "kTrackdPixelFormatType_24RGBPlanar", gstFormat: "RGBP",
-                    range: nil, layout: "R, G, B planes, 8-bit (trackd extension, channels first)", planeCount: 3),
+                    range: nil, layout: "R, G, B planes, 8-bit (trackd extension, channels first)", planeCount: 3,
+                    names: ["rgbp"]),
         PixelFormat(code: "y408", constantName: "kCVPixelFormatType_4444AYpCbCr8", gstFormat: "AYUV",
-                    range: nil, layout: "A Y Cb Cr packed, 4:4:4 8-bit", planeCount: 1),
+                    range: nil, layout: "A Y Cb Cr packed, 4:4:4 8-bit", planeCount: 1,
+                    names: ["ayuv"]),
         PixelFormat(code: "422v", constantName: "kCVPixelFormatType_422YpCbCr8BiPlanarVideoRange", gstFormat: "NV16",
-                    range: nil, layout: "Y plane, interleaved CbCr plane, 4:2:2 8-bit", planeCount: 2),
+                    range: nil, layout: "Y plane, interleaved CbCr plane, 4:2:2 8-bit", planeCount: 2,
+                    names: ["nv16"]),
         PixelFormat(code: "444v", constantName: "kCVPixelFormatType_444YpCbCr8BiPlanarVideoRange", gstFormat: "NV24",
-                    range: nil, layout: "Y plane, interleaved CbCr plane, 4:4:4 8-bit", planeCount: 2),
+                    range: nil, layout: "Y plane, interleaved CbCr plane, 4:4:4 8-bit", planeCount: 2,
+                    names: ["nv24"]),
         PixelFormat(code: "L008", constantName: "kCVPixelFormatType_OneComponent8", gstFormat: "GRAY8",
-                    range: nil, layout: "one component (luma), 8-bit", planeCount: 1),
+                    range: nil, layout: "one component (luma), 8-bit", planeCount: 1,
+                    names: ["gray", "gray8"]),
         PixelFormat(code: "L016", constantName: "kCVPixelFormatType_OneComponent16", gstFormat: "GRAY16_LE",
-                    range: nil, layout: "one component (luma), 16-bit little-endian", planeCount: 1),
+                    range: nil, layout: "one component (luma), 16-bit little-endian", planeCount: 1,
+                    names: ["gray16le", "gray16_le"]),
         PixelFormat(code: "x420", constantName: "kCVPixelFormatType_420YpCbCr10BiPlanarVideoRange",
                     gstFormat: "P010_10LE", range: .video,
                     layout: "Y plane, interleaved CbCr plane, 4:2:0 10-bit in the high bits of 16-bit LE words, video range",
-                    planeCount: 2),
+                    planeCount: 2,
+                    names: ["p010le", "p010", "p010_10le"]),
         PixelFormat(code: "xf20", constantName: "kCVPixelFormatType_420YpCbCr10BiPlanarFullRange",
                     gstFormat: "P010_10LE", range: .full,
                     layout: "Y plane, interleaved CbCr plane, 4:2:0 10-bit in the high bits of 16-bit LE words, full range",
@@ -68,11 +87,14 @@ public struct PixelFormat: Sendable, Hashable {
         PixelFormat(code: "v216", constantName: "kCVPixelFormatType_422YpCbCr16", gstFormat: "v216",
                     range: nil, layout: "Cb Y0 Cr Y1 packed, 4:2:2 16-bit LE", planeCount: 1, scalable: false),
         PixelFormat(code: "y416", constantName: "kCVPixelFormatType_4444AYpCbCr16", gstFormat: "AYUV64",
-                    range: nil, layout: "A Y Cb Cr packed, 4:4:4 16-bit LE", planeCount: 1, scalable: false),
+                    range: nil, layout: "A Y Cb Cr packed, 4:4:4 16-bit LE", planeCount: 1, scalable: false,
+                    names: ["ayuv64", "ayuv64le"]),
         PixelFormat(code: "b64a", constantName: "kCVPixelFormatType_64ARGB", gstFormat: "ARGB64_BE",
-                    range: nil, layout: "A R G B packed, 16-bit big-endian", planeCount: 1, scalable: false),
+                    range: nil, layout: "A R G B packed, 16-bit big-endian", planeCount: 1, scalable: false,
+                    names: ["argb64_be", "argb64be"]),
         PixelFormat(code: "l64r", constantName: "kCVPixelFormatType_64RGBALE", gstFormat: "RGBA64_LE",
-                    range: nil, layout: "R G B A packed, 16-bit little-endian", planeCount: 1),
+                    range: nil, layout: "R G B A packed, 16-bit little-endian", planeCount: 1,
+                    names: ["rgba64le", "rgba64_le"]),
     ]
 
     /// `_RGP`: trackd's planar 8-bit RGB (three W × H planes R, G, B — channels first, as PyTorch takes them).
@@ -127,6 +149,31 @@ public struct UnsupportedPixelFormat: Sendable, Hashable {
         let number = text.hasPrefix("0x") ? UInt32(text.dropFirst(2), radix: 16) : UInt32(text)
         return number.flatMap { named(FourCC(rawValue: $0)) }
     }
+}
+
+/// Names of other libraries' layouts that no trackd format has (ffmpeg's and GStreamer's spellings): `PixelFormat.lookup`
+/// refuses them with the reason and the formats that come closest, instead of calling them unknown or taking the
+/// nearest one silently (a different plane order or packing would be read wrongly, not fail).
+public struct RefusedPixelFormatName: Sendable, Hashable {
+    public var names: [String]
+    public var reason: String
+    /// The codes (`PixelFormat.name`) of the formats to use instead.
+    public var instead: [String]
+
+    public static let all: [RefusedPixelFormatName] = [
+        RefusedPixelFormatName(names: ["gbrp", "gbr"], reason: "planar G, B, R; trackd's planar RGB has the planes R, G, B",
+                               instead: ["_RGP"]),
+        RefusedPixelFormatName(names: ["nv21"], reason: "Cr before Cb in the chroma plane", instead: ["420v"]),
+        RefusedPixelFormatName(names: ["yuv422p", "y42b"], reason: "no CoreVideo layout for planar 8-bit 4:2:2",
+                               instead: ["422v", "2vuy", "yuvs"]),
+        RefusedPixelFormatName(names: ["yuv444p", "y444"], reason: "no CoreVideo layout for planar 8-bit 4:4:4",
+                               instead: ["444v", "y408"]),
+        RefusedPixelFormatName(names: ["yuv420p10le", "i420_10le"],
+                               reason: "no CoreVideo layout for planar 10-bit 4:2:0", instead: ["x420"]),
+        RefusedPixelFormatName(names: ["yuv422p10le", "i422_10le"],
+                               reason: "no CoreVideo layout for planar 10-bit 4:2:2 (ProRes 422's decoder output)",
+                               instead: ["v210", "v216"]),
+    ]
 }
 
 /// The pixel format `trackctl tracks` recommends for a video track: the CoreVideo format whose layout holds what

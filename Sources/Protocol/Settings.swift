@@ -105,6 +105,10 @@ public enum SettingsKey {
     public static let videoColorProperties = "AVVideoColorPropertiesKey"
     public static let allowWideColor = "AVVideoAllowWideColorKey"
     public static let bytesPerRowAlignment = "kCVPixelBufferBytesPerRowAlignmentKey"  // its string value is its name
+    /// trackd's extensions (docs/SETTINGS.md): the YCbCr matrix assumed for video that names none, and whether frames
+    /// are turned upright by the track's rotation.
+    public static let untaggedYCbCrMatrix = "TrackdUntaggedYCbCrMatrix"
+    public static let appliesPreferredTrackTransform = "TrackdAppliesPreferredTrackTransform"
     public static let formatID = "AVFormatIDKey"
     public static let sampleRate = "AVSampleRateKey"
     public static let numberOfChannels = "AVNumberOfChannelsKey"
@@ -129,7 +133,7 @@ public enum SettingsKey {
     public static var videoKeys: Set<String> {
         Set([pixelFormatType, width, height, videoCodec, videoCleanAperture, videoPixelAspectRatio, videoScalingMode,
              videoColorProperties, "AVVideoCompressionPropertiesKey", "AVVideoDecompressionPropertiesKey",
-             allowWideColor, bytesPerRowAlignment]).union(aliases.keys)
+             allowWideColor, bytesPerRowAlignment, untaggedYCbCrMatrix, appliesPreferredTrackTransform]).union(aliases.keys)
     }
 
     /// Constant names people type (`kCVPixelBufferPixelFormatTypeKey`) → the key's string value.
@@ -142,6 +146,12 @@ public enum SettingsKey {
     public static func canonical(_ key: String) -> String { aliases[key] ?? key }
 }
 
+/// A YCbCr → RGB matrix, named by Apple's AVVideoYCbCrMatrix string values.
+public enum YCbCrMatrix: String, Sendable, Hashable, CaseIterable {
+    case bt601 = "ITU_R_601_4"
+    case bt709 = "ITU_R_709_2"
+}
+
 /// What a validated video output asks the pipeline for.
 public struct VideoOutputRequest: Sendable, Hashable {
     public var pixelFormat: PixelFormat
@@ -152,17 +162,26 @@ public struct VideoOutputRequest: Sendable, Hashable {
     /// AVVideoAllowWideColorKey, as sent (false when absent). trackd never converts primaries or transfer, so the
     /// output keeps the source's colour either way (docs/SETTINGS.md).
     public var allowWideColor: Bool
+    /// TrackdUntaggedYCbCrMatrix: the matrix assumed for frames whose stream and container name none; nil (absent):
+    /// GStreamer's rule, BT.709 above 576 lines and BT.601 up to 576.
+    public var untaggedMatrix: YCbCrMatrix?
+    /// Clockwise degrees (0, 90, 180, 270) the frames are turned by before conversion: the track's rotation when
+    /// TrackdAppliesPreferredTrackTransform is true (validateVideo's `trackRotation`), else 0. Width and Height are
+    /// the turned frame's.
+    public var rotation: Int
 
     /// The alignments kCVPixelBufferBytesPerRowAlignmentKey accepts: powers of two from 1 to 4096 (a page).
     public static let alignments: ClosedRange<Int> = 1...4096
 
     public init(pixelFormat: PixelFormat, width: Int? = nil, height: Int? = nil, bytesPerRowAlignment: Int = 1,
-                allowWideColor: Bool = false) {
+                allowWideColor: Bool = false, untaggedMatrix: YCbCrMatrix? = nil, rotation: Int = 0) {
         self.pixelFormat = pixelFormat
         self.width = width
         self.height = height
         self.bytesPerRowAlignment = bytesPerRowAlignment
         self.allowWideColor = allowWideColor
+        self.untaggedMatrix = untaggedMatrix
+        self.rotation = rotation
     }
 }
 
@@ -177,10 +196,13 @@ public enum OutputSettings {
         SettingsKey.videoColorProperties: "AVAssetReaderTrackOutput does not currently support AVVideoColorPropertiesKey",
     ]
     static let knownVideoKeys: Set<String> = [SettingsKey.pixelFormatType, SettingsKey.width, SettingsKey.height,
-                                              SettingsKey.allowWideColor, SettingsKey.bytesPerRowAlignment]
+                                              SettingsKey.allowWideColor, SettingsKey.bytesPerRowAlignment,
+                                              SettingsKey.untaggedYCbCrMatrix, SettingsKey.appliesPreferredTrackTransform]
 
     /// Validates settings for a video track. `nil` settings mean passthrough and are not passed here.
-    public static func validateVideo(_ settings: [String: SettingValue]) throws(TrackError) -> VideoOutputRequest {
+    /// `trackRotation`: the track's clockwise rotation, the request's `rotation` when the settings apply it (the
+    /// worker passes it; a client only validating may leave it 0).
+    public static func validateVideo(_ settings: [String: SettingValue], trackRotation: Int32 = 0) throws(TrackError) -> VideoOutputRequest {
         let settings = try canonicalKeys(settings)
         try checkVideoKeys(settings)
         var format = PixelFormat.named("420v")!
@@ -191,9 +213,23 @@ public enum OutputSettings {
             throw TrackError(.unsupportedOutputSettings,
                              "AVAssetReaderTrackOutput does not support scaling to Width/Height with pixel format \(format.code)")
         }
-        return VideoOutputRequest(pixelFormat: format, width: width, height: height,
-                                  bytesPerRowAlignment: try alignment(settings[SettingsKey.bytesPerRowAlignment]),
-                                  allowWideColor: try wideColor(settings[SettingsKey.allowWideColor]))
+        let alignment = try alignment(settings[SettingsKey.bytesPerRowAlignment])
+        let wide = try boolean(SettingsKey.allowWideColor, settings[SettingsKey.allowWideColor])
+        let matrix = try untaggedMatrix(settings[SettingsKey.untaggedYCbCrMatrix])
+        let turns = try boolean(SettingsKey.appliesPreferredTrackTransform, settings[SettingsKey.appliesPreferredTrackTransform])
+        return VideoOutputRequest(pixelFormat: format, width: width, height: height, bytesPerRowAlignment: alignment,
+                                  allowWideColor: wide, untaggedMatrix: matrix,
+                                  rotation: turns ? ((Int(trackRotation) % 360) + 360) % 360 : 0)
+    }
+
+    /// TrackdUntaggedYCbCrMatrix: absent → nil; else one of YCbCrMatrix's string values.
+    static func untaggedMatrix(_ value: SettingValue?) throws(TrackError) -> YCbCrMatrix? {
+        guard let value else { return nil }
+        guard case .string(let text) = value, let matrix = YCbCrMatrix(rawValue: text) else {
+            let names = YCbCrMatrix.allCases.map(\.rawValue).joined(separator: " or ")
+            throw TrackError(.unsupportedOutputSettings, "\(SettingsKey.untaggedYCbCrMatrix) must be \(names), not \(value)")
+        }
+        return matrix
     }
 
     /// kCVPixelBufferBytesPerRowAlignmentKey: absent → 1; else an integer (or integral double), a power of two in
@@ -208,14 +244,15 @@ public enum OutputSettings {
         return Int(n)
     }
 
-    /// AVVideoAllowWideColorKey: a boolean (or the integer 0 or 1, as an NSNumber may arrive); absent → false.
-    static func wideColor(_ value: SettingValue?) throws(TrackError) -> Bool {
+    /// AVVideoAllowWideColorKey, TrackdAppliesPreferredTrackTransform: a boolean (or the integer 0 or 1, as an
+    /// NSNumber may arrive); absent → false.
+    static func boolean(_ key: String, _ value: SettingValue?) throws(TrackError) -> Bool {
         switch value {
         case nil: return false
         case .bool(let b)?: return b
         case .int(let n)? where n == 0 || n == 1: return n == 1
         case let other?:
-            throw TrackError(.unsupportedOutputSettings, "AVVideoAllowWideColorKey must be a boolean, not \(other)")
+            throw TrackError(.unsupportedOutputSettings, "\(key) must be a boolean, not \(other)")
         }
     }
 

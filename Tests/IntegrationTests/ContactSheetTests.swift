@@ -102,7 +102,7 @@ struct ContactSheetTests {
         // Tile 0: the frame shown at 0.25 s, frame 7 (mid-frame at 30 fps), decoded at 426x320.
         let path = dir + "/frame.bgra"
         let f = try daemon.trackctl(["frames", rotated, "--index", "7", "--pixel-format", "BGRA", "--width", "426", "--height", "320",
-                                     "--output", path])
+                                     "--rotation", "keep", "--output", path])
         #expect(f.status == 0, "\(f.stderr)")
         let frame = [UInt8](try #require(FileManager.default.contents(atPath: path)))
         try #require(frame.count == 426 * 320 * 4)

@@ -347,8 +347,8 @@ struct TrackctlTests {
     }
 
     /// Every command that talks to trackd says how to start it when it cannot be reached.
-    @Test(arguments: [["tracks", "F"], ["read", "F"], ["frames", "F", "--at", "1"], ["frame", "F", "--time", "1", "--output", "/dev/null"],
-                      ["contact-sheet", "F", "--output", "/dev/null"], ["status"]])
+    @Test(arguments: [["tracks", "F"], ["read", "F"], ["frames", "F", "--at", "1"], ["frame", "F", "--time", "1", "--output", "unwritten.png"],
+                      ["contact-sheet", "F", "--output", "unwritten.png"], ["status"]])
     func unreachableDaemonSaysHowToStartIt(_ args: [String]) throws {
         let dir = Env.tempDir("unreachable")
         defer { try? FileManager.default.removeItem(atPath: dir) }

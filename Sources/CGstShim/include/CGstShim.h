@@ -111,6 +111,9 @@ void swift_gst_pad_probe_info_clip_audio(GstPadProbeInfo *info, guint64 start, g
 /// Refuses the probed buffer, buffer list or event: unrefs it, makes `flow` the result its sender sees
 /// (GST_PAD_PROBE_INFO_FLOW_RETURN) and returns GST_PAD_PROBE_HANDLED. Needs C: function-like macros.
 GstPadProbeReturn swift_gst_pad_probe_refuse(GstPadProbeInfo *info, GstFlowReturn flow);
+/// Replaces the probed event by `event` (transfer full: the probe's caller owns it from then on) and unrefs the one
+/// it replaces. Needs C: GST_PAD_PROBE_INFO_DATA is a macro.
+void swift_gst_pad_probe_info_replace_event(GstPadProbeInfo *info, GstEvent *event);
 /// True when some element inside `bin` (recursively) has a pad with a streaming task and every such task is paused
 /// or stopped: the demuxers have given up (a demuxer pauses its task at the end or on a fatal error). Needs C:
 /// GST_PAD_TASK is a macro and the iterator API is awkward from Swift.
@@ -188,6 +191,12 @@ gboolean swift_gst_video_layout_from_caps(const GstCaps *caps, SwiftGstVideoLayo
 /// (1 video, 2 full, 0 unknown), matrix, primaries, transfer (2 unspecified). FALSE when the caps have none. Needs
 /// C: GstVideoColorimetry parsing and the *_to_iso mappings are macros-and-struct work Swift cannot import cleanly.
 gboolean swift_gst_caps_colorimetry(const GstCaps *caps, uint8_t cicp[4]);
+/// TrackdUntaggedYCbCrMatrix: `caps` (transfer none) with `matrix` as its colorimetry's matrix when it is raw YCbCr
+/// video that names no matrix (no `colorimetry` field, or one whose matrix is unknown) — what it does name (range,
+/// transfer, primaries) kept, the rest GStreamer's size-based default (gst_video_info_from_caps). NULL when there is
+/// nothing to change: tagged, not YCbCr, not raw video. Returns transfer full (gst_caps_unref). Needs C: GstVideoInfo
+/// and the colorimetry string parsing are struct-and-macro work Swift cannot import cleanly.
+GstCaps *swift_gst_caps_with_untagged_matrix(const GstCaps *caps, GstVideoColorMatrix matrix);
 
 /// Replaces the offsets and strides in `layout` with those of the buffer's GstVideoMeta (buffer: transfer none), when
 /// it has one (decoders and pools may pad rows). Returns TRUE when a meta was found. Needs C: gst_buffer_get_video_meta

@@ -67,10 +67,13 @@ import CCairo
     /// The context's status: CAIRO_STATUS_SUCCESS unless something failed.
     var status: cairo_status_t { unsafe cairo_status(cr) }
 
-    /// Writes the surface as a PNG file at `path`; cairo's status.
-    func writePNG(to path: String) -> cairo_status_t {
+    /// A copy of the surface's pixels: BGRX rows (cairo's RGB24 on little-endian) of `stride` bytes.
+    func pixels() -> (bytes: [UInt8], stride: Int) {
         unsafe cairo_surface_flush(surface)
-        return unsafe cairo_surface_write_to_png(surface, path)
+        let stride = Int(unsafe cairo_image_surface_get_stride(surface))
+        let height = Int(unsafe cairo_image_surface_get_height(surface))
+        guard let data = unsafe cairo_image_surface_get_data(surface) else { return ([], stride) }
+        return (unsafe Array(UnsafeBufferPointer(start: data, count: stride * height)), stride)
     }
 
     /// cairo's text for `status`.

@@ -9,7 +9,7 @@ import Glibc
 /// What `trackctl contact-sheet` (`ContactSheetCommand`) draws: N evenly spaced exact frames of a video track in a
 /// grid, each captioned with its presentation time and frame index, under a header line naming the file. The frames
 /// come from TrackClient's exact random access (`Asset.frames(at:)`, decoded by trackd to BGRA at the tile size); cairo
-/// composes the sheet, draws the text and writes the PNG.
+/// composes the sheet and draws the text; `ImageFile` writes it.
 ///
 /// Geometry (all in pixels; `trackctl contact-sheet --help` documents it, the tests check it):
 /// - a tile's picture is `tileWidth` (320) wide and TH = the even number nearest 320 × display height / display
@@ -67,8 +67,8 @@ enum ContactSheet {
             + (milli < 10 ? "00" : milli < 100 ? "0" : "") + "\(milli)"
     }
 
-    /// Composes the sheet and writes it as PNG; cairo's status of the first thing that failed.
-    static func draw(_ g: Geometry, frames: [IndexedFrame], rotation: Int, headline: String, to path: String) -> cairo_status_t {
+    /// Composes the sheet; its status is cairo's of the first thing that failed.
+    static func draw(_ g: Geometry, frames: [IndexedFrame], rotation: Int, headline: String) -> CairoCanvas {
         let sheet = CairoCanvas(width: g.width, height: g.height)
         sheet.setColor(0.11, 0.11, 0.12)
         sheet.paint()
@@ -92,9 +92,7 @@ enum ContactSheet {
             sheet.move(to: Double(x + tileWidth) - advance, baseline)
             sheet.showText(label)
         }
-        let status = sheet.status
-        guard status == CAIRO_STATUS_SUCCESS else { return status }
-        return sheet.writePNG(to: path)
+        return sheet
     }
 
     /// Paints one decoded BGRA frame (opaque: painted as cairo's RGB24, which is BGRX in memory on little-endian)

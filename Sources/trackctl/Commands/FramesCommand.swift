@@ -22,12 +22,12 @@ struct FramesCommand: Command {
     static let spec = CommandSpec(
         name: "frames", summary: "exact random access: the frames at given times or indices",
         forms: [[.argument(.file), .choice([[.the(at)], [.the(index)]]), .opt(track), .opt(VideoRequest.pixelFormat),
-                 .opt(VideoRequest.width, VideoRequest.height), .many(Setting.option), .opt(SampleOutput.output),
+                 .opt(VideoRequest.width, VideoRequest.height), .opt(VideoRequest.untaggedMatrix), .opt(Rotation.option), .many(Setting.option), .opt(SampleOutput.output),
                  .opt(SampleOutput.md5), .opt(SampleOutput.json)]],
         notes: """
               The frames shown at the --at times, or with the --index numbers, decoded like read, in the order
               given, each GOP decoded once. --md5/--json/--output as for read, with INDEX the frame's number in
-              the track.
+              the track. Frames are turned upright by the track's rotation tag (--rotation keep: as coded).
             """,
         examples: [
             "trackctl frames clip.mp4 --at 0.5,12.25,3 --pixel-format BGRA --md5",
@@ -48,7 +48,8 @@ struct FramesCommand: Command {
     }
 
     func run(socketPath: String?) {
-        let settings = video.settings(overrides: Setting.dictionary(parsed.all(Setting.option)))
+        let overrides = Rotation.settings(Rotation.applies(parsed)).merging(Setting.dictionary(parsed.all(Setting.option))) { $1 }
+        let settings = video.settings(overrides: overrides)
         let asset = Open.asset(parsed.argument(.file), socketPath: socketPath)
         let track = Open.track(asset, id: parsed[Self.track])
         let writer = SampleWriter(parsed, decodedAudio: false)

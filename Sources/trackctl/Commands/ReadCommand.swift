@@ -20,14 +20,14 @@ struct ReadCommand: Command {
     static let spec = CommandSpec(
         name: "read", summary: "read every sample of a track (decoded or as stored)",
         forms: [
-            [.argument(.file), .opt(track), .opt(VideoRequest.pixelFormat), .opt(VideoRequest.width, VideoRequest.height),
+            [.argument(.file), .opt(track), .opt(VideoRequest.pixelFormat), .opt(VideoRequest.width, VideoRequest.height), .opt(VideoRequest.untaggedMatrix),
              .opt(passthrough), .optional([.choice([[.the(start), .opt(duration)], [.the(ranges)]])]),
              .opt(SampleOutput.output), .opt(SampleOutput.md5), .opt(SampleOutput.json)],
             [.argument(.file), .opt(track)] + AudioRequest.synopsis
                 + [.opt(SampleOutput.output), .opt(SampleOutput.md5), .opt(SampleOutput.json)],
             [.argument(.file), .opt(track), .phrase("[decoding options above]"), .many(Setting.option), .opt(SampleOutput.output),
              .opt(SampleOutput.md5), .opt(SampleOutput.json)],
-            [.literal(VideoRequest.pixelFormat.info, "list")],
+            [.literal(VideoRequest.pixelFormat.info, "list"), .opt(SampleOutput.json)],
         ],
         notes: """
               Reads every sample of a track: decoded to --pixel-format (default 420v) or, with --passthrough, as

@@ -12,24 +12,39 @@ extension Option where Value == UInt32 {
     static var videoTrack: Self { trackID(help: "the video track to use (default: the first video track)") }
 }
 
-/// --pixel-format, --width and --height: read's and frames' decoded video.
+/// --pixel-format, --width, --height and --untagged-matrix: read's and frames' decoded video.
 struct VideoRequest {
     static let pixelFormat = Option<String>(
-        "--pixel-format", "CODE",
-        help: "the CoreVideo pixel format to decode to: its four-char code (420v, y420, BGRA, …) or Apple's constant "
-            + "name; `list` prints the supported ones (no FILE or daemon needed)",
+        "--pixel-format", "NAME",
+        help: "the pixel format to decode to: a CoreVideo code (420v, y420, BGRA, …), Apple's constant name, or a "
+            + "GStreamer or ffmpeg name of the same layout (nv12, yuv420p, i420, rgb24, bgra, p010le, …), in any case; "
+            + "`list` prints them all with their names (no FILE or daemon needed; --json: as JSON)",
         default: "420v"
     ) { name throws(UsageError) in
-        guard name == "list" || PixelFormat.parse(name) != nil || UnsupportedPixelFormat.parse(name) != nil else {
-            throw UsageError("unknown pixel format \(name); `trackctl read --pixel-format list` shows the supported ones")
+        switch PixelFormat.lookup(name) {
+        // An unsupported CoreVideo format goes on to validation, which names its reason (-11861, exit 1).
+        case .format, .unsupported: return name
+        case let other: if name == "list" { return name } else { throw UsageError(other.problem ?? name) }
         }
-        return name
     }
     static let width = Option<Int>.count("--width", "N", help: "scale to this width (with --height)")
     static let height = Option<Int>.count("--height", "N", help: "scale to this height (with --width)")
+    static let untaggedMatrix = Option<YCbCrMatrix>(
+        "--untagged-matrix", "601|709",
+        help: "the YCbCr matrix for video that names none (TrackdUntaggedYCbCrMatrix). Default: BT.601 up to 576 "
+            + "lines, BT.709 above, as GStreamer and H.273 assume for HD; 601 converts as ffmpeg, PyAV, TorchCodec and "
+            + "OpenCV do (libswscale assumes BT.601 at every size)"
+    ) { text throws(UsageError) in
+        switch text.lowercased() {
+        case "601", "bt601", "bt.601", YCbCrMatrix.bt601.rawValue.lowercased(): return .bt601
+        case "709", "bt709", "bt.709", YCbCrMatrix.bt709.rawValue.lowercased(): return .bt709
+        default: throw UsageError("--untagged-matrix takes 601 or 709, not \(text)")
+        }
+    }
 
     let format: String
     let size: (width: Int, height: Int)?
+    let matrix: YCbCrMatrix?
 
     init(_ p: ParsedArguments) throws(UsageError) {
         format = p[Self.pixelFormat] ?? "420v"
@@ -38,28 +53,36 @@ struct VideoRequest {
         case (let width?, let height?): size = (width, height)
         default: throw UsageError("--width and --height go together")
         }
+        matrix = p[Self.untaggedMatrix]
     }
 
-    /// Whether any of the three is on the line.
-    static func isGiven(_ p: ParsedArguments) -> Bool { p.isGiven(pixelFormat) || p.isGiven(width) || p.isGiven(height) }
+    /// Whether any of them is on the line.
+    static func isGiven(_ p: ParsedArguments) -> Bool {
+        p.isGiven(pixelFormat) || p.isGiven(width) || p.isGiven(height) || p.isGiven(untaggedMatrix)
+    }
 
-    /// `--pixel-format list`: prints the supported formats; the line needs nothing else.
+    /// `--pixel-format list`: prints the formats and their names (`--json`: as JSON); the line needs nothing else.
     static func answersAlone(_ p: ParsedArguments) -> Bool {
         guard p.isGiven(pixelFormat), p[pixelFormat] == "list" else { return false }
-        printPixelFormats()
+        if p[SampleOutput.json] { PixelFormatList.printJSON() } else { PixelFormatList.printText() }
         return true
     }
 
     /// The output settings: the pixel format, the size, then the --setting entries; validated here, so a mistake is
     /// reported (exit 1) before trackd is contacted.
     func settings(overrides: [String: SettingValue]) -> [String: SettingValue] {
-        // A format known to be unsupported goes by name, so validation rejects it with its reason (-11861).
-        let known = PixelFormat.parse(format)
-        var settings: [String: SettingValue] = [SettingsKey.pixelFormatType: known.map { .int(Int64($0.code.rawValue)) } ?? .string(format)]
+        // A format known to be unsupported goes by its code, so validation rejects it with its reason (-11861).
+        let code: FourCC? = switch PixelFormat.lookup(format) {
+        case .format(let f): f.code
+        case .unsupported(let f): f.code
+        default: nil
+        }
+        var settings: [String: SettingValue] = [SettingsKey.pixelFormatType: code.map { .int(Int64($0.rawValue)) } ?? .string(format)]
         if let size {
             settings[SettingsKey.width] = .int(Int64(size.width))
             settings[SettingsKey.height] = .int(Int64(size.height))
         }
+        if let matrix { settings[SettingsKey.untaggedYCbCrMatrix] = .string(matrix.rawValue) }
         settings = Setting.merged(settings, overrides)
         do {
             _ = try OutputSettings.validateVideo(settings)
@@ -67,21 +90,6 @@ struct VideoRequest {
             Exit.failed(error)
         }
         return settings
-    }
-
-    static func printPixelFormats() {
-        print("CODE    HEX         GSTREAMER  PLANES  CONSTANT / LAYOUT")
-        for f in PixelFormat.all {
-            let code = f.code.description.padding(8)
-            let digits = String(f.code.rawValue, radix: 16)
-            let hexText = "0x" + String(repeating: "0", count: max(0, 8 - digits.count)) + digits
-            print("\(code)\(hexText.padding(12))\(f.gstFormat.padding(11))\(String(f.planeCount).padding(8))\(f.constantName)")
-            print(String(repeating: " ", count: 39) + f.layout)
-        }
-        print("\nNot supported (GStreamer 1.22 has no format with CoreVideo's layout):")
-        for f in UnsupportedPixelFormat.all {
-            print("\(f.code.description.padding(8))\(f.constantName): \(f.reason)")
-        }
     }
 }
 

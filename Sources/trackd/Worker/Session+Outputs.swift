@@ -113,7 +113,7 @@ extension Session {
         if let settings = request.settings {
             switch track.mediaType {
             case .video:
-                mode = .decode(try OutputSettings.validateVideo(settings))
+                mode = .decode(try OutputSettings.validateVideo(settings, trackRotation: track.rotation))
             case .audio:
                 let request = try OutputSettings.validateAudio(settings)
                 let channels = request.channels ?? Int(track.channels)
@@ -207,7 +207,9 @@ extension Session {
     /// --max-frame-pixels.
     func checkDecodeLimits(_ limits: DecodeLimits, track: TrackDescription, video: VideoOutputRequest) throws(TrackError) {
         try limits.checkFrame(width: UInt64(track.width), height: UInt64(track.height), "track \(track.id)")
-        if let size = Self.outputSize(video, source: (UInt64(track.width), UInt64(track.height))) {
+        let turned = video.rotation % 180 != 0  // Width and Height are the turned frame's
+        let source = turned ? (UInt64(track.height), UInt64(track.width)) : (UInt64(track.width), UInt64(track.height))
+        if let size = Self.outputSize(video, source: source) {
             try limits.checkFrame(width: size.width, height: size.height, "the requested output size")
         }
     }
@@ -220,7 +222,7 @@ extension Session {
             throw TrackError(.operationNotSupportedForAsset,
                              "ReadFrames reads video frames; track \(track.id) is \(track.mediaType) (read it with CreateOutput and a time range)")
         }
-        let video = try OutputSettings.validateVideo(request.settings)
+        let video = try OutputSettings.validateVideo(request.settings, trackRotation: track.rotation)
         let limits = context.sandbox.decode
         try checkDecodeLimits(limits, track: track, video: video)
         let index = try frameIndex(asset, trackID: track.id)

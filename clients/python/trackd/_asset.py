@@ -177,11 +177,13 @@ class Asset:
 
     def read(self, track=None, *, pixel_format=None, width=None, height=None, start=None, duration=None,
              ranges=None, copy=False, passthrough=False, settings=None, sample_rate=None, channels=None, bit_depth=None,
-             is_float=None, big_endian=None, non_interleaved=None):
+             is_float=None, big_endian=None, non_interleaved=None, untagged_matrix=None):
         """Reads one track (CreateOutput): an iterator of Frames, in presentation order.
 
         Video: pixel_format ('420v' default, 'y420', 'BGRA', 'RGB' for 24RGB, 'BGR' for 24BG, '_RGP', ... or the
-        integer code, or a list: the first supported wins), width/height to scale. Audio (the default track when an
+        integer code, or a list: the first supported wins), width/height to scale, untagged_matrix (601 or 709: the
+        YCbCr matrix for video that names none; default BT.601 up to 576 lines, BT.709 above, docs/SETTINGS.md
+        "Untagged video"; 601 converts as PyAV, TorchCodec and OpenCV do). Audio (the default track when an
         audio option is given): linear PCM, sample_rate, channels, bit_depth (8/16/24/32, default 16), is_float,
         big_endian, non_interleaved. settings: extra output-settings entries (docs/SETTINGS.md), replacing the
         options'. passthrough: the stored samples, not decoded. start/duration: seconds (the reader's time range).
@@ -197,13 +199,13 @@ class Asset:
         t = self.track(track, None if track is not None else 'audio' if wants_audio else 'video')
         audio = None
         if passthrough:
-            if settings or pixel_format or width or height or wants_audio:
+            if settings or pixel_format or width or height or wants_audio or untagged_matrix is not None:
                 raise TrackdError(INVALID_ARGUMENT, 'passthrough output takes no output settings')
             body = None
         elif t.media_type == 'audio':
             body, audio = _options.audio_settings(t, audio_options)
         else:
-            body = _options.video_settings(pixel_format, width, height)
+            body = _options.video_settings(pixel_format, width, height, untagged_matrix)
         if settings:
             body = dict(body or {}, **settings)
             if audio is not None:
@@ -225,12 +227,12 @@ class Asset:
         return Output(self, rid, created, copy, audio, ranges or ())
 
     def frames_at(self, times=None, *, indices=None, track=None, pixel_format=None, width=None, height=None,
-                  settings=None, copy=False):
+                  settings=None, copy=False, untagged_matrix=None):
         """Exact random access (ReadFrames): the frames shown at `times` (seconds), or with the 0-based
         presentation-order `indices` (negative ones count from the end, as in Python: -1 is the last frame),
         decoded, in the order asked (each Frame's .index is its number in the track). An iterator, like read():
         keep at most 8 zero-copy frames at once (or use copy=True); asking for the next one while you hold every
-        slot raises TrackdError (LIMIT_EXCEEDED) at once."""
+        slot raises TrackdError (LIMIT_EXCEEDED) at once. untagged_matrix: as for read()."""
         conn = self._c
         if (times is None) == (indices is None):
             raise TypeError('frames_at takes times or indices=, not both')
@@ -239,7 +241,7 @@ class Asset:
             requests = [('time', _options.time(x, 'a time')) for x in times]
         else:
             requests = [('index', i) for i in _batch.absolute_indices(self, t, indices)]
-        body = dict(_options.video_settings(pixel_format, width, height), **(settings or {}))
+        body = dict(_options.video_settings(pixel_format, width, height, untagged_matrix), **(settings or {}))
         rid = conn.send(w.READ_FRAMES, w.read_frames(self.id, t.id, requests, body))
         created = conn.reply(rid, w.OUTPUT_CREATED)
         return Output(self, rid, created, copy)
@@ -247,7 +249,7 @@ class Asset:
     # -- batches (trackd/_batch.py)
 
     def get_frames(self, indices=None, *, times=None, track=None, pixel_format='RGB', dimension_order='NHWC',
-                   width=None, height=None, layout=None):
+                   width=None, height=None, layout=None, untagged_matrix=None):
         """Many frames as one Batch (`frames, pts = asset.get_frames(...)`): the frames with these 0-based
         presentation-order indices (negative ones count from the end), or shown at these times (seconds), in the
         order asked (repeats allowed), read with ReadFrames (each GOP decoded once; 1024 requests per ReadFrames,
@@ -257,9 +259,9 @@ class Asset:
         b64a, L008, L016, 2vuy, yuvs, v216 and planar "_RGP" (R, G, B planes: C = 3) come from trackd as they
         are; 420v, 420f, y420, 422v, 444v, x420, xf20, v210 give (N, bytes) rows (see Batch).
         width/height: scaled by the decoder (trackd's Width/Height); with only one, the other keeps the
-        track's display aspect ratio, rounded to the nearest integer."""
+        track's display aspect ratio, rounded to the nearest integer. untagged_matrix: as for read()."""
         return _batch.get_frames(self, indices, times, track, pixel_format, dimension_order, width, height,
-                                 layout=layout)
+                                 layout=layout, untagged_matrix=untagged_matrix)
 
     def frames_in_range(self, start=0, stop=None, step=1, **kwargs):
         """get_frames() of the frames range(start, stop, step) (Python slice rules; stop None: to the last

@@ -170,7 +170,7 @@ def _frame_array(frame, kind, pixel_format):
 
 
 def iter_batches(asset, indices=None, times=None, track=None, pixel_format='RGB', dimension_order='NHWC',
-                 width=None, height=None, batch_size=None, into=None):
+                 width=None, height=None, batch_size=None, into=None, untagged_matrix=None):
     """Batches of at most batch_size frames (default: all in one) of the frames asked for, in order, as they
     are decoded: one ReadFrames per 1024 requests, so a long request list is planned (each GOP decoded once)
     across batch boundaries. into (internal; trackd.torch): a function (frame shape, dtype) -> (array, rows)
@@ -197,6 +197,8 @@ def iter_batches(asset, indices=None, times=None, track=None, pixel_format='RGB'
         kwargs = dict(times=chunk) if times is not None else dict(indices=chunk)
         if size:
             kwargs.update(width=size[0], height=size[1])
+        if untagged_matrix is not None:
+            kwargs.update(untagged_matrix=untagged_matrix)
         with asset.frames_at(track=t, pixel_format=daemon_format, **kwargs) as output:
             for frame in output:
                 with frame:
@@ -304,10 +306,10 @@ class _Filler:
 
 
 def get_frames(asset, indices=None, times=None, track=None, pixel_format='RGB', dimension_order='NHWC', width=None,
-               height=None, into=None, layout=None):
+               height=None, into=None, layout=None, untagged_matrix=None):
     """Asset.get_frames (layout: dimension_order's earlier name)."""
     batches = list(iter_batches(asset, indices, times, track, pixel_format, layout or dimension_order, width, height,
-                                into=into))
+                                into=into, untagged_matrix=untagged_matrix))
     if len(batches) != 1:  # trackd sends exactly one frame per request (PROTOCOL.md §8 ReadFrames)
         raise TrackdError(INVALID_ARGUMENT, 'ReadFrames delivered %d batches, not 1' % len(batches))
     return batches[0]

@@ -30,9 +30,25 @@ def pixel_format(value):
     return value
 
 
-def video_settings(pixel_format_, width, height):
-    """A video output's settings from the pixel_format/width/height arguments (None: the daemon's default)."""
+# untagged_matrix= values: TrackdUntaggedYCbCrMatrix's strings (docs/SETTINGS.md "Untagged video").
+_MATRICES = {'601': 'ITU_R_601_4', 'bt601': 'ITU_R_601_4', 'ITU_R_601_4': 'ITU_R_601_4',
+             '709': 'ITU_R_709_2', 'bt709': 'ITU_R_709_2', 'ITU_R_709_2': 'ITU_R_709_2'}
+
+
+def untagged_matrix(value):
+    """An untagged_matrix argument (601, 709, 'bt601', 'ITU_R_601_4', ...) as TrackdUntaggedYCbCrMatrix's string."""
+    matrix = _MATRICES.get(str(value))
+    if matrix is None:
+        raise TrackdError(INVALID_ARGUMENT, 'untagged_matrix must be 601 or 709, not %r' % (value,))
+    return matrix
+
+
+def video_settings(pixel_format_, width, height, untagged_matrix_=None):
+    """A video output's settings from the pixel_format/width/height/untagged_matrix arguments (None: the
+    daemon's default; untagged_matrix: the YCbCr matrix of video that names none, docs/SETTINGS.md)."""
     body = {}
+    if untagged_matrix_ is not None:
+        body['TrackdUntaggedYCbCrMatrix'] = untagged_matrix(untagged_matrix_)
     if pixel_format_ is not None:
         body['PixelFormatType'] = pixel_format(pixel_format_)
     if width:

@@ -1,0 +1,43 @@
+// What the decoded-video branch does to frames before its converter, for two output settings of trackd's own
+// (docs/SETTINGS.md): the YCbCr matrix of video that names none (TrackdUntaggedYCbCrMatrix), and turning frames
+// upright by the track's rotation (TrackdAppliesPreferredTrackTransform).
+import CGStreamer
+import CGstShim
+import TrackdProtocol
+
+enum ConverterInput {
+    /// TrackdUntaggedYCbCrMatrix: the CAPS event entering the branch at `pad` names `matrix` when the decoder's caps
+    /// name no matrix (swift_gst_caps_with_untagged_matrix: no colorimetry, or one whose matrix is unknown); caps
+    /// that name one pass unchanged. Set on the caps rather than on an element, so whichever converter follows —
+    /// videoconvert or any other that reads the caps' colorimetry — converts with it, and each Sample's colorimetry
+    /// names the matrix the pixels were converted with.
+    static func assume(_ matrix: YCbCrMatrix, at pad: GstRef<GstPadObject>) {
+        let gstMatrix = matrix == .bt601 ? GST_VIDEO_COLOR_MATRIX_BT601 : GST_VIDEO_COLOR_MATRIX_BT709
+        pad.addProbe(GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM) { info in
+            if let caps = info.caps, let fixed = caps.withUntaggedMatrix(gstMatrix) { info.replaceCaps(fixed) }
+            return GST_PAD_PROBE_OK
+        }
+    }
+
+    /// TrackdAppliesPreferredTrackTransform: the elements that turn each frame clockwise by `degrees` (0: none), to go
+    /// before the converter — so scaling and conversion see the upright frame, and Width/Height are its size.
+    /// videoflip takes what decoders usually give (I420, NV12, 4:2:2 and 4:4:4 up to 12 bits, gray, packed RGB) as it
+    /// is; the videoconvert before it passes those through and repacks any other (8-bit planar 4:2:2 as YUY2, …) into
+    /// the nearest one videoflip takes. Turning before conversion is what ffmpeg's autorotate does (its transpose
+    /// filter on the decoder's planes), so the two agree pixel for pixel up to the conversion.
+    static func turn(degrees: Int) throws(TrackError) -> [GstRef<GstElementObject>] {
+        guard degrees != 0 else { return [] }
+        let repack = try makeElement("videoconvert"), flip = try makeElement("videoflip")
+        repack.set("dither", int: 0)  // GST_VIDEO_DITHER_NONE, as the converter (VideoChain)
+        // GstVideoOrientationMethod: 1 = 90R (clockwise), 2 = 180, 3 = 90L.
+        flip.set("video-direction", int: degrees == 90 ? 1 : degrees == 180 ? 2 : 3)
+        return [repack, flip]
+    }
+}
+
+extension GstRef where T == GstCapsObject {
+    /// These caps naming `matrix` when they are YCbCr video that names none; nil when there is nothing to change.
+    func withUntaggedMatrix(_ matrix: GstVideoColorMatrix) -> GstRef<GstCapsObject>? {
+        unsafe swift_gst_caps_with_untagged_matrix(pointer, matrix).map { unsafe GstRef(full: $0) }
+    }
+}
