@@ -177,12 +177,14 @@ public enum OutputSettings {
         SettingsKey.videoColorProperties: "AVAssetReaderTrackOutput does not currently support AVVideoColorPropertiesKey",
     ]
     static let knownVideoKeys: Set<String> = [SettingsKey.pixelFormatType, SettingsKey.width, SettingsKey.height,
-                                              SettingsKey.allowWideColor, SettingsKey.bytesPerRowAlignment]
+                                              SettingsKey.allowWideColor, SettingsKey.bytesPerRowAlignment,
+                                              DecompressionProperties.key]
 
     /// Validates settings for a video track. `nil` settings mean passthrough and are not passed here.
     public static func validateVideo(_ settings: [String: SettingValue]) throws(TrackError) -> VideoOutputRequest {
         let settings = try canonicalKeys(settings)
         try checkVideoKeys(settings)
+        if let properties = settings[DecompressionProperties.key] { try DecompressionProperties.validate(properties) }
         var format = PixelFormat.named("420v")!
         if let value = settings[SettingsKey.pixelFormatType] { format = try pixelFormat(value) }
         let width = try dimension(SettingsKey.width, in: settings)
