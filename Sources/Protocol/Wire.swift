@@ -213,7 +213,7 @@ public enum Wire {
     public static let version: UInt16 = 2
     /// The revision of version 2: how many times fields were appended to it (PROTOCOL.md §2.1 lists each). Bump it
     /// with every appended field; it keys what the daemon caches in the wire layout.
-    public static let revision: UInt16 = 0
+    public static let revision: UInt16 = 1
     public static let headerSize = 16
     /// Largest payload either side ever accepts before Hello has agreed on a (possibly smaller) limit.
     public static let maxMessageSizeCeiling: UInt32 = 1 << 20
