@@ -116,8 +116,8 @@ public struct TrackDescription: Sendable, Hashable {
     /// The track's display matrix (AVAssetTrack.preferredTransform), revision 1: MP4's tkhd matrix, else derived from
     /// the rotation tag; identity when the container states none.
     public var preferredTransform: DisplayMatrix
-    /// The codec configuration record as the container carries it (avcC, hvcC, esds's DecoderSpecificInfo,
-    /// Matroska CodecPrivate …: GStreamer's `codec_data`), revision 1; empty when the codec has none.
+    /// The codec configuration record of the parsed stream (GStreamer's `codec_data` after the parser: the avcC or
+    /// hvcC it writes from the parameter sets, esds's DecoderSpecificInfo …), revision 1; empty when there is none.
     public var codecConfiguration: [UInt8]
 
     public init(id: UInt32, mediaType: MediaType, codec: FourCC, width: UInt32 = 0, height: UInt32 = 0,

@@ -177,8 +177,8 @@ public struct AssetTrack: Sendable, Hashable {
     /// The track's display matrix (`AVAssetTrack.preferredTransform`): MP4's track header matrix as stored, else the
     /// rotation tag's matrix (no translation); the identity when the container states neither.
     public let preferredTransform: AffineTransform
-    /// The codec configuration record (`CMFormatDescription`'s SampleDescriptionExtensionAtoms value: avcC, hvcC,
-    /// esds's DecoderSpecificInfo, Matroska CodecPrivate …); empty when the codec has none.
+    /// The codec configuration record of the parsed stream (`CMFormatDescription`'s SampleDescriptionExtensionAtoms
+    /// value: the parser's avcC or hvcC, esds's DecoderSpecificInfo …; PROTOCOL.md §7.2); empty when there is none.
     public let codecConfiguration: [UInt8]
     /// The track's language as the container states it (ISO 639-2, `AVAssetTrack.languageCode`), or nil.
     public let languageCode: String?
