@@ -221,6 +221,7 @@ func describeTrack(pad: GstRef<GstPadObject>, id: UInt32, firstPTS: GstClockTime
     }
     track.profile = view.string("profile") ?? ""
     track.level = view.string("level") ?? ""
+    track.codecConfiguration = view.codecConfiguration
     if let duration = pad.duration, duration >= 0 { track.duration = .nanoseconds(duration) }
     // The first presented sample on the asset's timeline; never negative (AAC priming before an edit list).
     let start = firstPTS.map { containerTimes ? mediaTime($0) : streamTime($0, segment: pad.stickySegment) }

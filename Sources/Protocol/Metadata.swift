@@ -98,6 +98,7 @@ extension AssetOpened {
     /// The message with its metadata and segments cut to `Wire.maxMetadataBytes` in all: the asset's items, then
     /// each track's segments and items in track order, are kept while their running total fits; the first item or
     /// segment that would pass the limit and everything after it in the same order are left out (PROTOCOL.md §7.5).
+    /// The tracks' codec configurations, in track order, are kept while their total fits `Wire.maxCodecConfig`.
     public func boundingMetadata(to limit: Int = Wire.maxMetadataBytes) -> AssetOpened {
         var budget = limit
         func keep<T>(_ items: [T], max: Int, size: (T) -> Int) -> [T] {
@@ -115,6 +116,12 @@ extension AssetOpened {
         for i in bounded.tracks.indices {
             bounded.tracks[i].segments = keep(tracks[i].segments, max: Wire.maxSegments) { _ in TrackSegment.encodedSize }
             bounded.tracks[i].metadata = keep(tracks[i].metadata, max: Wire.maxMetadataItems, size: \.encodedSize)
+        }
+        // The codec configurations have their own total (PROTOCOL.md §7.2): one that would pass it is sent empty.
+        var configBudget = Wire.maxCodecConfig
+        for i in bounded.tracks.indices {
+            let n = bounded.tracks[i].codecConfiguration.count
+            if n > configBudget { bounded.tracks[i].codecConfiguration = [] } else { configBudget -= n }
         }
         return bounded
     }

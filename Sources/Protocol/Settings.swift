@@ -197,7 +197,8 @@ public enum OutputSettings {
     ]
     static let knownVideoKeys: Set<String> = [SettingsKey.pixelFormatType, SettingsKey.width, SettingsKey.height,
                                               SettingsKey.allowWideColor, SettingsKey.bytesPerRowAlignment,
-                                              SettingsKey.untaggedYCbCrMatrix, SettingsKey.appliesPreferredTrackTransform]
+                                              SettingsKey.untaggedYCbCrMatrix, SettingsKey.appliesPreferredTrackTransform,
+                                              DecompressionProperties.key]
 
     /// Validates settings for a video track. `nil` settings mean passthrough and are not passed here.
     /// `trackRotation`: the track's clockwise rotation, the request's `rotation` when the settings apply it (the
@@ -205,6 +206,7 @@ public enum OutputSettings {
     public static func validateVideo(_ settings: [String: SettingValue], trackRotation: Int32 = 0) throws(TrackError) -> VideoOutputRequest {
         let settings = try canonicalKeys(settings)
         try checkVideoKeys(settings)
+        if let properties = settings[DecompressionProperties.key] { try DecompressionProperties.validate(properties) }
         var format = PixelFormat.named("420v")!
         if let value = settings[SettingsKey.pixelFormatType] { format = try pixelFormat(value) }
         let width = try dimension(SettingsKey.width, in: settings)

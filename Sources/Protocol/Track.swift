@@ -113,6 +113,12 @@ public struct TrackDescription: Sendable, Hashable {
     public var segments: [TrackSegment]
     /// The track's metadata (AVAssetTrack.metadata), PROTOCOL.md §7.5.
     public var metadata: [MetadataItem]
+    /// The track's display matrix (AVAssetTrack.preferredTransform), revision 1: MP4's tkhd matrix, else derived from
+    /// the rotation tag; identity when the container states none.
+    public var preferredTransform: DisplayMatrix
+    /// The codec configuration record of the parsed stream (GStreamer's `codec_data` after the parser: the avcC or
+    /// hvcC it writes from the parameter sets, esds's DecoderSpecificInfo …), revision 1; empty when there is none.
+    public var codecConfiguration: [UInt8]
 
     public init(id: UInt32, mediaType: MediaType, codec: FourCC, width: UInt32 = 0, height: UInt32 = 0,
                 nominalFrameRate: Double = 0, duration: MediaTime = .invalid, timeRangeStart: MediaTime = .invalid,
@@ -121,7 +127,10 @@ public struct TrackDescription: Sendable, Hashable {
                 rotation: Int32 = 0, language: String = "", profile: String = "", level: String = "",
                 pixelAspectRatio: PixelAspectRatio = PixelAspectRatio(), colorimetry: Colorimetry = Colorimetry(),
                 bitRate: UInt32 = 0, channelLayout: String = "", naturalTimeScale: Int32 = 0,
-                minFrameDuration: MediaTime = .invalid, segments: [TrackSegment] = [], metadata: [MetadataItem] = []) {
+                minFrameDuration: MediaTime = .invalid, segments: [TrackSegment] = [], metadata: [MetadataItem] = [],
+                preferredTransform: DisplayMatrix = .identity, codecConfiguration: [UInt8] = []) {
+        self.preferredTransform = preferredTransform
+        self.codecConfiguration = codecConfiguration
         self.segments = segments
         self.metadata = metadata
         self.naturalTimeScale = naturalTimeScale
@@ -178,6 +187,8 @@ public struct TrackDescription: Sendable, Hashable {
         w.time(minFrameDuration)
         w.list(segments, max: Wire.maxSegments) { w, segment in w.record(segment.encode(into:)) }
         w.list(metadata, max: Wire.maxMetadataItems) { w, item in w.record(item.encode(into:)) }
+        preferredTransform.encode(into: &w)
+        w.blob(Array(codecConfiguration.prefix(Wire.maxCodecConfig)))
     }
 
     static func decode(from r: inout ByteReader) throws(TrackError) -> TrackDescription {
@@ -199,7 +210,52 @@ public struct TrackDescription: Sendable, Hashable {
             segments: try r.list("track.segmentCount", max: Wire.maxSegments) { r throws(TrackError) in
                 try r.record("segment.size", TrackSegment.decode(from:))
             },
-            metadata: try MetadataItem.decodeList(from: &r, "track.metadataCount"))
+            metadata: try MetadataItem.decodeList(from: &r, "track.metadataCount"),
+            preferredTransform: r.atEnd ? .identity : try DisplayMatrix.decode(from: &r),
+            codecConfiguration: r.atEnd ? [] : try r.blob("track.codecConfiguration", max: Wire.maxCodecConfig))
+    }
+}
+
+/// A track's display matrix as MP4's tkhd stores it (ISO 14496-12 8.3.2): { a b u / c d v / tx ty w }, a b c d tx
+/// ty as 16.16 fixed point, u v w as 2.30. A point (x, y) is displayed at (a·x + c·y + tx, b·x + d·y + ty), as
+/// CGAffineTransform maps it; ffmpeg's display matrix side data is the same nine numbers.
+public struct DisplayMatrix: Sendable, Hashable {
+    /// The nine values in file order: a, b, u, c, d, v, tx, ty, w.
+    public var values: [Int32]
+
+    public static let identity = DisplayMatrix(values: [0x1_0000, 0, 0, 0, 0x1_0000, 0, 0, 0, 0x4000_0000])
+
+    /// `values` must hold nine numbers; anything else is the identity.
+    public init(values: [Int32]) {
+        self.values = values.count == 9 ? values : Self.identity.values
+    }
+
+    /// The matrix that turns a picture `degrees` clockwise (0, 90, 180, 270) about its origin with no translation,
+    /// the matrix ffmpeg derives from a rotation tag (`av_display_rotation_set(m, -degrees)`).
+    public init(clockwise degrees: Int32) {
+        let (cos, sin): (Int32, Int32) = switch ((degrees % 360) + 360) % 360 {
+        case 90: (0, 1)
+        case 180: (-1, 0)
+        case 270: (0, -1)
+        default: (1, 0)
+        }
+        self.init(values: [cos << 16, sin << 16, 0, -sin << 16, cos << 16, 0, 0, 0, 0x4000_0000])
+    }
+
+    /// CGAffineTransform's six numbers (a, b, c, d, tx, ty), the 16.16 values divided by 65,536.
+    public var affine: (a: Double, b: Double, c: Double, d: Double, tx: Double, ty: Double) {
+        let f = values.map { Double($0) / 65_536 }
+        return (f[0], f[1], f[3], f[4], f[6], f[7])
+    }
+
+    public var isIdentity: Bool { self == .identity }
+
+    func encode(into w: inout ByteWriter) {
+        for value in values { w.i32(value) }
+    }
+
+    static func decode(from r: inout ByteReader) throws(TrackError) -> DisplayMatrix {
+        DisplayMatrix(values: try r.repeated(9) { r throws(TrackError) in try r.i32("track.preferredTransform") })
     }
 }
 

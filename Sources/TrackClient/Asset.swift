@@ -174,6 +174,12 @@ public struct AssetTrack: Sendable, Hashable {
     public let recommendedPixelFormat: PixelFormat?
     /// Clockwise rotation in degrees from the track's transform.
     public let rotation: Int32
+    /// The track's display matrix (`AVAssetTrack.preferredTransform`): MP4's track header matrix as stored, else the
+    /// rotation tag's matrix (no translation); the identity when the container states neither.
+    public let preferredTransform: AffineTransform
+    /// The codec configuration record of the parsed stream (`CMFormatDescription`'s SampleDescriptionExtensionAtoms
+    /// value: the parser's avcC or hvcC, esds's DecoderSpecificInfo …; PROTOCOL.md §7.2); empty when there is none.
+    public let codecConfiguration: [UInt8]
     /// The track's language as the container states it (ISO 639-2, `AVAssetTrack.languageCode`), or nil.
     public let languageCode: String?
     /// The codec profile as the stream's parser names it ("high", "main-10", "4444" …), or nil.
@@ -227,6 +233,8 @@ public struct AssetTrack: Sendable, Hashable {
         chromaSubsampling = d.chromaSubsampling
         recommendedPixelFormat = RecommendedPixelFormat.forTrack(d)
         rotation = d.rotation
+        preferredTransform = AffineTransform(d.preferredTransform)
+        codecConfiguration = d.codecConfiguration
         languageCode = d.language.isEmpty ? nil : d.language
     }
 

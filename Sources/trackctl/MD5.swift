@@ -16,7 +16,12 @@ struct MD5Digest {
     mutating func finalizeHex() -> String {
         var digest = [UInt8](repeating: 0, count: 16)
         unsafe MD5Final(&digest, &context)
-        let hex: [Character] = Array("0123456789abcdef")
-        return String(digest.flatMap { [hex[Int($0 >> 4)], hex[Int($0 & 15)]] })
+        return hexDigits(digest)
     }
+}
+
+/// Lowercase hex, two digits a byte.
+func hexDigits(_ bytes: [UInt8]) -> String {
+    let hex: [Character] = Array("0123456789abcdef")
+    return String(bytes.flatMap { [hex[Int($0 >> 4)], hex[Int($0 & 15)]] })
 }

@@ -80,7 +80,7 @@ struct TrackctlTests {
                                  "timeRangeStart", "sampleRate", "channels", "depth", "hasAlpha", "bitsPerComponent", "chromaSubsampling",
                                  "recommendedPixelFormat", "rotation", "language", "profile", "level", "pixelAspectRatio",
                                  "colorRange", "colorMatrix", "colorPrimaries", "colorTransfer", "bitRate", "channelLayout",
-                                 "timescale", "minFrameDuration", "segments", "metadata"]
+                                 "timescale", "minFrameDuration", "segments", "metadata", "preferredTransform", "codecConfiguration"]
         for t in array { #expect(Set(t.keys) == keys) }
         #expect(array[0]["mediaType"] as? String == "video" && array[0]["codec"] as? String == "avc1")
         #expect(array[0]["codecName"] as? String == "H.264" && array[1]["codecName"] as? String == "AAC")

@@ -201,8 +201,9 @@ import Testing
     @Test func trackRecordDepthAndChroma() throws {
         var p = payload(of: .assetOpened(AssetOpened(assetID: 1, duration: .zero, tracks: [Fixtures.track(1)])))
         // After its u32 size, the record is 128 + n bytes when only the language ("und") is set (no segments, no
-        // metadata: two u16 counts), then the asset's metadata count.
-        #expect(p.count == 26 + 128 + 3 + 2 && Array(p[22..<26]) == le32(128 + 3))
+        // metadata: two u16 counts), then revision 1's matrix (36) and empty codecConfiguration (4), then the asset's
+        // metadata count.
+        #expect(p.count == 26 + 128 + 3 + 40 + 2 && Array(p[22..<26]) == le32(128 + 3 + 40))
         #expect(p[26 + 70] == 10 && p[26 + 71] == 1)
         p[26 + 71] = 200
         let decoded = try decodeAll(rawFrame(type: MessageType.assetOpened.rawValue, payload: p))

@@ -55,9 +55,9 @@ import Testing
                                                                     ResolvedFrame(index: 1, presentationTime: .invalid)])
         return [
             (sample, 84, [], 4), (sample, 93, [], 20), (sample, 117, [], 20),  // colorimetry, the two planes
-            (opened, 22, [], 231),  // the track record, and inside it:
+            (opened, 22, [], 276),  // the track record, and inside it:
             (opened, 26 + 93, [22], 4), (opened, 26 + 129, [22], 64), (opened, 26 + 199, [22], 28),  // colorimetry, segment, item
-            (opened, 259, [], 26),  // the asset's metadata item
+            (opened, 304, [], 26),  // the asset's metadata item
             (resolved, 6, [], 24), (resolved, 34, [], 24),
         ]
     }()
@@ -85,6 +85,22 @@ import Testing
         MalformedTests.expectViolation(MalformedTests.frame(message.type, p), "truncated")
         p.replaceSubrange(at..<at + 4, with: le32(.max))
         MalformedTests.expectViolation(MalformedTests.frame(message.type, p), "truncated")
+    }
+
+    /// Revision 1's track-record fields (preferredTransform, codecConfiguration; 45 bytes in the example) absent:
+    /// the identity and no configuration. Part of the matrix is not its absence.
+    @Test func aRevision0TrackRecordDecodesWithTheDefaults() throws {
+        let p = payload(of: .assetOpened(MetadataWireTests.example))
+        let size = Int(Self.size(p, 22))
+        func cut(_ n: Int) -> [UInt8] {
+            Array(p[..<22]) + le32(UInt32(size - n)) + Array(p[26..<26 + size - n]) + Array(p[(26 + size)...])
+        }
+        var expected = MetadataWireTests.example
+        expected.tracks[0].preferredTransform = .identity
+        expected.tracks[0].codecConfiguration = []
+        let decoded = try decodeAll(MalformedTests.frame(.assetOpened, cut(45)))
+        #expect(decoded.first?.message == .assetOpened(expected))
+        MalformedTests.expectViolation(MalformedTests.frame(.assetOpened, cut(44)), "ends inside its fields")
     }
 
     /// HelloReply's capabilities are not optional: a version-2 worker always sends them.

@@ -15,7 +15,9 @@ import Testing
             minFrameDuration: t(512, 15360),
             segments: [TrackSegment(source: MediaTimeRange(start: t(1024, 15360), duration: t(30720, 15360)),
                                     target: MediaTimeRange(start: t(0, 1000), duration: t(2000, 1000)))],
-            metadata: [MetadataItem(keySpace: "hdlr", key: "name", value: "VideoHandler")])
+            metadata: [MetadataItem(keySpace: "hdlr", key: "name", value: "VideoHandler")],
+            preferredTransform: DisplayMatrix(values: [0, 0x1_0000, 0, -0x1_0000, 0, 0, 48 << 16, 0, 0x4000_0000]),
+            codecConfiguration: [0x01, 0x64, 0x00, 0x1E, 0xFF])
         return AssetOpened(assetID: 1, duration: t(2000, 1000), tracks: [track],
                            metadata: [MetadataItem(keySpace: "itsk", key: "©nam", commonKey: "title", value: "Clip")])
     }()

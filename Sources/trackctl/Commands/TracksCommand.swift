@@ -80,7 +80,15 @@ struct TracksCommand: Command {
             ("timescale", number(UInt32(clamping: t.naturalTimeScale))),
             ("minFrameDuration", text(t.minFrameDuration.isNumeric ? t.minFrameDuration.description : nil)),
             ("segments", .array(t.segments.map(segmentJSON))), ("metadata", metadataJSON(t.metadata)),
+            ("preferredTransform", transformJSON(t.preferredTransform)),
+            ("codecConfiguration", t.codecConfiguration.isEmpty ? .null : .string(hexDigits(t.codecConfiguration))),
         ]
+    }
+
+    /// CGAffineTransform's six numbers as an object {a, b, c, d, tx, ty}.
+    static func transformJSON(_ m: AffineTransform) -> JSON.Value {
+        .object([("a", .number(m.a, decimals: 6)), ("b", .number(m.b, decimals: 6)), ("c", .number(m.c, decimals: 6)),
+                 ("d", .number(m.d, decimals: 6)), ("tx", .number(m.tx, decimals: 6)), ("ty", .number(m.ty, decimals: 6))])
     }
 
     static func printTable(_ asset: Asset) {

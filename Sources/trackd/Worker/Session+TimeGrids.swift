@@ -52,11 +52,15 @@ extension Session {
     static func placeOnGrids(_ tracks: [TrackDescription], source: MediaSource) -> ([TrackDescription], [UInt32: TimeGrid]) {
         let clocks = source.trackClocks()
         let grids = grids(tracks, clocks: clocks)
+        let matrices = source.displayMatrices()
         var ordinals: [MediaType: Int] = [:]
         let placed = tracks.map { track in
             let ordinal = ordinals[track.mediaType, default: 0]
             ordinals[track.mediaType] = ordinal + 1
-            return onGrid(track, grids[track.id] ?? .nanoseconds, clock: clock(for: track, ordinal: ordinal, in: clocks))
+            var placed = onGrid(track, grids[track.id] ?? .nanoseconds, clock: clock(for: track, ordinal: ordinal, in: clocks))
+            // The header's matrix where the container has one (MP4), else the one the rotation tag implies.
+            placed.preferredTransform = matrices[track.id] ?? DisplayMatrix(clockwise: track.rotation)
+            return placed
         }
         return (placed, grids)
     }

@@ -63,7 +63,7 @@ EXAMPLE_TRACK = w.Track(
     1, 'video', 'avc1', 64, 48, 30.0, t(30720, 15360), t(0, 15360), 0, 0, 24, False, 8, 1, 0, 'eng', '', '', (1, 1),
     w.Colorimetry(1, 1, 1, 1), 0, '', 15360, Fraction(1, 30),
     [w.Segment(w.TimeRange(Fraction(1024, 15360), Fraction(2)), w.TimeRange(Fraction(0), Fraction(2)), False)],
-    [w.MetadataItem('hdlr', 'name', None, 'VideoHandler')])
+    [w.MetadataItem('hdlr', 'name', None, 'VideoHandler')], (0.0, 1.0, -1.0, 0.0, 48.0, 0.0), b'\x01\x64\x00\x1e\xff')
 
 # §14.2's worker -> client examples: the type, request id and what this client decodes the payload to.
 DECODED = {
@@ -153,8 +153,8 @@ def grown(payload, at, extra, enclosing=()):
 # Records of §14.2's examples: the example, the payload offset of the record's size, the records around it, its size.
 RECORDS = [
     ('Sample', 84, (), 4), ('Sample', 93, (), 20), ('Sample', 117, (), 20),
-    ('AssetOpened', 22, (), 231), ('AssetOpened', 26 + 93, (22,), 4), ('AssetOpened', 26 + 129, (22,), 64),
-    ('AssetOpened', 26 + 199, (22,), 28), ('AssetOpened', 259, (), 26),
+    ('AssetOpened', 22, (), 276), ('AssetOpened', 26 + 93, (22,), 4), ('AssetOpened', 26 + 129, (22,), 64),
+    ('AssetOpened', 26 + 199, (22,), 28), ('AssetOpened', 304, (), 26),
     ('FramesResolved', 6, (), 24), ('FramesResolved', 34, (), 24),
 ]
 
@@ -210,6 +210,19 @@ class GrowthTests(unittest.TestCase):
         # The Reader's test for an absent appended field.
         r = w.Reader(memoryview(struct.pack('<IQ', 7, 9)))
         self.assertEqual((r.unpack('<I'), r.at_end, 0 if r.at_end else r.unpack('<Q')[0], r.at_end), ((7,), False, 9, True))
+
+    def test_a_revision_0_track_record_decodes_with_the_defaults(self):
+        # §7.2's revision-1 fields (preferredTransform, codecConfiguration: 45 bytes here) cut from the track record.
+        payload = bytearray(examples('14.2')['AssetOpened'][16:])
+        size = struct.unpack_from('<I', payload, 22)[0]
+        older = payload[:26 + size - 45] + payload[26 + size:]
+        struct.pack_into('<I', older, 22, size - 45)
+        track = w.decode(w.ASSET_OPENED, bytes(older))[2][0]
+        self.assertEqual(track, EXAMPLE_TRACK._replace(preferred_transform=(1.0, 0.0, 0.0, 1.0, 0.0, 0.0),
+                                                       codec_configuration=b''))
+        struct.pack_into('<I', older, 22, size - 44)  # part of the matrix is not its absence
+        with self.assertRaises(ProtocolViolation):
+            w.decode(w.ASSET_OPENED, bytes(older[:26 + size - 44] + older[26 + size - 45:]))
 
     def test_every_cut_short_of_a_field_is_truncated(self):
         printed = examples('14.2')

@@ -16,11 +16,17 @@ __all__ = ['Track', 'MetadataItem', 'TimeRange', 'Segment', 'Plane', 'Colorimetr
 Track = namedtuple('Track', 'id media_type codec width height nominal_frame_rate duration time_range_start '
                             'sample_rate channels depth has_alpha bits_per_component chroma_subsampling rotation '
                             'language profile level pixel_aspect_ratio colorimetry bit_rate channel_layout '
-                            'natural_time_scale min_frame_duration segments metadata')
+                            'natural_time_scale min_frame_duration segments metadata preferred_transform '
+                            'codec_configuration')
 Track.__doc__ = ('A track record (PROTOCOL.md §7.2). media_type is "video", "audio", "subtitle" or "other". '
                  'natural_time_scale: the units per second of every time of the track (§7.1; 0 unknown); '
                  'min_frame_duration: video, the shortest frame duration in seconds as a Fraction, or None; '
-                 'segments: the edit list as Segments (§7.6); metadata: MetadataItems (§7.5).')
+                 'segments: the edit list as Segments (§7.6); metadata: MetadataItems (§7.5); '
+                 'preferred_transform: AVAssetTrack.preferredTransform as CGAffineTransform\'s (a, b, c, d, tx, ty) '
+                 'floats (revision 1); codec_configuration: the codec configuration record as bytes (avcC, hvcC, '
+                 'esds…; b\'\' none; revision 1).')
+
+IDENTITY_MATRIX = (0x10000, 0, 0, 0, 0x10000, 0, 0, 0, 0x40000000)
 
 MetadataItem = namedtuple('MetadataItem', 'key_space key common_key value')
 MetadataItem.__doc__ = ('One metadata item (PROTOCOL.md §7.5, AVMetadataItem): key_space ("udta", "itsk", "mdta", '
@@ -40,6 +46,7 @@ MAX_METADATA_ITEMS = 64
 MAX_METADATA_KEY = 255
 MAX_METADATA_VALUE = 1024
 MAX_SEGMENTS = 64
+MAX_CODEC_CONFIG = 65_536
 
 Plane = namedtuple('Plane', 'offset bytes_per_row row_bytes height')
 Plane.__doc__ = 'A plane layout (§7.4); offset is from the start of the sample.'
@@ -88,7 +95,16 @@ def _track(r):
                  Time(d_v, d_ts, d_f), Time(s_v, s_ts, s_f), rate, channels, depth, alpha == 1, bits,
                  chroma if chroma <= 4 else 0, rotation, language, profile, level,
                  (par_n, par_d) if par_n and par_d else None, colorimetry, bit_rate, r.string(),
-                 *_track_clock(r), _segments(r), _metadata(r))
+                 *_track_clock(r), _segments(r), _metadata(r), *_format_description(r))
+
+
+def _format_description(r):
+    """Revision 1's appended fields: the display matrix (nine i32, tkhd order a b u c d v tx ty w; a b c d tx ty
+    16.16) as (a, b, c, d, tx, ty), and the codec configuration (u32 length, bytes)."""
+    matrix = IDENTITY_MATRIX if r.at_end else r.unpack('<9i')
+    config = b'' if r.at_end else r.blob(MAX_CODEC_CONFIG, 'track codecConfiguration')
+    a, b, _, c, d, _, tx, ty, _ = (v / 65536 for v in matrix)
+    return (a, b, c, d, tx, ty), config
 
 
 def _segments(r):
@@ -131,10 +147,8 @@ def _track_clock(r):
 
 
 def decode_output_created(r):
-    output_id, mtype, fmt, width, height, blob_len = r.unpack('<IBIIII')
-    if blob_len > 65_536:
-        raise ProtocolViolation('codec configuration of %d bytes (at most 65536)' % blob_len)
-    config = bytes(r.take(blob_len))
+    output_id, mtype, fmt, width, height = r.unpack('<IBIII')
+    config = r.blob(MAX_CODEC_CONFIG, 'codec configuration')
     return dict(output_id=output_id, media_type=MEDIA_TYPES.get(mtype, 'other'), format=fmt, width=width,
                 height=height, codec_config=config)
 

@@ -189,6 +189,13 @@ class Reader:
         data = self.take(size)
         return Reader(data, 'truncated record: a record of %d bytes ends inside its fields' % size)
 
+    def blob(self, limit, name):
+        """u32 byte length (at most `limit`: more is a violation naming `name`), then the bytes."""
+        (n,) = self.unpack('<I')
+        if n > limit:
+            raise ProtocolViolation('%s of %d bytes (at most %d)' % (name, n, limit))
+        return bytes(self.take(n))
+
     def u8(self):
         return self.take(1)[0]
 

@@ -1,0 +1,101 @@
+import Foundation
+import TrackdProtocol
+import TrackClient
+import Testing
+
+/// The track's format description beyond the codec (PROTOCOL.md §7.2 revision 1): preferredTransform as ffprobe's
+/// display matrix and the codec configuration's parameter sets as ffprobe's extradata — on ffmpeg-made files,
+/// through trackctl tracks --json and TrackClient.
+@Suite(.serialized, .timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs)
+struct FormatDescriptionTests {
+    /// ffprobe's `key=` hex dump (`-show_data`) of the first video stream as bytes: after "0000000k: ", 41 columns
+    /// of hex pairs in groups of four digits.
+    static func ffprobeData(_ file: String, _ key: String) throws -> [UInt8] {
+        let r = try run("ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_data", "-show_streams", file])
+        #expect(r.status == 0, "ffprobe: \(r.stderr)")
+        let lines = r.text.split(separator: "\n").map(String.init)
+        guard let at = lines.firstIndex(of: key + "=") else { return [] }
+        let dump = lines[(at + 1)...].prefix { $0.count > 10 && $0.dropFirst(8).hasPrefix(": ") }
+        let hex = dump.map { String($0.dropFirst(10).prefix(41)).filter { $0 != " " } }.joined()
+        return stride(from: 0, to: hex.count, by: 2).map { i in
+            let start = hex.index(hex.startIndex, offsetBy: i)
+            return UInt8(hex[start..<hex.index(start, offsetBy: 2)], radix: 16)!
+        }
+    }
+
+    static func ffprobeMatrix(_ file: String) throws -> [Int32] {
+        let r = try run("ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_streams", file])
+        let lines = r.text.split(separator: "\n")
+        guard let at = lines.firstIndex(where: { $0.hasPrefix("displaymatrix=") }) else { return DisplayMatrix.identity.values }
+        return lines[(at + 1)...(at + 3)].flatMap { $0.split(separator: " ").dropFirst().compactMap { Int32($0) } }
+    }
+
+    static func tracksJSON(_ daemon: Daemon, _ file: String) throws -> [[String: Any]] {
+        let r = try daemon.trackctl(["tracks", file, "--json"])
+        #expect(r.status == 0, "\(r.stderr)")
+        return try #require(try JSONSerialization.jsonObject(with: r.stdout) as? [[String: Any]])
+    }
+
+    /// An ffmpeg stream copy of an MP4 with a `rotate` tag: the tkhd matrix ffmpeg wrote is the track's
+    /// preferredTransform, number for number (16.16 → a b c d tx ty).
+    @Test(arguments: [90, 180, 270])
+    func preferredTransformIsFfprobesDisplayMatrix(_ rotate: Int) throws {
+        let file = Media.make("transform-\(rotate).mp4", ["-i", Media.faststart, "-c", "copy", "-metadata:s:v", "rotate=\(rotate)"])
+        let m = try Self.ffprobeMatrix(file).map { Double($0) / 65_536 }
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        let asset = try Asset(path: file, socketPath: daemon.socketPath)
+        let t = asset.tracks[0].preferredTransform
+        #expect([t.a, t.b, t.c, t.d, t.tx, t.ty] == [m[0], m[1], m[3], m[4], m[6], m[7]])
+        #expect(t != .identity)
+        let json = try #require(try Self.tracksJSON(daemon, file).first?["preferredTransform"] as? [String: Double])
+        #expect(["a", "b", "c", "d", "tx", "ty"].map { json[$0] } == [m[0], m[1], m[3], m[4], m[6], m[7]])
+    }
+
+    /// The codec configuration is the parser's avcC (h264parse writes it from the stream's SPS and PPS, in every
+    /// container): its SPS and PPS are ffprobe's extradata's (an avcC in MP4 and Matroska, Annex B in TS).
+    @Test(arguments: ["mp4", "mkv", "ts"])
+    func codecConfigurationCarriesFfprobesParameterSets(_ container: String) throws {
+        let file = Media.make("config.\(container)", ["-i", Media.faststart, "-c", "copy"])
+        let extradata = try Self.ffprobeData(file, "extradata")
+        let expected = container == "ts" ? Self.annexBUnits(extradata) : Self.avcCUnits(extradata)
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        let asset = try Asset(path: file, socketPath: daemon.socketPath)
+        let ours = asset.tracks[0].codecConfiguration
+        #expect(ours.first == 1, "an avcC")
+        #expect(Self.avcCUnits(ours) == expected, "\(container)")
+        #expect(expected.count == 2, "one SPS and one PPS")
+    }
+
+    /// The SPS and PPS NAL units of an avcC (ISO 14496-15 5.3.3.1), in order.
+    static func avcCUnits(_ c: [UInt8]) -> [[UInt8]] {
+        guard c.count > 6 else { return [] }
+        var units: [[UInt8]] = [], at = 5
+        for countMask in [0x1F, 0xFF] {
+            guard at < c.count else { break }
+            let n = Int(c[at]) & countMask
+            at += 1
+            for _ in 0..<n where at + 2 <= c.count {
+                let size = Int(c[at]) << 8 | Int(c[at + 1])
+                units.append(Array(c[(at + 2)..<min(at + 2 + size, c.count)]))
+                at += 2 + size
+            }
+        }
+        return units
+    }
+
+    /// The NAL units of an Annex B byte stream (split at 00 00 01 start codes; a 00 before one belongs to it).
+    static func annexBUnits(_ b: [UInt8]) -> [[UInt8]] {
+        var starts: [Int] = []
+        var i = 0
+        while i + 3 <= b.count {
+            if b[i] == 0, b[i + 1] == 0, b[i + 2] == 1 { starts.append(i + 3); i += 3 } else { i += 1 }
+        }
+        return starts.enumerated().map { k, start in
+            var end = k + 1 < starts.count ? starts[k + 1] - 3 : b.count
+            while end > start, b[end - 1] == 0 { end -= 1 }
+            return Array(b[start..<end])
+        }
+    }
+}
