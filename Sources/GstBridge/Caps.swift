@@ -193,8 +193,8 @@ struct CapsView {
 
 /// Describes one parsebin pad (caps, tags, duration) as a TrackDescription: from `caps` (the first buffer's) when given,
 /// else the pad's current caps; from `tags` (the pad's tags when its first buffer passed) when given, else the pad's
-/// tags now.
-func describeTrack(pad: GstRef<GstPadObject>, id: UInt32, firstPTS: GstClockTime?, caps firstCaps: GstRef<GstCapsObject>? = nil,
+/// tags now; starting at `start`, its first PTS on the demuxer's segment (DiscoveryState.Entry.start; nil: at 0).
+func describeTrack(pad: GstRef<GstPadObject>, id: UInt32, start: MediaTime?, caps firstCaps: GstRef<GstCapsObject>? = nil,
                    tags: [EventTags]? = nil) -> TrackDescription? {
     guard let view = CapsView(firstCaps ?? pad.currentCaps) else { return nil }
     var track = TrackDescription(id: id, mediaType: view.mediaType, codec: view.codec)
@@ -222,8 +222,8 @@ func describeTrack(pad: GstRef<GstPadObject>, id: UInt32, firstPTS: GstClockTime
     track.profile = view.string("profile") ?? ""
     track.level = view.string("level") ?? ""
     if let duration = pad.duration, duration >= 0 { track.duration = .nanoseconds(duration) }
-    // The first presented sample on the asset's timeline; never negative (AAC priming before an edit list).
-    let start = firstPTS.map { streamTime($0, segment: pad.stickySegment) }
+    // The first sample on the asset's timeline (the first in decode order: a closed GOP's first frame is also the
+    // first shown); never negative (AAC priming before an edit list).
     track.timeRangeStart = start.flatMap { $0.isValid && $0.value > 0 ? $0 : nil } ?? .zero
     readTags(tags ?? pad.stickyTags, into: &track)
     return track
