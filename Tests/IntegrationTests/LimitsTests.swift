@@ -108,7 +108,7 @@ struct LimitsTests {
         let error = try #require(Self.openError(daemon))
         #expect(error.code == AVErrorCode.limitExceeded.rawValue, "\(error)")
         #expect(error.message.contains("--max-connections"), "\(error)")
-        #expect(daemon.log.contains("limit: refused connection from uid \(getuid())"))
+        #expect(waitUntil { daemon.log.contains("limit: refused connection from uid \(getuid())") }, "\(daemon.log)")
         // The two served clients are unaffected.
         guard case .status = try second.request(.getStatus), case .status = try first!.request(.getStatus) else {
             Issue.record("a served client stopped working")
@@ -127,9 +127,9 @@ struct LimitsTests {
         let error = try #require(Self.openError(daemon))
         #expect(error.code == AVErrorCode.limitExceeded.rawValue, "\(error)")
         #expect(error.message.contains("at most 1 connections per uid; uid \(getuid()) has 1 (--max-connections-per-uid)"), "\(error.message)")
-        #expect(daemon.log.split(separator: "\n").contains {
+        #expect(waitUntil { daemon.log.split(separator: "\n").contains {
             $0.contains("limit: refused connection from uid \(getuid())") && $0.contains("--max-connections-per-uid")
-        }, "\(daemon.log)")
+        } }, "\(daemon.log)")
         _ = try served.openAsset(Media.clip)
     }
 
@@ -225,7 +225,7 @@ struct LimitsTests {
         }
         #expect(readable, "the trickling client was never answered")
         Self.expectErrorThenClose(trickle, .limitExceeded, ["no complete Hello within 2 s", "bytes of it arrived"])
-        #expect(daemon.log.contains("limit: handshake timeout"))
+        #expect(waitUntil { daemon.log.contains("limit: handshake timeout") }, "\(daemon.log)")
     }
 
     /// After Hello, a session that sends nothing (or half a frame) while nothing is in progress is closed with
@@ -238,7 +238,7 @@ struct LimitsTests {
         #expect(Codec.frame(.getStatus, requestID: 9).withUnsafeBytes { write(partial.socket.fd, $0.baseAddress, 8) } == 8)
         Self.expectErrorThenClose(idle.socket, .limitExceeded, ["no complete message from the client for 1 s", "--idle-timeout 1"])
         Self.expectErrorThenClose(partial.socket, .limitExceeded, ["8 bytes of an incomplete message are pending", "--idle-timeout 1"])
-        #expect(daemon.log.contains("limit: idle timeout"))
+        #expect(waitUntil { daemon.log.contains("limit: idle timeout") }, "\(daemon.log)")
         // A reader that keeps releasing slots is never idle, even when the whole read takes longer than 1 s.
         try Self.anotherClientReads(daemon)
     }
@@ -333,7 +333,7 @@ struct LimitsTests {
         }
         #expect(finished.status == .failed && finished.code == AVErrorCode.limitExceeded.rawValue)
         #expect(finished.message.contains("--pool-bytes-total 2500000"), "\(finished.message)")
-        #expect(daemon.log.contains("limit: output"))
+        #expect(waitUntil { daemon.log.contains("limit: output") }, "\(daemon.log)")
         // The first client leaves; its worker ends and its bytes are returned.
         holder = nil
         #expect(waitUntil { !Self.isAlive(holderPID) }, "worker \(holderPID) lives on: \(Self.processState(holderPID))\n\(daemon.log)")
@@ -418,7 +418,7 @@ struct LimitsTests {
         }
         #expect(messages.first?.hasPrefix("READY=1") == true, "\(messages)")
         #expect(messages.filter { $0 == "WATCHDOG=1" }.count == 3, "\(messages)")
-        #expect(daemon.log.contains("systemd watchdog enabled: WATCHDOG=1 every 100 ms"))
+        #expect(waitUntil { daemon.log.contains("systemd watchdog enabled: WATCHDOG=1 every 100 ms") }, "\(daemon.log)")
     }
 
     /// A worker that stops reading its client while the client waits (here: SIGSTOP while the client holds every slot,

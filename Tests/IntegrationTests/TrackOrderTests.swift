@@ -72,7 +72,7 @@ struct TrackOrderTests {
             let asset = try Asset(path: file, socketPath: daemon.socketPath)
             #expect(asset.tracks.map(\.trackID) == [1, 2, 3], "open \(attempt)")
         }
-        #expect(daemon.log.components(separatedBy: "asset description from the cache").count - 1 == 2,
+        #expect(waitUntil { daemon.log.components(separatedBy: "asset description from the cache").count - 1 == 2 },
                 "the later opens use the cache: \(daemon.log)")
     }
 }

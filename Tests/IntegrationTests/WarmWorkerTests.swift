@@ -157,9 +157,9 @@ struct WarmWorkerTests {
         // Its death before it was ready counts as a crash, and the log line that names the worker taking over its
         // connection is the behaviour under test (the restart path, not a connection lost).
         #expect(try daemon.status().workerCrashes == 1)
-        #expect(daemon.log.split(separator: "\n").contains {
+        #expect(waitUntil { daemon.log.split(separator: "\n").contains {
             $0.contains("warm worker \(pid) ") && $0.contains("before it was ready") && $0.contains("its connection goes to worker")
-        }, "\(daemon.log)")
+        } }, "\(daemon.log)")
         withExtendedLifetime(keep) {}
     }
 
@@ -176,6 +176,7 @@ struct WarmWorkerTests {
         // The one worker killed is the warm one: a warm worker without a connection is not a client's crash, and
         // the supervisor's only "killed by signal" line is about it (the line is what it does with such a death).
         #expect(try daemon.status().workerCrashes == 0)
+        #expect(waitUntil { daemon.log.contains("killed by signal") }, "\(daemon.log)")
         let killed = daemon.log.split(separator: "\n").filter { $0.contains("killed by signal") }
         #expect(killed.count == 1 && killed.allSatisfy { $0.contains("worker \(warm) ") }, "\(daemon.log)")
     }
