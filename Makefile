@@ -9,15 +9,19 @@ export PATH := /opt/swift/usr/bin:$(PATH)
 endif
 SWIFT ?= swift
 
-# Debian 12 packages. build: headers for the C modules, dpkg-dev for `make deb` (dpkg-shlibdeps); runtime: the GStreamer elements the worker
-# uses; test: oracles and tools the tests and scripts call (ffprobe/ffmpeg, systemd-analyze,
-# systemd-socket-activate, python3; python3-numpy, pip, setuptools and wheel for the Python client's tests; python3-venv
-# for their venv, .build/venv-test).
-BUILD_DEPS   := libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev libswscale-dev liborc-0.4-dev libsystemd-dev libseccomp-dev libmd-dev libcairo2-dev libjpeg62-turbo-dev pkg-config dpkg-dev
+# Debian 12 packages. build: headers for the C modules, dpkg-dev for `make deb` (dpkg-shlibdeps), pip, setuptools and
+# wheel to install the Python client (clients/python) into the package and the tests' temp dirs; runtime: the
+# GStreamer elements the worker uses; python: what the packaged Python client needs (Debian's python3 and
+# python3-numpy; with RUNTIME_DEPS, the package's Depends); test: oracles and tools the tests and scripts call
+# (ffprobe/ffmpeg, systemd-analyze, systemd-socket-activate; python3-venv for the Python tests' venv, .build/venv-test).
+BUILD_DEPS   := libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev libswscale-dev liborc-0.4-dev libsystemd-dev \
+                libseccomp-dev libmd-dev libcairo2-dev libjpeg62-turbo-dev pkg-config dpkg-dev \
+                python3-pip python3-setuptools python3-wheel
 RUNTIME_DEPS := gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad \
                 gstreamer1.0-plugins-ugly gstreamer1.0-libav gstreamer1.0-tools
-TEST_DEPS    := ffmpeg systemd python3 python3-numpy python3-pip python3-setuptools python3-wheel python3-venv
-DEPS         := $(BUILD_DEPS) $(RUNTIME_DEPS) $(TEST_DEPS)
+PYTHON_DEPS  := python3 python3-numpy
+TEST_DEPS    := ffmpeg systemd python3-venv
+DEPS         := $(BUILD_DEPS) $(RUNTIME_DEPS) $(PYTHON_DEPS) $(TEST_DEPS)
 
 # Debian's Python (the one python3-numpy is installed for), not whichever python3 is first on PATH.
 PYTHON ?= /usr/bin/python3
@@ -29,14 +33,21 @@ DEBUG_DIR   := $(CURDIR)/.build/debug
 DIST_SCRATCH := $(CURDIR)/.build/dist
 DIST_DIR     := $(DIST_SCRATCH)/release
 
+LOAD_TARGET ?= test
 PREFIX  ?= /usr/local
 DESTDIR ?=
-VERSION ?= 0.1.0
+# trackd's version: Sources/Protocol/TrackdVersion.swift's `trackdVersion`, the one place it is written (the
+# binaries are built with it). make deb names and stamps the package with it, and make test checks that the
+# installed trackd, trackctl and Python client (whose __version__ must equal it) all report it.
+VERSION := $(shell sed -n 's/^public let trackdVersion = "\([^"]*\)"$$/\1/p' Sources/Protocol/TrackdVersion.swift)
+ifeq ($(origin VERSION),command line)
+$(error VERSION is trackdVersion in Sources/Protocol/TrackdVersion.swift, which the binaries are built with: edit that line rather than passing VERSION=$(VERSION))
+endif
 comma := ,
 empty :=
 space := $(empty) $(empty)
 
-.PHONY: help deps build build-debug build-dist install deb package-check check check-docs code-shape duplicates test test-sanitize test-python test-torch venv-test verify-units fuzz-protocol fuzz-media fuzz fuzz-smoke soak run serve bench bench-venv bench-pipelines clean
+.PHONY: help deps build build-debug build-dist install deb package-check check check-docs code-shape duplicates test test-under-load test-sanitize test-python test-torch venv-test verify-units fuzz-protocol fuzz-media fuzz fuzz-smoke soak run serve bench bench-venv bench-pipelines clean
 
 help:
 	@echo "make deps          install missing Debian packages (apt-get; prints the sudo command when not root)"
@@ -44,8 +55,10 @@ help:
 	@echo "make build-debug   debug build: .build/debug/{trackd,trackctl}"
 	@echo "make install       release build (Swift runtime linked in), install into \$$(DESTDIR)\$$(PREFIX) (PREFIX=/usr/local):"
 	@echo "                   bin/, lib/systemd/system (ExecStart=PREFIX/bin/trackd), lib/sysusers.d, lib/tmpfiles.d, share/doc"
-	@echo "make deb           the same build as a Debian package: build/trackd_\$$(VERSION)_ARCH.deb (dpkg-deb; VERSION=0.1.0)"
-	@echo "make package-check install and deb checks with the debug build (no install on this machine; part of make test)"
+	@echo "make deb           the same build as a Debian package, with the Python client: build/trackd_$(VERSION)_ARCH.deb"
+	@echo "                   (dpkg-deb; the version is trackdVersion in Sources/Protocol/TrackdVersion.swift)"
+	@echo "make package-check make deb, then the install and package checks and the package at work: unpacked into a temp"
+	@echo "                   root, its trackd, trackctl and Python client run against each other (part of make test)"
 	@echo "make check         the checks that need no build (part of make test): check-docs, code-shape, duplicates"
 	@echo "make check-docs    links in every .md resolve, the make targets they name exist, PROTOCOL.md's message"
 	@echo "                   types are the code's (scripts/check-docs.py, after its self-test on broken inputs)"
@@ -53,6 +66,8 @@ help:
 	@echo "make duplicates    the duplicates tool's rows for the whole tree, when it is installed (never fails)"
 	@echo "make test          deps, check, unit-file check, debug build with tests, package check, swift test (with short fuzz runs),"
 	@echo "                   then test-python"
+	@echo "make test-under-load  make test with every core kept busy by busy loops (LOAD_PROCS=n, default nproc, at least 2;"
+	@echo "                   LOAD_TARGET=… runs another target under the same load); stops the load however it ends"
 	@echo "make test-sanitize ThreadSanitizer, then AddressSanitizer builds (.build/tsan, .build/asan) and the unit and"
 	@echo "                   integration suites against them; fails on any report (.build/sanitize-logs/); about 2 hours"
 	@echo "                   from scratch on 2 loaded CPUs; not part of make test (SANITIZERS=thread|address, SANITIZE_FILTER=regex)"
@@ -101,20 +116,26 @@ build-debug: deps
 verify-units:
 	@scripts/verify-units.sh
 
+# Only the two products: `swift build` alone would build every target, and Tests/TestSupport (a regular target the
+# test targets share) imports Testing, which a --static-swift-stdlib build does not have.
 build-dist: deps
-	$(SWIFT) build -c release --static-swift-stdlib --scratch-path $(DIST_SCRATCH)
+	$(SWIFT) build -c release --static-swift-stdlib --scratch-path $(DIST_SCRATCH) --product trackd
+	$(SWIFT) build -c release --static-swift-stdlib --scratch-path $(DIST_SCRATCH) --product trackctl
 
 install: build-dist
 	BUILD_DIR=$(DIST_DIR) PREFIX=$(PREFIX) DESTDIR=$(DESTDIR) scripts/install.sh
 
+DEB_FILE = $(CURDIR)/build/trackd_$(VERSION)_$(shell dpkg --print-architecture).deb
+PACKAGE_DEPENDS = $(subst $(space),$(comma)$(space),$(strip $(RUNTIME_DEPS) $(PYTHON_DEPS)))
 deb: build-dist
-	@BUILD_DIR=$(DIST_DIR) OUT_DIR=$(CURDIR)/build VERSION=$(VERSION) \
-	  RUNTIME_DEPENDS="$(subst $(space),$(comma)$(space),$(strip $(RUNTIME_DEPS)))" scripts/deb.sh
+	@BUILD_DIR=$(DIST_DIR) OUT_DIR=$(CURDIR)/build VERSION=$(VERSION) RUNTIME_DEPENDS="$(PACKAGE_DEPENDS)" scripts/deb.sh
 
-# make install / make deb's layout, units, sysusers.d/tmpfiles.d entries and maintainer scripts, with the debug
-# build (scripts/package-check.sh: temp dirs only).
-package-check:
-	@BUILD_DIR=$(DEBUG_DIR) RUNTIME_DEPENDS="$(subst $(space),$(comma)$(space),$(strip $(RUNTIME_DEPS)))" scripts/package-check.sh
+# make install's and make deb's layout, units, sysusers.d/tmpfiles.d entries and maintainer scripts, then the
+# package at work: unpacked into a temp root, its trackd, trackctl and Python client run against each other
+# (scripts/package-check.sh: temp dirs only). The debug build is what deb.sh must refuse.
+package-check: deb build-debug
+	@BUILD_DIR=$(DIST_DIR) DEBUG_DIR=$(DEBUG_DIR) DEB=$(DEB_FILE) VERSION=$(VERSION) RUNTIME_DEPENDS="$(PACKAGE_DEPENDS)" \
+	  scripts/package-check.sh
 
 # Tests find trackd and trackctl through TRACKD_BUILD_DIR.
 # `make test` cannot hang: each Swift suite has a per-test time limit (TestSupport's TestLimits: the test is named
@@ -147,6 +168,12 @@ code-shape:
 duplicates:
 	@if command -v duplicates >/dev/null; then duplicates; \
 	else echo "duplicates: not installed on this machine; its rows are not shown (nothing fails without it)"; fi
+
+# make test while busy loops keep every core busy (at least 2; LOAD_PROCS=n), stopped however the run ends
+# (scripts/test-under-load.sh): a test that fails only under load waits for something without a bound, or not at all.
+# LOAD_TARGET=… runs another make target under the same load (to try the script on something short).
+test-under-load:
+	@LOAD_TARGET=$(LOAD_TARGET) scripts/test-under-load.sh
 
 # Sanitizers (scripts/sanitize.sh, docs/SECURITY.md § Sanitizers): each build in its own scratch path, the normal
 # build untouched; sanitized daemons and workers; reports fatal and collected in .build/sanitize-logs/.

@@ -102,6 +102,51 @@ gboolean swift_gst_bin_tasks_all_paused(GstBin *bin) {
     return count.tasks > 0 && count.running == 0;
 }
 
+// ═══ where a pad's data comes from ══════════════════════════════════════════════════════════════════════════════
+
+// The element's only sink pad (a new reference), or NULL when it has none or several (a muxer, a selector: no single
+// upstream).
+static GstPad *only_sink_pad(GstElement *element) {
+    GstPad *pad = NULL;
+    GST_OBJECT_LOCK(element);
+    if (element->numsinkpads == 1) pad = gst_object_ref(GST_PAD(element->sinkpads->data));
+    GST_OBJECT_UNLOCK(element);
+    return pad;
+}
+
+// The pad upstream of `pad` (a new reference), or NULL at a source element or a fork in the graph.
+static GstPad *upstream_pad(GstPad *pad) {
+    if (GST_IS_GHOST_PAD(pad) && GST_PAD_IS_SRC(pad)) return gst_ghost_pad_get_target(GST_GHOST_PAD(pad));
+    if (GST_PAD_IS_SINK(pad)) return gst_pad_get_peer(pad);
+    GstElement *element = gst_pad_get_parent_element(pad);
+    if (element == NULL) return NULL;
+    GstPad *sink = only_sink_pad(element);
+    gst_object_unref(element);
+    return sink;
+}
+
+gboolean swift_gst_pad_upstream_time_segment(GstPad *pad, GstSegment *out) {
+    gboolean found = FALSE;
+    GstPad *at = gst_object_ref(pad);
+    for (int hops = 0; at != NULL && hops < 32; hops++) {  // a pipeline is a few elements deep; 32 bounds a cycle
+        GstEvent *event = gst_pad_get_sticky_event(at, GST_EVENT_SEGMENT, 0);
+        if (event != NULL) {
+            const GstSegment *segment = NULL;
+            gst_event_parse_segment(event, &segment);
+            if (segment->format == GST_FORMAT_TIME) {
+                gst_segment_copy_into(segment, out);
+                found = TRUE;
+            }
+            gst_event_unref(event);
+        }
+        GstPad *next = upstream_pad(at);
+        gst_object_unref(at);
+        at = next;
+    }
+    if (at != NULL) gst_object_unref(at);
+    return found;
+}
+
 // ═══ errors a bin's children post ═══════════════════════════════════════════════════════════════════════════════
 
 static GQuark first_error_quark(void) {

@@ -193,9 +193,9 @@ struct CapsView {
 
 /// Describes one parsebin pad (caps, tags, duration) as a TrackDescription: from `caps` (the first buffer's) when given,
 /// else the pad's current caps; from `tags` (the pad's tags when its first buffer passed) when given, else the pad's
-/// tags now.
-func describeTrack(pad: GstRef<GstPadObject>, id: UInt32, firstPTS: GstClockTime?, containerTimes: Bool = false,
-                   caps firstCaps: GstRef<GstCapsObject>? = nil, tags: [EventTags]? = nil) -> TrackDescription? {
+/// tags now; starting at `start`, its first PTS on the asset's timeline (nil: at 0).
+func describeTrack(pad: GstRef<GstPadObject>, id: UInt32, start: MediaTime?, caps firstCaps: GstRef<GstCapsObject>? = nil,
+                   tags: [EventTags]? = nil) -> TrackDescription? {
     guard let view = CapsView(firstCaps ?? pad.currentCaps) else { return nil }
     var track = TrackDescription(id: id, mediaType: view.mediaType, codec: view.codec)
     switch track.mediaType {
@@ -223,8 +223,8 @@ func describeTrack(pad: GstRef<GstPadObject>, id: UInt32, firstPTS: GstClockTime
     track.level = view.string("level") ?? ""
     track.codecConfiguration = view.codecConfiguration
     if let duration = pad.duration, duration >= 0 { track.duration = .nanoseconds(duration) }
-    // The first presented sample on the asset's timeline; never negative (AAC priming before an edit list).
-    let start = firstPTS.map { containerTimes ? mediaTime($0) : streamTime($0, segment: pad.stickySegment) }
+    // The first sample on the asset's timeline (the first in decode order: a closed GOP's first frame is also the
+    // first shown); never negative (AAC priming before an edit list).
     track.timeRangeStart = start.flatMap { $0.isValid && $0.value > 0 ? $0 : nil } ?? .zero
     readTags(tags ?? pad.stickyTags, into: &track)
     return track

@@ -39,7 +39,6 @@ public enum Gst {
         Int(swift_gst_preload_plugins())
     }
 
-    /// "GStreamer 1.22.0" (gst_version_string), or the initialization failure.
     /// Loads the plugin of element `factory` (swift_gst_load_element_plugin); false when it is not installed.
     static func loadElementPlugin(_ factory: String) -> Bool { unsafe swift_gst_load_element_plugin(factory) != 0 }
 
@@ -61,6 +60,10 @@ public enum Gst {
                                                     colorimetries.joined(separator: ","), width, height))
     }
 
+    /// The GStreamer library's version, "GStreamer 1.22.0" (gst_version_string, which needs no gst_init).
+    public static var libraryVersion: String { unsafe takeString(gst_version_string()) ?? "GStreamer" }
+
+    /// "GStreamer 1.22.0" (gst_version_string), or the initialization failure.
     public static var versionString: String {
         switch initResult {
         case .success(let v): v

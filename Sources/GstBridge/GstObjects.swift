@@ -155,6 +155,13 @@ extension GstRef where T == GstPadObject {
     /// A copy of the pad's sticky SEGMENT (nil when none).
     var stickySegment: GstSegment? { stickyEvent(GST_EVENT_SEGMENT)?.segment }
 
+    /// A copy of the segment in force where the pad's data comes from: the upstream-most sticky SEGMENT in TIME, a
+    /// demuxer's (swift_gst_pad_upstream_time_segment); nil when there is none.
+    var upstreamTimeSegment: GstSegment? {
+        var segment = GstSegment()
+        return unsafe swift_gst_pad_upstream_time_segment(pointer, &segment) != 0 ? segment : nil
+    }
+
     /// The tags of the pad's sticky TAG events (stream-scoped and global), in order.
     var stickyTags: [EventTags] {
         var tags: [EventTags] = []

@@ -196,9 +196,12 @@ public final class MediaSource: Sendable {
             // A sparse (subtitle) track's first sample is not waited for: whether it came before discovery ended is
             // the machine's timing, so its time does not describe the track (its time range starts at 0; the worker
             // puts it where the container's edit list says).
-            let firstPTS = entry.sparse == true ? nil : entry.firstPTS
-            if let track = describeTrack(pad: entry.pad, id: id, firstPTS: firstPTS, containerTimes: containerTimes,
-                                         caps: entry.firstCaps, tags: entry.tags) {
+            // Matroska (containerTimes): the block's own timestamp, the container's clock. Elsewhere: on the
+            // demuxer's segment when the last dense track's first buffer passed (DiscoveryState.Entry.start).
+            let start: MediaTime? = entry.sparse == true ? nil
+                : containerTimes ? entry.firstPTS.map { mediaTime($0) }
+                : (entry.start ?? entry.firstPTS.map { streamTime($0, segment: entry.pad.upstreamTimeSegment) })
+            if let track = describeTrack(pad: entry.pad, id: id, start: start, caps: entry.firstCaps, tags: entry.tags) {
                 tracks.append(track)
             }
         }
@@ -229,7 +232,17 @@ final class DiscoveryState: @unchecked Sendable {
         /// Subtitle and other sparse tracks may not carry data for a long time: discovery does not wait for them.
         /// nil until the pad has caps: a pad exposed before its caps are set is waited for like a dense one.
         var sparse: Bool?
+        /// The PTS of the first buffer that has one (in decode order: a closed GOP's first frame is also the first
+        /// shown).
         var firstPTS: GstClockTime?
+        /// The track's start: `firstPTS` in the segment in force at the demuxer when the last dense track's first
+        /// buffer passed (DiscoveryState.takeStarts). Not the segment on this pad: a demuxer may correct its segment
+        /// after the first buffers (matroskademux starts its stream time at the first block it reads, a video
+        /// frame at 23 ms, and sends a new SEGMENT starting at 0 when an audio block at 0 ms follows), and a parser
+        /// passes the new one on only with its next buffer — so this pad's segment when discovery ends depended on
+        /// how far the streaming thread got (an MKV's video started at 0 or at 23 ms), and the first buffer's own
+        /// segment is the one the demuxer corrected.
+        var start: MediaTime?
         /// The caps the first buffer came with (one ref, dropped by releasePads): the track is described as it
         /// starts — by the time discovery ends, the demuxer may have moved on to a later format (a stream whose
         /// size changes).
@@ -290,7 +303,7 @@ final class DiscoveryState: @unchecked Sendable {
                 if entry.firstCaps == nil { entry.firstCaps = caps }
                 if !entry.done { entry.tags = tags }
                 entry.done = true
-                if pts != clockTimeNone { entry.firstPTS = min(entry.firstPTS ?? pts, pts) }
+                if entry.firstPTS == nil && pts != clockTimeNone { entry.firstPTS = pts }
             }
             return GST_PAD_PROBE_DROP
         }
@@ -329,11 +342,24 @@ final class DiscoveryState: @unchecked Sendable {
         state.withLock { s in
             guard let i = s.entries.firstIndex(where: { $0.order == pad }) else { return }
             let wasDone = s.entries[i].done
+            let wasDescribed = s.describedSeq != nil
             body(&s.entries[i])
             if !wasDone && s.entries[i].done {
                 s.lastChange = monotonicNs()
                 s.entries[i].doneSeq = gst_util_seqnum_next()
             }
+            if !wasDescribed && s.describedSeq != nil { Self.takeStarts(&s) }
+        }
+    }
+
+    /// Puts each track's first PTS on the segment in force at the demuxer now, on the streaming thread that passed
+    /// the last dense track's first buffer (or EOS/GAP): the demuxer has read every one of those first blocks, so
+    /// whatever it corrected on seeing them is in its segment, and nothing it reads later is. (Pad calls only, under
+    /// the lock: GStreamer calls none of this object's code while it holds a pad or element lock.)
+    private static func takeStarts(_ s: inout State) {
+        for i in s.entries.indices {
+            guard let pts = s.entries[i].firstPTS else { continue }
+            s.entries[i].start = streamTime(pts, segment: s.entries[i].pad.upstreamTimeSegment)
         }
     }
 

@@ -32,8 +32,13 @@ final class Connection: Sendable {
                    "cannot reach trackd at \(path): \(reason). Is trackd running? Start it with `make serve` or `systemctl start trackd.socket`, or pass --socket PATH / set TRACKD_SOCKET.")
     }
 
-    /// Connects and performs the Hello handshake.
-    init(socketPath: String, clientName: String) throws(TrackError) {
+    /// How long `init` waits for HelloReply (as the Python client's HANDSHAKE_TIMEOUT): a stopped or stuck trackd,
+    /// a trackd.service failing behind trackd.socket, or another program on the socket accepts the connection (the
+    /// kernel's backlog) and never answers. A worker answers at once; later requests are not bounded by it.
+    static let handshakeTimeout: Duration = .seconds(30)
+
+    /// Connects and performs the Hello handshake, waiting at most `handshakeTimeout` for the answer (then -11903).
+    init(socketPath: String, clientName: String, handshakeTimeout: Duration = Connection.handshakeTimeout) throws(TrackError) {
         do {
             // Until HelloReply the receive limit is the default (PROTOCOL.md §5), then the agreed size.
             socket = MessageSocket(fd: try UnixSocket.connected(to: socketPath), maxMessageSize: Wire.defaultMaxMessageSize)
@@ -50,8 +55,14 @@ final class Connection: Sendable {
                 sendError = error
             }
             let frame: ReceivedFrame
+            let deadline = ContinuousClock.now + handshakeTimeout
+            let silent = Self.unreachable(socketPath, """
+                connected, but no answer to Hello within \(handshakeTimeout) (a stopped or stuck trackd, a trackd.service \
+                that fails to start behind trackd.socket, or another program on the socket: see `systemctl status \
+                trackd` or trackd's log)
+                """)
             do {
-                frame = try socket.receive()
+                frame = try socket.receive(pollMs: 100) { _ in ContinuousClock.now < deadline ? nil : silent }
             } catch {
                 if let sendError { throw sendError }
                 throw error

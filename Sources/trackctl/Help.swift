@@ -12,7 +12,7 @@ enum Help {
         let specs = Trackctl.commands.map { $0.spec }
         let nameWidth = specs.map(\.name.count).max() ?? 0
         var lines = [
-            "usage: trackctl [--socket PATH] COMMAND [ARGS] [--help]", "",
+            "usage: trackctl [--socket PATH] COMMAND [ARGS] [--help]", "       trackctl [--socket PATH] --version", "",
             "Reads media through trackd (AVAssetReader for Linux).", "", "commands:",
         ]
         lines += specs.map { "  \($0.name.padding(nameWidth + 2))\($0.summary)" }

@@ -65,6 +65,10 @@ func run<C: Command>(_: C.Type, _ words: [String]) -> Never {
 }
 
 let words = Array(CommandLine.arguments.dropFirst())
+if let version = VersionAnswer.answer(words) {
+    print(version)
+    exit(0)
+}
 switch Help.answer(words) {
 case .success(let text)?:
     print(text)

@@ -56,6 +56,7 @@ enum Options {
     enum ParseResult {
         case run(Configuration)
         case help
+        case version
         /// A usage error: the message names the argument (`unknown`: no option has that name).
         case refused(String, unknown: Bool)
     }
@@ -68,6 +69,7 @@ enum Options {
         while i < arguments.count {
             let argument = arguments[i]
             if role == .supervisor, argument == "-h" || argument == "--help" { return .help }
+            if role == .supervisor, argument == "--version" { return .version }
             guard let option = rows.first(where: { $0.name == argument }) else {
                 return .refused("unknown argument \(argument)", unknown: true)
             }
@@ -101,6 +103,7 @@ enum Options {
         }
         return """
             usage: trackd \(synopsis.joined(separator: "\n              ")) [LIMITS]
+                   trackd --version | --help
               Serves AVAssetReader-style sample reading to local clients.
             \(general.map { line($0, width: 23) }.joined(separator: "\n"))
             LIMITS (each hit gets the client an Error −11902 naming the limit, and a log line):

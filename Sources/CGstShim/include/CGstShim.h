@@ -118,6 +118,12 @@ void swift_gst_pad_probe_info_replace_event(GstPadProbeInfo *info, GstEvent *eve
 /// or stopped: the demuxers have given up (a demuxer pauses its task at the end or on a fatal error). Needs C:
 /// GST_PAD_TASK is a macro and the iterator API is awkward from Swift.
 gboolean swift_gst_bin_tasks_all_paused(GstBin *bin);
+/// The segment in force where `pad`'s data comes from: walking upstream from `pad` (a ghost pad to its target, an
+/// element's source pad to that element's only sink pad, a sink pad to its peer), the SEGMENT sticky on the
+/// upstream-most pad whose segment is in TIME — a demuxer's source pad, whose segment a parser passes on only with
+/// its next buffer. Copies it into `out` and returns TRUE; FALSE when no pad on the way has one. Borrows `pad`
+/// (transfer none); every reference taken while walking is dropped. Needs C: the sink-pad iterator, GST_IS_GHOST_PAD.
+gboolean swift_gst_pad_upstream_time_segment(GstPad *pad, GstSegment *out);
 /// Keeps a reference to the first ERROR message any child of `bin` posts — also one the bin itself then drops
 /// (parsebin drops the errors of an element while it is autoplugging it, so a demuxer that fails at once loses its
 /// error) — by wrapping the bin's child-bus handler. Call before the bin leaves NULL. Needs C: the child bus's sync

@@ -54,8 +54,10 @@ enum Global {
     /// Answered before any parsing (so help works whatever else is on the line); `-h` and `trackctl help COMMAND`
     /// are the same.
     static let help = Flag("--help", help: "this help (also -h; `trackctl help COMMAND` is the same)")
+    /// Answered before any parsing, as --help (VersionAnswer).
+    static let version = Flag("--version", help: "trackctl's version, then the version of trackd at the socket and its GStreamer's")
 
-    static let options: [OptionInfo] = [socket.info, help.info]
+    static let options: [OptionInfo] = [socket.info, help.info, version.info]
 
     static func option(named name: String) -> OptionInfo? { options.first { $0.name == name } }
 }

@@ -9,10 +9,11 @@ struct StatusCommand: Command {
         name: "status", summary: "show the daemon's state",
         forms: [[.opt(json)]],
         notes: """
-              Asks a fresh worker for the daemon's state: supervisor pid and uptime, connections accepted,
-              active and refused (by a connection limit; by the per-uid rate limit), worker crashes and
-              watchdog kills, the samples every connection was sent and how many of their bytes the workers
-              copied or sent zero-copy, the worker's pid and GStreamer version. --json has every counter.
+              Asks a fresh worker for the daemon's state: trackd's version and GStreamer's (the worker's
+              handshake), supervisor pid and uptime, connections accepted, active and refused (by a connection
+              limit; by the per-uid rate limit), worker crashes and watchdog kills, the samples every connection
+              was sent and how many of their bytes the workers copied or sent zero-copy, the worker's pid.
+              --json has every counter, and the versions as "version" and "gstreamer".
             """,
         examples: ["trackctl status", "trackctl --socket /tmp/trackd.sock status --json"])
 
@@ -21,14 +22,15 @@ struct StatusCommand: Command {
     init(_ p: ParsedArguments) { asJSON = p[Self.json] }
 
     func run(socketPath: String?) {
-        let s: StatusReport
+        let (s, version): (StatusReport, ServerVersion)
         do {
-            s = try Trackd.status(socketPath: socketPath)
+            (s, version) = try Trackd.statusAndVersion(socketPath: socketPath)
         } catch {
             Exit.failed(error)
         }
         if asJSON {
             print(JSON.encode(.object([
+                ("version", .string(version.trackd)),
                 ("supervisorPid", .int(Int64(s.supervisorPID))), ("uptimeSeconds", .number(Double(s.supervisorUptimeMs) / 1000, decimals: 3)),
                 ("connectionsAccepted", .int(Int64(s.connectionsAccepted))), ("activeConnections", .int(Int64(s.activeConnections))),
                 ("connectionsRefused", .int(Int64(clamping: s.connectionsRefused))),
@@ -44,6 +46,7 @@ struct StatusCommand: Command {
             return
         }
         print("""
+            trackd \(version.trackd) (\(s.gstreamerVersion))
             trackd supervisor pid \(s.supervisorPID), up \(fixed(Double(s.supervisorUptimeMs) / 1000, 1)) s
             connections accepted  \(s.connectionsAccepted) (this one included)
             active connections    \(s.activeConnections)

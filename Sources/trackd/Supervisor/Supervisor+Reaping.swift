@@ -124,6 +124,9 @@ extension Supervisor {
                 record.farewell = TrackError(.mediaServicesWereReset,
                                              "the trackd worker serving this connection stopped making progress for \(limits.watchdog) s; trackd's watchdog ended it (\(reason))")
                 c.watchdogKills += 1
+                // Published now, before the log line, not when the worker is reaped: a Status asked after the line
+                // (or after the client's Error) counts the kill.
+                publish(c)
                 Log.warning("watchdog: killing worker \(pid) (client uid \(record.uid) pid \(record.clientPID)): \(reason) (--watchdog \(limits.watchdog))")
                 Event.watchdogKill(worker: pid).emit()
                 kill(pid, SIGKILL)

@@ -18,6 +18,9 @@ enum SupervisorMain {
         case .help:
             print(Options.usage)
             return 0
+        case .version:
+            print(VersionLine.text)
+            return 0
         case .refused(let message, let unknown):
             Log.error(unknown ? "\(message)\n\(Options.usage)" : message)
             return 2

@@ -292,9 +292,11 @@ final class OutputStreamer: Sendable {
             copied = true
         }
         guard let placed else { return false }
-        send(.sample(Self.message(sample, output: id, slot: SlotRef(poolID: placed.pool, slot: placed.slot), grid: grid)))
+        // Counted before the Sample goes out, not after: once the client has it, it may ask for Status, which the
+        // receive loop answers on another thread — counted after the send, a client holding 8 samples was told 7.
         stats.samplesSent.add(1, ordering: .relaxed)
         workerSlot.countSample(copied: copied ? UInt64(sample.size) : 0, shared: copied ? 0 : UInt64(sample.size))
+        send(.sample(Self.message(sample, output: id, slot: SlotRef(poolID: placed.pool, slot: placed.slot), grid: grid)))
         workerSlot.progress()
         return true
     }

@@ -151,7 +151,7 @@ final class Session: Sendable {
         let agreed = min(hello.maxMessageSize, Wire.defaultMaxMessageSize)
         socket.setMaxMessageSize(agreed)
         let reply = HelloReply(version: Wire.version, maxMessageSize: agreed, maxFds: min(hello.maxFds, Wire.maxFdsPerMessage),
-                               workerPID: UInt32(getpid()), serverVersion: "trackd 0.1 (\(Gst.versionString))",
+                               workerPID: UInt32(getpid()), serverVersion: VersionLine.text,
                                capabilities: .agreed(offered: hello.capabilities))
         capabilities.store(reply.capabilities.rawValue, ordering: .relaxed)
         do {

@@ -71,7 +71,7 @@ enum WorkerMain {
         let configuration: Configuration
         switch Options.parse(arguments, as: .worker) {
         case .run(let parsed): configuration = parsed
-        case .help: return 2
+        case .help, .version: return 2
         case .refused(let message, _):
             Log.error("\(message) (workers are started by the trackd supervisor)")
             return 2
