@@ -84,7 +84,7 @@ let package = Package(
             name: "GstBridgeTests", dependencies: ["GstBridge", "MediaIndex", "TrackdProtocol", "CGStreamer", "TestSupport"],
             swiftSettings: strict),
         .testTarget(
-            name: "IntegrationTests", dependencies: ["TrackClient", "TrackdProtocol", "CTrackSys", "CMD5", "TestSupport"],
+            name: "IntegrationTests", dependencies: ["TrackClient", "TrackdProtocol", "SystemCalls", "CTrackSys", "CMD5", "TestSupport"],
             swiftSettings: strict),
     ]
 )

@@ -152,7 +152,7 @@ public final class PulledSample: @unchecked Sendable {
 
     /// Closes the memfd if nobody took it (the frame is copied instead).
     public func discardSharedFD() {
-        if let fd = takeSharedFD() { fd.close() }
+        _ = takeSharedFD()  // its owner closes it
     }
 
     /// Copies the whole sample (`size` bytes) to `destination`, as its CopyPlan says.

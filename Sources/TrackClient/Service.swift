@@ -10,7 +10,7 @@ public enum Trackd {
     public static func status(socketPath: String? = nil) throws(TrackError) -> StatusReport {
         let connection = try Connection(socketPath: socketPath ?? SocketPath.resolveDefault(), clientName: "TrackClient")
         defer { connection.close() }
-        let (reply, _) = try connection.request(.getStatus)
+        let reply = try connection.request(.getStatus).message
         guard case .status(let status) = reply else {
             throw TrackError(.protocolViolation, "trackd answered GetStatus with \(reply.type)")
         }
