@@ -53,10 +53,10 @@ let package = Package(
         .target(name: "MediaIndex", dependencies: ["TrackdProtocol", "SystemCalls"], swiftSettings: strict),
         // ── Swift: the supervisor's frame-index cache and its worker channel (daemon-internal, no GStreamer) ──
         .target(name: "IndexCache", dependencies: ["SystemCalls", "MediaIndex"], swiftSettings: strict),
-        // ── Swift: one output's pools, held slots and random-access state (no GStreamer, no socket) ──
+        // ── Swift: one output's pools, held slots and random-access state; the spare frame memories' policy (no GStreamer, no socket) ──
         .target(name: "SamplePools", swiftSettings: strict),
         // ── Swift: the only module that touches GStreamer (worker side) ───────────────────────
-        .target(name: "GstBridge", dependencies: ["TrackdProtocol", "MediaIndex", "SystemCalls", "CGStreamer", "CGstShim"], swiftSettings: strict),
+        .target(name: "GstBridge", dependencies: ["TrackdProtocol", "MediaIndex", "SamplePools", "SystemCalls", "CGStreamer", "CGstShim"], swiftSettings: strict),
         // ── Swift: client library with an AVFoundation-shaped API ─────────────────────────────
         .target(name: "TrackClient", dependencies: ["TrackdProtocol", "SystemCalls", "CTrackSys"], swiftSettings: strict),
         // ── Processes ─────────────────────────────────────────────────────────────────────────
@@ -90,7 +90,7 @@ let package = Package(
             name: "GstBridgeTests", dependencies: ["GstBridge", "MediaIndex", "TrackdProtocol", "CGStreamer", "TestSupport"],
             swiftSettings: strict),
         .testTarget(
-            name: "IntegrationTests", dependencies: ["TrackClient", "TrackdProtocol", "CTrackSys", "CMD5", "TestSupport"],
+            name: "IntegrationTests", dependencies: ["TrackClient", "TrackdProtocol", "SystemCalls", "CTrackSys", "CMD5", "TestSupport"],
             swiftSettings: strict),
     ]
 )

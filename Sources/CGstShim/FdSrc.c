@@ -112,6 +112,8 @@ static GstFlowReturn trackd_fd_src_fill(GstBaseSrc *src, guint64 offset, guint l
     while (done < want) {
         ssize_t n = pread(fd, map.data + done, want - done, (off_t)(offset + done));
         if (n < 0) {
+            // EINTR retried here, not by Swift's `syscall` (SystemCalls/Syscall.swift lists each such site): this loop
+            // runs in the element's fill on a streaming thread, and a failure must become GST_ELEMENT_ERROR.
             if (errno == EINTR) continue;
             int saved = errno;
             gst_buffer_unmap(buf, &map);

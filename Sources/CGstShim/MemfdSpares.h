@@ -1,5 +1,6 @@
-// Frame memories (MemfdPool.c) kept for the worker's next output: a freed memory's memfd and mapping, and the
-// count of described memories whose fd the allocator keeps so that they can be kept when freed.
+// Frame memories (MemfdPool.c) kept for the worker's next output: the allocator asks the spare policy installed with
+// swift_gst_memfd_spares_install (CGstShim.h; the rules and their tests are Swift: SamplePools' SpareMemories). With
+// none installed, nothing is kept.
 #ifndef TRACKD_MEMFD_SPARES_H
 #define TRACKD_MEMFD_SPARES_H
 
@@ -8,9 +9,9 @@
 
 /// A kept memfd of exactly `map_size` bytes: its fd and read-write mapping become the caller's. FALSE: none.
 gboolean trackd_memfd_spare_take(gsize map_size, int *fd, guint8 **base);
-/// Keeps a freed memory's fd and mapping when there is room (16 memfds, 64 MiB); FALSE: the caller unmaps and closes.
+/// Keeps a freed memory's fd and mapping when the policy has room; FALSE: the caller unmaps and closes.
 gboolean trackd_memfd_spare_keep(int fd, guint8 *base, gsize map_size);
-/// Whether a described memory may keep a copy of its fd (at most 64 at a time); pair with _release when it goes.
+/// Whether a described memory may keep a copy of its fd; pair with _release when it goes.
 gboolean trackd_memfd_kept_fd_acquire(void);
 void trackd_memfd_kept_fd_release(void);
 /// A live memory was announced again to a later output of its kept pipeline: counted with the spares taken.

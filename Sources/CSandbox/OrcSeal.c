@@ -92,6 +92,8 @@ static int relocate(const mapping *m) {
     size_t done = 0;
     while (done < size) {
         ssize_t n = write(fd, p + done, size - done);
+        // EINTR retried here, not by Swift's `syscall` (SystemCalls/Syscall.swift lists each such site): the code
+        // mappings are being replaced, one C call from Swift for all of them.
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) {
             close(fd);

@@ -79,6 +79,8 @@ long trackd_release_library_pages(void) {
     mapping m = {0};
     for (;;) {
         ssize_t n = read(smaps_fd, buffer + held, sizeof buffer - 1 - held);
+        // EINTR retried here, not by Swift's `syscall` (SystemCalls/Syscall.swift lists each such site): a partial
+        // line stays in this parser's buffer between reads.
         if (n < 0 && errno == EINTR) continue;
         if (n < 0) return -1;
         held += (size_t)n;

@@ -39,35 +39,22 @@ int trackd_memfd_seal_contents(int fd) {
     return fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL);
 }
 
-int trackd_send_with_fds(int sock, const void *buf, size_t len, const int *fds, int nfds) {
+ssize_t trackd_send_with_fds(int sock, const void *buf, size_t len, const int *fds, int nfds) {
     if (nfds < 0 || nfds > TRACKD_MAX_FDS_HARD) { errno = EINVAL; return -1; }
-    const char *p = buf;
-    size_t left = len;
-    int first = 1;
-    while (left > 0 || (first && nfds > 0)) {
-        struct iovec iov = { .iov_base = (void *)p, .iov_len = left };
-        struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
-        union { char buf[CMSG_SPACE(sizeof(int) * TRACKD_MAX_FDS_HARD)]; struct cmsghdr align; } ctl;
-        if (first && nfds > 0) {
-            memset(&ctl, 0, sizeof ctl);
-            msg.msg_control = ctl.buf;
-            msg.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nfds);
-            struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
-            c->cmsg_level = SOL_SOCKET;
-            c->cmsg_type = SCM_RIGHTS;
-            c->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfds);
-            memcpy(CMSG_DATA(c), fds, sizeof(int) * (size_t)nfds);
-        }
-        ssize_t n = sendmsg(sock, &msg, MSG_NOSIGNAL);
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            return -1;
-        }
-        first = 0;
-        p += n;
-        left -= (size_t)n;
+    struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+    struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
+    union { char buf[CMSG_SPACE(sizeof(int) * TRACKD_MAX_FDS_HARD)]; struct cmsghdr align; } ctl;
+    if (nfds > 0) {
+        memset(&ctl, 0, sizeof ctl);
+        msg.msg_control = ctl.buf;
+        msg.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nfds);
+        struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfds);
+        memcpy(CMSG_DATA(c), fds, sizeof(int) * (size_t)nfds);
     }
-    return 0;
+    return sendmsg(sock, &msg, MSG_NOSIGNAL);
 }
 
 ssize_t trackd_recv_with_fds(int sock, void *buf, size_t len, int *fds, int max_fds, int *nfds, int *truncated) {
@@ -78,8 +65,7 @@ ssize_t trackd_recv_with_fds(int sock, void *buf, size_t len, int *fds, int max_
     union { char buf[CMSG_SPACE(sizeof(int) * TRACKD_MAX_FDS_HARD)]; struct cmsghdr align; } ctl;
     struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
                           .msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)(max_fds > 0 ? max_fds : 1)) };
-    ssize_t n;
-    do { n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC); } while (n < 0 && errno == EINTR);
+    ssize_t n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
     if (n < 0) return -1;
     for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c != NULL; c = CMSG_NXTHDR(&msg, c)) {
         if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;

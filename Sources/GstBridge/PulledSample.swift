@@ -152,7 +152,7 @@ public final class PulledSample: @unchecked Sendable {
 
     /// Closes the memfd if nobody took it (the frame is copied instead).
     public func discardSharedFD() {
-        if let fd = takeSharedFD() { fd.close() }
+        _ = takeSharedFD()  // its owner closes it
     }
 
     /// Copies the whole sample (`size` bytes) to `destination`, as its CopyPlan says.
@@ -257,7 +257,10 @@ final class SharedAllocator: @unchecked Sendable {
     // @unchecked: the allocator's state is behind its own mutex.
     private let allocator: GstRef<GstAllocatorObject>
 
-    init(maxLive: guint) { allocator = unsafe GstRef(full: swift_gst_memfd_allocator_new(maxLive)!) }
+    init(maxLive: guint) {
+        FrameMemorySpares.installed
+        allocator = unsafe GstRef(full: swift_gst_memfd_allocator_new(maxLive)!)
+    }
 
     /// Offers appsink (`sink`) a buffer pool over this allocator's memfds (swift_gst_appsink_offer_memfd_pool).
     func offer(to sink: GstRef<GstElementObject>, minBuffers: guint) {

@@ -171,9 +171,9 @@ public final class TrackPipeline: @unchecked Sendable {
     public func takeFreedSharedMemories() -> [UInt32] { samples.takeFreedSharedMemories() }
 
     /// Zero-copy: how many frame memories so far, in this process, were made from the memfd of one an earlier
-    /// pipeline (or renegotiation) freed (MemfdPool.c's spares), instead of a new one, or were announced again to
+    /// pipeline (or renegotiation) freed (FrameMemorySpares), instead of a new one, or were announced again to
     /// the next output of a kept pipeline (reuse).
-    public static var frameMemoriesReused: UInt64 { swift_gst_memfd_spares_reused() }
+    public static var frameMemoriesReused: UInt64 { FrameMemorySpares.reused }
 
     /// The seek for a time range: nil when it is everything from 0 (no seek needed). Positions in nanoseconds.
     static func seekRange(_ range: MediaTimeRange) -> (start: Int64, stop: Int64?)? {

@@ -61,11 +61,11 @@ public final class IndexService: Sendable {
     private func serve(_ socket: borrowing FileDescriptor, _ channel: Channel) {
         var buffer = [UInt8](repeating: 0, count: IndexCacheWire.requestBytes + 1)
         while true {
-            let result = Result { () throws(SystemError) in try socket.receive(into: &buffer, maxDescriptors: 2) }
-            guard case .success(let (n, received, truncated)) = result, n > 0 else { return }
-            guard !truncated, let (op, key) = IndexCacheWire.parseRequest(buffer[0..<n]),
-                  received.count == (op == .put ? 1 : 0) else {
-                warn("frame-index cache: a worker sent a malformed request (\(n) bytes, \(received.count) descriptors); closing its channel")
+            guard var message = try? socket.receive(into: &buffer, maxDescriptors: 2), message.count > 0 else { return }
+            let n = message.count
+            guard !message.truncated, let (op, key) = IndexCacheWire.parseRequest(buffer[0..<n]),
+                  message.descriptors.count == (op == .put ? 1 : 0) else {
+                warn("frame-index cache: a worker sent a malformed request (\(n) bytes, \(message.descriptors.count) descriptors); closing its channel")
                 return
             }
             let uid = channel.uid.withLock { $0 }
@@ -75,7 +75,7 @@ public final class IndexService: Sendable {
                 guard reply(socket, blob) else { return }
             case .put:
                 var kept = false
-                if let uid, let memfd = received.takeFirst() {  // (a warm worker has no client yet)
+                if let uid, let memfd = message.descriptors.takeFirst() {  // (a warm worker has no client yet)
                     kept = keep(memfd, uid: uid, key: key)
                 }
                 guard (try? socket.send([kept ? 1 : 0])) != nil else { return }

@@ -173,9 +173,13 @@ public final class IndexStore: Sendable {
         let temp = directory + "/.tmp-\(name)-\(getpid())-\(UInt64.random(in: 0 ... .max))"
         guard let fd = try? FileDescriptor(opening: temp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode: 0o600)
         else { return }
-        let written = Result { () throws(SystemError) in try fd.writeFully(contents) }
-        fd.close()
-        guard case .success = written, PathCall.rename(temp, to: directory + "/" + name) else {
+        var complete = (try? fd.writeFully(contents)) != nil
+        do {
+            try fd.close()  // a failed write-back shows here
+        } catch {
+            complete = false
+        }
+        guard complete, PathCall.rename(temp, to: directory + "/" + name) else {
             PathCall.unlink(temp)
             return
         }

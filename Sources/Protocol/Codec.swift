@@ -1,3 +1,5 @@
+import SystemCalls
+
 /// Whole frames: the 16-byte header around a payload, and the dispatch from a header's type code to the payload's
 /// decoder. Each payload's layout is written beside its declaration (`WireMessage`: ClientMessages.swift,
 /// WorkerMessages.swift, OutputEvents.swift).
@@ -59,11 +61,18 @@ extension MessageType {
     }
 }
 
-/// A complete frame taken off the stream: its header, the decoded message, and the descriptors it carried.
-public struct ReceivedFrame: Sendable {
+/// A complete frame taken off the stream: its header, the decoded message, and the descriptors it carried, owned
+/// here (closed when the frame ends) until a handler takes them (`fds.takeFirst()`).
+public struct ReceivedFrame: ~Copyable, Sendable {
     public var requestID: UInt32
     public var message: Message
-    public var fds: [Int32]
+    public var fds: ReceivedDescriptors
+
+    public init(requestID: UInt32, message: Message, fds: consuming ReceivedDescriptors = ReceivedDescriptors()) {
+        self.requestID = requestID
+        self.message = message
+        self.fds = fds
+    }
 }
 
 /// Incremental frame decoder: feed it bytes as they arrive (one at a time or many frames at once) and take

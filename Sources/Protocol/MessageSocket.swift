@@ -23,7 +23,7 @@ public final class MessageSocket: Sendable {
 
     struct ReceiveState: ~Copyable {
         var decoder: FrameDecoder
-        var pendingFds: [Int32] = []
+        var pendingFds = ReceivedDescriptors()
         var maxFds: Int
         var buffer = [UInt8](repeating: 0, count: 64 * 1024)
     }
@@ -42,12 +42,6 @@ public final class MessageSocket: Sendable {
     public convenience init(fd: Int32, maxMessageSize: UInt32 = Wire.defaultMaxMessageSize,
                             maxFds: Int = Int(Wire.maxFdsPerMessage)) {
         self.init(fd: FileDescriptor(taking: fd), maxMessageSize: maxMessageSize, maxFds: maxFds)
-    }
-
-    deinit {
-        receiveState.withLock { state in
-            for fd in state.pendingFds { Glibc.close(fd) }
-        }
     }
 
     /// Changes the receive limit after the handshake.
@@ -92,9 +86,8 @@ public final class MessageSocket: Sendable {
                             throw TrackError(.protocolViolation,
                                              "\(message.type) declares \(n) descriptors but \(state.pendingFds.count) arrived")
                         }
-                        let fds = Array(state.pendingFds.prefix(n))
-                        state.pendingFds.removeFirst(n)
-                        return ReceivedFrame(requestID: header.requestID, message: message, fds: fds)
+                        return ReceivedFrame(requestID: header.requestID, message: message,
+                                             fds: state.pendingFds.removeFirst(n))
                     }
                     // Every byte received so far is decoded into whole frames. Descriptors arrive with the first
                     // byte of their frame, so any still queued were sent with a frame that declares none.
@@ -111,16 +104,16 @@ public final class MessageSocket: Sendable {
                     if ready == 0 || (ready == nil && currentErrno() == EINTR) { continue }
                 }
                 let maxFds = state.maxFds
-                let received = Result { () throws(SystemError) in
-                    try descriptor.receive(into: &state.buffer, maxDescriptors: maxFds)
+                let received: ReceivedMessage
+                do {
+                    received = try descriptor.receive(into: &state.buffer, maxDescriptors: maxFds)
+                } catch {
+                    didRead?()
+                    throw .broken(TrackError(.protocolViolation, "\(error)"))
                 }
                 didRead?()
-                let (n, fds, truncated): (Int, ReceivedDescriptors, Bool)
-                switch received {
-                case .success(let r): (n, fds, truncated) = r
-                case .failure(let error): throw .broken(TrackError(.protocolViolation, "\(error)"))
-                }
-                state.pendingFds.append(contentsOf: fds.takeAll())
+                let (n, truncated) = (received.count, received.truncated)
+                state.pendingFds.append(received.descriptors)
                 if truncated {
                     throw .broken(TrackError(.protocolViolation,
                                              "peer sent more descriptors than the \(state.maxFds) allowed per message (MSG_CTRUNC)"))

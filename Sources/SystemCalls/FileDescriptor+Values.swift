@@ -4,20 +4,8 @@ import CTrackSys
 import Glibc
 #endif
 
-// FileDescriptor's calls for callers that hold their bytes in arrays, and the few socket calls the supervisor makes
-// without blocking: the buffer pointers stay in here.
+// The few socket calls the supervisor makes without blocking, and polls: the buffer pointers stay in here.
 extension FileDescriptor {
-    /// One `receive` of at most `maxBytes` bytes: the bytes received (empty: the peer's orderly shutdown), the
-    /// descriptors that came with them and whether there were more than `maxDescriptors`.
-    public func receive(maxBytes: Int, maxDescriptors: Int) throws(SystemError)
-        -> (bytes: [UInt8], descriptors: ReceivedDescriptors, truncated: Bool) {
-        var buffer = [UInt8](repeating: 0, count: maxBytes)
-        let message = try unsafe buffer.withUnsafeMutableBytes { raw in
-            Result { () throws(SystemError) in try unsafe receive(into: raw, maxDescriptors: maxDescriptors) }
-        }.get()
-        return (Array(buffer.prefix(message.count)), message.descriptors, message.truncated)
-    }
-
     /// poll(2) for `events` (POLLIN …) for at most `timeoutMs` ms (-1: no limit): the events that occurred, 0 on
     /// timeout, nil when poll failed (EINTR included: the caller decides whether to wait again).
     public func poll(_ events: Int16, timeoutMs: Int32) -> Int16? {

@@ -6,8 +6,9 @@ import Glibc
 #endif
 
 /// An open file descriptor and the duty to close it: exactly one owner at a time (it cannot be copied), closed
-/// when the owner ends (deinit), by `close()`, or handed on as a raw descriptor by `take()` (to a C call or a
-/// process that takes ownership). Reading and writing borrow it.
+/// when the owner ends (deinit; a close error then goes to `CloseFailures`), by `close()` (which throws it), or
+/// handed on as a raw descriptor by `take()` (to a C call or a process that takes ownership). Reading and writing
+/// borrow it. Closing a descriptor that is not open (EBADF) stops the process: see `closeDescriptor`.
 public struct FileDescriptor: ~Copyable, Sendable {
     private let raw: Int32
 
@@ -22,16 +23,17 @@ public struct FileDescriptor: ~Copyable, Sendable {
         self.init(taking: try syscall(call(), body))
     }
 
-    deinit { _ = Glibc.close(raw) }
+    deinit { closeDescriptorReporting(raw) }
 
     /// The descriptor's number, for a call that borrows it. The descriptor stays owned here.
     public var rawValue: Int32 { raw }
 
-    /// Closes now (EINTR is not retried: Linux has closed the descriptor either way).
-    public consuming func close() {
+    /// Closes now. EINTR is not retried (Linux has closed the descriptor either way); any other error is thrown,
+    /// the descriptor being released all the same.
+    public consuming func close() throws(SystemError) {
         let fd = raw
         discard self
-        _ = Glibc.close(fd)
+        try closeDescriptor(fd)
     }
 
     /// Gives up ownership without closing: the caller owns the returned descriptor.
@@ -48,9 +50,8 @@ public struct FileDescriptor: ~Copyable, Sendable {
 
     /// Makes `target` refer to this open file (dup3, which a sandboxed worker may call), then closes this number.
     public consuming func move(onto target: borrowing FileDescriptor) throws(SystemError) {
-        let from = take()
-        defer { _ = Glibc.close(from) }
-        _ = try syscall("dup3") { trackd_move_fd(from, target.rawValue) }
+        _ = try syscall("dup3") { trackd_move_fd(rawValue, target.rawValue) }
+        try close()
     }
 
     /// A new close-on-exec descriptor for the same open file, numbered at least `minimum`.

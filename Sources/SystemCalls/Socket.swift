@@ -28,37 +28,23 @@ import Glibc
     }
 }
 
-/// Descriptors that arrived with a message (SCM_RIGHTS), owned here until taken; those not taken are closed
-/// when this goes.
-public final class ReceivedDescriptors {
-    private var raw: [Int32]
-
-    init(_ raw: [Int32]) { self.raw = raw }
-
-    deinit { for fd in raw { _ = Glibc.close(fd) } }
-
-    public var count: Int { raw.count }
-
-    /// Every descriptor not yet taken, now the caller's as raw descriptors (for a message's descriptor list).
-    public func takeAll() -> [Int32] {
-        defer { raw = [] }
-        return raw
-    }
-
-    /// The first descriptor not yet taken, now the caller's.
-    public func takeFirst() -> FileDescriptor? {
-        raw.isEmpty ? nil : FileDescriptor(taking: raw.removeFirst())
-    }
-}
-
 extension FileDescriptor {
-    /// Sends all of `bytes` in one sendmsg with `descriptors` attached (the kernel duplicates them; they stay the
-    /// caller's). EINTR and short writes are handled by the shim; a vanished peer is EPIPE, never SIGPIPE.
+    /// Sends all of `bytes` with `descriptors` attached to the first sendmsg (the kernel duplicates them; they stay
+    /// the caller's). EINTR is retried (by `syscall`) and a short write continues without the descriptors; a vanished
+    /// peer is EPIPE, never SIGPIPE.
     public func send(_ bytes: UnsafeRawBufferPointer, descriptors: [Int32] = []) throws(SystemError) {
-        _ = try syscall("sendmsg") {
-            unsafe descriptors.withUnsafeBufferPointer {
-                unsafe trackd_send_with_fds(rawValue, bytes.baseAddress, bytes.count, $0.baseAddress, Int32($0.count))
+        var done = 0
+        var attached = descriptors
+        while done < bytes.count || !attached.isEmpty {
+            let n = try syscall("sendmsg") {
+                unsafe attached.withUnsafeBufferPointer {
+                    unsafe trackd_send_with_fds(rawValue, bytes.baseAddress.map { unsafe $0 + done }, bytes.count - done,
+                                                $0.baseAddress, Int32($0.count))
+                }
             }
+            guard n > 0 || done == bytes.count else { throw SystemError("sendmsg", errno: EIO) }
+            attached = []
+            done += n
         }
     }
 
@@ -75,27 +61,35 @@ extension FileDescriptor {
         }.get()
     }
 
-    /// One recvmsg into `buffer`, taking up to `maxDescriptors` descriptors (close-on-exec). `count` 0 is the peer's
-    /// orderly shutdown; `truncated` means the peer sent more descriptors than allowed (the kernel's MSG_CTRUNC; the
-    /// shim closed them all), which a caller treats as a protocol error. EINTR is retried.
+    /// One recvmsg into `buffer`, taking up to `maxDescriptors` descriptors (close-on-exec) into the returned
+    /// message's owner. EINTR is retried (by `syscall`).
     public func receive(into buffer: UnsafeMutableRawBufferPointer, maxDescriptors: Int) throws(SystemError)
-        -> (count: Int, descriptors: ReceivedDescriptors, truncated: Bool) {
-        var fds = [Int32](repeating: -1, count: max(maxDescriptors, 1))
-        var nfds: Int32 = 0
-        var truncated: Int32 = 0
-        let n = unsafe trackd_recv_with_fds(rawValue, buffer.baseAddress, buffer.count, &fds, Int32(maxDescriptors), &nfds, &truncated)
-        let e = trackd_errno()
-        let received = ReceivedDescriptors(Array(fds.prefix(Int(max(nfds, 0)))))
-        guard n >= 0 else { throw SystemError("recvmsg", errno: e) }
-        return (n, received, truncated != 0)
+        -> ReceivedMessage {
+        try receiveMessage(maxDescriptors: maxDescriptors) { fds, nfds, truncated in
+            unsafe trackd_recv_with_fds(rawValue, buffer.baseAddress, buffer.count, fds, Int32(maxDescriptors), nfds, truncated)
+        }
     }
 
     /// `receive` into the start of `buffer`.
-    public func receive(into buffer: inout [UInt8], maxDescriptors: Int) throws(SystemError)
-        -> (count: Int, descriptors: ReceivedDescriptors, truncated: Bool) {
-        try unsafe buffer.withUnsafeMutableBytes { raw in
-            Result { () throws(SystemError) in try unsafe receive(into: raw, maxDescriptors: maxDescriptors) }
-        }.get()
+    public func receive(into buffer: inout [UInt8], maxDescriptors: Int) throws(SystemError) -> ReceivedMessage {
+        try receiveMessage(maxDescriptors: maxDescriptors) { fds, nfds, truncated in
+            unsafe buffer.withUnsafeMutableBytes { raw in
+                unsafe trackd_recv_with_fds(rawValue, raw.baseAddress, raw.count, fds, Int32(maxDescriptors), nfds, truncated)
+            }
+        }
+    }
+
+    /// `recvmsg` (given where the descriptors, their count and the truncation flag go) behind `syscall`, its
+    /// descriptors owned from the moment it returns.
+    private func receiveMessage(maxDescriptors: Int,
+                                _ recvmsg: (UnsafeMutablePointer<Int32>, UnsafeMutablePointer<Int32>,
+                                            UnsafeMutablePointer<Int32>) -> Int) throws(SystemError) -> ReceivedMessage {
+        var fds = [Int32](repeating: -1, count: max(maxDescriptors, 1))
+        var nfds: Int32 = 0
+        var truncated: Int32 = 0
+        let n = try syscall("recvmsg") { unsafe recvmsg(&fds, &nfds, &truncated) }
+        return ReceivedMessage(count: n, descriptors: ReceivedDescriptors(taking: Array(fds.prefix(Int(nfds)))),
+                               truncated: truncated != 0)
     }
 
     /// The peer's pid, uid and gid (SO_PEERCRED) of a connected Unix socket.

@@ -1,3 +1,4 @@
+import SystemCalls
 import TrackdProtocol
 
 #if canImport(Glibc)
@@ -66,10 +67,12 @@ public final class Asset: Sendable {
     public convenience init(data: [UInt8], name: String? = nil, socketPath: String? = nil,
                             maxBytes: Int = Asset.maxSourceBytes) throws(TrackError) {
         let name = name ?? "<\(data.count) bytes>"
-        let fd = try data.withUnsafeBytes { bytes in
-            Result { () throws(TrackError) in try SourceDescriptor.memfd(copying: bytes, name: name, maxBytes: maxBytes) }
-        }.get()
-        try self.init(owning: fd, path: name, name: name, socketPath: socketPath)
+        var copied: Result<FileDescriptor, TrackError>?
+        data.withUnsafeBytes { bytes in
+            copied = Result { () throws(TrackError) in try SourceDescriptor.memfd(copying: bytes, name: name, maxBytes: maxBytes) }
+        }
+        guard case .some(let result) = consume copied else { preconditionFailure("withUnsafeBytes ran its body") }
+        try self.init(owning: result.get(), path: name, name: name, socketPath: socketPath)
     }
 
     /// Media in memory the caller owns (a mapping, a `Data`'s or `ContiguousBytes`' `withUnsafeBytes`): copied into
@@ -94,15 +97,14 @@ public final class Asset: Sendable {
     }
 
     /// Takes `fd` (closed here whatever happens), connects and opens it in a worker.
-    private init(owning fd: Int32, path: String, name: String, socketPath: String?) throws(TrackError) {
-        defer { close(fd) }
+    private init(owning fd: consuming FileDescriptor, path: String, name: String, socketPath: String?) throws(TrackError) {
         self.path = path
         self.name = name
         self.byteCount = SourceDescriptor.size(of: fd)
         let connection = try Connection(socketPath: socketPath ?? SocketPath.resolveDefault(), clientName: "TrackClient")
         let reply: Message
         do {
-            (reply, _) = try connection.request(.openAsset(name: name), fds: [fd])
+            reply = try connection.request(.openAsset(name: name), fds: [fd.rawValue]).message
         } catch {
             connection.close()
             throw error
@@ -129,7 +131,7 @@ public final class Asset: Sendable {
     /// Facts about the worker serving this asset, and the daemon behind it (what `trackctl status` shows).
     /// Blocks for one round trip. Throws -11819 when the worker has gone.
     public func serverStatus() throws(TrackError) -> StatusReport {
-        let (reply, _) = try connection.request(.getStatus)
+        let reply = try connection.request(.getStatus).message
         guard case .status(let status) = reply else {
             throw TrackError(.protocolViolation, "trackd answered GetStatus with \(reply.type)")
         }
@@ -272,11 +274,11 @@ extension Asset {
     /// preceding keyframe. Errors: -11901 when `track` is not a video track of this asset or `time` is not a
     /// valid time, decoder errors.
     public func generateImage(track: AssetTrack, at time: MediaTime) throws(TrackError) -> GeneratedImage {
-        let (reply, fds) = try connection.request(.generateImage(GenerateImage(assetID: assetID, trackID: track.trackID, time: time)))
-        defer { fds.forEach { close($0) } }
-        guard case .image(let image) = reply, let fd = fds.first else {
-            throw TrackError(.protocolViolation, "trackd answered GenerateImage with \(reply.type)")
+        let reply = try connection.request(.generateImage(GenerateImage(assetID: assetID, trackID: track.trackID, time: time)))
+        guard case .image(let image) = reply.message, reply.fds.count == 1 else {
+            throw TrackError(.protocolViolation, "trackd answered GenerateImage with \(reply.message.type)")
         }
+        let fd = reply.fds.rawValue(at: 0)  // (closed with the reply)
         guard image.length < (1 << 31), SharedMapping.verifySealed(fd: fd, size: Int(image.length)) else {
             throw TrackError(.protocolViolation, "the image memory is not a sealed memfd of \(image.length) bytes")
         }

@@ -124,10 +124,10 @@ public final class AssetReaderTrackOutput: Sendable {
         let asset = reader.asset
         let channel = OutputChannel(connection: asset.connection)
         let (randomAccess, finalized) = state.withLock { ($0.supportsRandomAccess, $0.finalized) }
-        let (reply, _) = try asset.connection.request(
+        let reply = try asset.connection.request(
             .createOutput(CreateOutput(assetID: asset.assetID, trackID: track.trackID, timeRange: range, settings: outputSettings,
                                        supportsRandomAccess: randomAccess)),
-            channel: channel)
+            channel: channel).message
         guard case .outputCreated(let created) = reply else {
             throw TrackError(.protocolViolation, "trackd answered CreateOutput with \(reply.type)")
         }

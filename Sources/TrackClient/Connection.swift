@@ -24,7 +24,7 @@ final class Connection: Sendable {
 
     final class Waiter: Sendable {
         let done = DispatchSemaphore(value: 0)
-        let result = Mutex<(Message, [Int32])?>(nil)
+        let result = Mutex<ReceivedFrame?>(nil)
     }
 
     static func unreachable(_ path: String, _ reason: String) -> TrackError {
@@ -99,8 +99,9 @@ final class Connection: Sendable {
 
     var failure: TrackError? { state.withLock { $0.failure } }
 
-    /// Sends a request and waits for its reply. `channel`, when given, receives the request's later output events.
-    func request(_ message: Message, fds: [Int32] = [], channel: OutputChannel? = nil) throws(TrackError) -> (Message, [Int32]) {
+    /// Sends a request and waits for its reply (with the descriptors it carried, which are the caller's). `channel`,
+    /// when given, receives the request's later output events.
+    func request(_ message: Message, fds: [Int32] = [], channel: OutputChannel? = nil) throws(TrackError) -> ReceivedFrame {
         let waiter = Waiter()
         let rid = try state.withLock { (s: inout State) throws(TrackError) -> UInt32 in
             if let failure = s.failure { throw failure }
@@ -123,14 +124,14 @@ final class Connection: Sendable {
             throw failure ?? TrackError(.mediaServicesWereReset, "the connection to trackd was lost (\(error))")
         }
         waiter.done.wait()
-        guard let (reply, replyFds) = waiter.result.withLock({ $0 }) else {
+        guard let reply = waiter.result.withLock({ $0.take() }) else {
             throw failure ?? TrackError(.mediaServicesWereReset, "the connection to trackd was lost")
         }
-        if case .error(let e) = reply {
+        if case .error(let e) = reply.message {
             _ = state.withLock { $0.channels.removeValue(forKey: rid) }
             throw e
         }
-        return (reply, replyFds)
+        return reply
     }
 
     /// Fire-and-forget messages (ReleaseSlots, CancelOutput). Errors mean the connection is gone, which the
@@ -158,19 +159,20 @@ final class Connection: Sendable {
                 reason = e  // the worker explains why it is about to close the connection
                 continue
             }
+            let requestID = frame.requestID
             let target = state.withLock { s -> (Waiter?, OutputChannel?) in
-                if let w = s.waiters.removeValue(forKey: frame.requestID) { return (w, nil) }
-                return (nil, s.channels[frame.requestID])
+                if let w = s.waiters.removeValue(forKey: requestID) { return (w, nil) }
+                return (nil, s.channels[requestID])
             }
             if let waiter = target.0 {
-                waiter.result.withLock { $0 = (frame.message, frame.fds) }
+                var reply = Optional(frame)
+                waiter.result.withLock { $0 = reply.take() }
                 waiter.done.signal()
             } else if let channel = target.1 {
+                let finished = if case .outputFinished = frame.message { true } else { false }
                 channel.deliver(frame)
-                if case .outputFinished = frame.message { forget(channelOf: frame.requestID) }
-            } else {
-                for fd in frame.fds { FileDescriptor(taking: fd).close() }  // nobody waits for them
-            }
+                if finished { forget(channelOf: requestID) }
+            }  // else nobody waits for it: its descriptors close with it
         }
         let failure: TrackError
         if let reason, reason.knownCode == .daemonStopping || reason.knownCode == .mediaServicesWereReset {

@@ -37,7 +37,7 @@ extension Asset {
     /// the index on first use, as for a ReadFrames (a pass over the stored samples on a file that is not an
     /// MP4/MOV). Errors: -11901 for an unknown track, -11838 for a track that is not video, demuxer errors.
     public func frameCount(track: AssetTrack) throws(TrackError) -> UInt64 {
-        let (reply, _) = try connection.request(.countFrames(assetID: assetID, trackID: track.trackID))
+        let reply = try connection.request(.countFrames(assetID: assetID, trackID: track.trackID)).message
         guard case .frameCount(let trackID, let count) = reply, trackID == track.trackID else {
             throw TrackError(.protocolViolation, "trackd answered CountFrames of track \(track.trackID) with \(reply.type)")
         }
@@ -62,9 +62,9 @@ extension Asset {
     private func readBatch(_ requests: [FrameRequest], track: AssetTrack,
                            outputSettings: [String: SettingValue]) throws(TrackError) -> [IndexedFrame] {
         let channel = OutputChannel(connection: connection)
-        let (reply, _) = try connection.request(
+        let reply = try connection.request(
             .readFrames(ReadFrames(assetID: assetID, trackID: track.trackID, frames: requests, settings: outputSettings)),
-            channel: channel)
+            channel: channel).message
         guard case .outputCreated(let created) = reply else {
             throw TrackError(.protocolViolation, "trackd answered ReadFrames with \(reply.type)")
         }

@@ -4,6 +4,7 @@ import Synchronization
 
 #if canImport(Glibc)
 import Glibc
+import SystemCalls
 #endif
 
 /// The client's end of one output: the pools the worker registered (mapped read-only once each) and the queue of
@@ -52,11 +53,10 @@ final class OutputChannel: Sendable {
     }
 
     /// Called on the connection's receive thread.
-    func deliver(_ frame: ReceivedFrame) {
+    func deliver(_ frame: consuming ReceivedFrame) {
         switch frame.message {
         case .poolAdded(let pool):
-            let fd = frame.fds[0]
-            defer { close(fd) }
+            let fd = frame.fds.rawValue(at: 0)  // (MessageSocket checked the count; the frame closes it)
             let (size, overflow) = pool.slotSize.multipliedReportingOverflow(by: UInt64(pool.slotCount))
             guard !overflow, size > 0, size < (1 << 40), SharedMapping.verifySealed(fd: fd, size: Int(size)) else {
                 return push(.failed(TrackError(.protocolViolation,
@@ -89,7 +89,7 @@ final class OutputChannel: Sendable {
             state.withLock { $0.stalledAt = Int(held) }
             available.signal()  // wakes a waiting next(), which reports the stall
         default:
-            frame.fds.forEach { close($0) }
+            break  // the frame closes any descriptor it carried
         }
     }
 

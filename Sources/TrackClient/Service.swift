@@ -15,7 +15,7 @@ public enum Trackd {
     public static func statusAndVersion(socketPath: String? = nil) throws(TrackError) -> (status: StatusReport, version: ServerVersion) {
         let connection = try Connection(socketPath: socketPath ?? SocketPath.resolveDefault(), clientName: "TrackClient")
         defer { connection.close() }
-        let (reply, _) = try connection.request(.getStatus)
+        let reply = try connection.request(.getStatus).message
         guard case .status(let status) = reply else {
             throw TrackError(.protocolViolation, "trackd answered GetStatus with \(reply.type)")
         }

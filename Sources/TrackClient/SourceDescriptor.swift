@@ -22,16 +22,16 @@ enum SourceDescriptor {
     static let chunk = 1 << 20
 
     /// `path` opened read-only. The daemon's worker judges what it is (a directory, an empty file: its errors).
-    static func open(path: String) throws(TrackError) -> Int32 {
+    static func open(path: String) throws(TrackError) -> FileDescriptor {
         do {
-            return try FileDescriptor(opening: path, O_RDONLY | O_CLOEXEC).take()
+            return try FileDescriptor(opening: path, O_RDONLY | O_CLOEXEC)
         } catch {
             throw TrackError(.invalidSourceMedia, "cannot open \(path): \(error.reason)")
         }
     }
 
     /// A sealed memfd holding `bytes`.
-    static func memfd(copying bytes: UnsafeRawBufferPointer, name: String, maxBytes: Int) throws(TrackError) -> Int32 {
+    static func memfd(copying bytes: UnsafeRawBufferPointer, name: String, maxBytes: Int) throws(TrackError) -> FileDescriptor {
         guard bytes.count <= maxBytes else { throw tooLarge("a \(bytes.count)-byte buffer", maxBytes) }
         let fd = try newMemfd(name)
         try copy(bytes, into: fd, name)
@@ -40,7 +40,7 @@ enum SourceDescriptor {
 
     /// For `fd`, the caller's: a duplicate when it is a regular file open for reading; a sealed memfd holding what
     /// it reads to its end when it is a pipe, socket or device; an error for a directory or a closed descriptor.
-    static func descriptor(from fd: Int32, name: String, maxBytes: Int) throws(TrackError) -> Int32 {
+    static func descriptor(from fd: Int32, name: String, maxBytes: Int) throws(TrackError) -> FileDescriptor {
         var st = stat()
         do throws(SystemError) {
             guard fd >= 0 else { throw SystemError("fstat", errno: EBADF) }
@@ -57,7 +57,7 @@ enum SourceDescriptor {
             throw TrackError(.invalidSourceMedia, "\(name) is a directory, not a media file")
         case S_IFREG:
             do {
-                return try FileDescriptor("fcntl F_DUPFD_CLOEXEC") { fcntl(fd, F_DUPFD_CLOEXEC, 0) }.take()
+                return try FileDescriptor("fcntl F_DUPFD_CLOEXEC") { fcntl(fd, F_DUPFD_CLOEXEC, 0) }
             } catch {
                 throw TrackError(.limitExceeded, "cannot duplicate file descriptor \(fd): \(error.reason)")
             }
@@ -67,7 +67,7 @@ enum SourceDescriptor {
     }
 
     /// A sealed memfd holding what `source` reads until end of file (a pipe: until every writer has closed it).
-    static func memfd(reading source: Int32, name: String, maxBytes: Int) throws(TrackError) -> Int32 {
+    static func memfd(reading source: Int32, name: String, maxBytes: Int) throws(TrackError) -> FileDescriptor {
         let fd = try newMemfd(name)
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: chunk, alignment: 16)
         defer { buffer.deallocate() }
@@ -90,12 +90,12 @@ enum SourceDescriptor {
     }
 
     /// Size of the file `fd` refers to (what trackd will read), or 0 when fstat fails.
-    static func size(of fd: Int32) -> UInt64 {
+    static func size(of fd: borrowing FileDescriptor) -> UInt64 {
         var isRegular: Int32 = 0, size: UInt64 = 0
-        return trackd_fd_is_regular(fd, &isRegular, &size) == 0 ? size : 0
+        return trackd_fd_is_regular(fd.rawValue, &isRegular, &size) == 0 ? size : 0
     }
 
-    // MARK: - Steps (each failure closes the memfd: it is owned by a FileDescriptor until `seal` hands it out)
+    // MARK: - Steps (each failure closes the memfd: its FileDescriptor owns it)
 
     private static func newMemfd(_ name: String) throws(TrackError) -> FileDescriptor {
         let label = "trackd-source:" + String(decoding: name.utf8.prefix(200), as: UTF8.self)
@@ -114,14 +114,14 @@ enum SourceDescriptor {
         }
     }
 
-    private static func seal(_ fd: consuming FileDescriptor, size: Int, name: String) throws(TrackError) -> Int32 {
+    private static func seal(_ fd: consuming FileDescriptor, size: Int, name: String) throws(TrackError) -> FileDescriptor {
         guard size > 0 else { throw TrackError(.invalidArgument, "the media source is empty (0 bytes)") }
         do {
             _ = try syscall("seal") { trackd_memfd_seal_contents(fd.rawValue) }
         } catch {
             throw TrackError(.limitExceeded, "cannot seal the memfd holding \(name): \(error.reason)")
         }
-        return fd.take()
+        return fd
     }
 
     private static func tooLarge(_ what: String, _ maxBytes: Int) -> TrackError {

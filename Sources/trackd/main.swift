@@ -2,10 +2,14 @@
 //   trackd [--socket PATH]   the supervisor (Supervisor/): listens, hands each connection to a fresh worker;
 //   trackd worker …          a worker (Worker/): serves one connection, owns GStreamer. Started only by the
 //                            supervisor, with the connection as fd 3.
+import SystemCalls
+
 #if canImport(Glibc)
 import Glibc
 #endif
 
+// A descriptor whose owner ended without anyone to throw to, and whose close failed, is logged like any warning.
+CloseFailures.route { Log.warning("\($0)") }
 let arguments = Array(CommandLine.arguments.dropFirst())
 if arguments.first == "worker" {
     Log.role = "trackd-worker"

@@ -107,13 +107,13 @@ struct FailureTests {
         // raise SIGPIPE and kill this test process (it did, once, under load).
         _ = bogus.withUnsafeBytes { send(raw.socket.fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
         _ = [UInt8](repeating: 0, count: 4).withUnsafeBytes { send(raw.socket.fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-        let answer = try? raw.socket.receive()
-        if case .error(let e)? = answer?.message {
+        let answer = (try? raw.socket.receive())?.message
+        if case .error(let e)? = answer {
             #expect(e.code == AVErrorCode.protocolViolation.rawValue)
         } else {
             Issue.record("expected a protocol error, got \(String(describing: answer))")
         }
-        #expect(throws: MessageSocket.ReceiveError.self) { try raw.socket.receive() }
+        #expect(throws: MessageSocket.ReceiveError.self) { _ = try raw.socket.receive() }
         #expect(try bystander.serverStatus().workerPID > 0)
         #expect(daemon.isRunning)
     }

@@ -74,7 +74,6 @@ struct FakeWorkerTests {
             try socket.send(.helloReply(HelloReply(version: 2, maxMessageSize: Wire.minMessageSize, maxFds: 4,
                                                    workerPID: 1, serverVersion: "fake")), requestID: hello.requestID)
             let open = try socket.receive()
-            open.fds.forEach { close($0) }
             Self.write(socket, Self.header(length: Wire.minMessageSize + 1, type: .assetOpened, requestID: open.requestID))
         }
         defer { fake.finish() }

@@ -69,7 +69,6 @@ struct HeldFramesTests {
         var outputID: UInt32 = 0
         while stalls.count < 2 {
             let frame = try socket.receive()
-            frame.fds.forEach { close($0) }
             #expect(frame.requestID == 3)
             switch frame.message {
             case .outputCreated(let created): outputID = created.outputID

@@ -22,7 +22,7 @@ struct ProtocolEdgesTests {
         #expect(reply.requestID == 5)
         #expect(reply.message == .error(TrackError(.protocolViolation,
                                                    "Hello's maxFds is 0; at least 1 is required (PoolAdded and Image carry a descriptor)")))
-        #expect(throws: MessageSocket.ReceiveError.self) { try socket.receive() }
+        #expect(throws: MessageSocket.ReceiveError.self) { _ = try socket.receive() }
         // maxFds 1 is enough.
         let one = MessageSocket(fd: try UnixSocket.connect(to: daemon.socketPath))
         try one.send(.hello(Hello(maxFds: 1, clientName: "one-fd")), requestID: 1)
@@ -44,7 +44,7 @@ struct ProtocolEdgesTests {
         #expect(answer.requestID == 0)
         guard case .error(let e) = answer.message else { Issue.record("expected an Error, got \(answer.message)"); return }
         #expect(e.code == AVErrorCode.protocolViolation.rawValue && e.message.contains("truncated"), "\(e)")
-        #expect(throws: MessageSocket.ReceiveError.self) { try raw.socket.receive() }
+        #expect(throws: MessageSocket.ReceiveError.self) { _ = try raw.socket.receive() }
     }
 
     /// The first decoded sample of `path` in `format`, with optional extra settings.

@@ -156,7 +156,6 @@ struct ProtocolFuzzTests {
             while true {
                 do throws(MessageSocket.ReceiveError) {
                     let frame = try socket.receive()
-                    frame.fds.forEach { close($0) }
                     if case .error(let e) = frame.message {
                         errors.append(e.code)
                         log.append("  ← Error \(e.code) (request \(frame.requestID)): \(e.message)")
@@ -174,7 +173,7 @@ struct ProtocolFuzzTests {
         func send(_ bytes: [UInt8], _ fds: [Int32]) -> Bool {
             bytes.withUnsafeBytes { raw in
                 fds.withUnsafeBufferPointer { trackd_send_with_fds(fd, raw.baseAddress, raw.count, $0.baseAddress, Int32($0.count)) }
-            } == 0
+            } == bytes.count  // one sendmsg on a blocking stream socket sends it whole
         }
         func outcome(_ base: String) -> String {
             let end = brokenReason.map { "\(base) (\($0))" } ?? base

@@ -22,7 +22,7 @@ struct ProtocolTextTests {
             return
         }
         #expect(e.knownCode == .protocolViolation && e.message.contains(fragment), "\(e)", sourceLocation: sourceLocation)
-        #expect(throws: MessageSocket.ReceiveError.self, sourceLocation: sourceLocation) { try socket.receive() }
+        #expect(throws: MessageSocket.ReceiveError.self, sourceLocation: sourceLocation) { _ = try socket.receive() }
     }
 
     /// §8 Hello, §13: a wrong magic is a payload that does not decode, so its Error has request id 0.
@@ -70,7 +70,6 @@ struct ProtocolTextTests {
         for time in [t(30720), MediaTime(value: 100, timescale: 1)] {
             try raw.socket.send(.generateImage(GenerateImage(assetID: opened.assetID, trackID: track.trackID, time: time)), requestID: 50)
             let reply = try raw.socket.receive()
-            reply.fds.forEach { close($0) }
             guard case .image(let image) = reply.message else { Issue.record("no Image at \(time): \(reply.message)"); continue }
             #expect(image.actualTime == t(30208), "GenerateImage at \(time)")
         }

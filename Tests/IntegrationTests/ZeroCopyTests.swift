@@ -24,7 +24,6 @@ import Glibc
         var bytes: UInt64 = 0
         loop: while true {
             let frame = try raw.socket.receive()
-            frame.fds.forEach { close($0) }
             switch frame.message {
             case .poolAdded: pools += 1
             case .sample(let sample):
@@ -93,7 +92,6 @@ import Glibc
         var bytes: UInt64 = 0
         loop: while true {
             let frame = try raw.socket.receive()
-            frame.fds.forEach { close($0) }
             switch frame.message {
             case .sample(let sample):
                 bytes += sample.length

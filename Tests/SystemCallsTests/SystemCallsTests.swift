@@ -35,7 +35,9 @@ struct SystemCallsTests {
     }
 
     @Test func ownershipEndsInCloseTakeOrDeinit() throws {
-        #expect(try withPair { $0.close() } == 0)
+        #expect(try withPair { fd in
+            do { try fd.close() } catch { Issue.record("close: \(error)") }
+        } == 0)
         #expect(try withPair { _ in } == 0)  // deinit
         var taken: Int32 = -1
         #expect(try withPair { taken = $0.take() } == -1)  // still open: EAGAIN
@@ -75,7 +77,7 @@ struct SystemCallsTests {
         let memfd = try FileDescriptor.sealedMemfd(name: "test", size: 8)
         try sender.send([1, 2, 3], passing: memfd)
         var buffer = [UInt8](repeating: 0, count: 8)
-        let message = try buffer.withUnsafeMutableBytes { raw in try receiver.receive(into: raw, maxDescriptors: 2) }
+        var message = try receiver.receive(into: &buffer, maxDescriptors: 2)
         #expect(message.count == 3 && buffer.prefix(3) == [1, 2, 3] && message.descriptors.count == 1 && !message.truncated)
         guard let received = message.descriptors.takeFirst() else {
             Issue.record("no descriptor arrived")
@@ -83,8 +85,42 @@ struct SystemCallsTests {
         }
         #expect(try received.regularFileSize() == 8)
         #expect(message.descriptors.count == 0)
-        sender.close()
-        let end = try buffer.withUnsafeMutableBytes { raw in try receiver.receive(into: raw, maxDescriptors: 2) }
+        try sender.close()
+        let end = try receiver.receive(into: &buffer, maxDescriptors: 2)
         #expect(end.count == 0)
+    }
+
+    /// Three descriptors arrive with one message; one is taken out, one moved into another owner, one stays: each
+    /// stays open exactly as long as its owner. (Each is one end of a socketpair whose other end reads EAGAIN while
+    /// it is open and end of file once the last copy is closed.)
+    @Test func receivedDescriptorsCloseWithTheirOwner() throws {
+        let link = try SocketPair(.sequencedPackets)
+        var sent: [Int32] = [], peers: [Int32] = []
+        for _ in 0..<3 {
+            let pair = try SocketPair(.stream)
+            sent.append(pair.first.take())
+            peers.append(pair.second.take())
+        }
+        defer { for fd in peers { try? FileDescriptor(taking: fd).close() } }
+        try link.first.send([9], descriptors: sent)
+        for fd in sent { try FileDescriptor(taking: fd).close() }  // only the received copies are left open
+        func hungUp() -> [Bool] {
+            peers.map { fd in
+                var byte: UInt8 = 0
+                return recv(fd, &byte, 1, Int32(MSG_DONTWAIT)) == 0
+            }
+        }
+        var buffer: [UInt8] = [0]
+        var message = try link.second.receive(into: &buffer, maxDescriptors: 4)
+        try #require(message.count == 1 && message.descriptors.count == 3)
+        let first = message.descriptors.takeFirst()
+        let second = message.descriptors.removeFirst(1)
+        #expect(hungUp() == [false, false, false])
+        _ = consume message  // the third
+        #expect(hungUp() == [false, false, true])
+        try second.close()
+        #expect(hungUp() == [false, true, true])
+        _ = consume first
+        #expect(hungUp() == [true, true, true])
     }
 }

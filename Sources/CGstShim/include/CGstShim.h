@@ -285,17 +285,32 @@ typedef struct {
     uint64_t size;
 } SwiftGstMemfdSlot;
 
+/// The spare-memory policy the memfd allocators ask (GstBridge's FrameMemorySpares over SamplePools' SpareMemories;
+/// MemfdPool.c only makes, maps, unmaps and closes). Called from any thread, GStreamer's streaming threads
+/// included. `take`: a kept memfd of exactly `map_size` bytes, its fd and mapping becoming the caller's (FALSE:
+/// none). `keep`: keeps a freed memory's fd and mapping (FALSE: the caller unmaps and closes them).
+/// `acquire_kept_fd`/`release_kept_fd`: whether a described memory may keep a copy of its fd, and its release.
+/// `count_reannounced`: a live memory was announced again to a later output of its kept pipeline.
+typedef struct {
+    gboolean (*take)(gsize map_size, int *fd, guint8 **base);
+    gboolean (*keep)(int fd, guint8 *base, gsize map_size);
+    gboolean (*acquire_kept_fd)(void);
+    void (*release_kept_fd)(void);
+    void (*count_reannounced)(void);
+} SwiftGstMemfdSparePolicy;
+
+/// Installs `policy` (copied) for every allocator of the process; until then no memory is kept. Needs C: the
+/// allocator's free and describe run in C, on GStreamer's threads.
+void swift_gst_memfd_spares_install(const SwiftGstMemfdSparePolicy *policy);
+
 /// A new allocator (transfer full: gst_object_unref) whose memories are sealed memfds (F_SEAL_SHRINK|GROW|SEAL), one
-/// per memory, mapped read-write in this process. A freed memory's memfd and mapping are kept (up to 16 and 64 MiB
-/// in the process) for the next memory of the same size any allocator makes: written before, it costs no page
+/// per memory, mapped read-write in this process. A freed memory's memfd and mapping may be kept, as the installed
+/// spare policy says, for the next memory of the same size any allocator makes: written before, it costs no page
 /// faults (a worker's consecutive outputs on one connection). Only a memory whose fd the allocator still has can be
-/// kept: after it was described, that is a copy, kept for at most 64 memories at a time in the process. Beyond `max_live` live memories (0: 32) alloc() returns system
-/// memory instead (the worker then copies that frame; see MemfdPool.c). Needs C: a GstAllocator subclass
-/// (G_DEFINE_TYPE, alloc/free/map/share vmethods).
+/// kept: after it was described, that is a copy, if the policy allows one. Beyond `max_live` live memories (0: 32)
+/// alloc() returns system memory instead (the worker then copies that frame; see MemfdPool.c). Needs C: a
+/// GstAllocator subclass (G_DEFINE_TYPE, alloc/free/map/share vmethods).
 GstAllocator *swift_gst_memfd_allocator_new(guint max_live);
-/// How many memories so far were made from a kept memfd, or announced again to a later output of a kept pipeline
-/// (swift_gst_memfd_allocator_renew), process-wide. Needs C: the allocator's private state.
-uint64_t swift_gst_memfd_spares_reused(void);
 /// From now on, every memory `allocator` (transfer none) makes has room after its data for the NV12 chroma plane of
 /// an I420 frame of that size (swift_gst_memfd_make_nv12): a third more. Needs C: the allocator's private state.
 void swift_gst_memfd_allocator_reserve_nv12(GstAllocator *allocator);

@@ -1,8 +1,8 @@
 // CTrackSys — the Linux system calls Swift cannot call directly, each with the reason it needs C.
 //
-// Every function returns -1 and leaves errno set on failure (no exceptions, no hidden retries except
-// where a comment says EINTR is retried). Swift wraps the fallible ones with the SystemCalls module (`syscall`, which
-// captures errno and retries EINTR, and FileDescriptor), which turns a failure into a SystemError.
+// Every function returns -1 and leaves errno set on failure, and none retries anything: EINTR and short transfers
+// are the caller's. Swift wraps the fallible ones with the SystemCalls module (`syscall`, which captures errno and
+// retries EINTR, and FileDescriptor), which turns a failure into a SystemError.
 #ifndef CTRACKSYS_H
 #define CTRACKSYS_H
 
@@ -30,15 +30,15 @@ int trackd_memfd_get_seals(int fd);
 /// The three seals trackd requires on every pool: F_SEAL_SHRINK|F_SEAL_GROW|F_SEAL_SEAL.
 int trackd_required_seals(void);
 
-/// sendmsg(2) of `len` bytes with `nfds` descriptors in one SCM_RIGHTS control message, retrying on EINTR
-/// and on short writes (only the first chunk carries the fds). Needs C for the CMSG_* macros.
-/// MSG_NOSIGNAL: a vanished peer gives EPIPE, never SIGPIPE. Returns 0 or -1.
-int trackd_send_with_fds(int sock, const void *buf, size_t len, const int *fds, int nfds);
+/// One sendmsg(2) of up to `len` bytes with `nfds` descriptors in one SCM_RIGHTS control message (none when `nfds`
+/// is 0). Needs C for the CMSG_* macros. MSG_NOSIGNAL: a vanished peer gives EPIPE, never SIGPIPE. Returns the
+/// bytes sent (possibly fewer than `len`: the caller sends the rest without the descriptors) or -1.
+ssize_t trackd_send_with_fds(int sock, const void *buf, size_t len, const int *fds, int nfds);
 
 /// recvmsg(2) into `buf`, collecting up to `max_fds` received descriptors (MSG_CMSG_CLOEXEC) into `fds`
 /// and their count into `*nfds`. `*truncated` is set when the kernel reported MSG_CTRUNC (the peer sent
 /// more descriptors than we allow: every received one is closed here, and the caller must treat it as a
-/// protocol error). Retries EINTR. Returns bytes read (0 = orderly shutdown) or -1.
+/// protocol error). Returns bytes read (0 = orderly shutdown) or -1.
 ssize_t trackd_recv_with_fds(int sock, void *buf, size_t len, int *fds, int max_fds, int *nfds, int *truncated);
 
 /// SO_PEERCRED of a connected Unix socket (struct ucred needs _GNU_SOURCE). Returns 0 or -1.

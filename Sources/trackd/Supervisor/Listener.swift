@@ -29,8 +29,7 @@ struct Listener: ~Copyable, Sendable {
 
     static func bind(path: String) throws(SystemError) -> Listener {
         // A stale socket from a crashed trackd is replaced; a live one (something answers) is not.
-        if let probe = try? UnixSocket.connected(to: path) {
-            probe.close()
+        if (try? UnixSocket.connected(to: path)) != nil {  // (the probe's connection closes at once)
             throw SystemError("another trackd is already listening on \(path)", errno: EADDRINUSE)
         }
         if isUnixSocket(atPath: path) { removeFile(atPath: path) }

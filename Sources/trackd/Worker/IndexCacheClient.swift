@@ -68,8 +68,9 @@ enum IndexCacheClient {
     private static func getBlob(_ key: IndexCacheWire.FileKey) -> [UInt8]? {
         let memfd: FileDescriptor? = channel.withLock { socket in
             guard (try? socket.descriptor.send(IndexCacheWire.request(.get, key))) != nil else { return nil }
-            guard let message = try? socket.descriptor.receive(maxBytes: 2, maxDescriptors: 2),
-                  message.bytes == [1], !message.truncated, message.descriptors.count == 1 else { return nil }
+            var answer: [UInt8] = [0, 0]
+            guard var message = try? socket.descriptor.receive(into: &answer, maxDescriptors: 2),
+                  message.count == 1, answer[0] == 1, !message.truncated, message.descriptors.count == 1 else { return nil }
             return message.descriptors.takeFirst()
         }
         guard let memfd else { return nil }
@@ -86,7 +87,8 @@ enum IndexCacheClient {
         channel.withLock { socket in
             guard (try? socket.descriptor.send(request, passing: memfd)) != nil else { return }
             // The acknowledgement: once it arrives, every other worker's GET finds the entry.
-            _ = try? socket.descriptor.receive(maxBytes: 1, maxDescriptors: 0)
+            var acknowledgement: [UInt8] = [0]
+            _ = try? socket.descriptor.receive(into: &acknowledgement, maxDescriptors: 0)
         }
     }
 }

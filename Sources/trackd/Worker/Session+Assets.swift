@@ -54,8 +54,11 @@ extension Session {
         }
     }
 
-    func openAsset(fd: Int32, name: String) throws(TrackError) -> Message {
-        let source = try MediaSource(fd: fd)  // owns fd from here, even when it throws
+    /// OpenAsset: the media descriptor (taken from `media`, which the request's background thread received) becomes a
+    /// MediaSource, which is described and kept as a new asset.
+    func openAsset(_ media: DescriptorHandoff, name: String) throws(TrackError) -> Message {
+        guard let fd = media.take() else { preconditionFailure("an OpenAsset's descriptor is taken once") }
+        let source = try MediaSource(fd)  // owns fd from here, even when it throws
         let opened = try describe(source)
         let tracks = opened.tracks
         let grids = Self.grids(tracks, clocks: source.trackClocks())

@@ -9,7 +9,7 @@ import Synchronization
 extension Session {
     /// The requests about outputs: create one (CreateOutput, ReadFrames) and steer it (ReleaseSlots, CancelOutput,
     /// ResetOutput, FinishOutput). A thrown error is a protocol violation, as in `handle`.
-    func handleOutputRequest(_ frame: ReceivedFrame,
+    func handleOutputRequest(_ frame: borrowing ReceivedFrame,
                              reply: @escaping @Sendable (() throws(TrackError) -> Message) -> Void) throws(TrackError) {
         let rid = frame.requestID
         switch frame.message {

@@ -44,13 +44,12 @@ extension Session {
     }
 
     /// Answers a request that would start new work with Error −11904 while the session stops. True when it did.
-    func refusedWhileStopping(_ frame: ReceivedFrame) -> Bool {
+    func refusedWhileStopping(_ frame: borrowing ReceivedFrame) -> Bool {
         guard stopping.load(ordering: .acquiring) else { return false }
         switch frame.message {
         case .openAsset, .createOutput, .readFrames, .generateImage: break
         default: return false
         }
-        frame.fds.forEach { close($0) }
         try? socket.send(.error(TrackError(.daemonStopping, "\(Self.stoppingMessage); it takes no new requests")),
                          requestID: frame.requestID)
         return true

@@ -96,11 +96,12 @@ final class Session: Sendable {
                 }
                 break
             }
+            let requestID = frame.requestID
             do {
                 try handle(frame)
             } catch {
                 Log.warning("closing the connection of client pid \(context.clientPID): \(error.message)")
-                try? socket.send(.error(error), requestID: frame.requestID)
+                try? socket.send(.error(error), requestID: requestID)
                 break
             }
         }
@@ -138,7 +139,6 @@ final class Session: Sendable {
             return false
         }
         guard case .hello(let hello) = frame.message else {
-            frame.fds.forEach { close($0) }
             try? socket.send(.error(TrackError(.protocolViolation, "the first message must be Hello, not \(frame.message.type)")),
                              requestID: frame.requestID)
             return false
@@ -178,8 +178,9 @@ final class Session: Sendable {
 
     /// Handles one request. A thrown error is a protocol violation: the caller reports it and closes the
     /// connection. Errors of the request itself are answered with an Error message here.
-    private func handle(_ frame: ReceivedFrame) throws(TrackError) {
+    private func handle(_ frame: consuming ReceivedFrame) throws(TrackError) {
         let rid = frame.requestID
+        let message = frame.message
         if refusedWhileStopping(frame) { return }
         @Sendable func reply(_ result: () throws(TrackError) -> Message) {
             let message: Message
@@ -190,11 +191,12 @@ final class Session: Sendable {
             }
             try? socket.send(message, requestID: rid)
         }
-        switch frame.message {
+        switch message {
         case .openAsset(let name):
-            let fd = frame.fds[0]
+            guard let fd = frame.fds.takeFirst() else { preconditionFailure("MessageSocket delivers OpenAsset with its descriptor") }
+            let media = DescriptorHandoff(fd)
             background("open-asset") { [self] in
-                reply { () throws(TrackError) -> Message in try openAsset(fd: fd, name: name) }
+                reply { () throws(TrackError) -> Message in try openAsset(media, name: name) }
             }
         case .closeAsset(let assetID):
             reply { () throws(TrackError) -> Message in
@@ -231,7 +233,7 @@ final class Session: Sendable {
             throw TrackError(.protocolViolation, "Hello was already exchanged")
         case .helloReply, .assetOpened, .ack, .outputCreated, .poolAdded, .poolRemoved, .sample, .outputFinished,
              .image, .status, .rangeEnded, .framesResolved, .frameCount, .outputStalled, .error:
-            throw TrackError(.protocolViolation, "\(frame.message.type) is sent by the worker, not the client")
+            throw TrackError(.protocolViolation, "\(message.type) is sent by the worker, not the client")
         }
     }
 

@@ -92,10 +92,14 @@ enum WorkerMain {
                                     stopTimeout: configuration.stopTimeout)
         let statistics = FileDescriptor(taking: statisticsFD)
         context.statistics = SharedStatistics.attach(fd: statistics.rawValue)
-        statistics.close()
         let tableDescriptor = FileDescriptor(taking: tableFD)
         let table = WorkerTable.attach(fd: tableDescriptor.rawValue)
-        tableDescriptor.close()
+        do {  // both are mapped now
+            try statistics.close()
+            try tableDescriptor.close()
+        } catch {
+            Log.warning("\(error)")
+        }
         guard prepare(context, warm: configuration.warm) else { return 1 }
         var slotIndex = configuration.slot
         if configuration.warm {
@@ -187,16 +191,17 @@ enum WorkerMain {
     /// the worker-table slot, three u32 LE — with the connection's descriptor, which then replaces the control
     /// socket as fd 3. nil when the supervisor closes the control socket or sends anything else.
     static func receiveConnection(_ control: borrowing FileDescriptor) -> (clientPID: Int32, clientUID: UInt32, slot: Int)? {
-        let payload: [UInt8], received: ReceivedDescriptors, truncated: Bool
+        var payload = [UInt8](repeating: 0, count: 16)
+        var message: ReceivedMessage
         do {
-            (payload, received, truncated) = try control.receive(maxBytes: 16, maxDescriptors: 2)
+            message = try control.receive(into: &payload, maxDescriptors: 2)
         } catch {
             Log.error("warm worker: the control socket failed: \(error)")
             return nil
         }
-        let n = payload.count
-        guard n == 12, received.count == 1, !truncated, let connection = received.takeFirst() else {
-            if n != 0 { Log.error("warm worker: unexpected message on the control socket (\(n) bytes, \(received.count) descriptors)") }
+        let n = message.count
+        guard n == 12, message.descriptors.count == 1, !message.truncated, let connection = message.descriptors.takeFirst() else {
+            if n != 0 { Log.error("warm worker: unexpected message on the control socket (\(n) bytes, \(message.descriptors.count) descriptors)") }
             return nil
         }
         do {
