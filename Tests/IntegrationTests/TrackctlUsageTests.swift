@@ -122,8 +122,8 @@ import Testing
         }
         for option in ["--time", "--count", "--at", "--index", "--socket"] { #expect(read[option] == nil, "read's help lists \(option)") }
         #expect(try Self.options(of: "status") == ["--json": false])
-        #expect(try Self.options(of: "frame") == ["--time": true, "--track": true, "--output": true])
-        #expect(try Self.options(of: "contact-sheet") == ["--output": true, "--count": true, "--track": true])
+        #expect(try Self.options(of: "frame") == ["--time": true, "--track": true, "--rotation": true, "--output": true])
+        #expect(try Self.options(of: "contact-sheet") == ["--output": true, "--count": true, "--track": true, "--rotation": true])
     }
 
     /// Help is answered whatever else is on the line, and each command's help shows its synopsis and options.
