@@ -133,7 +133,10 @@ class ViolationTests(unittest.TestCase):
     def test_appended_bytes_are_ignored(self):
         """§2.1: bytes after the fields the client knows — of a payload, and of a record — are a later revision's."""
         record = track_record()
-        grown = struct.pack('<I', len(record) - 4 + 3) + record[4:] + b'\x01\x02\x03'
+        # This revision's appended fields (§7.2: the identity display matrix, an empty codec configuration), then
+        # three bytes of a later revision.
+        current = struct.pack('<9iI', 0x10000, 0, 0, 0, 0x10000, 0, 0, 0, 0x40000000, 0)
+        grown = struct.pack('<I', len(record) - 4 + len(current) + 3) + record[4:] + current + b'\x01\x02\x03'
         opened = struct.pack('<IqiIH', 1, 1, 1, 1, 1) + grown + b'\x00\x00' + b'\xff' * 9
 
         def script(conn, read):
