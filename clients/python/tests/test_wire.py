@@ -331,6 +331,19 @@ class DecodingTests(unittest.TestCase):
 
 
 class SpecTests(unittest.TestCase):
+    def test_revision_is_the_last_of_protocol_md_and_swifts(self):
+        # §2.1's table of revisions ("| 1 | OutputFinished ..."): REVISION is its last row, and Wire.revision.
+        text = spec_text()
+        start = text.index('**Revisions of version 2.**')
+        table = text[start:text.index('\n\n', text.index('| Revision |', start))]
+        rows = [int(m) for m in re.findall(r'^\| (\d+) \|', table, re.M)]
+        self.assertEqual(rows, list(range(len(rows))), 'the revisions are not numbered 0, 1, ...')
+        self.assertEqual(w.REVISION, rows[-1])
+        wire_swift = os.path.join(os.path.dirname(SPEC), '..', 'Sources', 'Protocol', 'Wire.swift')
+        with open(wire_swift, encoding='utf-8') as f:
+            swift = re.findall(r'public static let revision: UInt16 = (\d+)', f.read())
+        self.assertEqual([w.REVISION], [int(n) for n in swift])
+
     def test_python_formats_in_protocol_md_have_their_stated_sizes(self):
         formats = re.findall(r"`'(<[^']*)'` \((\d+) bytes", spec_text())
         self.assertGreaterEqual(len(formats), 12)

@@ -20,8 +20,9 @@ HEADER_SIZE = 16
 # §5 constants.
 MAGIC = 0x444B5254
 VERSION = 2
-# The revision of version 2 this client knows (PROTOCOL.md §2.1): fields appended later are ignored.
-REVISION = 0
+# The revision of version 2 this client knows (PROTOCOL.md §2.1; Swift's Wire.revision): the decoders read its
+# fields, and ignore the fields appended later. test_wire.SpecTests holds it to §2.1's table and to Swift.
+REVISION = 1
 PAYLOAD_CEILING = 1_048_576
 DEFAULT_MAX_MESSAGE = 262_144
 MIN_CLIENT_MAX_MESSAGE = 131_072
