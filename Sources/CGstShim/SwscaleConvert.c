@@ -22,9 +22,9 @@
 typedef struct {
     GstVideoFilter parent;
     GstCaps *target;           // "caps": what the chain's capsfilter asks for (object lock)
-    struct SwsContext *convert;  // set_info → transform_frame: YCbCr → the output (RGB24 for RGBP)
-    struct SwsContext *repack;   // RGBP only: the RGB24 frame → planar G, B, R
-    guint8 *scratch;             // RGBP: the RGB24 frame between the two; else a frame whose rows have too little room
+    struct SwsContext *convert;  // set_info → transform_frame: YCbCr → the output (RGB24 for RGBP, GBR)
+    struct SwsContext *repack;   // RGBP, GBR only: the RGB24 frame → planar G, B, R
+    guint8 *scratch;             // RGBP, GBR: the RGB24 frame between the two; else a frame whose rows have too little room
     int scratch_stride;
 } TrackdSwscale;
 
@@ -38,7 +38,7 @@ GType trackd_swscale_get_type(void);
 G_DEFINE_TYPE(TrackdSwscale, trackd_swscale, GST_TYPE_VIDEO_FILTER)
 
 #define INPUT_FORMATS "{ I420, YV12, Y42B }"
-#define OUTPUT_FORMATS "{ BGRA, RGBA, ARGB, RGB, BGR, RGBP }"
+#define OUTPUT_FORMATS "{ BGRA, RGBA, ARGB, RGB, BGR, RGBP, GBR }"
 
 static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE("sink", GST_PAD_SINK, GST_PAD_ALWAYS,
     GST_STATIC_CAPS("video/x-raw"));
@@ -49,7 +49,7 @@ static GstStaticPadTemplate src_template = GST_STATIC_PAD_TEMPLATE("src", GST_PA
 
 // libswscale's name for a format this element converts from or to; AV_PIX_FMT_NONE for any other. Planar RGB is
 // made as RGB24 first (libswscale's fast path; its own YCbCr → GBRP path is its slow generic one, 6× the
-// instructions), so RGBP maps to RGB24 here.
+// instructions), so RGBP and GBR map to RGB24 here.
 static enum AVPixelFormat av_format(GstVideoFormat format) {
     switch (format) {
     case GST_VIDEO_FORMAT_I420: case GST_VIDEO_FORMAT_YV12: return AV_PIX_FMT_YUV420P;  // planes by component
@@ -57,7 +57,7 @@ static enum AVPixelFormat av_format(GstVideoFormat format) {
     case GST_VIDEO_FORMAT_BGRA: return AV_PIX_FMT_BGRA;
     case GST_VIDEO_FORMAT_RGBA: return AV_PIX_FMT_RGBA;
     case GST_VIDEO_FORMAT_ARGB: return AV_PIX_FMT_ARGB;
-    case GST_VIDEO_FORMAT_RGB: case GST_VIDEO_FORMAT_RGBP: return AV_PIX_FMT_RGB24;
+    case GST_VIDEO_FORMAT_RGB: case GST_VIDEO_FORMAT_RGBP: case GST_VIDEO_FORMAT_GBR: return AV_PIX_FMT_RGB24;
     case GST_VIDEO_FORMAT_BGR: return AV_PIX_FMT_BGR24;
     default: return AV_PIX_FMT_NONE;
     }
@@ -274,10 +274,10 @@ static struct SwsContext *make_context(int w, int h, enum AVPixelFormat from, in
     return c;
 }
 
-// A scratch RGB24 (RGBP) or output-format frame of `out`'s size with rows that have room (row_room).
+// A scratch RGB24 (planar RGB) or output-format frame of `out`'s size with rows that have room (row_room).
 static void make_scratch(TrackdSwscale *self, const GstVideoInfo *out) {
     int width = (int)GST_VIDEO_INFO_WIDTH(out);
-    int pixel = GST_VIDEO_INFO_FORMAT(out) == GST_VIDEO_FORMAT_RGBP ? 3 : GST_VIDEO_INFO_COMP_PSTRIDE(out, 0);
+    int pixel = GST_VIDEO_INFO_N_PLANES(out) == 3 ? 3 : GST_VIDEO_INFO_COMP_PSTRIDE(out, 0);
     self->scratch_stride = (row_room(width, pixel) + 63) / 64 * 64;
     self->scratch = g_malloc((gsize)self->scratch_stride * GST_VIDEO_INFO_HEIGHT(out));
 }
@@ -297,11 +297,12 @@ static gboolean set_info(GstVideoFilter *filter, GstCaps *incaps, GstVideoInfo *
     int dw = (int)GST_VIDEO_INFO_WIDTH(out), dh = (int)GST_VIDEO_INFO_HEIGHT(out);
     self->convert = make_context((int)GST_VIDEO_INFO_WIDTH(in), (int)GST_VIDEO_INFO_HEIGHT(in), from, dw, dh,
                                  av_format(to), matrix, full_range);
-    if (to == GST_VIDEO_FORMAT_RGBP) {
+    gboolean planar = GST_VIDEO_INFO_N_PLANES(out) == 3;  // RGBP, GBR: frame_planes hands libswscale G, B, R
+    if (planar) {
         make_scratch(self, out);
         self->repack = make_context(dw, dh, AV_PIX_FMT_RGB24, dw, dh, AV_PIX_FMT_GBRP, -1, 1);
     }
-    if (self->convert == NULL || (to == GST_VIDEO_FORMAT_RGBP && self->repack == NULL)) {
+    if (self->convert == NULL || (planar && self->repack == NULL)) {
         free_converters(self);
         GST_ERROR_OBJECT(self, "libswscale refused %" GST_PTR_FORMAT " to %" GST_PTR_FORMAT, incaps, outcaps);
         return FALSE;
@@ -332,7 +333,7 @@ static gboolean scale(TrackdSwscale *self, GstVideoFrame *in, uint8_t *dst[4], i
     return sws_scale(self->convert, (const uint8_t *const *)src, src_stride, 0, h, dst, dst_stride) == dh;
 }
 
-// Into the output frame; through the scratch frame for RGBP (then into planes) and for rows without the room
+// Into the output frame; through the scratch frame for planar RGB (then into planes) and for rows without the room
 // (row_room: a pool that took no padding), copied with av_image_copy_plane.
 static GstFlowReturn transform_frame(GstVideoFilter *filter, GstVideoFrame *in, GstVideoFrame *out) {
     TrackdSwscale *self = (TrackdSwscale *)filter;

@@ -57,6 +57,9 @@ public struct PixelFormat: Sendable, Hashable {
         PixelFormat(code: planarRGB, constantName: "kTrackdPixelFormatType_24RGBPlanar", gstFormat: "RGBP",
                     range: nil, layout: "R, G, B planes, 8-bit (trackd extension, channels first)", planeCount: 3,
                     names: ["rgbp"]),
+        PixelFormat(code: planarGBR, constantName: "kTrackdPixelFormatType_24GBRPlanar", gstFormat: "GBR",
+                    range: nil, layout: "G, B, R planes, 8-bit (trackd extension, ffmpeg's gbrp)", planeCount: 3,
+                    names: ["gbrp", "gbr"]),
         PixelFormat(code: "y408", constantName: "kCVPixelFormatType_4444AYpCbCr8", gstFormat: "AYUV",
                     range: nil, layout: "A Y Cb Cr packed, 4:4:4 8-bit", planeCount: 1,
                     names: ["ayuv"]),
@@ -101,6 +104,8 @@ public struct PixelFormat: Sendable, Hashable {
     /// CoreVideo has no planar RGB. Apple's codes (CVPixelBuffer.h) are small integers or four letters, digits, `&`
     /// or `-`, never `_`, so the underscore marks trackd's extensions and keeps them apart from Apple's.
     public static let planarRGB: FourCC = "_RGP"
+    /// `_GBP`: the same planes in the order G, B, R — ffmpeg's `gbrp` and GStreamer's `GBR`, byte for byte.
+    public static let planarGBR: FourCC = "_GBP"
 
     public static func named(_ code: FourCC) -> PixelFormat? { all.first { $0.code == code } }
 
@@ -161,8 +166,10 @@ public struct RefusedPixelFormatName: Sendable, Hashable {
     public var instead: [String]
 
     public static let all: [RefusedPixelFormatName] = [
-        RefusedPixelFormatName(names: ["gbrp", "gbr"], reason: "planar G, B, R; trackd's planar RGB has the planes R, G, B",
-                               instead: ["_RGP"]),
+        RefusedPixelFormatName(names: ["gbrp10le", "gbr_10le", "gbrp12le", "gbr_12le", "gbrp16le", "gbr_16le"],
+                               reason: "no CoreVideo layout for planar RGB deeper than 8 bits", instead: ["l64r", "b64a"]),
+        RefusedPixelFormatName(names: ["rgb48le", "rgb48be", "bgr48le", "bgr48be"],
+                               reason: "no CoreVideo layout for packed 16-bit RGB without alpha", instead: ["l64r", "b64a"]),
         RefusedPixelFormatName(names: ["nv21"], reason: "Cr before Cb in the chroma plane", instead: ["420v"]),
         RefusedPixelFormatName(names: ["yuv422p", "y42b"], reason: "no CoreVideo layout for planar 8-bit 4:2:2",
                                instead: ["422v", "2vuy", "yuvs"]),

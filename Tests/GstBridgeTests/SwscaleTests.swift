@@ -8,7 +8,7 @@ import Testing
 /// is libswscale's conversion, byte for byte the one ffmpeg makes with the same matrix and range (`-vf
 /// scale=in_color_matrix=…:in_range=…`, and `:flags=bilinear` at another size) — the bound is 0: every frame's md5
 /// is ffmpeg's. The matrix and range are those of the decoder's caps. Planar RGB (`_RGP`) is the same conversion as
-/// 24RGB laid out in planes; against ffmpeg's own gbrp it is within `planarBound`.
+/// 24RGB laid out in planes; against ffmpeg's own gbrp it is within `planarBound`; `_GBP` is the same planes G, B, R.
 @Suite(.timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs) struct SwscaleTests {
     /// 330 pixels wide: not a whole number of libswscale's 8-pixel groups, so the output's rows are padded (a row
     /// without the room gets its last pixels unwritten by libswscale's fast path).
@@ -120,6 +120,34 @@ import Testing
             let mean = Double(differences.reduce(0, +)) / Double(differences.count)
             #expect((differences.max() ?? 0) <= Self.planarBound && mean <= Self.planarMeanBound,
                     "frame \(i): \(differences.max() ?? 0), mean \(mean) from ffmpeg's gbrp")
+        }
+    }
+
+    /// `_GBP` (GStreamer's GBR) is ffmpeg's `-pix_fmt gbrp` layout: plane 0 G, 1 B, 2 R. Compared plane by plane:
+    /// byte for byte (bound 0) with ffmpeg's rgb24 conversion written as gbrp (`format=rgb24`, then gbrp: the same
+    /// conversion, repacked), and within `planarBound` / `planarMeanBound` of ffmpeg's direct gbrp.
+    @Test func planarGBRIsFFmpegsGBRP() throws {
+        let file = try Self.clip()
+        let ours = try decode(file, "_GBP")
+        let n = 330 * 186
+        func frames(_ filter: String) throws -> [[UInt8]] {
+            let data = [UInt8](try ffmpegRawFrames(file, pixFmt: "gbrp", extra: ["-vf", filter]))
+            return stride(from: 0, to: data.count, by: 3 * n).map { Array(data[$0..<$0 + 3 * n]) }
+        }
+        let viaRGB24 = try frames("scale=in_color_matrix=bt601:in_range=tv,format=rgb24")
+        let direct = try frames("scale=in_color_matrix=bt601:in_range=tv:flags=neighbor")
+        #expect(ours.count == 6 && viaRGB24.count == 6 && direct.count == 6)
+        for (i, (sample, (exact, near))) in zip(ours, zip(viaRGB24, direct)).enumerated() {
+            #expect(sample.planes.count == 3)
+            let bytes = sample.tightBytes
+            for (p, name) in ["G", "B", "R"].enumerated() {
+                let plane = bytes[p * n..<(p + 1) * n]
+                #expect(plane.elementsEqual(exact[p * n..<(p + 1) * n]), "frame \(i) plane \(p) (\(name)) differs")
+                let differences = zip(plane, near[p * n..<(p + 1) * n]).map { abs(Int($0) - Int($1)) }
+                let mean = Double(differences.reduce(0, +)) / Double(n)
+                #expect((differences.max() ?? 0) <= Self.planarBound && mean <= Self.planarMeanBound,
+                        "frame \(i) plane \(name): \(differences.max() ?? 0), mean \(mean) from ffmpeg's gbrp")
+            }
         }
     }
 }

@@ -108,6 +108,22 @@ struct RGBFormatTests {
         expectClose(planar, gbrp, "_RGP")
     }
 
+    /// `_GBP` is ffmpeg's gbrp layout, planes G, B, R (here through videoconvert: the 4:4:4 source is not
+    /// trackdswscale's): `_RGP`'s planes reordered byte for byte, and each plane within `tolerance` of ffmpeg's
+    /// `-pix_fmt gbrp` plane of the same index.
+    @Test func planarGBRIsFFmpegsGBRPPlaneForPlane() throws {
+        let samples = try decode(PixelFormat.planarGBR)
+        #expect(samples.first?.planes.count == 3)
+        let gbr = samples.map { $0.packedBytes() }
+        let rgb = try decode(Self.planar).map { $0.packedBytes() }
+        let n = Self.w * Self.h
+        #expect(gbr.count == rgb.count)
+        for (i, (g, r)) in zip(gbr, rgb).enumerated() {
+            #expect(g == Array(r[n..<3 * n] + r[0..<n]), "_GBP frame \(i) is not _RGP's planes as G, B, R")
+        }
+        expectClose(gbr, try ffmpeg("gbrp"), "_GBP")
+    }
+
     /// The three are parsed by name and listed by `trackctl read --pixel-format list`.
     @Test func namesAndList() throws {
         #expect(PixelFormat.parse("24RGB")?.code == Self.rgb24 && PixelFormat.parse("24BG")?.code == Self.bgr24)

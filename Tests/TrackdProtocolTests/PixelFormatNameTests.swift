@@ -16,6 +16,7 @@ import Testing
             "nv12": "420v", "NV12": "420v", "yuv420p": "y420", "I420": "y420", "iyuv": "y420", "rgb24": "24RGB", "RGB": "24RGB",
             "rgb": "24RGB", "24RGB": "24RGB", "24": "24RGB", "0x18": "24RGB", "bgr24": "24BG", "BGR": "24BG", "bgra": "BGRA",
             "BGRA": "BGRA", "rgba": "RGBA", "argb": "32ARGB", "32ARGB": "32ARGB", "32": "32ARGB", "rgbp": "_RGP", "_rgp": "_RGP",
+            "gbrp": "_GBP", "GBRP": "_GBP", "GBR": "_GBP", "_gbp": "_GBP", "kTrackdPixelFormatType_24GBRPlanar": "_GBP",
             "p010le": "x420", "P010_10LE": "x420", "nv16": "422v", "NV24": "444v", "uyvy422": "2vuy", "UYVY": "2vuy",
             "yuyv422": "yuvs", "YUY2": "yuvs", "gray": "L008", "GRAY8": "L008", "gray16le": "L016", "GRAY16_LE": "L016",
             "ayuv": "y408", "ayuv64le": "y416", "AYUV64": "y416", "rgba64le": "l64r", "ARGB64_BE": "b64a", "v210": "v210",
@@ -43,8 +44,14 @@ import Testing
     }
 
     @Test func otherLayoutsAreRefusedWithWhatToUse() {
-        #expect(PixelFormat.lookup("gbrp").problem
-                == "gbrp is not a trackd pixel format (planar G, B, R; trackd's planar RGB has the planes R, G, B); use _RGP (rgbp)")
+        #expect(PixelFormat.lookup("gbrp10le").problem
+                == "gbrp10le is not a trackd pixel format (no CoreVideo layout for planar RGB deeper than 8 bits); use l64r (rgba64le, rgba64_le) or b64a (argb64_be, argb64be)")
+        #expect(PixelFormat.lookup("RGB48LE").problem
+                == "RGB48LE is not a trackd pixel format (no CoreVideo layout for packed 16-bit RGB without alpha); use l64r (rgba64le, rgba64_le) or b64a (argb64_be, argb64be)")
+        #expect(PixelFormat.lookup("yuv444p").problem
+                == "yuv444p is not a trackd pixel format (no CoreVideo layout for planar 8-bit 4:4:4); use 444v (nv24) or y408 (ayuv)")
+        #expect(PixelFormat.lookup("yuv422p").problem
+                == "yuv422p is not a trackd pixel format (no CoreVideo layout for planar 8-bit 4:2:2); use 422v (nv16) or 2vuy (uyvy, uyvy422) or yuvs (yuy2, yuyv, yuyv422)")
         #expect(PixelFormat.lookup("YUV422P10LE").problem
                 == "YUV422P10LE is not a trackd pixel format (no CoreVideo layout for planar 10-bit 4:2:2 (ProRes 422's decoder output)); use v210 or v216")
         #expect(PixelFormat.lookup("nv21").problem?.contains("use 420v (nv12)") == true)

@@ -181,6 +181,7 @@ import Testing
             (0x0000_0018, "kCVPixelFormatType_24RGB", "RGB", 1),
             (0x3234_4247, "kCVPixelFormatType_24BGR", "BGR", 1),
             (0x5F52_4750, "kTrackdPixelFormatType_24RGBPlanar", "RGBP", 3),
+            (0x5F47_4250, "kTrackdPixelFormatType_24GBRPlanar", "GBR", 3),
             (0x7934_3038, "kCVPixelFormatType_4444AYpCbCr8", "AYUV", 1),
             (0x3432_3276, "kCVPixelFormatType_422YpCbCr8BiPlanarVideoRange", "NV16", 2),
             (0x3434_3476, "kCVPixelFormatType_444YpCbCr8BiPlanarVideoRange", "NV24", 2),
@@ -214,6 +215,7 @@ import Testing
             ("kCVPixelFormatType_24RGB", 0x18), ("24RGB", 0x18), ("0x00000018", 0x18), ("24", 0x18),
             ("24BG", 0x3234_4247), ("kCVPixelFormatType_24BGR", 0x3234_4247),
             ("_RGP", 0x5F52_4750), ("kTrackdPixelFormatType_24RGBPlanar", 0x5F52_4750), ("RGBP", nil), ("24RG", nil),
+            ("_GBP", 0x5F47_4250), ("kTrackdPixelFormatType_24GBRPlanar", 0x5F47_4250), ("gbrp", nil),
         ]
         for (text, code) in cases {
             #expect(PixelFormat.parse(text)?.code.rawValue == code, "\(text)")

@@ -22,7 +22,7 @@ gboolean swift_gst_register_fdsrc(void);
 // ── trackdswscale: 8-bit YCbCr to the 8-bit RGB family with libswscale (SwscaleConvert.c) ─────────────────────
 
 /// Registers the element "trackdswscale" (property `caps`: the output wanted, as a capsfilter after it would say)
-/// with gst_element_register(NULL, …). It converts I420, YV12 and Y42B to BGRA, RGBA, ARGB, RGB, BGR or RGBP
+/// with gst_element_register(NULL, …). It converts I420, YV12 and Y42B to BGRA, RGBA, ARGB, RGB, BGR, RGBP or GBR
 /// (scaling when `caps` gives both width and height) with the matrix and range of its input caps, and passes any
 /// other input through. Returns TRUE on success; idempotent.
 /// Needs C: a GstVideoFilter subclass.
