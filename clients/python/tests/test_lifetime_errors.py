@@ -202,8 +202,10 @@ class ErrorTests(unittest.TestCase):
 
     def test_bad_pixel_format_then_the_session_goes_on(self):
         with suite.open() as asset:
+            with self.assertRaisesRegex(ValueError, '^unknown pixel format zzzz; '):
+                asset.read(pixel_format='zzzz')  # refused here, as trackctl refuses it; an integer goes to trackd
             with self.assertRaises(trackd.TrackdError) as cm:
-                asset.read(pixel_format='zzzz')
+                asset.read(pixel_format=int.from_bytes(b'zzzz', 'big'))
             self.assertEqual(cm.exception.code, UNSUPPORTED_OUTPUT_SETTINGS)
             self.assertIn('Unsupported pixel format zzzz', cm.exception.message)
             with self.assertRaises(trackd.TrackdError) as cm:

@@ -291,6 +291,16 @@ class BatchTests(unittest.TestCase):
             self.assertEqual(nhwc.frames.shape, (2, 240, 320, 3))
             np.testing.assert_array_equal(nhwc.frames, np.stack(planar).transpose(0, 2, 3, 1))
             self.assertEqual(asset.get_frames(indices=[0], pixel_format='24RGB').frames.shape, (1, 240, 320, 3))
+            # ffmpeg's and GStreamer's names, any case: gbrp is _GBP, _RGP's planes as G, B, R.
+            for frame, rgbp in zip(asset.frames_at(indices=indices, pixel_format='GBRP'), planar):
+                with frame:
+                    self.assertEqual(frame.format, '_GBP')
+                    np.testing.assert_array_equal(frame.array, rgbp[[1, 2, 0]])
+            gbrp = asset.get_frames(indices=indices, pixel_format='gbrp', dimension_order='NCHW')
+            np.testing.assert_array_equal(gbrp.frames, np.stack(planar)[:, [1, 2, 0]])
+            np.testing.assert_array_equal(asset.get_frames(indices=indices, pixel_format='rgb24').frames, rgb.frames)
+            with self.assertRaisesRegex(ValueError, '^unknown pixel format rgb32; close: .*rgb24 [(]24RGB[)]'):
+                asset.get_frames(indices=indices, pixel_format='rgb32')
 
     def test_planar_rows_equal_ffmpeg(self):
         reference = ffmpeg_md5(clip, 'yuv420p')

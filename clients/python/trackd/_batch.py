@@ -5,6 +5,7 @@ import operator
 import sys
 import threading
 
+from . import _pixel_formats
 from . import _wire as w
 from .errors import INVALID_ARGUMENT, TrackdError
 
@@ -19,11 +20,13 @@ PACKED_FORMATS = {'RGB': 3, 'BGR': 3, '24BG': 3, 'BGRA': 4, 'RGBA': 4, '0x000000
                   'l64r': 4, 'b64a': 4, 'L008': 1, 'L016': 1, '2vuy': 2, 'yuvs': 2, 'v216': 2}
 # Daemon names of the aliases above that are not four-char codes.
 _DAEMON_NAMES = {'RGB': 0x18, 'BGR': '24BG', '0x00000020': 0x20}
-# trackd's planar RGB (R, G, B planes, channels first): one (3, H, W) array per frame.
-CHW_FORMATS = ('_RGP',)
+# trackd's planar RGB (R, G, B planes or G, B, R for _GBP, channels first): one (3, H, W) array per frame.
+CHW_FORMATS = ('_RGP', '_GBP')
 # Daemon formats a batch holds as each frame's packed bytes, plane after plane (frame.tobytes()).
 PLANAR_FORMATS = ('420v', '420f', 'y420', '422v', '444v', 'x420', 'xf20', 'v210')
 _MAX_REQUESTS = w.MAX_READ_FRAMES
+# The batch names of the formats whose code (_pixel_formats.FORMATS) is not the key of the tables above.
+_BATCH_NAMES = {'24RGB': 'RGB', '24BG': 'BGR', '32ARGB': '0x00000020'}
 
 
 class Batch:
@@ -128,12 +131,8 @@ def _plan(pixel_format, dimension_order, scaled=False):
     components (channels-first RGB/BGR at the track's size, read as BGRA)."""
     if dimension_order not in ('NHWC', 'NCHW'):
         raise ValueError('dimension_order is "NHWC" or "NCHW", not %r' % (dimension_order,))
-    if pixel_format in ('ARGB', '32ARGB'):
-        pixel_format = '0x00000020'
-    if pixel_format in ('24RGB', '0x00000018'):
-        pixel_format = 'RGB'
-    if pixel_format == '24BG':
-        pixel_format = 'BGR'
+    code = _pixel_formats.name_of(pixel_format) if isinstance(pixel_format, str) else None  # any case, any name
+    pixel_format = _BATCH_NAMES.get(code, code)
     if dimension_order == 'NCHW' and not scaled and pixel_format in _FROM_BGRA:
         return 'BGRA', _FROM_BGRA[pixel_format]
     if pixel_format in PACKED_FORMATS:

@@ -17,8 +17,9 @@ _COMPONENTS = {
     'BGRA': 4, '0x00000020': 4, 'RGBA': 4, 'y408': 4, 'y416': 4, 'l64r': 4, 'b64a': 4, 'L008': 1, 'L016': 1,
     '2vuy': 2, 'yuvs': 2, 'v216': 2, '0x00000018': 3, '24BG': 3,
 }
-# trackd's planar 8-bit RGB extension (PROTOCOL.md §11): planes R, G, B; .array is (3, h, w).
-PLANAR_RGB = '_RGP'
+# trackd's planar 8-bit RGB extensions (PROTOCOL.md §11): planes R, G, B (_RGP) or G, B, R (_GBP, ffmpeg's gbrp);
+# .array is (3, h, w), the planes in their order.
+PLANAR_RGB = ('_RGP', '_GBP')
 _SYNC, _DTS_VALID, _DISCONT, _DROPPABLE = w.SAMPLE_SYNC, w.SAMPLE_DTS_VALID, w.SAMPLE_DISCONT, w.SAMPLE_DROPPABLE
 _FORMAT_NAMES = {}  # a Sample's format code -> its name (w.fourcc_to_str), made once per code
 
@@ -178,7 +179,7 @@ class Frame:
     def array(self):
         """The natural numpy array of the sample, a view into the pool for zero-copy frames:
         video with one plane: (height, width, components) — e.g. BGRA (h, w, 4) uint8, RGB/BGR (h, w, 3), L008
-        (h, w), L016 (h, w) uint16, 2vuy/yuvs (h, w, 2), v210 (h, row bytes); planar RGB _RGP: (3, h, w);
+        (h, w), L016 (h, w) uint16, 2vuy/yuvs (h, w, 2), v210 (h, row bytes); planar RGB _RGP / _GBP: (3, h, w);
         video with other formats of several planes (420v, y420, ...):
         the whole sample as one uint8 vector (use .planes for the planes); audio: interleaved (frames, channels),
         non-interleaved (channels, frames) when the channel planes are evenly spaced (else see .planes),
@@ -187,7 +188,7 @@ class Frame:
         layouts = self.plane_layouts
         if self.format == 'lpcm':
             return self._audio_array(typestr)
-        if self.format == PLANAR_RGB and len(layouts) == 3:
+        if self.format in PLANAR_RGB and len(layouts) == 3:
             return self._planar_rgb_array(layouts)
         if len(layouts) != 1 or self.format not in _COMPONENTS and self.format != 'v210':
             return self._array(0, (self.length,), (1,), '|u1')
@@ -201,7 +202,7 @@ class Frame:
         return self._array(p.offset, (p.height, self.width, comps), (p.bytes_per_row, comps * item, item), typestr)
 
     def _planar_rgb_array(self, layouts):
-        """_RGP as (3, h, w) uint8: a view when the planes are evenly spaced with one stride (as GStreamer
+        """_RGP / _GBP as (3, h, w) uint8: a view when the planes are evenly spaced with one stride (as GStreamer
         lays them out), else a copy of the three planes."""
         p = layouts[0]
         step = layouts[1].offset - p.offset

@@ -1,10 +1,8 @@
 """Arguments as trackd takes them: times (PROTOCOL.md §7.1), pixel formats and audio output settings."""
 
+from . import _pixel_formats
 from . import _wire as w
 from .errors import INVALID_ARGUMENT, TrackdError
-
-# Names accepted for pixel_format besides four-char codes: CoreVideo's 24RGB is the number 0x18 (no code).
-_PIXEL_FORMAT_ALIASES = {'RGB': 0x18, '24RGB': 0x18, 'BGR': '24BG'}
 
 
 def time(value, what):
@@ -19,12 +17,12 @@ def time(value, what):
 
 
 def pixel_format(value):
-    """A pixel_format argument as PixelFormatType: 'RGB' (and '24RGB') is CoreVideo's 24RGB (0x18), 'BGR' is
-    '24BG', other four-char codes their integer; lists element by element."""
+    """A pixel_format argument as PixelFormatType: a name as trackctl takes it (any case: CoreVideo's codes and
+    constant names, trackd's names — 'RGB' is 24RGB (0x18), 'BGR' 24BG — and GStreamer's and ffmpeg's: 'nv12',
+    'yuv420p', 'rgb24', 'gbrp', ...) as its OSType, ValueError naming the close ones for any other; an int as it
+    is; lists element by element."""
     if isinstance(value, str):
-        value = _PIXEL_FORMAT_ALIASES.get(value, value)
-    if isinstance(value, str) and len(value.encode()) == 4:
-        return w.str_to_fourcc(value)
+        return _pixel_formats.lookup(value)
     if isinstance(value, (list, tuple)):
         return [pixel_format(v) for v in value]
     return value
