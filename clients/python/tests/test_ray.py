@@ -56,7 +56,8 @@ def by_path(rows):
 
 class RayTests(unittest.TestCase):
     def test_every_frame_equals_direct_reads_and_ffprobe(self):
-        ds = trackd.ray.read_frames(clips, pixel_format='BGRA', socket=daemon.socket, frames_per_block=16)
+        # Any name of a packed format, as pixel_format= takes it everywhere: bgra is BGRA.
+        ds = trackd.ray.read_frames(clips, pixel_format='bgra', socket=daemon.socket, frames_per_block=16)
         rows = ds.take_all()
         got = by_path(rows)
         self.assertEqual(sorted(got), sorted(clips))
@@ -127,6 +128,10 @@ class RayTests(unittest.TestCase):
     def test_errors(self):
         with self.assertRaisesRegex(ValueError, 'pixel_format'):
             trackd.ray.read_frames(clips, pixel_format='y420')
+        with self.assertRaisesRegex(ValueError, 'pixel_format'):
+            trackd.ray.read_frames(clips, pixel_format='yuv420p')  # y420 by its ffmpeg name: several planes
+        with self.assertRaisesRegex(ValueError, '^unknown pixel format rgb32; close: '):
+            trackd.ray.read_frames(clips, pixel_format='rgb32')
         with self.assertRaises(TypeError):
             trackd.ray.read_frames(clips, frames=3, fps=2)
         with self.assertRaises(ValueError):

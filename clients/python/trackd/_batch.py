@@ -149,6 +149,11 @@ def _plan(pixel_format, dimension_order, scaled=False):
         ', '.join(list(PACKED_FORMATS) + list(CHW_FORMATS) + list(PLANAR_FORMATS)), pixel_format))
 
 
+def plan_kind(pixel_format):
+    """'packed', 'chw' or 'planar': how a batch of NHWC frames of this pixel format is made."""
+    return _plan(pixel_format, 'NHWC', scaled=True)[1]
+
+
 def plan_output(track, pixel_format, dimension_order, width, height):
     """(output size or None, daemon format, kind) for a batch of this track's frames; ValueError for an option
     batches do not take."""

@@ -23,7 +23,7 @@ from ._source import MAX_SOURCE_BYTES
 
 SUPPORTED_PIXEL_FORMATS = tuple(_batch.PACKED_FORMATS)
 """pixel_format values: RGB (default; trackd's 24RGB), BGR (24BG) and trackd's other packed formats
-(docs/SETTINGS.md). Formats with several
+(docs/SETTINGS.md), by any of their names (rgb24, bgra, ...). Formats with several
 planes (420v, y420, ...) are batch-only: a Ray row holds an (H, W, C) image."""
 
 
@@ -53,7 +53,7 @@ def read_frames(paths, *, pixel_format='RGB', frames=None, fps=None, width=None,
     more than decoding them (docs/BENCHMARKS.md, data pipelines). Pass override_num_blocks to choose otherwise."""
     import ray.data
 
-    if pixel_format not in SUPPORTED_PIXEL_FORMATS:
+    if _batch.plan_kind(pixel_format) != 'packed':  # any name of them (rgb24, BGRA, ...; ValueError if none)
         raise ValueError('read_frames takes pixel_format %s, not %r' % (', '.join(SUPPORTED_PIXEL_FORMATS),
                                                                        pixel_format))
     if frames is not None and fps is not None:
