@@ -55,6 +55,10 @@ import Testing
         #expect(PixelFormat.lookup("YUV422P10LE").problem
                 == "YUV422P10LE is not a trackd pixel format (no CoreVideo layout for planar 10-bit 4:2:2 (ProRes 422's decoder output)); use v210 or v216")
         #expect(PixelFormat.lookup("nv21").problem?.contains("use 420v (nv12)") == true)
+        #expect(PixelFormat.lookup("YV12").problem
+                == "YV12 is not a trackd pixel format (the Cr plane before the Cb plane); use y420 (i420, iyuv, yuv420p)")
+        #expect(PixelFormat.lookup("gray10le").problem
+                == "gray10le is not a trackd pixel format (luma in the low bits of 16-bit words; L016 uses all 16); use L016 (gray16le, gray16_le)")
         // CoreVideo formats GStreamer cannot produce keep their reason, in any case.
         #expect(PixelFormat.lookup("V308") == .unsupported(UnsupportedPixelFormat.named("v308")!))
     }

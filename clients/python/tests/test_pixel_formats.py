@@ -23,13 +23,15 @@ class TableTests(unittest.TestCase):
         listing = json.loads(trackctl('read', '--pixel-format', 'list', '--json').stdout)
         self.assertEqual([(f[0], f[1], f[2], list(f[3])) for f in pf.FORMATS],
                          [(f['code'], f['osType'], f['constant'], f['names']) for f in listing['formats']])
-        self.assertEqual([list(u) for u in pf.UNSUPPORTED], [[u['code'], u['constant']] for u in listing['unsupported']])
+        self.assertEqual([list(u) for u in pf.UNSUPPORTED],
+                         [[u['code'], u['constant']] for u in listing['unsupported']])
         self.assertEqual([(list(n), r, list(i)) for n, r, i in pf.REFUSED],
                          [(r['names'], r['reason'], r['instead']) for r in listing['refused']])
 
     def test_refusals_are_trackctls_words(self):
         # trackctl reads nothing with a name it refuses: its usage error carries PixelFormat.lookup's problem.
-        for name in ('yuv420', 'nv20', 'rgb32', 'bogus', 'gbrp10le', 'RGB48LE', 'yuv422p', 'YUV444P', 'nv21', 'ab'):
+        for name in ('yuv420', 'nv20', 'rgb32', 'bogus', 'gbrp10le', 'RGB48LE', 'yuv422p', 'YUV444P', 'nv21', 'ab',
+                     'YV12', 'gray10le', 'gray12'):
             with self.subTest(name):
                 with self.assertRaises(ValueError) as cm:
                     _options.pixel_format(name)

@@ -50,6 +50,8 @@ REFUSED = (
     (('rgb48le', 'rgb48be', 'bgr48le', 'bgr48be'),
      'no CoreVideo layout for packed 16-bit RGB without alpha', ('l64r', 'b64a')),
     (('nv21',), 'Cr before Cb in the chroma plane', ('420v',)),
+    (('yv12',), 'the Cr plane before the Cb plane', ('y420',)),
+    (('gray10le', 'gray12le', 'gray14le'), 'luma in the low bits of 16-bit words; L016 uses all 16', ('L016',)),
     (('yuv422p', 'y42b'), 'no CoreVideo layout for planar 8-bit 4:2:2', ('422v', '2vuy', 'yuvs')),
     (('yuv444p', 'y444'), 'no CoreVideo layout for planar 8-bit 4:4:4', ('444v', 'y408')),
     (('yuv420p10le', 'i420_10le'), 'no CoreVideo layout for planar 10-bit 4:2:0', ('x420',)),
@@ -103,7 +105,8 @@ def lookup(text):
             raise ValueError('%s is not a trackd pixel format (%s); use %s'
                              % (text, reason, ' or '.join(_with_aliases(c) for c in instead)))
     close = close_to(key)
-    raise ValueError('unknown pixel format %s%s; %s' % (text, '; close: ' + ', '.join(close) if close else '', _LIST_HINT))
+    shown = '; close: ' + ', '.join(close) if close else ''
+    raise ValueError('unknown pixel format %s%s; %s' % (text, shown, _LIST_HINT))
 
 
 def name_of(text):
