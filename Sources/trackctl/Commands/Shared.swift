@@ -17,7 +17,7 @@ struct VideoRequest {
     static let pixelFormat = Option<String>(
         "--pixel-format", "NAME",
         help: "the pixel format to decode to: a CoreVideo code (420v, y420, BGRA, …), Apple's constant name, or a "
-            + "GStreamer or ffmpeg name of the same layout (nv12, yuv420p, i420, rgb24, bgra, p010le, …), in any case; "
+            + "GStreamer or ffmpeg name of the same layout (nv12, yuv420p, i420, rgb24, bgra, gbrp, p010le, …), in any case; "
             + "`list` prints them all with their names (no FILE or daemon needed; --json: as JSON)",
         default: "420v"
     ) { name throws(UsageError) in
