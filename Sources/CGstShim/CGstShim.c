@@ -309,6 +309,21 @@ GstCaps *swift_gst_caps_with_untagged_matrix(const GstCaps *caps, GstVideoColorM
     return copy;
 }
 
+GstCaps *swift_gst_caps_with_cicp(const GstCaps *caps, const uint8_t cicp[4]) {
+    GstVideoColorimetry colorimetry = {
+        .range = cicp[0] == 1 ? GST_VIDEO_COLOR_RANGE_16_235
+            : cicp[0] == 2 ? GST_VIDEO_COLOR_RANGE_0_255 : GST_VIDEO_COLOR_RANGE_UNKNOWN,
+        .matrix = gst_video_color_matrix_from_iso(cicp[1]),
+        .transfer = gst_video_transfer_function_from_iso(cicp[3]),
+        .primaries = gst_video_color_primaries_from_iso(cicp[2]),
+    };
+    GstCaps *copy = gst_caps_copy(caps);
+    gchar *string = gst_video_colorimetry_to_string(&colorimetry);
+    if (string != NULL) gst_caps_set_simple(copy, "colorimetry", G_TYPE_STRING, string, NULL);
+    g_free(string);
+    return copy;
+}
+
 gboolean swift_gst_video_layout_apply_meta(GstBuffer *buffer, SwiftGstVideoLayout *layout) {
     GstVideoMeta *meta = gst_buffer_get_video_meta(buffer);
     if (meta == NULL) return FALSE;

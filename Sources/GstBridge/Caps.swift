@@ -1,6 +1,7 @@
 // Reading caps: always through gst_structure_get_* (never by splitting the caps string).
 import CGStreamer
 import CGstShim
+import MediaIndex
 import TrackdProtocol
 
 /// Typed access to the first structure of a caps, which it keeps alive.
@@ -222,6 +223,9 @@ func describeTrack(pad: GstRef<GstPadObject>, id: UInt32, start: MediaTime?, cap
     track.profile = view.string("profile") ?? ""
     track.level = view.string("level") ?? ""
     track.codecConfiguration = view.codecConfiguration
+    if track.codec == "avc1" || track.codec == "avc3", let stated = H264SignalType(avcC: track.codecConfiguration) {
+        track.colorimetry = stated.applied(to: track.colorimetry)  // the SPS's colour over the demuxer's
+    }
     if let duration = pad.duration, duration >= 0 { track.duration = .nanoseconds(duration) }
     // The first sample on the asset's timeline (the first in decode order: a closed GOP's first frame is also the
     // first shown); never negative (AAC priming before an edit list).

@@ -1,8 +1,10 @@
-// What the decoded-video branch does to frames before its converter, for two output settings of trackd's own
-// (docs/SETTINGS.md): the YCbCr matrix of video that names none (TrackdUntaggedYCbCrMatrix), and turning frames
-// upright by the track's rotation (TrackdAppliesPreferredTrackTransform).
+// What the decoded-video branch does to frames around its decoder and before its converter: the colour an H.264
+// stream states reaches the decoder; and two output settings of trackd's own (docs/SETTINGS.md): the YCbCr matrix
+// of video that names none (TrackdUntaggedYCbCrMatrix), and turning frames upright by the track's rotation
+// (TrackdAppliesPreferredTrackTransform).
 import CGStreamer
 import CGstShim
+import MediaIndex
 import TrackdProtocol
 
 enum ConverterInput {
@@ -15,6 +17,22 @@ enum ConverterInput {
         let gstMatrix = matrix == .bt601 ? GST_VIDEO_COLOR_MATRIX_BT601 : GST_VIDEO_COLOR_MATRIX_BT709
         pad.addProbe(GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM) { info in
             if let caps = info.caps, let fixed = caps.withUntaggedMatrix(gstMatrix) { info.replaceCaps(fixed) }
+            return GST_PAD_PROBE_OK
+        }
+    }
+
+    /// The decoder's input names the colour an H.264 stream states in its SPS (H264SignalType over the demuxer's, as
+    /// the track description): the CAPS event entering the decoder branch at `pad` gets it as its colorimetry. The
+    /// decoder (avdec_h264) takes the input caps' range over the stream's own, so a demuxer's wrong or missing
+    /// colour — GStreamer 1.22's qtdemux drops a `colr` box's full-range bit — would otherwise decode full-range
+    /// frames as video range.
+    static func stateStreamColour(at pad: GstRef<GstPadObject>) {
+        pad.addProbe(GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM) { info in
+            guard let caps = info.caps, let view = CapsView(caps), view.name == "video/x-h264",
+                  let stated = H264SignalType(avcC: view.codecConfiguration) else { return GST_PAD_PROBE_OK }
+            let named = caps.colorimetry ?? Colorimetry()
+            let colour = stated.applied(to: named)
+            if colour != named { info.replaceCaps(caps.withColorimetry(colour)) }
             return GST_PAD_PROBE_OK
         }
     }
@@ -36,6 +54,12 @@ enum ConverterInput {
 }
 
 extension GstRef where T == GstCapsObject {
+    /// A copy naming `colour` as its colorimetry (swift_gst_caps_with_cicp).
+    func withColorimetry(_ colour: Colorimetry) -> GstRef<GstCapsObject> {
+        let cicp = [colour.range, colour.matrix, colour.primaries, colour.transfer]
+        return unsafe GstRef(full: swift_gst_caps_with_cicp(pointer, cicp)!)
+    }
+
     /// These caps naming `matrix` when they are YCbCr video that names none; nil when there is nothing to change.
     func withUntaggedMatrix(_ matrix: GstVideoColorMatrix) -> GstRef<GstCapsObject>? {
         unsafe swift_gst_caps_with_untagged_matrix(pointer, matrix).map { unsafe GstRef(full: $0) }

@@ -125,6 +125,14 @@ public struct H264Pictures: Sendable, Equatable {
     /// Whether a sequence parameter set NAL unit (header byte first) has VUI `bitstream_restriction_flag` set; nil
     /// when it is malformed or ends early.
     static func spsDeclaresReorder(_ nal: ArraySlice<UInt8>) -> Bool? {
+        guard var r = vuiOfSPS(nal) else { return nil }
+        guard let vui = r.bits(1) else { return nil }
+        return vui == 1 ? r.vuiBitstreamRestriction() : false
+    }
+
+    /// A reader of a sequence parameter set NAL unit (header byte first) standing at `vui_parameters_present_flag`
+    /// (7.3.2.1.1); nil when the SPS is malformed or ends before it.
+    static func vuiOfSPS(_ nal: ArraySlice<UInt8>) -> RBSPReader? {
         var r = RBSPReader(nal.dropFirst())
         guard let profile = r.bits(8), r.bits(16) != nil, r.ue() != nil else { return nil }  // constraints, level, id
         if [100, 110, 122, 244, 44, 83, 86, 118, 128, 138, 139, 134, 135].contains(profile) {
@@ -153,8 +161,7 @@ public struct H264Pictures: Sendable, Equatable {
         if frameMbsOnly == 0 { guard r.bits(1) != nil else { return nil } }
         guard r.bits(1) != nil, let cropping = r.bits(1) else { return nil }  // direct_8x8_inference_flag
         if cropping == 1 { for _ in 0..<4 { guard r.ue() != nil else { return nil } } }
-        guard let vui = r.bits(1) else { return nil }
-        return vui == 1 ? r.vuiBitstreamRestriction() : false
+        return r
     }
 }
 
@@ -219,18 +226,7 @@ struct RBSPReader {
 
     /// The VUI up to `bitstream_restriction_flag` (E.1.1); nil when it ends early.
     mutating func vuiBitstreamRestriction() -> Bool? {
-        guard let aspect = bits(1) else { return nil }
-        if aspect == 1 {
-            guard let idc = bits(8) else { return nil }
-            if idc == 255 { guard bits(32) != nil else { return nil } }  // sar_width, sar_height
-        }
-        guard let overscan = bits(1) else { return nil }
-        if overscan == 1 { guard bits(1) != nil else { return nil } }
-        guard let signal = bits(1) else { return nil }
-        if signal == 1 {
-            guard bits(4) != nil, let colour = bits(1) else { return nil }  // video_format, full_range
-            if colour == 1 { guard bits(24) != nil else { return nil } }
-        }
+        guard vuiSignalType() != nil else { return nil }
         guard let chromaLoc = bits(1) else { return nil }
         if chromaLoc == 1 { guard ue() != nil, ue() != nil else { return nil } }
         guard let timing = bits(1) else { return nil }
@@ -242,6 +238,28 @@ struct RBSPReader {
         if nalHRD == 1 || vclHRD == 1 { guard bits(1) != nil else { return nil } }  // low_delay_hrd_flag
         guard bits(1) != nil, let restriction = bits(1) else { return nil }  // pic_struct_present_flag
         return restriction == 1
+    }
+
+    /// The VUI from its start through the video signal type (E.1.1: aspect ratio, overscan, then
+    /// `video_signal_type_present_flag` and what it guards); nil when it ends early. The outer optional is the
+    /// reading, the inner one whether the signal type is present.
+    mutating func vuiSignalType() -> H264SignalType?? {
+        guard let aspect = bits(1) else { return nil }
+        if aspect == 1 {
+            guard let idc = bits(8) else { return nil }
+            if idc == 255 { guard bits(32) != nil else { return nil } }  // sar_width, sar_height
+        }
+        guard let overscan = bits(1) else { return nil }
+        if overscan == 1 { guard bits(1) != nil else { return nil } }
+        guard let signal = bits(1) else { return nil }
+        guard signal == 1 else { return .some(nil) }
+        guard bits(3) != nil, let full = bits(1), let described = bits(1) else { return nil }  // video_format
+        var type = H264SignalType(fullRange: full == 1)
+        if described == 1 {
+            guard let primaries = bits(8), let transfer = bits(8), let matrix = bits(8) else { return nil }
+            type.description = .init(primaries: UInt8(primaries), transfer: UInt8(transfer), matrix: UInt8(matrix))
+        }
+        return type
     }
 
     /// hrd_parameters() (E.1.2).

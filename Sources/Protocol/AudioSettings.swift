@@ -46,7 +46,22 @@ extension OutputSettings {
         var request = AudioOutputRequest()
         try readChannels(settings, into: &request)
         try readSampleFormat(settings, into: &request)
+        try checkTimePitchAlgorithm(settings[SettingsKey.audioTimePitchAlgorithm])
         return request
+    }
+
+    /// The values of Apple's `AVAudioTimePitchAlgorithm` constants, sorted.
+    public static let timePitchAlgorithms = ["LowQualityZeroLatency", "Spectral", "TimeDomain", "Varispeed"]
+
+    /// TrackdAudioTimePitchAlgorithm: absent, or one of `timePitchAlgorithms`. It chooses how audio read at a rate
+    /// other than 1 is stretched; trackd reads at rate 1 only, where every algorithm delivers the samples unchanged,
+    /// so a valid name is accepted and changes nothing.
+    static func checkTimePitchAlgorithm(_ value: SettingValue?) throws(TrackError) {
+        guard let value else { return }
+        guard case .string(let name) = value, timePitchAlgorithms.contains(name) else {
+            let names = timePitchAlgorithms.dropLast().joined(separator: ", ") + " or " + timePitchAlgorithms.last!
+            throw fail("\(SettingsKey.audioTimePitchAlgorithm) must be \(names), not \(value)")
+        }
     }
 
     private static func fail(_ message: String) -> TrackError { TrackError(.unsupportedOutputSettings, message) }

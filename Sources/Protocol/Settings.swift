@@ -118,6 +118,8 @@ public enum SettingsKey {
     public static let isBigEndian = "AVLinearPCMIsBigEndianKey"
     public static let isNonInterleaved = "AVLinearPCMIsNonInterleaved"
     public static let sampleRateConverterQuality = "AVSampleRateConverterAudioQualityKey"
+    /// trackd's output setting for AVAssetReaderAudioMixOutput/TrackOutput's `audioTimePitchAlgorithm` property.
+    public static let audioTimePitchAlgorithm = "TrackdAudioTimePitchAlgorithm"
     /// Encoder keys: audio keys, but not for linear PCM.
     public static let encoderKeys: Set<String> = [
         "AVEncoderAudioQualityKey", "AVEncoderAudioQualityForVBRKey", "AVEncoderBitRateKey",
@@ -126,6 +128,7 @@ public enum SettingsKey {
     ]
     public static let linearPCMKeys: Set<String> = [
         formatID, sampleRate, numberOfChannels, channelLayout, bitDepth, isFloat, isBigEndian, isNonInterleaved,
+        audioTimePitchAlgorithm,
     ]
     /// Keys that only make sense for audio (an audio dictionary on a video track is rejected by them).
     public static var audioKeys: Set<String> { linearPCMKeys.union(encoderKeys).union([sampleRateConverterQuality]) }

@@ -159,4 +159,24 @@ import Testing
         #expect(Self.rejected(Self.with([SettingsKey.isNonInterleaved: .int(2)]))
                 == "AVLinearPCMIsNonInterleaved must be a boolean, not 2")
     }
+
+    /// TrackdAudioTimePitchAlgorithm (audioTimePitchAlgorithm): Apple's four names are accepted and change nothing
+    /// (trackd reads at rate 1); anything else is refused with a message naming the four; on video it is an audio key.
+    @Test func timePitchAlgorithm() throws {
+        for name in ["Spectral", "TimeDomain", "Varispeed", "LowQualityZeroLatency"] {
+            #expect(try OutputSettings.validateAudio(Self.with([SettingsKey.audioTimePitchAlgorithm: .string(name)]))
+                    == OutputSettings.validateAudio(Self.lpcm))
+        }
+        let names = "LowQualityZeroLatency, Spectral, TimeDomain or Varispeed"
+        #expect(Self.rejected(Self.with([SettingsKey.audioTimePitchAlgorithm: .string("spectral")]))
+                == "TrackdAudioTimePitchAlgorithm must be \(names), not \"spectral\"")
+        #expect(Self.rejected(Self.with([SettingsKey.audioTimePitchAlgorithm: .int(1)]))
+                == "TrackdAudioTimePitchAlgorithm must be \(names), not 1")
+        do throws(TrackError) {
+            _ = try OutputSettings.validateVideo([SettingsKey.audioTimePitchAlgorithm: .string("Spectral")])
+            Issue.record("accepted on video")
+        } catch {
+            #expect(error.message == "Output settings are not compatible with media type vide")
+        }
+    }
 }

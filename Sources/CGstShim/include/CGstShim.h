@@ -203,6 +203,10 @@ gboolean swift_gst_caps_colorimetry(const GstCaps *caps, uint8_t cicp[4]);
 /// nothing to change: tagged, not YCbCr, not raw video. Returns transfer full (gst_caps_unref). Needs C: GstVideoInfo
 /// and the colorimetry string parsing are struct-and-macro work Swift cannot import cleanly.
 GstCaps *swift_gst_caps_with_untagged_matrix(const GstCaps *caps, GstVideoColorMatrix matrix);
+/// `caps` (transfer none) with the colorimetry the H.273 code points `cicp` name (range 1 video, 2 full, 0 unknown;
+/// matrix, primaries, transfer) as its `colorimetry` field. Returns transfer full (gst_caps_unref). Needs C: the
+/// *_from_iso mappings and gst_video_colorimetry_to_string are struct work Swift cannot import cleanly.
+GstCaps *swift_gst_caps_with_cicp(const GstCaps *caps, const uint8_t cicp[4]);
 
 /// Replaces the offsets and strides in `layout` with those of the buffer's GstVideoMeta (buffer: transfer none), when
 /// it has one (decoders and pools may pad rows). Returns TRUE when a meta was found. Needs C: gst_buffer_get_video_meta
