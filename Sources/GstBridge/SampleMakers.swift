@@ -95,12 +95,20 @@ final class PassthroughSamples: SampleMaker {
     private var end: Int64?
     private(set) var rangeEnded = false
     private let edit: PassthroughEdit
+    /// Matroska: the decode times and durations its blocks do not state (nil for other containers).
+    private let matroska: MatroskaPacketTimes?
     /// What keeps appsink from clipping the first stored samples (attached to it by PassthroughChain).
     let segment = StartSegment()
 
-    init(fd: Int32, trackID: UInt32) { edit = PassthroughEdit(fd: fd, trackID: trackID) }
+    init(fd: Int32, trackID: UInt32) {
+        edit = PassthroughEdit(fd: fd, trackID: trackID)
+        matroska = MatroskaPacketTimes.forFile(fd: fd)
+    }
 
-    func negotiated(_ format: OutputFormat) { self.format = format }
+    func negotiated(_ format: OutputFormat) {
+        self.format = format
+        matroska?.negotiated(format)
+    }
 
     var seeksToKeyUnits: Bool { true }
 
@@ -108,6 +116,7 @@ final class PassthroughSamples: SampleMaker {
         (end, rangeEnded) = (stop, false)
         let fromStart = (range.start.nanoseconds ?? 0) <= 0
         edit.seeking(fromStart: fromStart)
+        matroska?.seeking()
         segment.seeking(fromStart: fromStart)
         return nil
     }
@@ -129,6 +138,12 @@ final class PassthroughSamples: SampleMaker {
         let size = sample.size
         var plain = PulledSample(sample, layout: layout(size: size), copy: .bytes)
         if format.format == "fLaC" { plain = flacFrame(plain, sample) }
+        if let matroska {
+            let pts = plain.presentationTime
+            plain = matroska.place(plain, bytes: sample.bytes(count: min(size, 16)), rate: CapsView(sample.caps)?.int("rate")) {
+                PulledSample(sample, layout: layout(size: size), copy: .bytes, timing: (pts: pts, duration: $1), decode: $0)
+            }
+        }
         if let end {
             let time = plain.decodeTime.isNumeric ? plain.decodeTime : plain.presentationTime
             if let ns = time.nanoseconds, ns >= end {

@@ -6,7 +6,8 @@ import TrackdProtocol
 
 /// Passthrough samples carry ffprobe's packet times: every packet `ffprobe -show_packets` lists, with its PTS, DTS
 /// and duration equal as rationals to ffprobe's integers in the stream's time_base, and its size — on files ffmpeg
-/// makes at test time.
+/// makes at test time. Matroska states neither decode times nor (ffmpeg's muxer) audio durations: those are
+/// libavformat's rules (MatroskaPacketTimes).
 @Suite(.serialized, .timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs)
 struct PacketTimesTests {
     static let sine44 = ["-f", "lavfi", "-i", "sine=frequency=440:sample_rate=44100:duration=2"]
@@ -14,7 +15,15 @@ struct PacketTimesTests {
     static let files: [String: (file: String, stream: String, type: MediaType)] = [
         // 2 s at 44.1 kHz in 4608-frame blocks: the last frame holds 648 (flacparse says 4608).
         "flac": (Media.make("times.flac", sine44 + ["-c:a", "flac"]), "a:0", .audio),
+        // Matroska as ffmpeg muxes it: no BlockDuration, a DefaultDuration for video only (33⅓ ms: 33 ticks).
+        "h264-mkv": (mkv, "v:0", .video),  // B-frames: the first two packets have no DTS in ffprobe either
+        "aac-mkv": (mkv, "a:0", .audio),  // 1024 frames at 48 kHz: 21 ms each (⌊21.33⌋)
+        "flac-mka": (Media.make("times-flac.mka", sine44 + ["-c:a", "flac"]), "a:0", .audio),  // the last: 14 ms
     ]
+    static let mkv = Media.make("times-h264-aac.mkv", [
+        "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=30:duration=2", "-f", "lavfi", "-i",
+        "sine=frequency=440:sample_rate=48000:duration=2", "-c:v", "libx264", "-preset", "veryfast", "-bf", "2",
+        "-g", "15", "-pix_fmt", "yuv420p", "-c:a", "aac"])
 
     /// `time` is `value` ticks of `base` exactly (nil: `time` is invalid).
     static func same(_ time: MediaTime, _ value: Int64?, _ base: (num: Int64, den: Int64)) -> Bool {

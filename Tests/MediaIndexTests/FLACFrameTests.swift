@@ -23,3 +23,23 @@ struct FLACFrameTests {
     }
 }
 
+/// Samples per packet for Matroska blocks without a duration (MatroskaPacketTimes).
+struct AudioPacketsTests {
+    @Test func opusSamplesFromTheTOC() {
+        #expect(AudioPackets.opusSamples([0xFC, 0x00]) == 960)  // config 31 (CELT 20 ms), one frame: libopus's
+        #expect(AudioPackets.opusSamples([0x0D, 0x00]) == 1920)  // config 1 (SILK 20 ms), code 1: two frames
+        #expect(AudioPackets.opusSamples([0xE3, 0x03]) == 360)  // config 28 (CELT 2.5 ms), code 3, 3 frames
+        #expect(AudioPackets.opusSamples([0x1B, 0x02]) == 5760)  // config 3 (SILK 60 ms), code 3, 2 frames
+        #expect(AudioPackets.opusSamples([0x1B, 0x03]) == nil)  // 180 ms: more than a packet may hold
+        #expect(AudioPackets.opusSamples([0xFB]) == nil)  // code 3 without its count
+        #expect(AudioPackets.opusSamples([UInt8]()) == nil)
+    }
+
+    @Test func aacSamplesFromTheConfig() {
+        #expect(AudioPackets.aacSamples(config: [0x11, 0x90]).map { [$0.samples, $0.rate] } == [1024, 48000])  // AAC LC, stereo
+        #expect(AudioPackets.aacSamples(config: [0x11, 0x94])?.samples == 960)  // frameLengthFlag
+        #expect(AudioPackets.aacSamples(config: [0x16, 0x90]) == nil)  // reserved frequency index 13
+        #expect(AudioPackets.aacSamples(config: [0xF8, 0x00]) == nil)  // escaped object type
+        #expect(AudioPackets.aacSamples(config: [0x17]) == nil)
+    }
+}
