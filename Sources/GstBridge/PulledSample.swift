@@ -104,13 +104,13 @@ public final class PulledSample: @unchecked Sendable {
     private let sharedFD: Mutex<FileDescriptor?>
 
     /// `shared`: the memfd memory the frame is in and its fd (-1 unless this is the first sample in it), or nil.
-    /// `timing`: trimmed audio's exact times, instead of the buffer's. `restorer`: undoes the decoder's clipping of
+    /// `timing`: trimmed audio's exact times, instead of the buffer's; `decode`: the decode time, instead of theirs. `restorer`: undoes the decoder's clipping of
     /// the first frame after an accurate seek. `displayEnd`: until when the frame at a stream time is displayed (the
     /// frame index's rule, FrameGate): the duration when it knows.
     init(_ sample: GstRef<GstSampleObject>, layout: SampleLayout, copy: CopyPlan,
          shared: (memory: SharedMemory, fd: Int32)? = nil, timing: (pts: MediaTime, duration: MediaTime)? = nil,
          restorer: ClipRestorer? = nil, displayEnd: ((Int64) -> Int64?)? = nil,
-         trims: (atStart: MediaTime, atEnd: MediaTime)? = nil) {
+         trims: (atStart: MediaTime, atEnd: MediaTime)? = nil, decode: MediaTime? = nil) {
         self.trims = trims
         self.sample = sample
         self.copy = copy
@@ -125,7 +125,8 @@ public final class PulledSample: @unchecked Sendable {
         if let restorer { (pts, length) = restorer.restore(pts: pts, duration: length, segment: segment) }
         presentationTime = timing?.pts ?? streamTime(pts, segment: segment)
         let dts = streamTime(sample.dts, segment: segment)
-        decodeTime = timing != nil && dts.isValid ? timing!.pts : dts  // trimmed audio: DTS = PTS when there is one
+        // `decode`: a decode time the demuxer does not give (MatroskaPacketTimes); trimmed audio: DTS = PTS.
+        decodeTime = decode ?? (timing != nil && dts.isValid ? timing!.pts : dts)
         if timing == nil, let ns = presentationTime.nanoseconds, let end = displayEnd?(ns), end > ns {
             duration = .nanoseconds(end - ns)  // decoded video: displayed until the next frame (FrameGate)
         } else {

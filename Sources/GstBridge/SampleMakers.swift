@@ -3,6 +3,7 @@
 // CopyPlan — or that it shares the frame's memfd (zero-copy). TrackPipeline.pull calls the output's maker.
 import CGStreamer
 import CGstShim
+import MediaIndex
 import TrackdProtocol
 
 /// What a maker made of one pulled GstSample.
@@ -94,12 +95,20 @@ final class PassthroughSamples: SampleMaker {
     private var end: Int64?
     private(set) var rangeEnded = false
     private let edit: PassthroughEdit
+    /// Matroska: the decode times and durations its blocks do not state (nil for other containers).
+    private let matroska: MatroskaPacketTimes?
     /// What keeps appsink from clipping the first stored samples (attached to it by PassthroughChain).
     let segment = StartSegment()
 
-    init(fd: Int32, trackID: UInt32) { edit = PassthroughEdit(fd: fd, trackID: trackID) }
+    init(fd: Int32, trackID: UInt32) {
+        edit = PassthroughEdit(fd: fd, trackID: trackID)
+        matroska = MatroskaPacketTimes.forFile(fd: fd)
+    }
 
-    func negotiated(_ format: OutputFormat) { self.format = format }
+    func negotiated(_ format: OutputFormat) {
+        self.format = format
+        matroska?.negotiated(format)
+    }
 
     var seeksToKeyUnits: Bool { true }
 
@@ -107,6 +116,7 @@ final class PassthroughSamples: SampleMaker {
         (end, rangeEnded) = (stop, false)
         let fromStart = (range.start.nanoseconds ?? 0) <= 0
         edit.seeking(fromStart: fromStart)
+        matroska?.seeking()
         segment.seeking(fromStart: fromStart)
         return nil
     }
@@ -126,7 +136,14 @@ final class PassthroughSamples: SampleMaker {
             if sync.count < 2 || sync[0] != 0xFF || sync[1] & 0xFE != 0xF8 { return .skip }
         }
         let size = sample.size
-        let plain = PulledSample(sample, layout: layout(size: size), copy: .bytes)
+        var plain = PulledSample(sample, layout: layout(size: size), copy: .bytes)
+        if format.format == "fLaC" { plain = flacFrame(plain, sample) }
+        if let matroska {
+            let pts = plain.presentationTime
+            plain = matroska.place(plain, bytes: sample.bytes(count: min(size, 16)), rate: CapsView(sample.caps)?.int("rate")) {
+                PulledSample(sample, layout: layout(size: size), copy: .bytes, timing: (pts: pts, duration: $1), decode: $0)
+            }
+        }
         if let end {
             let time = plain.decodeTime.isNumeric ? plain.decodeTime : plain.presentationTime
             if let ns = time.nanoseconds, ns >= end {
@@ -135,6 +152,17 @@ final class PassthroughSamples: SampleMaker {
             }
         }
         return .sample(edit.place(plain, sample: sample, layout: layout(size:)))
+    }
+
+    /// A FLAC frame lasts the block size its header states (FLACFrame): flacparse gives the last frame of a
+    /// fixed-blocksize stream the whole block size as its duration.
+    private func flacFrame(_ plain: PulledSample, _ sample: GstRef<GstSampleObject>) -> PulledSample {
+        guard let blockSize = FLACFrame.blockSize(header: sample.bytes(count: 16)),
+              let rate = CapsView(sample.caps)?.int("rate"), rate > 0, plain.presentationTime.isNumeric else { return plain }
+        let duration = MediaTime.nanoseconds(Int64(blockSize) * 1_000_000_000 / Int64(rate))
+        guard duration != plain.duration else { return plain }
+        return PulledSample(sample, layout: layout(size: plain.size), copy: .bytes,
+                            timing: (pts: plain.presentationTime, duration: duration))
     }
 
     /// Whether the buffer is one of its caps' `streamheader` buffers.

@@ -25,6 +25,9 @@ public struct H264Pictures: Sendable, Equatable {
     public let framing: Framing
     /// Whether every SPS seen so far declares the reordering (and at least one was seen).
     public private(set) var reorderDeclared: Bool
+    /// The largest `max_num_reorder_frames` the SPSs seen declare; nil unless `reorderDeclared`: the frames a
+    /// decoder holds back before it outputs one (libav's `has_b_frames`, the delay of its decode times).
+    public private(set) var reorderFrames: Int?
     private var spsSeen: Bool
 
     /// From a decoder configuration record (`avcC`, GStreamer's `codec_data` for stream-format avc/avc3): the NAL
@@ -117,17 +120,24 @@ public struct H264Pictures: Sendable, Equatable {
 
     private mutating func see(nal: ArraySlice<UInt8>) {
         guard nal.first.map({ $0 & 0x1F }) == 7 else { return }
-        let declares = Self.spsDeclaresReorder(nal) ?? false
-        reorderDeclared = (spsSeen ? reorderDeclared : true) && declares
+        let frames = Self.spsReorderFrames(nal) ?? nil
+        reorderDeclared = (spsSeen ? reorderDeclared : true) && frames != nil
+        reorderFrames = reorderDeclared ? max(reorderFrames ?? 0, frames ?? 0) : nil
         spsSeen = true
     }
 
     /// Whether a sequence parameter set NAL unit (header byte first) has VUI `bitstream_restriction_flag` set; nil
     /// when it is malformed or ends early.
     static func spsDeclaresReorder(_ nal: ArraySlice<UInt8>) -> Bool? {
+        spsReorderFrames(nal).map { $0 != nil }
+    }
+
+    /// The SPS's `max_num_reorder_frames` (.some(nil): no `bitstream_restriction_flag`); nil when it is malformed
+    /// or ends early.
+    static func spsReorderFrames(_ nal: ArraySlice<UInt8>) -> Int?? {
         guard var r = vuiOfSPS(nal) else { return nil }
         guard let vui = r.bits(1) else { return nil }
-        return vui == 1 ? r.vuiBitstreamRestriction() : false
+        return vui == 1 ? r.vuiReorderFrames() : .some(nil)
     }
 
     /// A reader of a sequence parameter set NAL unit (header byte first) standing at `vui_parameters_present_flag`
@@ -224,8 +234,9 @@ struct RBSPReader {
         return true
     }
 
-    /// The VUI up to `bitstream_restriction_flag` (E.1.1); nil when it ends early.
-    mutating func vuiBitstreamRestriction() -> Bool? {
+    /// The VUI up to `max_num_reorder_frames` (E.1.1): .some(nil) without `bitstream_restriction_flag`; nil when
+    /// it ends early.
+    mutating func vuiReorderFrames() -> Int?? {
         guard vuiSignalType() != nil else { return nil }
         guard let chromaLoc = bits(1) else { return nil }
         if chromaLoc == 1 { guard ue() != nil, ue() != nil else { return nil } }
@@ -237,7 +248,11 @@ struct RBSPReader {
         if vclHRD == 1 { guard skipHRD() else { return nil } }
         if nalHRD == 1 || vclHRD == 1 { guard bits(1) != nil else { return nil } }  // low_delay_hrd_flag
         guard bits(1) != nil, let restriction = bits(1) else { return nil }  // pic_struct_present_flag
-        return restriction == 1
+        guard restriction == 1 else { return .some(nil) }
+        // motion_vectors_over_pic_boundaries_flag, max_bytes_per_pic_denom, max_bits_per_mb_denom, the two
+        // log2_max_mv_length values, then max_num_reorder_frames.
+        guard bits(1) != nil, ue() != nil, ue() != nil, ue() != nil, ue() != nil, let frames = ue() else { return nil }
+        return .some(Int(frames))
     }
 
     /// The VUI from its start through the video signal type (E.1.1: aspect ratio, overscan, then

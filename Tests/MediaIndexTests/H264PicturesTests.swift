@@ -98,12 +98,15 @@ import Testing
                                0x59, 0x60, 0x01, 0x00, 0x06, 0x68, 0xEB, 0xE3, 0xCB, 0x22, 0xC0, 0xFD, 0xF8, 0xF8, 0x00]
         let pictures = try #require(H264Pictures(avcC: record))
         #expect(pictures.framing == .lengthPrefixed(4))
-        #expect(pictures.reorderDeclared)
+        #expect(pictures.reorderDeclared && pictures.reorderFrames == 2)
     }
 
     @Test func readsTheRestrictionFlagThroughEveryBranch() {
         for high in [false, true] {
             #expect(H264Pictures(avcC: Self.avcC(sps: Self.sps(high: high, vui: true, restriction: true)))?.reorderDeclared == true)
+            // max_num_reorder_frames 2: libav's decoder delay, that of the decode times it gives Matroska packets.
+            #expect(H264Pictures(avcC: Self.avcC(sps: Self.sps(high: high, vui: true, restriction: true)))?.reorderFrames == 2)
+            #expect(H264Pictures(avcC: Self.avcC(sps: Self.sps(high: high, vui: true, restriction: false)))?.reorderFrames == nil)
             #expect(H264Pictures(avcC: Self.avcC(sps: Self.sps(high: high, vui: true, restriction: false)))?.reorderDeclared == false)
             #expect(H264Pictures(avcC: Self.avcC(sps: Self.sps(high: high, vui: false, restriction: false)))?.reorderDeclared == false)
         }
