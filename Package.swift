@@ -47,10 +47,15 @@ let package = Package(
         .target(name: "CSandbox", dependencies: ["CSeccomp", "COrc"], path: "Sources/CSandbox"),
         // ── Swift: system calls — errno captured at the call, EINTR retried in one place, owned descriptors ──
         .target(name: "SystemCalls", dependencies: ["CTrackSys"], swiftSettings: strict),
-        // ── Swift: the wire, shared by both ends (no GStreamer) ───────────────────────────────
-        .target(name: "TrackdProtocol", dependencies: ["SystemCalls", "CTrackSys"], path: "Sources/Protocol", swiftSettings: strict),
-        // ── Swift: frame indexes — MP4 sample tables, the frame a time names, decode planning (no GStreamer) ──
-        .target(name: "MediaIndex", dependencies: ["TrackdProtocol", "SystemCalls"], swiftSettings: strict),
+        // ── Swift: the media vocabulary — times, time grids, four-character codes, track kinds, metadata, errors
+        //    (pure: no system calls, no wire, no GStreamer) ──
+        .target(name: "MediaVocabulary", swiftSettings: strict),
+        // ── Swift: the wire, shared by both ends (no GStreamer); re-exports MediaVocabulary ───────────
+        .target(
+            name: "TrackdProtocol", dependencies: ["MediaVocabulary", "SystemCalls", "CTrackSys"], path: "Sources/Protocol",
+            swiftSettings: strict),
+        // ── Swift: frame indexes — MP4 sample tables, the frame a time names, decode planning (no GStreamer, no wire) ──
+        .target(name: "MediaIndex", dependencies: ["MediaVocabulary", "SystemCalls"], swiftSettings: strict),
         // ── Swift: the supervisor's frame-index cache and its worker channel (daemon-internal, no GStreamer) ──
         .target(name: "IndexCache", dependencies: ["SystemCalls", "MediaIndex"], swiftSettings: strict),
         // ── Swift: one output's pools, held slots and random-access state; the spare frame memories' policy (no GStreamer, no socket) ──
@@ -81,7 +86,7 @@ let package = Package(
         .testTarget(
             name: "IndexCacheTests", dependencies: ["IndexCache", "MediaIndex", "CTrackSys", "TestSupport"], swiftSettings: strict),
         .testTarget(
-            name: "MediaIndexTests", dependencies: ["MediaIndex", "TrackdProtocol", "TestSupport"], swiftSettings: strict),
+            name: "MediaIndexTests", dependencies: ["MediaIndex", "MediaVocabulary", "TestSupport"], swiftSettings: strict),
         // Test-only C: the worker's sandbox entered in a forked child that then tries one memory operation.
         .target(name: "CSandboxProbe", dependencies: ["CSandbox", "COrc"], path: "Tests/CSandboxProbe"),
         .testTarget(name: "SandboxFilterTests", dependencies: ["CSandboxProbe", "TestSupport"], swiftSettings: strict),
