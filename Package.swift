@@ -63,7 +63,7 @@ let package = Package(
         // ── Swift: the only module that touches GStreamer (worker side) ───────────────────────
         .target(name: "GstBridge", dependencies: ["TrackdProtocol", "MediaIndex", "SamplePools", "SystemCalls", "CGStreamer", "CGstShim"], swiftSettings: strict),
         // ── Swift: client library with an AVFoundation-shaped API ─────────────────────────────
-        .target(name: "TrackClient", dependencies: ["TrackdProtocol", "SystemCalls", "CTrackSys"], swiftSettings: strict),
+        .target(name: "TrackClient", dependencies: ["TrackdProtocol", "SystemCalls"], swiftSettings: strict),
         // ── Processes ─────────────────────────────────────────────────────────────────────────
         .executableTarget(
             name: "trackd",
@@ -75,7 +75,7 @@ let package = Package(
         .executableTarget(name: "trackctl", dependencies: ["TrackClient", "TrackdProtocol", "SystemCalls", "CMD5", "CCairo", "CJPEG"], swiftSettings: strict),
         // ── Example: a typical AVAssetReader loop ported to TrackClient (run by ExampleTests) ────────
         .executableTarget(
-            name: "trackd-example-reader", dependencies: ["TrackClient", "TrackdProtocol"],
+            name: "trackd-example-reader", dependencies: ["TrackClient"],
             path: "Examples/trackd-example-reader", swiftSettings: strict),
         // ── Tests ─────────────────────────────────────────────────────────────────────────────
         // Shared by the test targets only: processes, the daemon (with its log check), media, oracles, waiting,
