@@ -59,7 +59,7 @@ let package = Package(
         // ── Swift: the supervisor's frame-index cache and its worker channel (daemon-internal, no GStreamer) ──
         .target(name: "IndexCache", dependencies: ["SystemCalls", "MediaIndex"], swiftSettings: strict),
         // ── Swift: one output's pools, held slots and random-access state; the spare frame memories' policy (no GStreamer, no socket) ──
-        .target(name: "SamplePools", swiftSettings: strict),
+        .target(name: "SamplePools", dependencies: ["MediaIndex"], swiftSettings: strict),
         // ── Swift: the only module that touches GStreamer (worker side) ───────────────────────
         .target(name: "GstBridge", dependencies: ["TrackdProtocol", "MediaIndex", "SamplePools", "SystemCalls", "CGStreamer", "CGstShim"], swiftSettings: strict),
         // ── Swift: client library with an AVFoundation-shaped API ─────────────────────────────
@@ -90,7 +90,9 @@ let package = Package(
         // Test-only C: the worker's sandbox entered in a forked child that then tries one memory operation.
         .target(name: "CSandboxProbe", dependencies: ["CSandbox", "COrc"], path: "Tests/CSandboxProbe"),
         .testTarget(name: "SandboxFilterTests", dependencies: ["CSandboxProbe", "TestSupport"], swiftSettings: strict),
-        .testTarget(name: "SamplePoolsTests", dependencies: ["SamplePools", "TestSupport"], swiftSettings: strict),
+        .testTarget(
+            name: "SamplePoolsTests", dependencies: ["SamplePools", "MediaIndex", "MediaVocabulary", "TestSupport"],
+            swiftSettings: strict),
         .testTarget(
             name: "GstBridgeTests", dependencies: ["GstBridge", "MediaIndex", "TrackdProtocol", "CGStreamer", "TestSupport"],
             swiftSettings: strict),
