@@ -47,18 +47,23 @@ let package = Package(
         .target(name: "CSandbox", dependencies: ["CSeccomp", "COrc"], path: "Sources/CSandbox"),
         // ── Swift: system calls — errno captured at the call, EINTR retried in one place, owned descriptors ──
         .target(name: "SystemCalls", dependencies: ["CTrackSys"], swiftSettings: strict),
-        // ── Swift: the wire, shared by both ends (no GStreamer) ───────────────────────────────
-        .target(name: "TrackdProtocol", dependencies: ["SystemCalls", "CTrackSys"], path: "Sources/Protocol", swiftSettings: strict),
-        // ── Swift: frame indexes — MP4 sample tables, the frame a time names, decode planning (no GStreamer) ──
-        .target(name: "MediaIndex", dependencies: ["TrackdProtocol", "SystemCalls"], swiftSettings: strict),
+        // ── Swift: the media vocabulary — times, time grids, four-character codes, track kinds, metadata, errors
+        //    (pure: no system calls, no wire, no GStreamer) ──
+        .target(name: "MediaVocabulary", swiftSettings: strict),
+        // ── Swift: the wire, shared by both ends (no GStreamer); re-exports MediaVocabulary ───────────
+        .target(
+            name: "TrackdProtocol", dependencies: ["MediaVocabulary", "SystemCalls", "CTrackSys"], path: "Sources/Protocol",
+            swiftSettings: strict),
+        // ── Swift: frame indexes — MP4 sample tables, the frame a time names, decode planning (no GStreamer, no wire) ──
+        .target(name: "MediaIndex", dependencies: ["MediaVocabulary", "SystemCalls"], swiftSettings: strict),
         // ── Swift: the supervisor's frame-index cache and its worker channel (daemon-internal, no GStreamer) ──
         .target(name: "IndexCache", dependencies: ["SystemCalls", "MediaIndex"], swiftSettings: strict),
         // ── Swift: one output's pools, held slots and random-access state; the spare frame memories' policy (no GStreamer, no socket) ──
-        .target(name: "SamplePools", swiftSettings: strict),
+        .target(name: "SamplePools", dependencies: ["MediaIndex"], swiftSettings: strict),
         // ── Swift: the only module that touches GStreamer (worker side) ───────────────────────
         .target(name: "GstBridge", dependencies: ["TrackdProtocol", "MediaIndex", "SamplePools", "SystemCalls", "CGStreamer", "CGstShim"], swiftSettings: strict),
         // ── Swift: client library with an AVFoundation-shaped API ─────────────────────────────
-        .target(name: "TrackClient", dependencies: ["TrackdProtocol", "SystemCalls", "CTrackSys"], swiftSettings: strict),
+        .target(name: "TrackClient", dependencies: ["TrackdProtocol", "SystemCalls"], swiftSettings: strict),
         // ── Processes ─────────────────────────────────────────────────────────────────────────
         .executableTarget(
             name: "trackd",
@@ -70,7 +75,7 @@ let package = Package(
         .executableTarget(name: "trackctl", dependencies: ["TrackClient", "TrackdProtocol", "SystemCalls", "CMD5", "CCairo", "CJPEG"], swiftSettings: strict),
         // ── Example: a typical AVAssetReader loop ported to TrackClient (run by ExampleTests) ────────
         .executableTarget(
-            name: "trackd-example-reader", dependencies: ["TrackClient", "TrackdProtocol"],
+            name: "trackd-example-reader", dependencies: ["TrackClient"],
             path: "Examples/trackd-example-reader", swiftSettings: strict),
         // ── Tests ─────────────────────────────────────────────────────────────────────────────
         // Shared by the test targets only: processes, the daemon (with its log check), media, oracles, waiting,
@@ -81,11 +86,13 @@ let package = Package(
         .testTarget(
             name: "IndexCacheTests", dependencies: ["IndexCache", "MediaIndex", "CTrackSys", "TestSupport"], swiftSettings: strict),
         .testTarget(
-            name: "MediaIndexTests", dependencies: ["MediaIndex", "TrackdProtocol", "TestSupport"], swiftSettings: strict),
+            name: "MediaIndexTests", dependencies: ["MediaIndex", "MediaVocabulary", "TestSupport"], swiftSettings: strict),
         // Test-only C: the worker's sandbox entered in a forked child that then tries one memory operation.
         .target(name: "CSandboxProbe", dependencies: ["CSandbox", "COrc"], path: "Tests/CSandboxProbe"),
         .testTarget(name: "SandboxFilterTests", dependencies: ["CSandboxProbe", "TestSupport"], swiftSettings: strict),
-        .testTarget(name: "SamplePoolsTests", dependencies: ["SamplePools", "TestSupport"], swiftSettings: strict),
+        .testTarget(
+            name: "SamplePoolsTests", dependencies: ["SamplePools", "MediaIndex", "MediaVocabulary", "TestSupport"],
+            swiftSettings: strict),
         .testTarget(
             name: "GstBridgeTests", dependencies: ["GstBridge", "MediaIndex", "TrackdProtocol", "CGStreamer", "TestSupport"],
             swiftSettings: strict),

@@ -8,7 +8,7 @@
 //  - metadata (the input as a moov body, and as a Matroska file's head) stays within the wire's limits: at most 64
 //    items per list and 64 segments per track, values of at most 1024 bytes, segments with numeric targets.
 import MediaIndex
-import TrackdProtocol
+import MediaVocabulary
 
 @_cdecl("LLVMFuzzerInitialize")
 public func fuzzInitialize(_ argc: UnsafeMutablePointer<Int32>?, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>?) -> Int32 {
@@ -48,12 +48,12 @@ public func fuzzMP4(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
 
 func checkMetadata(_ found: ContainerMetadata) {
     for items in [found.items] + found.tracks.map(\.items) {
-        check(items.count <= Wire.maxMetadataItems, "\(items.count) items")
-        for item in items { check(item.value.utf8.count <= 3 * Wire.maxMetadataValue && !item.value.isEmpty, "value \(item)") }
+        check(items.count <= DescriptionBounds.metadataItems, "\(items.count) items")
+        for item in items { check(item.value.utf8.count <= 3 * DescriptionBounds.metadataValueBytes && !item.value.isEmpty, "value \(item)") }
     }
     for track in found.tracks {
         let segments = track.segments ?? []
-        check(segments.count <= Wire.maxSegments, "\(segments.count) segments")
+        check(segments.count <= DescriptionBounds.segments, "\(segments.count) segments")
         for s in segments { check(s.target.start.isNumeric && s.target.duration.isNumeric && s.source.duration.isNumeric, "\(s)") }
     }
 }

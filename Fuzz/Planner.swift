@@ -7,7 +7,7 @@
 //  - frameDisplayed(at:): the last frame at or before the time (the first before it), nil from `end` on;
 //    resolve agrees with it; nearest(_:) is no farther than its neighbours, for any Int64 time.
 import MediaIndex
-import TrackdProtocol
+import MediaVocabulary
 
 @_cdecl("LLVMFuzzerInitialize")
 public func fuzzInitialize(_ argc: UnsafeMutablePointer<Int32>?, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>?) -> Int32 {

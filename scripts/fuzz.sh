@@ -62,9 +62,14 @@ build_modules() {
   if stale "$OBJ/CTrackSys.o" Sources/CTrackSys; then
     clang -O1 -g -fsanitize=fuzzer-no-link,address -I Sources/CTrackSys/include -c Sources/CTrackSys/CTrackSys.c -o "$OBJ/CTrackSys.o"
   fi
+  # SystemCalls' TsanHandoff calls the two hand-off functions, no-ops outside a TSan build.
+  if stale "$OBJ/TsanMutex.o" Sources/CTrackSys/TsanMutex.c; then
+    clang -O1 -g -fsanitize=fuzzer-no-link,address -I Sources/CTrackSys/include -c Sources/CTrackSys/TsanMutex.c -o "$OBJ/TsanMutex.o"
+  fi
   swift_module SystemCalls CTrackSys Sources/SystemCalls/*.swift
-  swift_module TrackdProtocol CTrackSys,SystemCalls Sources/Protocol/*.swift
-  swift_module MediaIndex TrackdProtocol Sources/MediaIndex/*.swift
+  swift_module MediaVocabulary "" Sources/MediaVocabulary/*.swift
+  swift_module TrackdProtocol MediaVocabulary,CTrackSys,SystemCalls Sources/Protocol/*.swift
+  swift_module MediaIndex MediaVocabulary,SystemCalls Sources/MediaIndex/*.swift
   swift_module IndexCache CTrackSys,SystemCalls,MediaIndex Sources/IndexCache/*.swift
 }
 
@@ -75,7 +80,7 @@ build_target() {
   if stale "$bin" "${sources[@]}" Fuzz/Common.swift "$OBJ"/*.o; then
     echo "fuzz: linking fuzz-$target" >&2
     swiftc "${SWIFTFLAGS[@]}" -module-name "Fuzz_$target" "${sources[@]}" Fuzz/Common.swift \
-      "$OBJ"/{CTrackSys,SystemCalls,TrackdProtocol,MediaIndex,IndexCache}.o -use-ld=lld -o "$bin"
+      "$OBJ"/{CTrackSys,TsanMutex,SystemCalls,MediaVocabulary,TrackdProtocol,MediaIndex,IndexCache}.o -use-ld=lld -o "$bin"
   fi
 }
 

@@ -22,7 +22,6 @@
 // usage: trackd-example-reader FILE [--async] [--socket PATH]
 //   --async   read with `for try await sample in output.samples` instead of copyNextSampleBuffer
 //   --socket  trackd's socket (default: $TRACKD_SOCKET, $XDG_RUNTIME_DIR/trackd.sock, /run/trackd/trackd.sock)
-import TrackdProtocol
 import TrackClient
 
 #if canImport(Glibc)

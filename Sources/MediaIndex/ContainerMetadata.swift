@@ -1,5 +1,5 @@
+import MediaVocabulary
 import SystemCalls
-import TrackdProtocol
 
 /// An asset's metadata and each track's metadata and edit list, read from the container with pread (no GStreamer):
 /// MP4/MOV (`MP4Metadata.swift`), Matroska/WebM (`MatroskaMetadata.swift`), and the asset tags of FLAC, WAV, AVI
@@ -58,17 +58,17 @@ public struct ContainerMetadata: Sendable, Equatable {
     /// The track's own entry, if the container has one.
     public func track(_ id: UInt32) -> Track? { tracks.first { $0.id == id } }
 
-    /// Appends an item unless the list already holds `Wire.maxMetadataItems` (a hostile file's thousands of tags
+    /// Appends an item unless the list already holds `DescriptionBounds.metadataItems` (a hostile file's thousands of tags
     /// stop there) or the value is empty.
     static func append(_ item: MetadataItem, to items: inout [MetadataItem]) {
-        guard !item.value.isEmpty, items.count < Wire.maxMetadataItems else { return }
+        guard !item.value.isEmpty, items.count < DescriptionBounds.metadataItems else { return }
         items.append(item)
     }
 
-    /// Text from stored bytes: up to the first NUL, invalid UTF-8 replaced (U+FFFD), at most `Wire.maxMetadataValue`
+    /// Text from stored bytes: up to the first NUL, invalid UTF-8 replaced (U+FFFD), at most `DescriptionBounds.metadataValueBytes`
     /// bytes read.
     static func text(_ bytes: some Collection<UInt8>) -> String {
-        String(decoding: bytes.prefix(Wire.maxMetadataValue).prefix { $0 != 0 }, as: UTF8.self)
+        String(decoding: bytes.prefix(DescriptionBounds.metadataValueBytes).prefix { $0 != 0 }, as: UTF8.self)
     }
 }
 

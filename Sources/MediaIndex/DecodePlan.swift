@@ -1,4 +1,4 @@
-import TrackdProtocol
+import MediaVocabulary
 
 extension FrameIndex {
     /// One accurate seek of a plan, and what to decode after it: the time range its wanted frames span, the

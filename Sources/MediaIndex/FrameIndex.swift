@@ -1,4 +1,4 @@
-import TrackdProtocol
+import MediaVocabulary
 
 /// Every frame of a video track: presentation time, duration, whether it is a sync sample, and where it is in
 /// decode order. Made once per track — from an MP4/MOV's sample tables (`ContainerIndex`), else by GstBridge's

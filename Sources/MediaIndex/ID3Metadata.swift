@@ -1,5 +1,5 @@
+import MediaVocabulary
 import SystemCalls
-import TrackdProtocol
 
 // ID3v2.3 and ID3v2.4 tags at the start of a file (MP3, also AAC/ADTS): text frames, TXXX and COMM become the
 // asset's items, keySpace `id3` (docs/PROTOCOL.md §7.5).
@@ -53,7 +53,7 @@ extension ContainerMetadata {
     /// The NUL-separated strings of a frame body in ID3 encoding 0 (ISO-8859-1), 1 (UTF-16 with BOM), 2 (UTF-16BE)
     /// or 3 (UTF-8).
     static func id3Strings(_ bytes: ArraySlice<UInt8>, encoding: UInt8) -> [String] {
-        let bytes = Array(bytes.prefix(Wire.maxMetadataValue * 2 + 512))
+        let bytes = Array(bytes.prefix(DescriptionBounds.metadataValueBytes * 2 + 512))
         guard encoding == 1 || encoding == 2 else {
             return bytes.split(separator: 0, omittingEmptySubsequences: false).map { part in
                 encoding == 0 ? String(part.map { Character(Unicode.Scalar($0)) }) : text(part)

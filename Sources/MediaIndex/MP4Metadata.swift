@@ -1,4 +1,4 @@
-import TrackdProtocol
+import MediaVocabulary
 
 /// MP4/MOV metadata and edit lists from a moov box's body (PROTOCOL.md §7.5, §7.6):
 /// - the asset: mvhd's creation time; moov/udta's QuickTime text items (©nam …) and udta/meta or moov/meta item
@@ -24,7 +24,7 @@ extension ContainerMetadata {
             default: break
             }
         }
-        for trak in traks.prefix(Wire.maxTracks) {
+        for trak in traks.prefix(DescriptionBounds.tracks) {
             if let track = mp4Track(trak, movieTimescale: movieTimescale) { result.tracks.append(track) }
         }
         return result

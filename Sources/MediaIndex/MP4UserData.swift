@@ -1,4 +1,4 @@
-import TrackdProtocol
+import MediaVocabulary
 
 /// MP4/MOV item lists and edit lists (PROTOCOL.md §7.5, §7.6).
 extension ContainerMetadata {
@@ -98,12 +98,12 @@ extension ContainerMetadata {
     }
 
     /// keys: version/flags, u32 count, then each key as u32 size, u32 namespace, the key's bytes (at most
-    /// `Wire.maxMetadataItems` × 4 keys are read).
+    /// `DescriptionBounds.metadataItems` × 4 keys are read).
     static func metaKeys(_ b: ArraySlice<UInt8>) -> [String] {
         guard b.count >= 8 else { return [] }
         var keys: [String] = []
         var at = 8
-        for _ in 0..<min(Int(be32(b, 4)), 4 * Wire.maxMetadataItems) {
+        for _ in 0..<min(Int(be32(b, 4)), 4 * DescriptionBounds.metadataItems) {
             guard b.count - at >= 8 else { break }
             let size = Int(be32(b, at))
             guard size >= 8, size <= b.count - at else { break }
@@ -120,14 +120,14 @@ extension ContainerMetadata {
 
     // ── Edit lists ───────────────────────────────────────────────────────────────────────────────────────────────
 
-    /// elst's first `Wire.maxSegments` entries (segment duration, media time, rate 16.16), or nil when the count
+    /// elst's first `DescriptionBounds.segments` entries (segment duration, media time, rate 16.16), or nil when the count
     /// does not fit in the box.
     static func editList(_ b: ArraySlice<UInt8>) -> [(duration: UInt64, mediaTime: Int64, rate: UInt32)]? {
         guard let version = b.first, b.count >= 8 else { return nil }
         let width = version == 1 ? 20 : 12
         let count = Int(be32(b, 4))
         guard count <= (b.count - 8) / width else { return nil }
-        return (0..<min(count, Wire.maxSegments)).map { i in
+        return (0..<min(count, DescriptionBounds.segments)).map { i in
             let at = 8 + i * width
             if version == 1 { return (be64(b, at), Int64(bitPattern: be64(b, at + 8)), be32(b, at + 16)) }
             return (UInt64(be32(b, at)), Int64(Int32(bitPattern: be32(b, at + 4))), be32(b, at + 8))

@@ -1,5 +1,5 @@
+import MediaVocabulary
 import SystemCalls
-import TrackdProtocol
 
 /// Matroska/WebM metadata (PROTOCOL.md §7.5): Segment/Info's Title, DateUTC, MuxingApp and WritingApp; each
 /// TrackEntry's Name, Language and LanguageBCP47 (key space mkv, the element's name as key); and Tags' SimpleTags
@@ -105,7 +105,7 @@ extension ContainerMetadata {
 
     private static func matroskaTracks(_ b: [UInt8], from: Int, to: Int) -> [Track] {
         var tracks: [Track] = []
-        for (entryID, entryStart, entryEnd) in ebmlChildren(b, from, to) where entryID == 0xAE && tracks.count < Wire.maxTracks {
+        for (entryID, entryStart, entryEnd) in ebmlChildren(b, from, to) where entryID == 0xAE && tracks.count < DescriptionBounds.tracks {
             var track = Track(id: 0)
             for (id, start, end) in ebmlChildren(b, entryStart, entryEnd) {
                 switch id {

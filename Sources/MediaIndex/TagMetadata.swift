@@ -1,5 +1,5 @@
+import MediaVocabulary
 import SystemCalls
-import TrackdProtocol
 
 // Asset metadata of the simple tag formats, read with pread (no GStreamer, so the same on every open): FLAC's
 // VORBIS_COMMENT block, RIFF LIST/INFO (WAV and AVI) and ID3v2 (MP3). docs/PROTOCOL.md §7.5 lists the keys.

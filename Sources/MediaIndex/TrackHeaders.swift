@@ -1,5 +1,5 @@
+import MediaVocabulary
 import SystemCalls
-import TrackdProtocol
 
 /// What an MP4/QuickTime track header (tkhd, ISO 14496-12 8.3.2) states beyond the clock, read with pread from the
 /// client's descriptor (no GStreamer): each track's display matrix (AVAssetTrack.preferredTransform).

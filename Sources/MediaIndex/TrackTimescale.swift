@@ -1,5 +1,5 @@
+import MediaVocabulary
 import SystemCalls
-import TrackdProtocol
 
 /// The container's own clock of each track, read with pread from the client's descriptor (no GStreamer): what
 /// ffprobe reports as a stream's `time_base`, and what trackd's times are expressed in (docs/PROTOCOL.md §7.1).

@@ -1,4 +1,4 @@
-import TrackdProtocol
+import MediaVocabulary
 
 // MPEG-TS: the service names of the first Service Description Table (PID 0x11, table 0x42) in the file's first
 // bytes become the asset's items, keySpace `mpegts` (docs/PROTOCOL.md §7.5).

@@ -228,13 +228,6 @@ struct FinishOutput: IDMessage {
     var asMessage: Message { .finishOutput(outputID: id) }
 }
 
-/// One frame asked for by ReadFrames: the frame shown at a time, or the frame with an index (0-based, in
-/// presentation order, counting every frame of the track).
-public enum FrameRequest: Sendable, Equatable, Hashable {
-    case time(MediaTime)
-    case index(UInt64)
-}
-
 extension FrameRequest {
     /// A kind byte (0 time, 1 index), then a time, or an index and a reserved u64 0: 17 bytes either way.
     func encode(into w: inout ByteWriter) {

@@ -225,7 +225,7 @@ public enum Wire {
     /// Descriptors one message may carry (no message type needs more than one).
     public static let maxFdsPerMessage: UInt16 = 4
     public static let maxString = 4096
-    public static let maxTracks = 256
+    public static let maxTracks = DescriptionBounds.tracks
     public static let maxPlanes = 4
     public static let maxSlotsPerRelease = 1024
     public static let maxResetRanges = 256
@@ -235,13 +235,13 @@ public enum Wire {
     public static let maxSettingsItems = 256
     public static let maxCodecConfig = 64 * 1024
     /// Metadata items in one list (the asset's, or one track's), PROTOCOL.md §7.5.
-    public static let maxMetadataItems = 64
+    public static let maxMetadataItems = DescriptionBounds.metadataItems
     /// Bytes of a metadata item's keySpace, key and commonKey each.
-    public static let maxMetadataKey = 255
+    public static let maxMetadataKey = DescriptionBounds.metadataKeyBytes
     /// Bytes of a metadata item's value.
-    public static let maxMetadataValue = 1024
+    public static let maxMetadataValue = DescriptionBounds.metadataValueBytes
     /// Segments of one track's edit list, PROTOCOL.md §7.6.
-    public static let maxSegments = 64
+    public static let maxSegments = DescriptionBounds.segments
     /// Bytes of metadata items and segments in one AssetOpened, all lists together (the worker leaves out the rest).
     public static let maxMetadataBytes = 32 * 1024
 }

@@ -48,6 +48,17 @@ public struct FileDescriptor: ~Copyable, Sendable {
         try FileDescriptor("memfd_create") { unsafe trackd_memfd_sealed(name, UInt64(size)) }
     }
 
+    /// A new empty memfd that may still be written and sealed (close-on-exec): filled with `writeFully`, then
+    /// sealed with `sealContents()`.
+    public static func unsealedMemfd(name: String) throws(SystemError) -> FileDescriptor {
+        try FileDescriptor("memfd_create") { unsafe trackd_memfd_unsealed(name) }
+    }
+
+    /// Seals a filled memfd against any change (shrinking, growing, writing, further seals).
+    public func sealContents() throws(SystemError) {
+        _ = try syscall("seal") { trackd_memfd_seal_contents(raw) }
+    }
+
     /// Makes `target` refer to this open file (dup3, which a sandboxed worker may call), then closes this number.
     public consuming func move(onto target: borrowing FileDescriptor) throws(SystemError) {
         _ = try syscall("dup3") { trackd_move_fd(rawValue, target.rawValue) }

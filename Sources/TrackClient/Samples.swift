@@ -1,8 +1,8 @@
-import CTrackSys
 import Dispatch
 import Foundation
 import TrackdProtocol
 import Synchronization
+import SystemCalls
 
 extension AssetReaderTrackOutput {
     /// The output's samples as an asynchronous sequence: `for try await sample in output.samples { … }`.
@@ -165,12 +165,12 @@ private final class PumpCore: Sendable {
     /// the resume comes before the task has suspended (CTrackSys/TsanMutex.c): the release here and the acquire in
     /// `received()` show it. No-ops outside a TSan build.
     private func deliver(_ outcome: Outcome, to continuation: CheckedContinuation<Outcome, Never>) {
-        trackd_tsan_handoff_release(handoffTag)
+        TsanHandoff.release(handoffTag)
         continuation.resume(returning: outcome)
     }
 
     /// The awaiting task got its outcome: the other half of `deliver`.
-    func received() { trackd_tsan_handoff_acquire(handoffTag) }
+    func received() { TsanHandoff.acquire(handoffTag) }
 
     /// The tag the hand-off is annotated on: this object's address.
     private var handoffTag: UInt { UInt(bitPattern: ObjectIdentifier(self)) }

@@ -1,4 +1,3 @@
-import CTrackSys
 import SystemCalls
 import TrackdProtocol
 
@@ -91,8 +90,7 @@ enum SourceDescriptor {
 
     /// Size of the file `fd` refers to (what trackd will read), or 0 when fstat fails.
     static func size(of fd: borrowing FileDescriptor) -> UInt64 {
-        var isRegular: Int32 = 0, size: UInt64 = 0
-        return trackd_fd_is_regular(fd.rawValue, &isRegular, &size) == 0 ? size : 0
+        (try? fd.status()).map { UInt64(max(0, $0.st_size)) } ?? 0
     }
 
     // MARK: - Steps (each failure closes the memfd: its FileDescriptor owns it)
@@ -100,7 +98,7 @@ enum SourceDescriptor {
     private static func newMemfd(_ name: String) throws(TrackError) -> FileDescriptor {
         let label = "trackd-source:" + String(decoding: name.utf8.prefix(200), as: UTF8.self)
         do {
-            return try FileDescriptor("memfd_create") { trackd_memfd_unsealed(label) }
+            return try FileDescriptor.unsealedMemfd(name: label)
         } catch {
             throw TrackError(.limitExceeded, "cannot create a memfd for \(name): \(error.reason)")
         }
@@ -117,7 +115,7 @@ enum SourceDescriptor {
     private static func seal(_ fd: consuming FileDescriptor, size: Int, name: String) throws(TrackError) -> FileDescriptor {
         guard size > 0 else { throw TrackError(.invalidArgument, "the media source is empty (0 bytes)") }
         do {
-            _ = try syscall("seal") { trackd_memfd_seal_contents(fd.rawValue) }
+            try fd.sealContents()
         } catch {
             throw TrackError(.limitExceeded, "cannot seal the memfd holding \(name): \(error.reason)")
         }

@@ -79,13 +79,13 @@ extension Options {
                needs: "needs a positive whole number"),
     ]
 
-    /// Limits.options, each a whole number in its range.
+    /// ConnectionLimits.options, each a whole number in its range.
     private static var limits: [TrackdOption] {
-        Limits.options.map { limit in
+        ConnectionLimits.options.map { limit in
             number(limit.name, "N", limit.worker ? .both : .supervisor, limit.range,
                    get: { $0.limits[keyPath: limit.keyPath] }, put: { $0.limits[keyPath: limit.keyPath] = $1 },
                    help: "\(limit.help); \(limit.range.lowerBound) to \(limit.range.upperBound)"
-                       + " (default \(Limits.defaults[keyPath: limit.keyPath]))",
+                       + " (default \(ConnectionLimits.defaults[keyPath: limit.keyPath]))",
                    needs: "needs a whole number from \(limit.range.lowerBound) to \(limit.range.upperBound)")
         }
     }

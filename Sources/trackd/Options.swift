@@ -16,7 +16,7 @@ struct Configuration: Sendable {
     var stopTimeout: UInt64 = 5
     // Both: the worker's sandbox (its uid/gid come from --worker-user) and the limits.
     var sandbox = WorkerSandbox()
-    var limits = Limits.defaults
+    var limits = ConnectionLimits.defaults
     // Worker only: who it serves — a connection's client and worker-table slot, or a warm worker's wait for one.
     var clientPID: Int32 = 0
     var clientUID: UInt32 = 0
@@ -94,7 +94,7 @@ enum Options {
 
     /// `trackd --help`.
     static var usage: String {
-        let limitNames = Set(Limits.options.map(\.name))
+        let limitNames = Set(ConnectionLimits.options.map(\.name))
         let rows = table.filter(\.takesSupervisor)
         let general = rows.filter { !limitNames.contains($0.name) }
         let limits = rows.filter { limitNames.contains($0.name) }

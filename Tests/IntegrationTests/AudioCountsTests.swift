@@ -2,7 +2,6 @@ import Foundation
 import TestSupport
 import Testing
 import TrackClient
-import TrackdProtocol
 
 /// Decoded audio has ffmpeg's frame count in every container: the frames at the start (the AAC priming packet ffmpeg's
 /// MPEG-TS muxer puts before the first video frame) and at the end (a last packet a container cuts short, e.g. by an

@@ -1,6 +1,5 @@
 import CMD5
 import Foundation
-import TrackdProtocol
 import Testing
 import TrackClient
 

@@ -1,6 +1,5 @@
 import Foundation
 import Synchronization
-import TrackdProtocol
 import TestSupport
 import Testing
 import TrackClient

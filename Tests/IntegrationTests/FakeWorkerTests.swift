@@ -1,7 +1,6 @@
 import Dispatch
 import Foundation
 import SystemCalls
-import TrackdProtocol
 import TestSupport
 import Testing
 import TrackClient

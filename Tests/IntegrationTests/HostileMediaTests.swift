@@ -1,6 +1,5 @@
 import Dispatch
 import Foundation
-import TrackdProtocol
 import Synchronization
 import TestSupport
 import Testing

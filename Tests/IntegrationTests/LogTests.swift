@@ -1,5 +1,4 @@
 import Foundation
-import TrackdProtocol
 import TrackClient
 import TestSupport
 import Testing

@@ -2,7 +2,6 @@ import Foundation
 import TestSupport
 import Testing
 import TrackClient
-import TrackdProtocol
 
 /// Damaged input is never silent (PROTOCOL.md §12.5): every frame the decoder makes is delivered, as ffmpeg's
 /// default error concealment gives them, and the stored samples that made nothing — cut off by the file's end or

@@ -2,7 +2,6 @@ import Foundation
 import TestSupport
 import Testing
 import TrackClient
-import TrackdProtocol
 
 /// Asset and track metadata (PROTOCOL.md §7.5) and segments (§7.6) of files ffmpeg makes with `-metadata` and edit
 /// lists, compared with ffprobe's tags (`-show_format -show_streams`) and with the elst boxes read here.

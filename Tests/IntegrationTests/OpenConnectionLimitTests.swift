@@ -1,6 +1,5 @@
 import CTrackSys
 import Foundation
-import TrackdProtocol
 import Synchronization
 import TestSupport
 import Testing

@@ -1,7 +1,6 @@
 import CTrackSys
 import Foundation
 import SystemCalls
-import TrackdProtocol
 import TestSupport
 import Testing
 import TrackClient

@@ -1,6 +1,5 @@
 import CTrackSys
 import Foundation
-import TrackdProtocol
 import TestSupport
 import Testing
 import TrackClient

@@ -2,7 +2,6 @@ import Foundation
 import TestSupport
 import Testing
 import TrackClient
-import TrackdProtocol
 
 /// Track segments (PROTOCOL.md §7.6) of ffmpeg-made files, compared with the elst, mvhd and mdhd boxes read here from
 /// the file: B-frames (an edit at media time 1024), audio delayed by `-itsoffset 0.5` with `-c copy` (an empty edit,

@@ -2,7 +2,6 @@ import Foundation
 import TestSupport
 import Testing
 import TrackClient
-import TrackdProtocol
 
 /// MP4 samples GStreamer 1.22's qtdemux does not push are read from the sample tables (StoredTrack,
 /// StoredSampleFeeder): an AAC track's last packet, which its edit ends inside, and the samples a file cut short

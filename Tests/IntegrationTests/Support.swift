@@ -2,7 +2,6 @@
 // re-export keeps them visible to a test file of this target that does not import TestSupport itself.
 @_exported import TestSupport
 import Foundation
-import TrackdProtocol
 import TestSupport
 import Testing
 import TrackClient

@@ -2,7 +2,6 @@ import Foundation
 import TestSupport
 import Testing
 import TrackClient
-import TrackdProtocol
 
 /// Times in the track's own timescale (PROTOCOL.md §7.1), compared with ffprobe as integers in the stream's
 /// time_base: every decoded and passthrough Sample's PTS/DTS (and durations where ffprobe's is the frame interval),

@@ -2,7 +2,6 @@ import Foundation
 import TestSupport
 import Testing
 import TrackClient
-import TrackdProtocol
 
 /// MPEG-TS times (PROTOCOL.md §7.1): 90 kHz ticks on GStreamer's timeline, which is the stream's own PTS/DTS less
 /// the program's first PCR (tsdemux starts the stream at its first PCR). ffprobe prints the stored PTS/DTS itself —

@@ -1,4 +1,3 @@
-import TrackdProtocol
 import TestSupport
 import Testing
 import TrackClient

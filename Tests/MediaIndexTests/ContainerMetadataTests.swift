@@ -2,7 +2,7 @@ import Foundation
 @testable import MediaIndex
 import TestSupport
 import Testing
-import TrackdProtocol
+import MediaVocabulary
 
 /// ContainerMetadata on MP4/MOV and Matroska headers built in the test (ffmpeg-made files are compared with ffprobe
 /// by IntegrationTests' MetadataTests): which boxes and elements become which items (PROTOCOL.md §7.5), edit lists
@@ -148,9 +148,9 @@ import TrackdProtocol
         movie.extra = [Box.box("udta", Self.meta(handler: "mdir", long) + Self.meta(handler: "mdir", many)),
                        Self.meta(handler: "mdta", keys + Box.box("ilst", Self.ilstItem(Array(Box.u32(1)), "v")))]
         let found = ContainerMetadata.mp4(movie: movie.moovBody(dataStart: 48)[...])
-        #expect(found.tracks[0].segments?.count == Wire.maxSegments)
+        #expect(found.tracks[0].segments?.count == DescriptionBounds.segments)
         // The synthetic mvhd's creation time (1 s) is the first item, the comment the second, then 62 titles.
-        #expect(found.items.count == Wire.maxMetadataItems)
+        #expect(found.items.count == DescriptionBounds.metadataItems)
         #expect(found.items[1].key == "©cmt" && found.items[1].value == String(repeating: "é", count: 512))
         #expect(found.items.last?.value == "title 61")
     }

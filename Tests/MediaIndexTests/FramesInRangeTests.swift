@@ -1,5 +1,5 @@
 import MediaIndex
-import TrackdProtocol
+import MediaVocabulary
 import TestSupport
 import Testing
 

@@ -2,7 +2,7 @@ import Foundation
 @testable import MediaIndex
 import TestSupport
 import Testing
-import TrackdProtocol
+import MediaVocabulary
 
 /// The asset tags of FLAC, RIFF (WAV/AVI) and ID3v2 built here, for what ffmpeg does not write (ffmpeg-made files
 /// are compared with ffprobe by IntegrationTests' MetadataTests): ID3v2.3 sizes, UTF-16 and Latin-1 text, COMM,

@@ -2,7 +2,7 @@ import Foundation
 import MediaIndex
 import TestSupport
 import Testing
-import TrackdProtocol
+import MediaVocabulary
 
 /// TrackHeaders' display matrices on ffmpeg-made MP4s (stream-copied with a `rotate` tag, which ffmpeg writes into
 /// the tkhd matrix), compared with ffprobe's `displaymatrix` side data. Needs ffmpeg, no GStreamer and no daemon.

@@ -2,7 +2,7 @@ import Foundation
 import MediaIndex
 import TestSupport
 import Testing
-import TrackdProtocol
+import MediaVocabulary
 
 /// TrackTimescale on container headers built in the test (ffmpeg-made files are compared with ffprobe by
 /// IntegrationTests' TimescaleTests).

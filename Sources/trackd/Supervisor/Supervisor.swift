@@ -105,7 +105,7 @@ final class Supervisor: Sendable {
     /// The timers (kept alive here; only `start` adds to it).
     private let sources = Mutex<[any DispatchSourceTimer]>([])
 
-    var limits: Limits { configuration.limits }
+    var limits: ConnectionLimits { configuration.limits }
 
     init(listener: consuming Listener, executable: String, statistics: SharedStatistics, table: WorkerTable,
          configuration: Configuration, index: IndexService) throws(SystemError) {

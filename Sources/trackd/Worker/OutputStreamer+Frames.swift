@@ -1,24 +1,9 @@
 import GstBridge
 import MediaIndex
+import SamplePools
 import TrackdProtocol
 
-/// What a ReadFrames output delivers: frame indices in request order, and the time ranges (ascending, each one
-/// accurate seek) that decode each of them with every GOP decoded once. The pipeline starts at `ranges[0]`.
-struct FramePlan: Sendable {
-    let index: FrameIndex
-    let order: [Int]
-    let ranges: [FrameIndex.DecodeRange]
-    /// The wanted frames each range must produce (their presentation times are in its time range).
-    let wantedByRange: [Set<Int>]
-
-    init(index: FrameIndex, order: [Int]) {
-        self.index = index
-        self.order = order
-        let ranges = index.plan(Set(order))
-        self.ranges = ranges
-        wantedByRange = ranges.map { Set($0.frames) }
-    }
-
+extension FramePlan {
     /// What range `i` delivers: its wanted frames only; every other decoded frame is dropped before conversion.
     func selection(_ i: Int) -> FrameSelection { FrameSelection(index: index, frames: ranges[i].frames) }
 
@@ -46,49 +31,12 @@ struct PipelineCounts: Sendable, Equatable {
     }
 }
 
-/// ReadFrames bookkeeping: the wanted frames kept as they come out of the decoder, and which of them can be sent
-/// now (the next ones in request order). A frame asked for more than once is copied for each request (one
-/// GStreamer buffer cannot fill two held slots).
-struct FrameOrder {
-    let plan: FramePlan
-    private var uses: [Int: Int] = [:]
-    private let single: Set<Int>
-    private var kept: [Int: PulledSample] = [:]
-    /// The next position in request order to send.
-    private(set) var next = 0
-    /// Wanted frames that came out of the decoder.
-    private(set) var arrived: Set<Int> = []
-
-    init(_ plan: FramePlan) {
-        self.plan = plan
-        for frame in plan.order { uses[frame, default: 0] += 1 }
-        single = Set(uses.filter { $0.value == 1 }.keys)
-    }
-
-    var isComplete: Bool { next == plan.order.count }
-
-    /// Keeps `sample` when it is a wanted frame not seen yet; false otherwise.
+extension FrameOrder<PulledSample> {
+    /// Keeps `sample` when it is a wanted frame not seen yet (the frame nearest its presentation time); false
+    /// otherwise.
     mutating func keep(_ sample: PulledSample) -> Bool {
         guard let ns = sample.presentationTime.nanoseconds else { return false }
-        let frame = plan.index.nearest(ns)
-        guard (uses[frame] ?? 0) > 0, kept[frame] == nil, !arrived.contains(frame) else { return false }
-        arrived.insert(frame)
-        kept[frame] = sample
-        return true
-    }
-
-    /// The next frame in request order when it is at hand, and whether it may go zero-copy (asked for once).
-    func ready() -> (sample: PulledSample, zeroCopy: Bool)? {
-        guard next < plan.order.count, let sample = kept[plan.order[next]] else { return nil }
-        return (sample, single.contains(plan.order[next]))
-    }
-
-    /// The frame `ready()` gave was sent.
-    mutating func sent() {
-        let frame = plan.order[next]
-        next += 1
-        uses[frame]! -= 1
-        if uses[frame] == 0 { kept[frame] = nil }
+        return keep(sample, frame: plan.index.nearest(ns))
     }
 }
 
@@ -105,7 +53,7 @@ extension OutputStreamer {
         send(.framesResolved(outputID: id, frames: plan.resolved.map {
             ResolvedFrame(index: $0.index, presentationTime: grid.rounded($0.presentationTime))  // on the track's grid
         }))
-        var order = FrameOrder(plan)
+        var order = FrameOrder<PulledSample>(plan)
         var range = 0
         var retried = false  // the current range was decoded again without the sample filter
         defer { if !logged { logCounts(plan) } }
@@ -153,7 +101,7 @@ extension OutputStreamer {
 
     /// The end of ReadFrames range `range`: decode it again if the sample filter kept back something a wanted frame
     /// needed, else seek to the next range, else the output ends.
-    private func endOfRange(_ range: inout Int, retried: inout Bool, _ order: FrameOrder) -> RangeEnd {
+    private func endOfRange(_ range: inout Int, retried: inout Bool, _ order: FrameOrder<PulledSample>) -> RangeEnd {
         let plan = order.plan
         // Fail-safe: if the sample filter kept back something a wanted frame needed (an index whose times are not
         // the demuxer's), decode the range again with every sample, as a plain accurate seek does.

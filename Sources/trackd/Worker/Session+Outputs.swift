@@ -3,6 +3,7 @@ import Foundation
 import GstBridge
 import IndexCache
 import MediaIndex
+import SamplePools
 import TrackdProtocol
 import Synchronization
 

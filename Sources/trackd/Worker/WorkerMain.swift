@@ -19,9 +19,9 @@ struct WorkerContext: Sendable {
     /// This worker's slot in the supervisor's worker table (fd 5): pool bytes and what the watchdog watches.
     var slot = WorkerSlot(table: nil, index: -1, poolBytesPerClient: .max, poolBytesTotal: .max)
     /// Seconds the client has to complete Hello, once the worker starts reading (`--handshake-timeout`).
-    var handshakeTimeout: UInt64 = Limits.defaults.handshakeTimeout
+    var handshakeTimeout: UInt64 = ConnectionLimits.defaults.handshakeTimeout
     /// Seconds without a complete message while nothing is in progress before the session ends (`--idle-timeout`).
-    var idleTimeout: UInt64 = Limits.defaults.idleTimeout
+    var idleTimeout: UInt64 = ConnectionLimits.defaults.idleTimeout
     /// The CPUs this worker may run on (counted before the sandbox, which refuses /sys).
     var cpus = 1
     /// Seconds reads in flight get once trackd is stopping (`--stop-timeout`, Session+Stop.swift).

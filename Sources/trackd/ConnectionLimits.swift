@@ -1,7 +1,9 @@
-/// The supervisor's limits (issue #4). Each is a `trackd` option with a documented default (docs/SECURITY.md,
+/// What connections may take of the daemon (issue #4): how many at once and per uid, how fast one uid may open
+/// them, how long a handshake or an idle connection may last, the pool bytes per client and in all, and how long a
+/// worker may stop answering (the watchdog). Each is a `trackd` option with a documented default (docs/SECURITY.md,
 /// docs/PROTOCOL.md §5). The supervisor enforces the connection limits and the watchdog itself and passes the
 /// rest to each worker on its command line (Options: one row per limit, made from `options`).
-struct Limits: Sendable, Equatable {
+struct ConnectionLimits: Sendable, Equatable {
     var maxConnections: UInt64 = 64
     var maxConnectionsPerUID: UInt64 = 16
     var handshakeTimeout: UInt64 = 5
@@ -14,11 +16,11 @@ struct Limits: Sendable, Equatable {
     /// New connections one uid may open at once before the rate applies (the bucket's size).
     var connectionBurstPerUID: UInt64 = 200
 
-    static let defaults = Limits()
+    static let defaults = ConnectionLimits()
 
     struct Option {
         let name: String
-        let keyPath: any WritableKeyPath<Limits, UInt64> & Sendable
+        let keyPath: any WritableKeyPath<ConnectionLimits, UInt64> & Sendable
         let range: ClosedRange<UInt64>
         /// Passed on to workers.
         let worker: Bool
