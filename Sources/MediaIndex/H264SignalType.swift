@@ -1,4 +1,4 @@
-import TrackdProtocol
+import MediaVocabulary
 
 /// The colour an H.264 stream states about itself: the VUI's video signal type (ISO/IEC 14496-10 E.1.1 —
 /// `video_full_range_flag` and, when `colour_description_present_flag` is set, `colour_primaries`,

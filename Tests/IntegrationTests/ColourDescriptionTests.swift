@@ -1,5 +1,4 @@
 import Foundation
-import TrackdProtocol
 import TestSupport
 import Testing
 import TrackClient

@@ -2,7 +2,6 @@ import Foundation
 import TestSupport
 import Testing
 import TrackClient
-import TrackdProtocol
 
 /// Passthrough samples carry ffprobe's packet times: every packet `ffprobe -show_packets` lists, with its PTS, DTS
 /// and duration equal as rationals to ffprobe's integers in the stream's time_base, and its size — on files ffmpeg

@@ -1,7 +1,7 @@
 import MediaIndex
+import MediaVocabulary
 import TestSupport
 import Testing
-import TrackdProtocol
 
 /// H264SignalType: the VUI's video signal type of the first SPS of an avcC (the SPSs of H264PicturesTests, written
 /// bit by bit: video_format 5, video range, BT.709 colour description), and how it is put over a container's
