@@ -9,7 +9,8 @@ import Glibc
 /// records an issue when a test runs over, but cannot stop a synchronous test blocked in a system call (a receive
 /// nobody answers, a child never reaped): the run would hang until something outside kills it. This trait then
 /// names the test on stderr and SIGKILLs the test process's group — the runner, its daemons and their workers.
-/// A suite gets it with `.endsTheRunIfItHangs` next to its `.timeLimit`.
+/// A suite gets it with `.endsTheRunIfItHangs` next to its `.timeLimit`. It also runs each test case off Swift's
+/// cooperative pool, at most a few at once (`TestThreads`): the guard's countdown starts when the test's turn does.
 public struct HangGuard: SuiteTrait, TestTrait, TestScoping {
     /// How long past the time limit before the run ends.
     public static let grace: Duration = .seconds(60)
@@ -23,17 +24,19 @@ public struct HangGuard: SuiteTrait, TestTrait, TestScoping {
 
     public func provideScope(for test: Test, testCase: Test.Case?,
                              performing function: @Sendable () async throws -> Void) async throws {
-        guard let limit = test.timeLimit else { return try await function() }
-        let name = test.id.description
-        let minutes = Int(limit.components.seconds / 60)
-        let timer = Countdown(after: limit + Self.grace) {
-            let message = "HangGuard: \(name) is still running a minute past its \(minutes)-minute time limit; "
-                + "ending the test run (SIGKILL to its process group)\n"
-            message.withCString { _ = write(2, $0, strlen($0)) }
-            kill(0, SIGKILL)
+        try await TestThreads.run {
+            guard let limit = test.timeLimit else { return try await function() }
+            let name = test.id.description
+            let minutes = Int(limit.components.seconds / 60)
+            let timer = Countdown(after: limit + Self.grace) {
+                let message = "HangGuard: \(name) is still running a minute past its \(minutes)-minute time limit; "
+                    + "ending the test run (SIGKILL to its process group)\n"
+                message.withCString { _ = write(2, $0, strlen($0)) }
+                kill(0, SIGKILL)
+            }
+            defer { timer.cancel() }
+            try await function()
         }
-        defer { timer.cancel() }
-        try await function()
     }
 }
 

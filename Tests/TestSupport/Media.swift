@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 
 /// Media made once per test run with ffmpeg (libx264 with B-frames, AAC audio), never committed.
@@ -110,18 +111,48 @@ public enum Media {
     /// `name` written by a GStreamer pipeline (`gst-launch-1.0 -e … ! filesink`; the elements as gst-launch parses
     /// them, the filesink added).
     public static func makeWithGStreamer(_ name: String, _ elements: [String]) -> String {
+        made(name, by: ["gst-launch-1.0"] + elements) { path in
+            let r = try! run("gst-launch-1.0", ["-q", "-e"] + elements + ["!", "filesink", "location=\(path)"])
+            precondition(r.status == 0, "gst-launch failed to make \(name): \(r.stderr)")
+        }
+    }
+
+    /// `name` written by ffmpeg with `args` (input and output options; the path appended).
+    public static func make(_ name: String, _ args: [String]) -> String {
+        made(name, by: ["ffmpeg"] + args) { path in
+            let r = try! run("ffmpeg", ["-hide_banner", "-loglevel", "error", "-y"] + args + [path])
+            precondition(r.status == 0, "ffmpeg failed to make \(name): \(r.stderr)")
+        }
+    }
+
+    /// One file per name for the whole run, made once by its first caller; a caller asking while it is being made
+    /// waits for it (never reads a half-written file, never rewrites it under a reader). The recipe is the file's
+    /// content key: one name asked for with two recipes is a test's mistake, and stops the run naming both.
+    private static func made(_ name: String, by recipe: [String], _ write: (String) -> Void) -> String {
+        let entry = files.withLock { files in
+            if let entry = files[name] { return entry }
+            let entry = MediaFile(recipe: recipe)
+            files[name] = entry
+            return entry
+        }
+        precondition(entry.recipe == recipe, "media \(name) asked for with two recipes: \(entry.recipe) and \(recipe)")
         let path = dir + "/" + name
-        let r = try! run("gst-launch-1.0", ["-q", "-e"] + elements + ["!", "filesink", "location=\(path)"])
-        precondition(r.status == 0, "gst-launch failed to make \(name): \(r.stderr)")
+        entry.written.withLock { written in
+            if !written { write(path) }
+            written = true
+        }
         return path
     }
 
-    public static func make(_ name: String, _ args: [String]) -> String {
-        let path = dir + "/" + name
-        let r = try! run("ffmpeg", ["-hide_banner", "-loglevel", "error", "-y"] + args + [path])
-        precondition(r.status == 0, "ffmpeg failed to make \(name): \(r.stderr)")
-        return path
-    }
+    private static let files = Mutex<[String: MediaFile]>([:])
+}
+
+/// A file `Media` makes: its recipe, and whether it is written (locked while it is being written).
+private final class MediaFile: Sendable {
+    let recipe: [String]
+    let written = Mutex(false)
+
+    init(recipe: [String]) { self.recipe = recipe }
 }
 
 /// ffmpeg/ffprobe as oracles.
