@@ -14,12 +14,12 @@ import Testing
         #expect(try Rehearsal.run().frames == 5)
     }
 
-    /// The ORC warm-up converts every pair it lists: 11 decoded formats to each of the 21 distinct GStreamer formats
+    /// The ORC warm-up converts every pair it lists: 11 decoded formats to each of the 22 distinct GStreamer formats
     /// trackd offers, and each of those scaled 5 ways. A format name GStreamer did not know, or a pair its converter
     /// refused, would leave programs uncompiled (slower conversions after the filter) and show here as fewer.
     @Test func theORCWarmUpConvertsEveryPairItLists() {
         let offered = Set(PixelFormat.all.map(\.gstFormat)).count
-        #expect(offered == 21)
+        #expect(offered == 22)
         let warmed = Rehearsal.compileConversions()
         #expect(warmed.conversions == 11 * offered + 5 * offered)
         #expect(warmed.cpuMilliseconds > 0 && warmed.milliseconds > 0)
