@@ -347,17 +347,27 @@ for i in "${!cmds[@]}"; do
   fi
 done
 clip_name() { [[ $1 == gst ]] && echo "GStreamer clip" || echo "ffmpeg clip"; }
+# One row per process, a column per clip: the peers ran on both clips, the worker rows read the GStreamer clip only.
+declare -A peak_of=()  # peak_of[clip|name]: a Python process's median peak RSS in MiB ("missing" rows included)
+peer_names=()
+for i in "${!cmds[@]}"; do
+  if (( selfs[i] == 2 )); then
+    [[ -v "peak_of[gst|${names[i]}]" || -v "peak_of[ffmpeg|${names[i]}]" ]] || peer_names+=("${names[i]}")
+    peak_of[${clips[i]}|${names[i]}]=${rss_mib[i]}
+  fi
+done
+for m in "${missing[@]}"; do
+  IFS=$'\t' read -r mt mn mw <<<"$m"
+  [[ -v "peak_of[gst|$mn]" || -v "peak_of[ffmpeg|$mn]" ]] || peer_names+=("$mn")
+  peak_of[$mt|$mn]=$mw
+done
 memory=$(
-  echo "| what | peak RSS (MiB) |"
-  echo "| --- | ---: |"
-  echo "| gst: decode only (floor), the gst-launch process | $gst_peak |"
-  for f in y420 420v BGRA 24BG; do echo "| trackctl read --pixel-format $f, the worker process | ${worker_mib[$f]} |"; done
-  for i in "${!cmds[@]}"; do
-    if (( selfs[i] == 2 )); then printf '| %s, the Python process (%s) | %s |\n' "${names[i]}" "$(clip_name "${clips[i]}")" "${rss_mib[i]}"; fi
-  done
-  for m in "${missing[@]}"; do
-    IFS=$'\t' read -r mt mn mw <<<"$m"
-    printf '| %s, the Python process (%s) | %s |\n' "$mn" "$(clip_name "$mt")" "$mw"
+  echo "| what | peak RSS (MiB), GStreamer clip | ffmpeg clip |"
+  echo "| --- | ---: | ---: |"
+  echo "| gst: decode only (floor), the gst-launch process | $gst_peak | |"
+  for f in y420 420v BGRA 24BG; do echo "| trackctl read --pixel-format $f, the worker process | ${worker_mib[$f]} | |"; done
+  for n in "${peer_names[@]}"; do
+    printf '| %s, the Python process | %s | %s |\n' "$n" "${peak_of[gst|$n]:-}" "${peak_of[ffmpeg|$n]:-}"
   done
 )
 echo "$memory"
@@ -487,7 +497,8 @@ fi
 mkdir -p "$(dirname "$report")"
 # The command table names the clip, the cut file and the temp dir by a variable each, and paths from the repository.
 gops=${gops_of[gst]:-} gops_ff=${gops_of[ffmpeg]:-}
-shorten="s|$clip_ff|\$CLIP_FF|g; s|$clip|\$CLIP|g; ${gops:+s|$gops|\$GOPS|g; }${gops_ff:+s|$gops_ff|\$GOPS_FF|g; }s|$REPO/||g; s|$tmp|\$TMP|g"
+peers_cmd="$(q "$bpy") $(q "$REPO/scripts/bench/peers.py")"
+shorten="s|$clip_ff|\$CLIP_FF|g; s|$clip|\$CLIP|g; ${gops:+s|$gops|\$GOPS|g; }${gops_ff:+s|$gops_ff|\$GOPS_FF|g; }${bpy:+s|$peers_cmd|\$PEERS|g; }s|$REPO/||g; s|$tmp|\$TMP|g"
 # The analysis written by hand (what bounds each target; docs/records/ holds the measurements behind it) follows the
 # marker line and is kept: a run replaces only what is above it.
 marker='<!-- make bench writes everything above this line; the sections below are written by hand and kept -->'
@@ -500,44 +511,34 @@ cat >"$report" <<MD
 Made by \`make bench\` (scripts/bench.sh) on $(date -u '+%Y-%m-%d %H:%M UTC'); $(nproc) CPUs, ${cpu:-unknown CPU};
 GStreamer $gst; peer rows: $peers. Regenerate with \`make bench\`; numbers from another machine are not comparable.
 
-Clips: two of 1920x1080, 30 fps, $frames frames ($seconds s), no audio. The GStreamer clip: H.264 High with B-frames
-(x264enc bframes=2, I-frame every 30 frames), made by scripts/make-sample.sh. The ffmpeg clip: testsrc2 encoded by
-ffmpeg's libx264 with \`-preset veryfast\` (its defaults otherwise: B-frames, a key frame at most every 250 frames), the
-clip of issue #26. Each clip has its own table; the N-clients-at-once and one-frame rows are the GStreamer clip's
-only. Rows are timed round-robin: one warm-up pass over all rows,
-then $runs passes that each run every row once, in the table's order, so that a noisy machine's drift spreads over
-all rows instead of biasing some; each row's value is the median of its $runs times. A time is the wall time of the
-whole command (bash's \$EPOCHREALTIME around \`bash -c\`): process start, demux, decode, conversion; except for
-self-timed rows, which print their own measurement. "CPU (s)" is the median of the user + system time of the row's
-whole process tree (bash's \`time\`: the rusage of \`bash -c\` and of every process it waited for) plus that of every
-trackd worker that served one of the row's connections (the supervisor logs each worker's CPU when it reaps it; a
-warm worker's figure includes its own start-up, about 0.4 s, before its connection came). "× floor" is the ratio to
-GStreamer decoding the same clip to a fakesink in one process. trackctl rows go through a private trackd (supervisor + one worker process per connection; trackd keeps
-one worker started ahead of the next connection); trackctl's output is discarded. "× its reference" compares a row
-with a measured row doing the same work in one process: BGRA with decode + videoconvert to BGRA; "one frame, whole
-run" (process start, connection, worker, GStreamer start, open, preroll, first frame) with gst-launch decoding one
-frame (fakesink num-buffers=1: process start, GStreamer start, preroll, first frame); the ten random exact frames
-(indices $picks, seeded) with the floor's pipeline on a file holding exactly the packets they need (when ffmpeg and
-ffprobe are installed): for each needed GOP, from its key frame to the last wanted frame in decode order, cut from
-the clip with ffmpeg's noise bitstream filter (drop expression) and checked with ffprobe (packet count) and ffmpeg
-(decodes without errors); N clients at once with N decoders at once (the machine's aggregate throughput). "python
-trackd: connect to first frame (in-process)" is self-timed: time.perf_counter() from just before trackd.open
-(which connects) to the arrival of the first y420 frame, without process start or imports; it has no "× floor", and
-its reference column holds the target, not a ratio.
+Clips: two of 1920x1080, 30 fps, $frames frames ($seconds s), no audio, each with its own table. The GStreamer clip: H.264
+High with B-frames (x264enc bframes=2, I-frame every 30 frames; scripts/make-sample.sh); the N-clients-at-once and
+one-frame rows are its only. The ffmpeg clip (issue #26's): testsrc2 by ffmpeg's libx264 \`-preset veryfast\`
+(B-frames, a key frame at most every 250 frames). Rows are timed round-robin: a warm-up pass, then $runs passes that
+each run every row once in the table's order, so a noisy machine's drift spreads over all rows; a row's value is
+the median of its $runs times. A time is the wall time of the whole command (\$EPOCHREALTIME around \`bash -c\`)
+unless the row is self-timed. "CPU (s)" is the median user + system time of the row's process tree (bash's
+\`time\`) plus that of every trackd worker that served it (logged by the supervisor when it reaps the worker; a warm
+worker's includes its start-up, about 0.4 s). "× floor" is the ratio to GStreamer decoding the clip to a fakesink.
+trackctl rows go through a private trackd (one worker process per connection, one started ahead); their output is
+discarded. "× its reference" compares a row with one process doing the same work: BGRA with decode + videoconvert;
+"one frame, whole run" (process start to first frame, through connection, worker and preroll) with gst-launch and
+\`fakesink num-buffers=1\`; the ten random exact frames (indices $picks, seeded) with the floor's pipeline on a
+file holding exactly the packets they need (each needed GOP from its key frame to the last wanted frame in decode
+order, cut with ffmpeg's noise bitstream filter and checked with ffprobe and ffmpeg); N clients with N decoders at
+once. "connect to first frame (in-process)" is time.perf_counter() from just before trackd.open to the first y420
+frame; its reference column holds the target.
 
-Peer rows (PyAV, OpenCV, decord, TorchCodec, and trackd's Python client next to them) are scripts/bench/peers.py,
+Peer rows (PyAV, OpenCV, decord, TorchCodec, and trackd's Python client beside them) are scripts/bench/peers.py,
 one fresh Python process per run in make bench's venv (.build/venv-bench: PyPI packages pinned in
-scripts/bench/requirements*.txt, the client installed from clients/python, numpy from PyPI). Each is self-timed
-from just before the file is opened (for trackd: before trackd.open, which connects) to the delivery of the last
-frame as the array or tensor a user of that library gets, imports excluded; "× floor" compares that with the
-floor's whole process, as issue #14's table does, and "whole process (s)" is the same run's wall time (interpreter
-start and imports included). Every library is at its best documented settings: PyAV with
-\`stream.thread_type = "AUTO"\` (frame and slice threads; PyAV's default, no threads, is the "no threads" row),
-OpenCV's FFmpeg backend as it comes, decord with num_threads=0
-(it picks), TorchCodec with seek_mode="exact" and num_ffmpeg_threads=0 (FFmpeg picks; TorchCodec's default is 1
-thread), the ffmpeg CLI with its default threads. No row reads the pixels beyond making its arrays: PyAV's
-to_ndarray, OpenCV, decord's asnumpy and TorchCodec write each frame into new memory; trackd's arrays are views of
-the shared memory the worker wrote. A row that could not run here is listed with the reason.
+scripts/bench/requirements*.txt, the client from clients/python). Each is self-timed from just before the file is
+opened (for trackd: trackd.open, which connects) to the last frame as the array or tensor its user gets, imports
+excluded; "whole process (s)" is the same run's wall time, interpreter start and imports included. Every library is
+at its best documented settings: PyAV \`stream.thread_type = "AUTO"\` (its default, no threads, is the "no threads"
+row), OpenCV's FFmpeg backend as it comes, decord num_threads=0, TorchCodec seek_mode="exact" with
+num_ffmpeg_threads=0 (its default is 1 thread), the ffmpeg CLI with its default threads. PyAV, OpenCV, decord and
+TorchCodec write each frame into new memory; trackd's arrays are views of the shared memory the worker wrote. A row
+that could not run here is listed with the reason.
 
 The GStreamer clip:
 
@@ -561,24 +562,21 @@ $memory
 
 ## Targets
 
-Issues #14's and #26's targets, each the ratio of two rows of this run. For times, the median over the $runs passes
-of the ratio of the two rows' times in the same pass (A/B pairs); whole processes where the line says so, else the
-peer rows' open-to-last-frame times; "CPU" is the same median for the two rows' CPU times. For memory, the ratio of the worker's peak RSS to the median peak RSS of PyAV's
-process reading the same frames. Issue #14's RGB-family lines use BGRA; issue #26's use 24BG against OpenCV's BGR (the same bytes)
-and 24RGB against PyAV's rgb24, decord and TorchCodec. Not measured here:
-conversions per delivered frame (1.0 exactly), which tests assert.
+Issues #14's and #26's targets: the median over the $runs passes of the ratio of two rows' times in the same pass
+(whole processes where the line says so, else self-timed), and the same for their CPU times; memory: the worker's peak
+RSS over PyAV's process's. Conversions per delivered frame (1.0 exactly) are asserted by tests, not measured here.
 
 $targets
 
 $targets26
 
-The commands, with \`\$CLIP\` for ${clip#"$REPO"/}, \`\$CLIP_FF\` for ${clip_ff#"$REPO"/}${gops:+, \`\$GOPS\` and \`\$GOPS_FF\` for
-their cut files} and \`\$TMP\` for the
-private trackd's directory:
+The commands of the GStreamer clip's rows, with \`\$CLIP\` for ${clip#"$REPO"/}${gops:+, \`\$GOPS\` for its cut
+file}${bpy:+, \`\$PEERS\` for \`${bpy#"$REPO"/} scripts/bench/peers.py\`} and \`\$TMP\` for the private trackd's directory;
+the ffmpeg clip's rows run the same commands on \`\$CLIP_FF\` (${clip_ff#"$REPO"/})${gops_ff:+ and \`\$GOPS_FF\`, its cut file}:
 
 | what | command |
 | --- | --- |
-$(for i in "${!cmds[@]}"; do printf '| %s | `%s` |\n' "${names[i]}" "$(sed "$shorten" <<<"${cmds[i]}")"; done)
+$(for i in "${!cmds[@]}"; do [[ ${clips[i]} == gst ]] || continue; printf '| %s | `%s` |\n' "${names[i]}" "$(sed "$shorten" <<<"${cmds[i]}")"; done)
 MD
 printf '\n%s\n%s\n' "$marker" "$kept" >>"$report"
 echo
