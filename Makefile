@@ -140,16 +140,17 @@ package-check: deb build-debug
 # Tests find trackd and trackctl through TRACKD_BUILD_DIR.
 # `make test` cannot hang: each Swift suite has a per-test time limit (TestSupport's TestLimits: the test is named
 # when it runs over, and HangGuard ends the run a minute later if it still runs), and the Swift and Python runs
-# each have one of their own here, which ends the run with every process it started (timeout signals its whole
-# process group: the test runner, its daemons and their workers).
+# each have one of their own here (scripts/bounded.sh), which ends the run with every process it started: the
+# run is a session of its own, so the test runner, which swift test starts in a process group of its own, its
+# daemons and their workers are all reached.
 # The whole Swift run takes about 11 minutes on a loaded 2-core machine, a few alone.
 SWIFT_TEST_TIMEOUT  ?= 45m
 PYTHON_TEST_TIMEOUT ?= 15m
 test: deps check verify-units
 	$(SWIFT) build --build-tests
 	@$(MAKE) --no-print-directory package-check
-	TRACKD_BUILD_DIR=$(DEBUG_DIR) timeout --kill-after=30s $(SWIFT_TEST_TIMEOUT) $(SWIFT) test --skip-build \
-	  || { rc=$$?; [ $$rc -ne 124 ] || echo "make test: swift test ran over $(SWIFT_TEST_TIMEOUT)" >&2; exit $$rc; }
+	TRACKD_BUILD_DIR=$(DEBUG_DIR) scripts/bounded.sh $(SWIFT_TEST_TIMEOUT) "make test: swift test" -- \
+	  $(SWIFT) test --skip-build
 	@$(MAKE) --no-print-directory fuzz-smoke
 	@$(MAKE) --no-print-directory test-python
 
@@ -218,8 +219,8 @@ test-python: venv-test
 	@$(PYTHON_CLIENT_SITE); \
 	cd clients/python/tests; \
 	PYTHONPATH="$$site" PYTHONDONTWRITEBYTECODE=1 TRACKD_BUILD_DIR=$(DEBUG_DIR) \
-	  timeout --kill-after=30s $(PYTHON_TEST_TIMEOUT) "$(VENV_PY)" -m unittest discover -s . -t . -v \
-	  || { rc=$$?; [ $$rc -ne 124 ] || echo "make test-python: the tests ran over $(PYTHON_TEST_TIMEOUT)" >&2; exit $$rc; }
+	  $(CURDIR)/scripts/bounded.sh $(PYTHON_TEST_TIMEOUT) "make test-python: the tests" -- \
+	  "$(VENV_PY)" -m unittest discover -s . -t . -v
 
 # PyTorch tests (clients/python/tests/torch_tests): torch from PyPI into the test venv — its Linux wheels pull
 # NVIDIA's CUDA libraries, several GB, which is why make test does not do this — then the tests, which fail

@@ -75,7 +75,7 @@ run_one() {
   echo "sanitize: swift test --filter '$FILTER' (reports: $logs)"
   local tests=0
   started=$SECONDS
-  TRACKD_BUILD_DIR=$scratch/debug timeout --kill-after=30s "$TIMEOUT" \
+  TRACKD_BUILD_DIR=$scratch/debug "$ROOT/scripts/bounded.sh" "$TIMEOUT" "sanitize: swift test" -- \
     swift test --skip-build --scratch-path "$scratch" --filter "$FILTER" "${SKIP[@]}" || tests=$?
   echo "sanitize: $sanitizer tests took $((SECONDS - started)) s (exit $tests)"
   unset TSAN_OPTIONS ASAN_OPTIONS LSAN_OPTIONS UBSAN_OPTIONS
