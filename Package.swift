@@ -59,7 +59,7 @@ let package = Package(
         // ── Swift: the supervisor's frame-index cache and its worker channel (daemon-internal, no GStreamer) ──
         .target(name: "IndexCache", dependencies: ["SystemCalls", "MediaIndex"], swiftSettings: strict),
         // ── Swift: one output's pools, held slots and random-access state; the spare frame memories' policy (no GStreamer, no socket) ──
-        .target(name: "SamplePools", dependencies: ["MediaIndex"], swiftSettings: strict),
+        .target(name: "SamplePools", dependencies: ["MediaIndex", "MediaVocabulary"], swiftSettings: strict),
         // ── Swift: the only module that touches GStreamer (worker side) ───────────────────────
         .target(name: "GstBridge", dependencies: ["TrackdProtocol", "MediaIndex", "SamplePools", "SystemCalls", "CGStreamer", "CGstShim"], swiftSettings: strict),
         // ── Swift: client library with an AVFoundation-shaped API ─────────────────────────────

@@ -42,44 +42,33 @@ extension FrameOrder<PulledSample> {
 
 extension OutputStreamer {
     /// ReadFrames: decodes the plan's ranges one after the other (each an accurate seek), keeps the wanted frames
-    /// as they come, and sends them in request order as soon as the next one in that order is at hand.
-    func runFrames(_ plan: FramePlan) {
-        workerSlot.beginBusy()
-        var (kept, logged) = (false, false)
-        defer {
-            workerSlot.endBusy()
-            if !kept { pipeline.stop() }
-        }
-        send(.framesResolved(outputID: id, frames: plan.resolved.map {
+    /// as they come, and sends them in request order as soon as the next one in that order is at hand. The counts
+    /// are logged before it returns: before the pipeline may go on to the next ReadFrames (on its own thread).
+    func readFrames(_ frames: FramePlan) -> Ending {
+        defer { logCounts(frames) }
+        send(.framesResolved(outputID: id, frames: frames.resolved.map {
             ResolvedFrame(index: $0.index, presentationTime: grid.rounded($0.presentationTime))  // on the track's grid
         }))
-        var order = FrameOrder<PulledSample>(plan)
+        var order = FrameOrder<PulledSample>(frames)
         var range = 0
         var retried = false  // the current range was decoded again without the sample filter
-        defer { if !logged { logCounts(plan) } }
         while true {
-            if isCancelled { return finish(.cancelled) }
+            if isCancelled { return (.cancelled, nil) }
             switch pipeline.pull(timeoutNs: Self.pullTimeoutNs) {
             case .timeout:
                 continue
             case .failed(let error):
-                if isCancelled { return finish(.cancelled) }
-                return finish(.failed, error)
+                return isCancelled ? (.cancelled, nil) : (.failed, error)
             case .endOfStream:
-                if isCancelled { return finish(.cancelled) }
+                if isCancelled { return (.cancelled, nil) }
                 switch endOfRange(&range, retried: &retried, order) {
                 case .next: continue
-                case .finished(let status, let error):
-                    // Counted and logged before the pipeline may go on to the next ReadFrames (on its own thread).
-                    (logged, kept) = (true, status == .completed)
-                    logCounts(plan)
-                    kept = kept && keepPipeline?(pipeline) == true
-                    return finish(status, error)
+                case .finished(let status, let error): return (status, error)
                 }
             case .sample(let sample):
                 guard order.keep(sample) else { continue }
                 while let (ready, zeroCopy) = order.ready() {
-                    guard deliver(ready, zeroCopy: zeroCopy) else { return finish(.cancelled) }
+                    guard deliver(ready, zeroCopy: zeroCopy) else { return (.cancelled, nil) }
                     order.sent()
                 }
             }
@@ -132,38 +121,5 @@ extension OutputStreamer {
         let missing = plan.order[order.next]
         return .finished(.failed, TrackError(.decodeFailed,
             "frame \(missing) (at \(Double(plan.index.frames[missing].presentationTime) / 1e9) s) was not produced by the decoder"))
-    }
-}
-
-extension OutputStreamer {
-    /// How a decoded video range is read: by the frame index when there is one (FrameIndex.read: the frames
-    /// displayed in it, an accurate seek to the first of them, decoding ending after the last sample they need, the
-    /// others dropped before conversion), else GStreamer's accurate seek and clipping.
-    struct DecodedRange: Sendable {
-        /// The range asked for.
-        let range: MediaTimeRange
-        let seek: MediaTimeRange
-        let lastNeededSample: Int64?
-        let selection: FrameSelection?
-
-        init(_ range: MediaTimeRange) { (self.range, seek, lastNeededSample, selection) = (range, range, nil, nil) }
-
-        init(_ range: MediaTimeRange, index: FrameIndex) {
-            self.range = range
-            let read = index.read(range)
-            // The whole track: every decoded frame goes out (durations still by the index), even one the index
-            // does not know, and the decoder runs to the end of the stream — not to the index's last sample, which
-            // a stream the parse-only pass saw differently (an MPEG-TS whose frame size changes) may place early.
-            let everything = read.frames.count == index.frames.count && read.frames.first == 0
-            seek = everything ? range : read.seek
-            lastNeededSample = everything ? nil : read.lastNeededSample
-            selection = FrameSelection(index: index, frames: everything ? nil : read.frames)
-        }
-    }
-
-    /// Whether a range read by the index must be read again by GStreamer's clipping: it was to deliver frames and
-    /// delivered none — an index whose times are not the demuxer's (a planted cache entry) matches no decoded frame.
-    static func needsFallback(_ read: DecodedRange, delivered: Int) -> Bool {
-        delivered == 0 && read.selection?.frames?.isEmpty == false
     }
 }

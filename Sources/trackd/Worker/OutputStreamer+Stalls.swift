@@ -28,6 +28,6 @@ extension OutputStreamer {
     /// OutputStalled for a client that handles it: the output waits until the client, holding `held` of its
     /// samples, releases one.
     func stalled(held: Int) {
-        if reportsStalls { send(.outputStalled(outputID: id, held: UInt32(clamping: held))) }
+        if context.reportsStalls { send(.outputStalled(outputID: id, held: UInt32(clamping: held))) }
     }
 }

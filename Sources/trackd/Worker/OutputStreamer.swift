@@ -20,6 +20,8 @@ final class PoolResource: Sendable {
 
 /// One output: a GStreamer pipeline for one track, the shared-memory pools its samples travel in, and the
 /// dedicated thread that pulls from appsink (a blocking call) and sends samples while the client holds free slots.
+/// It is made of one OutputPlan (what it delivers, how it reads: its loop switches on `plan.reading`) and one
+/// OutputContext (where it sends and reports).
 ///
 /// The pools, the held slots and the random-access state are a PoolLedger and a RangeSchedule (SamplePools) in a
 /// StateMonitor: the receive loop's calls (release, cancel, reset, markFinal) change them and wake the thread,
@@ -41,45 +43,22 @@ final class OutputStreamer: Sendable {
     enum ReleaseError: Error { case notHeld(SlotRef) }
     enum ResetError: Error { case notRandomAccess, notAwaiting }
 
-    let id: UInt32
-    let requestID: UInt32
-    let passthrough: Bool
-    let supportsRandomAccess: Bool
-    /// ReadFrames: the frames to deliver, in request order, and the ranges to decode them from.
-    let frames: FramePlan?
-    /// Decoded video read by the frame index: the first range (DecodedRange); nil: GStreamer's clipping.
-    let firstRange: DecodedRange?
-    /// Decoded video ranges and resets: which frames each range delivers; nil: GStreamer's clipping.
-    var index: FrameIndex? { firstRange?.selection?.index }
-    let pipeline: TrackPipeline
-    /// What the samples' times are put on as they leave (the track's grid; decoded audio: its output rate), and
-    /// ResetOutput's ranges taken from (§7.1). Inside, times are GStreamer's nanoseconds.
-    let grid: TimeGrid
-    private let socket: MessageSocket
-    private let stats: WorkerStats
-    let workerSlot: WorkerSlot
+    let plan: OutputPlan
+    let context: OutputContext
+    var id: UInt32 { context.id }
+    var pipeline: TrackPipeline { plan.stream.pipeline }
+    var grid: TimeGrid { plan.stream.grid }
+    /// The pipeline's counters when this output began on it.
+    var baseline: PipelineCounts { plan.stream.baseline }
+    var workerSlot: WorkerSlot { context.slot }
+    private var stats: WorkerStats { context.stats }
     private let state = StateMonitor(State())
     /// The pipeline's frame counters already added to `stats` (from `baseline`).
     private let countedFrames: Mutex<(decoded: UInt64, converted: UInt64)>
-    /// Called once when the output has finished and every slot is back (the session forgets it then).
-    private let onDrained: @Sendable (UInt32) -> Void
-    /// The pipeline's counters when this output began on it (a kept pipeline's are not zero).
-    let baseline: PipelineCounts
-    /// ReadFrames: offered the pipeline when the output completed; true: the session kept it (not stopped then).
-    let keepPipeline: (@Sendable (TrackPipeline) -> Bool)?
-    /// The client handles OutputStalled (capability bit 0): told when the output waits on it (OutputStreamer+Stalls).
-    let reportsStalls: Bool
 
-    init(id: UInt32, requestID: UInt32, pipeline: TrackPipeline, grid: TimeGrid, passthrough: Bool, supportsRandomAccess: Bool,
-         frames: FramePlan? = nil, firstRange: DecodedRange? = nil, socket: MessageSocket, stats: WorkerStats,
-         slot: WorkerSlot, baseline: PipelineCounts = PipelineCounts(), reportsStalls: Bool = false,
-         keep: (@Sendable (TrackPipeline) -> Bool)? = nil, onDrained: @escaping @Sendable (UInt32) -> Void) {
-        (self.id, self.requestID, self.pipeline, self.grid) = (id, requestID, pipeline, grid)
-        (self.passthrough, self.supportsRandomAccess) = (passthrough, supportsRandomAccess)
-        (self.frames, self.firstRange) = (frames, firstRange)
-        (self.socket, self.stats, self.workerSlot, self.onDrained) = (socket, stats, slot, onDrained)
-        (self.baseline, self.keepPipeline, self.reportsStalls) = (baseline, keep, reportsStalls)
-        countedFrames = Mutex((baseline.framesDecoded, baseline.framesConverted))
+    init(plan: OutputPlan, context: OutputContext) {
+        (self.plan, self.context) = (plan, context)
+        countedFrames = Mutex((plan.stream.baseline.framesDecoded, plan.stream.baseline.framesConverted))
     }
 
     func start() {
@@ -98,7 +77,7 @@ final class OutputStreamer: Sendable {
     /// RangeEnded (and was not finished or cancelled since) may be reset; a finished output ignores it (the caller
     /// checks for violations).
     func reset(_ ranges: [MediaTimeRange]) throws(ResetError) {
-        guard supportsRandomAccess else { throw .notRandomAccess }
+        guard plan.reading.randomAccess else { throw .notRandomAccess }
         try state.withLock { (s: inout State) throws(ResetError) in
             if s.ledger.finished || s.ledger.cancelled { return }
             do {
@@ -120,7 +99,7 @@ final class OutputStreamer: Sendable {
         if let bad = released.notHeld { throw .notHeld(SlotRef(poolID: bad.pool, slot: bad.slot)) }
         released.samples.removeAll()  // after the lock: that hands the buffers back to GStreamer
         for poolID in released.removed { send(.poolRemoved(outputID: id, poolID: poolID)) }
-        if released.drained { onDrained(id) }
+        if released.drained { context.owner?.outputDrained(id) }
     }
 
     // ── the thread ───────────────────────────────────────────────────────────────────────────────────────────────
@@ -133,7 +112,7 @@ final class OutputStreamer: Sendable {
 
     func send(_ message: Message, fds: [Int32] = []) {
         do {
-            try socket.send(message, requestID: requestID, fds: fds)
+            try context.socket.send(message, requestID: context.requestID, fds: fds)
         } catch {
             // The client is gone; stop producing. The session notices the closed socket on its own.
             cancel()
@@ -143,43 +122,65 @@ final class OutputStreamer: Sendable {
     /// The puller counts as busy for the watchdog (the client waits on it) except while it waits for the client:
     /// for a free slot, or for ResetOutput/FinishOutput after RangeEnded.
     private func run() {
-        if let frames { return runFrames(frames) }
         workerSlot.beginBusy()
+        var kept = false
         defer {
             workerSlot.endBusy()
-            pipeline.stop()
+            if !kept { pipeline.stop() }
         }
-        var current = firstRange, delivered = 0  // the range read by the index, and what it delivered
+        let ending: Ending
+        switch plan.reading {
+        case .frames(let frames, let key):
+            ending = readFrames(frames)
+            // Offered before OutputFinished: the client's next ReadFrames may come as soon as it hears it.
+            if ending.status == .completed, let key { kept = context.owner?.keep(pipeline, key: key, outputID: id) == true }
+        case .passthrough(let randomAccess), .clipped(let randomAccess):
+            ending = readRanges(first: nil, randomAccess: randomAccess)
+        case .indexed(let first, let randomAccess):
+            ending = readRanges(first: first, randomAccess: randomAccess)
+        }
+        finish(ending.status, ending.error)
+    }
+
+    /// How a loop ended: OutputFinished's status, and the error of a failed output.
+    typealias Ending = (status: OutputStatus, error: TrackError?)
+
+    /// CreateOutput: reads the pipeline's range, then (random access) each range ResetOutput gives, until
+    /// FinishOutput. `first`: the first range is read by the frame index, and so is each later one.
+    private func readRanges(first: IndexedRead?, randomAccess: Bool) -> Ending {
+        let index = first?.index
+        var current = first, delivered = 0  // the range read by the index, and what it delivered
         while true {
-            if isCancelled { return finish(.cancelled) }
+            if isCancelled { return (.cancelled, nil) }
             switch pipeline.pull(timeoutNs: Self.pullTimeoutNs) {
             case .timeout:
                 continue
             case .endOfStream:
-                if isCancelled { return finish(.cancelled) }
-                if let read = current, Self.needsFallback(read, delivered: delivered) {
+                if isCancelled { return (.cancelled, nil) }
+                if let read = current, read.needsFallback(delivered: delivered) {
                     Log.warning("output \(id): no decoded frame matched the frame index in \(read.range.start) + \(read.range.duration); reading the range again by the decoder's clipping")
                     Event.frameIndexMismatch(output: id).emit()
                     current = nil
-                    if let error = seek(read.range) { return finish(.failed, error) }
+                    if let error = seek(read.range) { return (.failed, error) }
                     continue
                 }
-                guard supportsRandomAccess else { return finish(.completed) }
+                guard randomAccess else { return (.completed, nil) }
                 switch nextRange() {
                 case .range(let range):
-                    let read = index.map { DecodedRange(range, index: $0) } ?? DecodedRange(range)
-                    (current, delivered) = (index == nil ? nil : read, 0)
-                    if let error = seek(read.seek, lastNeededSample: read.lastNeededSample, selection: read.selection) {
-                        return finish(.failed, error)
+                    (current, delivered) = (index.map { IndexedRead(range, index: $0) }, 0)
+                    let error = if let read = current {
+                        seek(read.seek, lastNeededSample: read.lastNeededSample, selection: read.selection)
+                    } else {
+                        seek(range)
                     }
+                    if let error { return (.failed, error) }
                 case .completed:
-                    return finish(.completed)
+                    return (.completed, nil)
                 case .cancelled:
-                    return finish(.cancelled)
+                    return (.cancelled, nil)
                 }
             case .failed(let error):
-                if isCancelled { return finish(.cancelled) }
-                return finish(.failed, error)
+                return isCancelled ? (.cancelled, nil) : (.failed, error)
             case .sample(let sample):
                 deliver(sample, zeroCopy: true)
                 delivered += 1
@@ -230,7 +231,7 @@ final class OutputStreamer: Sendable {
         countFrames()
         // Gone from the session before the client hears it ended: a GetStatus sent right after OutputFinished
         // arrives must not count it (the receive loop could otherwise answer before this thread removed it).
-        if drained { onDrained(id) }
+        if drained { context.owner?.outputDrained(id) }
         let lost = samplesLost()
         send(.outputFinished(OutputFinished(outputID: id, status: status, code: error?.code ?? 0,
                                             message: error?.message ?? "", samplesLost: lost)))
@@ -388,7 +389,7 @@ final class OutputStreamer: Sendable {
     }
 
     private func createCopyPool(forBytes bytes: Int) -> Bool {
-        let wanted = passthrough ? max(bytes * 2, 1 << 20) : bytes
+        let wanted = plan.reading.isPassthrough ? max(bytes * 2, 1 << 20) : bytes
         let slotSize = (wanted + Self.page - 1) / Self.page * Self.page
         let slotCount = min(Self.maxSlots, max(Self.minSlots, Self.poolBudget / slotSize))
         let poolID = state.withLock { $0.ledger.newPoolID() }

@@ -7,7 +7,7 @@ import SamplePools
 import TrackdProtocol
 import Synchronization
 
-extension Session {
+extension Session: OutputOwner {
     /// The requests about outputs: create one (CreateOutput, ReadFrames) and steer it (ReleaseSlots, CancelOutput,
     /// ResetOutput, FinishOutput). A thrown error is a protocol violation, as in `handle`.
     func handleOutputRequest(_ frame: borrowing ReceivedFrame,
@@ -70,14 +70,11 @@ extension Session {
         }
     }
 
-    /// Registers a new output over `pipeline` and answers OutputCreated; the caller starts the streamer after the
+    /// Registers a new output made by `plan` and answers OutputCreated; the caller starts the streamer after the
     /// reply is sent.
-    func addOutput(assetID: UInt32, requestID: UInt32, pipeline: TrackPipeline, mediaType: MediaType, grid: TimeGrid,
-                   passthrough: Bool, supportsRandomAccess: Bool, frames: FramePlan? = nil,
-                   firstRange: OutputStreamer.DecodedRange? = nil, keep: KeptPipeline.Key? = nil,
-                   baseline: PipelineCounts = PipelineCounts())
+    func addOutput(_ plan: OutputPlan, assetID: UInt32, requestID: UInt32, mediaType: MediaType)
         throws(TrackError) -> (Message, OutputStreamer) {
-        let format = pipeline.outputFormat
+        let format = plan.stream.pipeline.outputFormat
         let outputID = try state.withLock { (s: inout State) throws(TrackError) -> UInt32 in
             guard s.outputs.count < Self.maxOutputs else {
                 throw TrackError(.limitExceeded, "a session may run at most \(Self.maxOutputs) outputs at once")
@@ -85,23 +82,19 @@ extension Session {
             defer { s.nextOutputID += 1 }
             return s.nextOutputID
         }
-        let streamer = OutputStreamer(
-            id: outputID, requestID: requestID, pipeline: pipeline, grid: grid, passthrough: passthrough,
-            supportsRandomAccess: supportsRandomAccess, frames: frames, firstRange: firstRange, socket: socket, stats: stats,
-            slot: context.slot, baseline: baseline,
-            reportsStalls: Capabilities(rawValue: capabilities.load(ordering: .relaxed)).contains(.outputStalled),
-            keep: keeper(keep, outputID: outputID),
-            onDrained: { [weak self] id in self?.state.withLock { _ = $0.outputs.removeValue(forKey: id) } })
+        let reportsStalls = Capabilities(rawValue: capabilities.load(ordering: .relaxed)).contains(.outputStalled)
+        let streamer = OutputStreamer(plan: plan, context: OutputContext(
+            id: outputID, requestID: requestID, socket: socket, stats: stats, slot: context.slot,
+            reportsStalls: reportsStalls, owner: self))
         state.withLock { $0.outputs[outputID] = (assetID, streamer) }
         return (.outputCreated(OutputCreated(outputID: outputID, mediaType: mediaType, format: format.format,
                                              width: format.width, height: format.height, codecConfig: format.codecConfig)),
                 streamer)
     }
 
-    /// What a completed ReadFrames offers its pipeline to (Session.keep), when it may be kept.
-    private func keeper(_ key: KeptPipeline.Key?, outputID: UInt32) -> (@Sendable (TrackPipeline) -> Bool)? {
-        guard let key else { return nil }
-        return { [weak self] (pipeline: TrackPipeline) -> Bool in self?.keep(pipeline, key: key, outputID: outputID) ?? false }
+    /// OutputStreamer's end: output `id` finished and every slot is back, so the session forgets it.
+    func outputDrained(_ id: UInt32) {
+        state.withLock { _ = $0.outputs.removeValue(forKey: id) }
     }
 
     func createOutput(_ request: CreateOutput, requestID: UInt32) throws(TrackError) -> (Message, OutputStreamer) {
@@ -110,26 +103,7 @@ extension Session {
         guard request.timeRange.isValidReadingRange else {
             throw TrackError(.invalidArgument, "time range \(request.timeRange.start) + \(request.timeRange.duration) is not a valid range")
         }
-        let mode: OutputMode
-        if let settings = request.settings {
-            switch track.mediaType {
-            case .video:
-                mode = .decode(try OutputSettings.validateVideo(settings, trackRotation: track.rotation))
-            case .audio:
-                let request = try OutputSettings.validateAudio(settings)
-                let channels = request.channels ?? Int(track.channels)
-                if request.isNonInterleaved && channels > AudioOutputRequest.maxNonInterleavedChannels {
-                    throw TrackError(.unsupportedOutputSettings,
-                                     "AVLinearPCMIsNonInterleaved output has one plane per channel; trackd supports at most \(AudioOutputRequest.maxNonInterleavedChannels), not \(channels)")
-                }
-                mode = .audio(request)
-            default:
-                throw TrackError(.operationNotSupportedForAsset,
-                                 "decoded output of \(track.mediaType) tracks is not supported; read track \(track.id) with outputSettings nil (passthrough)")
-            }
-        } else {
-            mode = .passthrough
-        }
+        let mode = try Self.outputMode(request.settings, track: track)
         let limits = context.sandbox.decode
         if case .decode(let video) = mode { try checkDecodeLimits(limits, track: track, video: video) }
         var audio: AudioOutputRequest?
@@ -138,19 +112,24 @@ extension Session {
         // The range on the output's grid, in the nanoseconds the demuxer gives those ticks (§7.1).
         let range = grid.nanoseconds(request.timeRange)
         let pipeline: TrackPipeline
-        var byIndex: OutputStreamer.DecodedRange?  // decoded video: the frames each range delivers, by the frame index
+        let reading: OutputReading<KeptPipeline.Key?>
         do {
             var threads: Int?
-            var read = OutputStreamer.DecodedRange(range)
+            var first: IndexedRead?  // decoded video: the frames each range delivers, by the frame index
             if case .decode = mode {
                 threads = decodeThreads()
-                if let index = decodedFrameIndex(asset, trackID: track.id) {
-                    read = OutputStreamer.DecodedRange(range, index: index)
-                    byIndex = read
-                }
+                first = decodedFrameIndex(asset, trackID: track.id).map { IndexedRead(range, index: $0) }
             }
-            pipeline = try TrackPipeline(source: asset.source, trackID: track.id, mode: mode, timeRange: read.seek,
-                                         lastNeededSample: read.lastNeededSample, selection: read.selection,
+            let randomAccess = request.supportsRandomAccess
+            if let first {
+                reading = .indexed(first: first, randomAccess: randomAccess)
+            } else if case .passthrough = mode {
+                reading = .passthrough(randomAccess: randomAccess)
+            } else {
+                reading = .clipped(randomAccess: randomAccess)
+            }
+            pipeline = try TrackPipeline(source: asset.source, trackID: track.id, mode: mode, timeRange: first?.seek ?? range,
+                                         lastNeededSample: first?.lastNeededSample, selection: first?.selection,
                                          limits: limits, threads: threads,
                                          trackStart: asset.grid(track.id).nanoseconds(track.timeRangeStart))
         } catch where error.knownCode == .invalidArgument {
@@ -158,9 +137,28 @@ extension Session {
             throw TrackError(.fileFailedToParse,
                              "track \(track.id) was found when the asset was opened but not when reading it again; the file is damaged or was changed (\(error.message))")
         }
-        return try addOutput(assetID: request.assetID, requestID: requestID, pipeline: pipeline, mediaType: track.mediaType,
-                             grid: grid, passthrough: request.settings == nil,
-                             supportsRandomAccess: request.supportsRandomAccess, firstRange: byIndex)
+        return try addOutput(OutputPlan(stream: .init(pipeline: pipeline, grid: grid), reading: reading),
+                             assetID: request.assetID, requestID: requestID, mediaType: track.mediaType)
+    }
+
+    /// What a CreateOutput's `settings` ask of `track`: decoded video, decoded audio, or (none) passthrough.
+    static func outputMode(_ settings: [String: SettingValue]?, track: TrackDescription) throws(TrackError) -> OutputMode {
+        guard let settings else { return .passthrough }
+        switch track.mediaType {
+        case .video:
+            return .decode(try OutputSettings.validateVideo(settings, trackRotation: track.rotation))
+        case .audio:
+            let request = try OutputSettings.validateAudio(settings)
+            let channels = request.channels ?? Int(track.channels)
+            if request.isNonInterleaved && channels > AudioOutputRequest.maxNonInterleavedChannels {
+                throw TrackError(.unsupportedOutputSettings,
+                                 "AVLinearPCMIsNonInterleaved output has one plane per channel; trackd supports at most \(AudioOutputRequest.maxNonInterleavedChannels), not \(channels)")
+            }
+            return .audio(request)
+        default:
+            throw TrackError(.operationNotSupportedForAsset,
+                             "decoded output of \(track.mediaType) tracks is not supported; read track \(track.id) with outputSettings nil (passthrough)")
+        }
     }
 
     /// The frame index a decoded video output selects its frames by; nil (GStreamer's own clipping, the decoder's
@@ -245,9 +243,9 @@ extension Session {
         let how = baseline == nil ? "a new pipeline" : "the pipeline kept from the last ReadFrames (reuse \(noteReuse()) on this connection)"
         Log.info("ReadFrames on track \(track.id): \(order.count) frames, \(plan.ranges.count) decode ranges, \(how)")
         Event.readFrames(track: track.id, frames: order.count, ranges: plan.ranges.count, pipeline: baseline == nil ? "new" : "kept").emit()
-        return try addOutput(assetID: request.assetID, requestID: requestID, pipeline: pipeline, mediaType: .video,
-                             grid: grid, passthrough: false, supportsRandomAccess: false, frames: plan, keep: key,
-                             baseline: baseline ?? PipelineCounts())
+        let stream = OutputPlan.Stream(pipeline: pipeline, grid: grid, baseline: baseline ?? PipelineCounts())
+        return try addOutput(OutputPlan(stream: stream, reading: .frames(plan, keep: key)),
+                             assetID: request.assetID, requestID: requestID, mediaType: .video)
     }
 
     /// ReadFrames' pipeline, set for the plan's first range: the kept one seeked there when it serves `key` (and
