@@ -62,14 +62,7 @@ extension Session {
         let opened = try describe(source)
         let tracks = opened.tracks
         let grids = Self.grids(tracks, clocks: source.trackClocks())
-        let assetID = try state.withLock { (s: inout State) throws(TrackError) -> UInt32 in
-            guard s.assets.count < Self.maxAssets else {
-                throw TrackError(.limitExceeded, "a session may hold at most \(Self.maxAssets) open assets")
-            }
-            defer { s.nextAssetID += 1 }
-            s.assets[s.nextAssetID] = Asset(source: source, tracks: tracks, grids: grids)
-            return s.nextAssetID
-        }
+        let assetID = try assets.add(Asset(source: source, tracks: tracks, grids: grids))
         Log.info("opened asset \(assetID) \"\(name)\": \(tracks.count) tracks")
         return .assetOpened(AssetOpened(assetID: assetID, duration: opened.duration, tracks: tracks, metadata: opened.metadata))
     }
@@ -112,7 +105,7 @@ extension Session {
 
     /// The open asset and one of its tracks, or the error that names what does not exist.
     func assetTrack(_ assetID: UInt32, _ trackID: UInt32) throws(TrackError) -> (Asset, TrackDescription) {
-        guard let asset = state.withLock({ $0.assets[assetID] }) else {
+        guard let asset = assets.asset(assetID) else {
             throw TrackError(.invalidArgument, "no open asset with id \(assetID)")
         }
         guard let track = asset.tracks.first(where: { $0.id == trackID }) else {

@@ -25,42 +25,64 @@ struct KeptPipeline: Sendable {
     let pipeline: TrackPipeline
 }
 
-extension Session {
-    /// OutputStreamer's end of a completed ReadFrames (output `outputID`): keeps its pipeline for the next one (true),
-    /// unless another output is reading now (it may need the memory), the asset was closed or the session is ending.
-    func keep(_ pipeline: TrackPipeline, key: KeptPipeline.Key, outputID: UInt32) -> Bool {
-        let others = state.withLock { $0.outputs.values.map(\.streamer) }.filter { $0.id != outputID }
-        if others.contains(where: \.isReading) { return false }
-        let (kept, dropped) = state.withLock { (s: inout State) -> (Bool, [KeptPipeline]) in
-            guard s.assets[key.assetID] != nil, !s.ended, !stopping.load(ordering: .relaxed) else { return (false, []) }
-            var dropped = s.kept.take { $0.key.assetID == key.assetID }  // one per asset
-            s.kept.append(KeptPipeline(key: key, pipeline: pipeline))
-            if s.kept.count > Self.maxKeptPipelines { dropped.append(s.kept.removeFirst()) }
+/// The kept pipelines of a connection, least recently kept first, behind their own lock; once the connection has
+/// ended nothing is kept any more.
+final class KeptPipelines: Sendable {
+    private struct Kept {
+        var pipelines: [KeptPipeline] = []
+        var ended = false
+    }
+
+    private let kept = Mutex(Kept())
+
+    /// Keeps `pipeline` under `key` — one per asset, at most `Session.maxKeptPipelines` — when `allowed` (asked under
+    /// this lock, so a CloseAsset that drops the asset's pipeline after it sees it closed) says so and the
+    /// connection has not ended. True: kept (the caller does not stop it then).
+    func keep(_ pipeline: TrackPipeline, key: KeptPipeline.Key, if allowed: () -> Bool) -> Bool {
+        let (done, dropped) = kept.withLock { (k: inout Kept) -> (Bool, [KeptPipeline]) in
+            guard !k.ended, allowed() else { return (false, []) }
+            var dropped = k.pipelines.take { $0.key.assetID == key.assetID }  // one per asset
+            k.pipelines.append(KeptPipeline(key: key, pipeline: pipeline))
+            if k.pipelines.count > Session.maxKeptPipelines { dropped.append(k.pipelines.removeFirst()) }
             return (true, dropped)
         }
         for old in dropped { old.pipeline.stop() }
-        return kept
+        return done
     }
 
     /// The pipeline kept for `key`'s asset when it serves `key` (it is no longer kept then); one of that asset kept
     /// for another track or other settings is stopped. Other assets' kept pipelines stay.
-    func takeKept(_ key: KeptPipeline.Key) -> TrackPipeline? {
-        guard let taken = state.withLock({ $0.kept.take { $0.key.assetID == key.assetID } }).first else { return nil }
+    func take(_ key: KeptPipeline.Key) -> TrackPipeline? {
+        guard let taken = kept.withLock({ $0.pipelines.take { $0.key.assetID == key.assetID } }).first else { return nil }
         if taken.key == key { return taken.pipeline }
         taken.pipeline.stop()
         return nil
     }
 
-    /// Counts a ReadFrames served by a kept pipeline; the count so far on this connection.
-    func noteReuse() -> UInt64 { stats.pipelinesReused.add(1, ordering: .relaxed).newValue }
-
-    /// Drops the kept pipelines (stopped): of asset `assetID`, or all (another kind of output, the end).
-    func dropKept(asset assetID: UInt32? = nil) {
-        let dropped = state.withLock { $0.kept.take { assetID == nil || $0.key.assetID == assetID } }
+    /// Drops the kept pipelines (stopped): of asset `assetID`, or all (another kind of output).
+    func drop(asset assetID: UInt32? = nil) {
+        let dropped = kept.withLock { $0.pipelines.take { assetID == nil || $0.key.assetID == assetID } }
         for old in dropped { old.pipeline.stop() }
+    }
+
+    /// The connection ended: every kept pipeline is stopped and none is kept again.
+    func end() {
+        kept.withLock { $0.ended = true }
+        drop()
     }
 }
 
+extension Session {
+    /// OutputStreamer's end of a completed ReadFrames (output `outputID`): keeps its pipeline for the next one (true),
+    /// unless another output is reading now (it may need the memory), the asset was closed or the session is ending.
+    func keep(_ pipeline: TrackPipeline, key: KeptPipeline.Key, outputID: UInt32) -> Bool {
+        if outputs.streamers().contains(where: { $0.id != outputID && $0.isReading }) { return false }
+        return kept.keep(pipeline, key: key) { assets.asset(key.assetID) != nil && !stopping.isStopping }
+    }
+
+    /// Counts a ReadFrames served by a kept pipeline; the count so far on this connection.
+    func noteReuse() -> UInt64 { stats.pipelinesReused.add(1, ordering: .relaxed).newValue }
+}
 extension [KeptPipeline] {
     /// Removes the kept pipelines `matching` says to, and returns them (in order) for the caller to stop outside
     /// the session's lock.

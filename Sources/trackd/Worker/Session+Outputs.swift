@@ -36,7 +36,7 @@ extension Session: OutputOwner {
                 streamer?.start()
             }
         case .releaseSlots(let outputID, let slots):
-            guard let streamer = state.withLock({ $0.outputs[outputID]?.streamer }) else {
+            guard let streamer = outputs.streamer(outputID) else {
                 throw TrackError(.protocolViolation, "ReleaseSlots names output \(outputID), which holds no slots")
             }
             do {
@@ -46,13 +46,13 @@ extension Session: OutputOwner {
                 throw TrackError(.protocolViolation, "ReleaseSlots: slot \(ref.slot) of pool \(ref.poolID) of output \(outputID) is not held by the client")
             }
         case .cancelOutput(let outputID):
-            state.withLock { $0.outputs[outputID]?.streamer }?.cancel()
+            outputs.streamer(outputID)?.cancel()
         case .resetOutput(let outputID, let ranges):
             guard MediaTimeRange.areAscendingAndDisjoint(ranges) else {
                 throw TrackError(.protocolViolation,
                                  "ResetOutput: the ranges of output \(outputID) are not ascending, non-overlapping ranges with numeric starts ≥ 0 and durations ≥ 0 or +infinity")
             }
-            guard let streamer = state.withLock({ $0.outputs[outputID]?.streamer }) else { return }  // finished: ignored
+            guard let streamer = outputs.streamer(outputID) else { return }  // finished: ignored
             do {
                 try streamer.reset(ranges.map(streamer.grid.nanoseconds))  // on the output's grid, in GStreamer's ns
             } catch {
@@ -64,7 +64,7 @@ extension Session: OutputOwner {
                 }
             }
         case .finishOutput(let outputID):
-            state.withLock { $0.outputs[outputID]?.streamer }?.markFinal()
+            outputs.streamer(outputID)?.markFinal()
         default:
             return
         }
@@ -75,31 +75,25 @@ extension Session: OutputOwner {
     func addOutput(_ plan: OutputPlan, assetID: UInt32, requestID: UInt32, mediaType: MediaType)
         throws(TrackError) -> (Message, OutputStreamer) {
         let format = plan.stream.pipeline.outputFormat
-        let outputID = try state.withLock { (s: inout State) throws(TrackError) -> UInt32 in
-            guard s.outputs.count < Self.maxOutputs else {
-                throw TrackError(.limitExceeded, "a session may run at most \(Self.maxOutputs) outputs at once")
-            }
-            defer { s.nextOutputID += 1 }
-            return s.nextOutputID
-        }
         let reportsStalls = Capabilities(rawValue: capabilities.load(ordering: .relaxed)).contains(.outputStalled)
-        let streamer = OutputStreamer(plan: plan, context: OutputContext(
-            id: outputID, requestID: requestID, socket: socket, stats: stats, slot: context.slot,
-            reportsStalls: reportsStalls, owner: self))
-        state.withLock { $0.outputs[outputID] = (assetID, streamer) }
-        return (.outputCreated(OutputCreated(outputID: outputID, mediaType: mediaType, format: format.format,
+        let streamer = try outputs.add(assetID: assetID) { outputID in
+            OutputStreamer(plan: plan, context: OutputContext(
+                id: outputID, requestID: requestID, socket: socket, stats: stats, slot: context.slot,
+                reportsStalls: reportsStalls, owner: self))
+        }
+        return (.outputCreated(OutputCreated(outputID: streamer.id, mediaType: mediaType, format: format.format,
                                              width: format.width, height: format.height, codecConfig: format.codecConfig)),
                 streamer)
     }
 
     /// OutputStreamer's end: output `id` finished and every slot is back, so the session forgets it.
     func outputDrained(_ id: UInt32) {
-        state.withLock { _ = $0.outputs.removeValue(forKey: id) }
+        outputs.remove(id)
     }
 
     func createOutput(_ request: CreateOutput, requestID: UInt32) throws(TrackError) -> (Message, OutputStreamer) {
         let (asset, track) = try assetTrack(request.assetID, request.trackID)
-        dropKept()  // this output may need the memory the kept pipeline holds
+        kept.drop()  // this output may need the memory the kept pipeline holds
         guard request.timeRange.isValidReadingRange else {
             throw TrackError(.invalidArgument, "time range \(request.timeRange.start) + \(request.timeRange.duration) is not a valid range")
         }
@@ -253,15 +247,15 @@ extension Session: OutputOwner {
     private func framesPipeline(_ plan: FramePlan, asset: Asset, key: KeptPipeline.Key)
         throws(TrackError) -> (TrackPipeline, PipelineCounts?) {
         let first = plan.ranges[0]
-        if let kept = takeKept(key) {
-            let before = PipelineCounts(kept)
+        if let reused = kept.take(key) {
+            let before = PipelineCounts(reused)
             do {
-                try kept.reuse(for: first.range, neededSamples: first.neededSamples,
-                               lastNeededSample: first.lastNeededSample, selection: plan.selection(0))
-                return (kept, before)
+                try reused.reuse(for: first.range, neededSamples: first.neededSamples,
+                                 lastNeededSample: first.lastNeededSample, selection: plan.selection(0))
+                return (reused, before)
             } catch {
                 Log.warning("ReadFrames: the kept pipeline could not seek (\(error.message)); building a new one")
-                kept.stop()
+                reused.stop()
             }
         }
         // A first range that starts near the beginning needs no seek: the pipeline prerolls from the start anyway, and

@@ -34,7 +34,7 @@ extension Session {
 
     /// The receive loop's check: the first time it sees the stop requested, the session starts stopping.
     func stopIfRequested() {
-        guard StopRequest.isRequested, !stopping.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        guard StopRequest.isRequested, stopping.begin() else { return }
         let reading = readsInFlight
         Log.notice("stopping: client uid \(context.clientUID) pid \(context.clientPID) has \(reading) reads in flight; they get \(context.stopTimeout) s (--stop-timeout)")
         Event.sessionStopping(reads: reading).emit()
@@ -45,7 +45,7 @@ extension Session {
 
     /// Answers a request that would start new work with Error −11904 while the session stops. True when it did.
     func refusedWhileStopping(_ frame: borrowing ReceivedFrame) -> Bool {
-        guard stopping.load(ordering: .acquiring) else { return false }
+        guard stopping.isStopping else { return false }
         switch frame.message {
         case .openAsset, .createOutput, .readFrames, .generateImage: break
         default: return false
@@ -57,8 +57,7 @@ extension Session {
 
     /// Requests being served plus outputs still producing (not finished, not waiting after RangeEnded).
     var readsInFlight: Int {
-        let streamers = state.withLock { $0.outputs.values.map(\.streamer) }
-        return backgroundRequests.load(ordering: .relaxed) + streamers.filter(\.isReading).count
+        stopping.requestsRunning + outputs.streamers().filter(\.isReading).count
     }
 
     /// The stop thread: waits for the reads in flight, at most `--stop-timeout` seconds, ends those left, says why
@@ -69,14 +68,14 @@ extension Session {
         while readsInFlight > 0 && trackd_monotonic_ms() < deadline {
             usleep(10_000)  // a bounded wait on the session's own state; nothing signals "the last read ended"
         }
-        let left = state.withLock { $0.outputs.values.map(\.streamer) }.filter(\.isReading)
+        let left = outputs.streamers().filter(\.isReading)
         let cut = TrackError(.daemonStopping,
                              "\(Self.stoppingMessage); this read did not finish within the grace of \(seconds) s (--stop-timeout)")
         for streamer in left {
             streamer.finish(.failed, cut)
             streamer.cancel()
         }
-        let pending = backgroundRequests.load(ordering: .relaxed)
+        let pending = stopping.requestsRunning
         if !left.isEmpty || pending > 0 {
             Log.notice("stopping: ended \(left.count) outputs and \(pending) requests of client pid \(context.clientPID) after \(seconds) s (--stop-timeout)")
         }

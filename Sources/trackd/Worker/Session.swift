@@ -34,26 +34,15 @@ final class Session: Sendable {
     /// Pipelines kept between ReadFrames, one per asset (Session+KeptPipeline.swift).
     static let maxKeptPipelines = 4
 
-    struct State: ~Copyable {
-        var assets: [UInt32: Asset] = [:]
-        var outputs: [UInt32: (assetID: UInt32, streamer: OutputStreamer)] = [:]
-        var nextAssetID: UInt32 = 1
-        var nextOutputID: UInt32 = 1
-        /// Each asset's last completed ReadFrames' pipeline, for its next one, least recently kept first
-        /// (Session+KeptPipeline.swift).
-        var kept: [KeptPipeline] = []
-        /// The connection's receive loop has ended: nothing is kept any more.
-        var ended = false
-    }
-
     let socket: MessageSocket
     let context: WorkerContext
     let stats = WorkerStats()
-    let state = Mutex(State())
+    let assets = AssetTable()
+    let outputs = OutputTable()
+    /// Each asset's last completed ReadFrames' pipeline, for its next one (Session+KeptPipeline.swift).
+    let kept = KeptPipelines()
     /// SIGTERM was seen: new work is refused and the session ends once its reads finish (Session+Stop.swift).
-    let stopping = Atomic<Bool>(false)
-    /// Requests running on a thread of their own (`background`): reads in flight for the stop's grace.
-    let backgroundRequests = Atomic<Int>(0)
+    let stopping = Stopping()
     /// The capability bits HelloReply put in force (PROTOCOL.md §5.3).
     let capabilities = Atomic<UInt64>(0)
 
@@ -78,7 +67,7 @@ final class Session: Sendable {
                 // (measured from the later of the last message and the last thing produced for the client).
                 frame = try socket.receive(check: { [self] pending in
                     stopIfRequested()
-                    guard idleMs > 0, !slot.isBusy, !stopping.load(ordering: .relaxed) else { return nil }
+                    guard idleMs > 0, !slot.isBusy, !stopping.isStopping else { return nil }
                     let since = max(lastFrameMs, slot.lastProgressMs ?? 0)
                     let now = trackd_monotonic_ms()
                     guard now > since, now - since > idleMs else { return nil }
@@ -105,12 +94,8 @@ final class Session: Sendable {
                 break
             }
         }
-        let streamers = state.withLock { s in
-            s.ended = true
-            return s.outputs.values.map(\.streamer)
-        }
-        streamers.forEach { $0.cancel() }
-        dropKept()
+        outputs.streamers().forEach { $0.cancel() }
+        kept.end()
         socket.shutdown()
     }
 
@@ -200,20 +185,15 @@ final class Session: Sendable {
             }
         case .closeAsset(let assetID):
             reply { () throws(TrackError) -> Message in
-                let streamers = try state.withLock { (s: inout State) throws(TrackError) -> [OutputStreamer] in
-                    guard s.assets.removeValue(forKey: assetID) != nil else {
-                        throw TrackError(.invalidArgument, "no open asset with id \(assetID)")
-                    }
-                    return s.outputs.values.filter { $0.assetID == assetID }.map(\.streamer)
-                }
-                streamers.forEach { $0.cancel() }
-                dropKept(asset: assetID)
+                guard assets.remove(assetID) else { throw TrackError(.invalidArgument, "no open asset with id \(assetID)") }
+                outputs.streamers(asset: assetID).forEach { $0.cancel() }
+                kept.drop(asset: assetID)
                 return .ack
             }
         case .createOutput, .readFrames, .releaseSlots, .cancelOutput, .resetOutput, .finishOutput:
             try handleOutputRequest(frame, reply: reply)
         case .generateImage(let request):
-            let asset = state.withLock { $0.assets[request.assetID] }
+            let asset = assets.asset(request.assetID)
             background("image") { [self] in
                 do throws(TrackError) {
                     guard let asset else { throw TrackError(.invalidArgument, "no open asset with id \(request.assetID)") }
@@ -243,10 +223,10 @@ final class Session: Sendable {
     func background(_ name: String, _ work: @escaping @Sendable () -> Void) {
         let slot = context.slot
         slot.beginBusy()  // the client waits for the reply: the watchdog may judge this request
-        backgroundRequests.add(1, ordering: .relaxed)
+        stopping.requestBegan()
         let thread = Thread { [self] in
             work()
-            backgroundRequests.subtract(1, ordering: .relaxed)
+            stopping.requestEnded()
             slot.endBusy()
         }
         thread.name = name
@@ -254,7 +234,6 @@ final class Session: Sendable {
     }
 
     private func status() -> Message {
-        let (assets, outputs) = state.withLock { ($0.assets.count, $0.outputs.count) }
         let (supervisorPID, startedMs, accepted, active, crashes) = context.statistics.map(SharedStatistics.read) ?? (0, 0, 0, 0, 0)
         let now = Supervisor.nowMs()
         let interventions = context.statistics.map(SharedStatistics.interventions) ?? SharedStatistics.Interventions()
@@ -271,7 +250,7 @@ final class Session: Sendable {
             workerPID: UInt32(getpid()), supervisorPID: UInt32(truncatingIfNeeded: supervisorPID),
             supervisorUptimeMs: startedMs > 0 && now > startedMs ? now - startedMs : 0,
             connectionsAccepted: accepted, activeConnections: UInt32(truncatingIfNeeded: active), workerCrashes: crashes,
-            openAssets: UInt32(assets), activeOutputs: UInt32(outputs),
+            openAssets: UInt32(assets.count), activeOutputs: UInt32(outputs.count),
             samplesSent: stats.samplesSent.load(ordering: .relaxed), bytesCopied: stats.bytesCopied.load(ordering: .relaxed),
             daemonSamplesSent: daemon.samples, daemonBytesCopied: daemon.copied, daemonBytesShared: daemon.shared,
             gstreamerVersion: Gst.versionString, framesDecoded: stats.framesDecoded.load(ordering: .relaxed),
