@@ -223,9 +223,8 @@ func describeTrack(pad: GstRef<GstPadObject>, id: UInt32, start: MediaTime?, cap
     track.profile = view.string("profile") ?? ""
     track.level = view.string("level") ?? ""
     track.codecConfiguration = view.codecConfiguration
-    if track.codec == "avc1" || track.codec == "avc3", let stated = H264SignalType(avcC: track.codecConfiguration) {
-        track.colorimetry = stated.applied(to: track.colorimetry)  // the SPS's colour over the demuxer's
-    }
+    // The colour the SPS states, over the demuxer's (H.264) or in its place (HEVC).
+    track.colorimetry = VideoSignalType.colour(of: track.codec, configuration: track.codecConfiguration, over: track.colorimetry)
     if let duration = pad.duration, duration >= 0 { track.duration = .nanoseconds(duration) }
     // The first sample on the asset's timeline (the first in decode order: a closed GOP's first frame is also the
     // first shown); never negative (AAC priming before an edit list).

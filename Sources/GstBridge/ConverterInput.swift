@@ -1,6 +1,6 @@
-// What the decoded-video branch does to frames around its decoder and before its converter: the colour an H.264
-// stream states reaches the decoder; and two output settings of trackd's own (docs/SETTINGS.md): the YCbCr matrix
-// of video that names none (TrackdUntaggedYCbCrMatrix), and turning frames upright by the track's rotation
+// What the decoded-video branch does to frames around its decoder and before its converter: the colour an H.264 or
+// HEVC stream states reaches the decoder; and two output settings of trackd's own (docs/SETTINGS.md): the YCbCr
+// matrix of video that names none (TrackdUntaggedYCbCrMatrix), and turning frames upright by the track's rotation
 // (TrackdAppliesPreferredTrackTransform).
 import CGStreamer
 import CGstShim
@@ -21,17 +21,16 @@ enum ConverterInput {
         }
     }
 
-    /// The decoder's input names the colour an H.264 stream states in its SPS (H264SignalType over the demuxer's, as
-    /// the track description): the CAPS event entering the decoder branch at `pad` gets it as its colorimetry. The
-    /// decoder (avdec_h264) takes the input caps' range over the stream's own, so a demuxer's wrong or missing
-    /// colour — GStreamer 1.22's qtdemux drops a `colr` box's full-range bit — would otherwise decode full-range
-    /// frames as video range.
+    /// The decoder's input names the colour an H.264 or HEVC stream states in its SPS (VideoSignalType.colour, as the
+    /// track description): the CAPS event entering the decoder branch at `pad` gets it as its colorimetry. The
+    /// decoders (avdec_h264, avdec_h265) take the input caps' range over the stream's own, so a demuxer's wrong or
+    /// missing colour — GStreamer 1.22's qtdemux drops a `colr` box's full-range bit — would otherwise decode
+    /// full-range frames as video range.
     static func stateStreamColour(at pad: GstRef<GstPadObject>) {
         pad.addProbe(GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM) { info in
-            guard let caps = info.caps, let view = CapsView(caps), view.name == "video/x-h264",
-                  let stated = H264SignalType(avcC: view.codecConfiguration) else { return GST_PAD_PROBE_OK }
+            guard let caps = info.caps, let view = CapsView(caps), view.mediaType == .video else { return GST_PAD_PROBE_OK }
             let named = caps.colorimetry ?? Colorimetry()
-            let colour = stated.applied(to: named)
+            let colour = VideoSignalType.colour(of: view.codec, configuration: view.codecConfiguration, over: named)
             if colour != named { info.replaceCaps(caps.withColorimetry(colour)) }
             return GST_PAD_PROBE_OK
         }

@@ -258,7 +258,7 @@ struct RBSPReader {
     /// The VUI from its start through the video signal type (E.1.1: aspect ratio, overscan, then
     /// `video_signal_type_present_flag` and what it guards); nil when it ends early. The outer optional is the
     /// reading, the inner one whether the signal type is present.
-    mutating func vuiSignalType() -> H264SignalType?? {
+    mutating func vuiSignalType() -> VideoSignalType?? {
         guard let aspect = bits(1) else { return nil }
         if aspect == 1 {
             guard let idc = bits(8) else { return nil }
@@ -269,7 +269,7 @@ struct RBSPReader {
         guard let signal = bits(1) else { return nil }
         guard signal == 1 else { return .some(nil) }
         guard bits(3) != nil, let full = bits(1), let described = bits(1) else { return nil }  // video_format
-        var type = H264SignalType(fullRange: full == 1)
+        var type = VideoSignalType(fullRange: full == 1)
         if described == 1 {
             guard let primaries = bits(8), let transfer = bits(8), let matrix = bits(8) else { return nil }
             type.description = .init(primaries: UInt8(primaries), transfer: UInt8(transfer), matrix: UInt8(matrix))

@@ -4,8 +4,9 @@ import Testing
 import TrackClient
 
 /// A video track's colour description (range, matrix, primaries, transfer) is ffprobe's color_range, color_space,
-/// color_primaries and color_transfer for x264 streams whose SPS states them, in MP4, Matroska and MPEG-TS — the
-/// stream's colour over the container's, field by field, as libavcodec decides; and frames decode with that range.
+/// color_primaries and color_transfer for x264 and x265 streams whose SPS states them, in MP4, Matroska and
+/// MPEG-TS — as libavcodec decides: H.264's colour over the container's, field by field; HEVC's in its place — and
+/// frames decode with that range.
 @Suite(.serialized, .timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs)
 struct ColourDescriptionTests {
     static let (w, h) = (FormatTests.w, FormatTests.h)
@@ -27,12 +28,42 @@ struct ColourDescriptionTests {
         ] + variants[variant]!)
     }
 
+    /// x265 encodings: the x264 ones (ffmpeg's libx265 writes the colour options into the VUI as well), BT.601 video
+    /// range, and a stream that states nothing in a container that says BT.709 full range (a stream copy with the
+    /// container's colour set) — libavcodec reads it as video range, colour unspecified.
+    static let hevcVariants: [String: [String]] = [
+        "full709": Array(variants["full709"]!.dropLast(2)) + ["-x265-params", "log-level=error:range=full"],
+        "fullonly": ["-color_range", "pc", "-x265-params", "log-level=error:range=full"],
+        "bt601": ["-color_range", "tv", "-colorspace", "smpte170m", "-color_primaries", "smpte170m", "-color_trc", "smpte170m",
+                  "-x265-params", "log-level=error"],
+        "clash": Array(variants["clash"]!.dropLast(2)) + ["-x265-params", "log-level=error:range=full:colorprim=bt709:transfer=bt709:colormatrix=bt709"],
+    ]
+
+    static func makeHEVC(_ variant: String, _ container: String) -> String {
+        let source = ["-f", "lavfi", "-i", "testsrc2=size=\(w)x\(h):rate=25:duration=0.4", "-c:v", "libx265", "-preset", "veryfast",
+                      "-pix_fmt", "yuv420p"]
+        guard variant == "silent" else { return Media.make("colour-hevc-\(variant).\(container)", source + hevcVariants[variant]!) }
+        let plain = Media.make("colour-hevc-plain.mkv", source + ["-x265-params", "log-level=error"])
+        return Media.make("colour-hevc-silent.\(container)", ["-i", plain, "-c", "copy", "-color_range", "pc", "-colorspace", "bt709",
+                                                             "-color_primaries", "bt709", "-color_trc", "bt709"])
+    }
+
     /// ffmpeg's names as H.273 code points (trackctl prints the code, null for 2, unspecified).
     static let codes: [String: Int] = ["bt709": 1, "bt470bg": 5, "smpte170m": 6]
 
     @Test(arguments: ["full709", "fullonly", "clash"], ["mp4", "mkv", "ts"])
     func colourIsFfprobes(_ variant: String, _ container: String) throws {
-        let file = Self.make(variant, container)
+        try Self.expectFfprobesColour(Self.make(variant, container), range: "pc", "\(variant).\(container)")
+    }
+
+    @Test(arguments: ["full709", "fullonly", "bt601", "clash", "silent"], ["mp4", "mkv", "ts"])
+    func hevcColourIsFfprobes(_ variant: String, _ container: String) throws {
+        let range = ["bt601": "tv", "silent": "tv"][variant] ?? "pc"
+        try Self.expectFfprobesColour(Self.makeHEVC(variant, container), range: range, "hevc \(variant).\(container)")
+    }
+
+    /// `trackctl tracks` names ffprobe's colour for `file`, whose range ffprobe names `range`.
+    static func expectFfprobesColour(_ file: String, range: String, _ name: String) throws {
         let probe = try run("ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries",
                                         "stream=color_range,color_space,color_primaries,color_transfer", "-of", "json", file])
         let streams = (try JSONSerialization.jsonObject(with: probe.stdout) as? [String: Any])?["streams"] as? [[String: Any]]
@@ -41,8 +72,8 @@ struct ColourDescriptionTests {
         defer { daemon.stop() }
         let r = try daemon.trackctl(["tracks", file, "--json"])
         let t = try #require((try JSONSerialization.jsonObject(with: r.stdout) as? [[String: Any]])?.first)
-        let what = "\(variant).\(container): ffprobe \(v), trackd \(t.filter { $0.key.hasPrefix("color") })"
-        #expect(v["color_range"] as? String == "pc", "\(what)")
+        let what = "\(name): ffprobe \(v), trackd \(t.filter { $0.key.hasPrefix("color") })"
+        #expect(v["color_range"] as? String == range, "\(what)")
         #expect(t["colorRange"] as? String == v["color_range"] as? String, "\(what)")
         #expect(t["colorMatrix"] as? Int == (v["color_space"] as? String).flatMap { Self.codes[$0] }, "\(what)")
         #expect(t["colorPrimaries"] as? Int == (v["color_primaries"] as? String).flatMap { Self.codes[$0] }, "\(what)")
@@ -53,14 +84,29 @@ struct ColourDescriptionTests {
     /// byte for byte; a source taken for video range would be stretched), and each sample says full range.
     @Test(arguments: ["full709", "clash"], ["mp4", "mkv", "ts"])
     func fullRangeFramesAreNotStretched(_ variant: String, _ container: String) throws {
-        let file = Self.make(variant, container)
-        let samples = try decode(file, "420f")
-        #expect(samples.allSatisfy { $0.colorimetry.range == 2 }, "\(samples.map(\.colorimetry))")
-        let kept = try Oracle.rawFrames(file, ["-vf", "scale=out_range=full", "-pix_fmt", "nv12"], frameSize: Self.w * Self.h * 3 / 2)
+        try expectUnconvertedFrames(Self.make(variant, container), range: 2, "\(variant).\(container)")
+    }
+
+    /// HEVC the same way (avdec_h265 against ffmpeg's hevc decoder); and the silent stream is video range whatever
+    /// its container says: read as 420v, its planes are ffmpeg's unchanged (taken for full range they would be
+    /// narrowed).
+    @Test(arguments: ["full709", "clash", "silent"], ["mp4", "mkv", "ts"])
+    func hevcFramesDecodeWithTheStatedRange(_ variant: String, _ container: String) throws {
+        try expectUnconvertedFrames(Self.makeHEVC(variant, container), range: variant == "silent" ? 1 : 2,
+                                    "hevc \(variant).\(container)")
+    }
+
+    /// Read as 420f (`range` 2) or 420v (1), `file`'s frames are ffmpeg's nv12 in that range (for a source of that
+    /// range, its decoded planes), byte for byte, and each sample says that range.
+    func expectUnconvertedFrames(_ file: String, range: UInt8, _ what: String) throws {
+        let samples = try decode(file, range == 2 ? "420f" : "420v")
+        #expect(samples.allSatisfy { $0.colorimetry.range == range }, "\(what): \(samples.map(\.colorimetry))")
+        let kept = try Oracle.rawFrames(file, ["-vf", "scale=out_range=\(range == 2 ? "full" : "tv")", "-pix_fmt", "nv12"],
+                                        frameSize: Self.w * Self.h * 3 / 2)
         #expect(samples.count == kept.count)
         for (i, (ours, theirs)) in zip(samples.map { $0.packedBytes() }, kept).enumerated() {
             let differing = zip(ours, theirs).filter { $0.0 != $0.1 }.count
-            #expect(ours.count == theirs.count && differing == 0, "\(variant).\(container) frame \(i): \(differing) bytes differ")
+            #expect(ours.count == theirs.count && differing == 0, "\(what) frame \(i): \(differing) bytes differ")
         }
     }
 

@@ -2,9 +2,9 @@ import Foundation
 import TrackClient
 import Testing
 
-/// The track's format description beyond the codec (PROTOCOL.md §7.2 revision 1): preferredTransform as ffprobe's
-/// display matrix and the codec configuration's parameter sets as ffprobe's extradata — on ffmpeg-made files,
-/// through trackctl tracks --json and TrackClient.
+/// The track's format description beyond the codec (PROTOCOL.md §7.2): preferredTransform as ffprobe's display
+/// matrix, the codec configuration's parameter sets as ffprobe's extradata, ProRes's depth as its sample
+/// description's — on ffmpeg-made files, through trackctl tracks --json and TrackClient.
 @Suite(.serialized, .timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs)
 struct FormatDescriptionTests {
     /// ffprobe's `key=` hex dump (`-show_data`) of the first video stream as bytes: after "0000000k: ", 41 columns
@@ -65,6 +65,36 @@ struct FormatDescriptionTests {
         #expect(ours.first == 1, "an avcC")
         #expect(Self.avcCUnits(ours) == expected, "\(container)")
         #expect(expected.count == 2, "one SPS and one PPS")
+    }
+
+    /// ProRes from ffmpeg's prores_ks in MOV: the track's depth (kCMFormatDescriptionExtension_Depth) is the depth
+    /// of the file's sample description — 32 for 4444 with alpha, 24 for 4444 without and for 422 — and hasAlpha
+    /// is what ffprobe's pixel format says, through TrackClient and trackctl tracks.
+    @Test(arguments: [("2", "yuv422p10le"), ("4", "yuv444p10le"), ("4", "yuva444p10le")])
+    func proresDepthIsTheSampleDescriptions(_ profile: String, _ pixFmt: String) throws {
+        let file = Media.make("prores-depth-\(pixFmt).mov", ["-f", "lavfi", "-i", "testsrc2=size=64x48:rate=25:duration=0.2",
+                                                              "-c:v", "prores_ks", "-profile:v", profile, "-pix_fmt", pixFmt])
+        let probe = try run("ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries", "stream=pix_fmt", "-of", "csv=p=0", file])
+        let alpha = probe.text.trimmingCharacters(in: .whitespacesAndNewlines).hasPrefix("yuva")
+        #expect(alpha == pixFmt.hasPrefix("yuva"), "ffprobe: \(probe.text)")
+        let stored = try #require(Self.sampleDescriptionDepth(file))
+        #expect(stored == (alpha ? 32 : 24), "stsd depth \(stored)")
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        let track = try Asset(path: file, socketPath: daemon.socketPath).tracks[0]
+        #expect(track.depth == UInt32(stored) && track.hasAlpha == alpha, "\(pixFmt): \(track.depth) \(track.hasAlpha)")
+        let json = try #require(try Self.tracksJSON(daemon, file).first)
+        #expect(json["depth"] as? Int == Int(stored) && json["hasAlpha"] as? Bool == alpha, "\(json)")
+    }
+
+    /// The depth field of the first sample entry of the first `stsd` box (QuickTime's image description: 82 bytes
+    /// into the entry), read from the file's bytes.
+    static func sampleDescriptionDepth(_ file: String) -> UInt16? {
+        guard let data = FileManager.default.contents(atPath: file).map(Array.init),
+              let at = data.indices.dropLast(4).first(where: { data[$0..<($0 + 4)].elementsEqual("stsd".utf8) }),
+              at + 12 + 84 <= data.count else { return nil }
+        let depth = at + 12 + 82  // after the type: version and flags, entry count; then the entry
+        return UInt16(data[depth]) << 8 | UInt16(data[depth + 1])
     }
 
     /// The SPS and PPS NAL units of an avcC (ISO 14496-15 5.3.3.1), in order.

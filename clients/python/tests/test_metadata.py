@@ -1,5 +1,6 @@
-"""Asset and track metadata (PROTOCOL.md §7.5) and segments (§7.6) in the Python client: files made by ffmpeg with
--metadata and edit lists, compared with ffprobe's tags and with the elst boxes read here."""
+"""Asset and track metadata (PROTOCOL.md §7.5), segments (§7.6) and ProRes's depth (§7.2) in the Python client:
+files made by ffmpeg with -metadata, edit lists and alpha, compared with ffprobe's tags and with the elst and stsd
+boxes read here."""
 
 import json
 import math
@@ -143,6 +144,27 @@ class MetadataTests(unittest.TestCase):
             self.assertTrue(audio.segments[0].empty)
             self.assertEqual(audio.segments[0].target, trackd.TimeRange(0, Fraction(476, 1000)))
             self.assertEqual(asset.tracks[0].segments[0].source.start, Fraction(1024, 15360))
+
+    def test_prores_depth_is_the_sample_descriptions(self):
+        """ProRes from prores_ks in MOV: the track's depth is its stsd entry's — 32 for 4444 with alpha, 24 for 4444
+        without and for 422 — and has_alpha says whether it is 32."""
+        for profile, pix_fmt in (('2', 'yuv422p10le'), ('4', 'yuv444p10le'), ('4', 'yuva444p10le')):
+            path = ffmpeg(['-f', 'lavfi', '-i', 'testsrc2=size=64x48:rate=25:duration=0.2', '-c:v', 'prores_ks',
+                           '-profile:v', profile, '-pix_fmt', pix_fmt], self.daemon.path('prores-%s.mov' % pix_fmt))
+            with self.subTest(pix_fmt=pix_fmt), self.open(path) as asset:
+                stored = sample_description_depth(path)
+                self.assertEqual(stored, 32 if pix_fmt.startswith('yuva') else 24)
+                self.assertEqual((asset.tracks[0].depth, asset.tracks[0].has_alpha), (stored, stored == 32))
+
+
+def sample_description_depth(path):
+    """The depth field of the first track's first sample entry (QuickTime's image description, 82 bytes in)."""
+    with open(path, 'rb') as f:
+        data = f.read()
+    span = (0, len(data))
+    for kind in ('moov', 'trak', 'mdia', 'minf', 'stbl', 'stsd'):
+        span = next((s, e) for k, s, e in boxes(data, *span) if k == kind)
+    return struct.unpack_from('>H', data, span[0] + 8 + 82)[0]
 
 
 if __name__ == '__main__':
