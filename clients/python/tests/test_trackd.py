@@ -151,7 +151,9 @@ class VideoTests(unittest.TestCase):
                                                '-of', 'json', path], check=True, capture_output=True).stdout)
             packets, base = probe['packets'], Fraction(probe['streams'][0]['time_base'])
             with suite.open(path) as asset:
-                samples = [(f.presentation_time, f.trim_at_start, f.trim_at_end) for f in asset.read(passthrough=True)]
+                audio = [t for t in asset.tracks if t.media_type == 'audio'][0]
+                samples = [(f.presentation_time, f.trim_at_start, f.trim_at_end)
+                           for f in asset.read(audio.id, passthrough=True)]
             self.assertEqual(len(samples), len(packets))
             (pts, start, end), last = samples[0], samples[-1]
             self.assertEqual(Fraction(pts.value, pts.timescale), packets[0]['pts'] * base)
