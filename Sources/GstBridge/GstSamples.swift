@@ -56,6 +56,15 @@ extension GstRef where T == GstSampleObject {
         return unsafe (Int(audioMeta.pointee.samples), channels, offsets)
     }
 
+    /// The buffer's GstAudioClippingMeta when it counts samples (GST_FORMAT_DEFAULT): what a decoder drops from the
+    /// start and the end of what the buffer decodes to (a demuxer's Opus pre-skip, CodecDelay, DiscardPadding).
+    var audioClipping: (start: UInt64, end: UInt64)? {
+        guard let meta = unsafe gst_buffer_get_meta(buffer, gst_audio_clipping_meta_api_get_type()) else { return nil }
+        let clipping = unsafe UnsafeRawPointer(meta).assumingMemoryBound(to: GstAudioClippingMeta.self)
+        guard unsafe clipping.pointee.format == GST_FORMAT_DEFAULT else { return nil }
+        return unsafe (UInt64(clipping.pointee.start), UInt64(clipping.pointee.end))
+    }
+
     /// A sample of a new buffer holding `bytes`, with DTS 0 and no PTS or segment, and `caps` (gst_sample_new);
     /// nil when GStreamer cannot make one.
     static func holding(_ bytes: [UInt8], caps: GstRef<GstCapsObject>?) -> GstRef<GstSampleObject>? {

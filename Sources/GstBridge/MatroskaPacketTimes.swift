@@ -16,7 +16,7 @@ import TrackdProtocol
 ///   / scale): a 1024-frame AAC packet at 48 kHz lasts 21 ms, a 648-frame FLAC packet at 44.1 kHz 14 ms.
 final class MatroskaPacketTimes {
     /// Nanoseconds per tick (TimestampScale).
-    private let tick: Int64
+    let tick: Int64
     private enum Codec { case reordering(Int), inOrder, aac(samples: Int, rate: Int32), opus, other }
     private var codec = Codec.other
     /// libav's `pts_buffer`: PTSs (ns) read since the start or the last seek, ascending, at most delay + 1.

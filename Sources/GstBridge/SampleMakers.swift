@@ -88,7 +88,8 @@ extension SampleMaker {
 /// so that every sample a frame shown before the end depends on is delivered (a demuxer's stop, by PTS, drops the
 /// P-frame that the last B-frames reference). An MP4 audio track with an edit: the priming packets before the edit,
 /// which qtdemux leaves out, are read from the file and delivered first (PassthroughEdit; the last packet after the
-/// edit comes from StoredSampleFeeder), each sample with the trims its edit implies.
+/// edit comes from StoredSampleFeeder), each sample with the trims its edit implies. Opus from Ogg and Matroska:
+/// the pre-skip and end padding as trims (OpusTrims).
 final class PassthroughSamples: SampleMaker {
     private var format = OutputFormat(format: "????", width: 0, height: 0, codecConfig: [])
     /// The current range's end (stream time, ns; nil: to the end).
@@ -97,10 +98,14 @@ final class PassthroughSamples: SampleMaker {
     private let edit: PassthroughEdit
     /// Matroska: the decode times and durations its blocks do not state (nil for other containers).
     private let matroska: MatroskaPacketTimes?
+    /// Opus: the pre-skip and end padding as trims, with ffmpeg's times (nil for other codecs).
+    private var opus: OpusTrims?
+    private let fd: Int32, trackID: UInt32
     /// What keeps appsink from clipping the first stored samples (attached to it by PassthroughChain).
     let segment = StartSegment()
 
     init(fd: Int32, trackID: UInt32) {
+        (self.fd, self.trackID) = (fd, trackID)
         edit = PassthroughEdit(fd: fd, trackID: trackID)
         matroska = MatroskaPacketTimes.forFile(fd: fd)
     }
@@ -108,6 +113,7 @@ final class PassthroughSamples: SampleMaker {
     func negotiated(_ format: OutputFormat) {
         self.format = format
         matroska?.negotiated(format)
+        opus = format.format == "Opus" ? opus ?? OpusTrims(fd: fd, trackID: trackID, matroskaTick: matroska?.tick) : nil
     }
 
     var seeksToKeyUnits: Bool { true }
@@ -117,6 +123,7 @@ final class PassthroughSamples: SampleMaker {
         let fromStart = (range.start.nanoseconds ?? 0) <= 0
         edit.seeking(fromStart: fromStart)
         matroska?.seeking()
+        opus?.seeking()
         segment.seeking(fromStart: fromStart)
         return nil
     }
@@ -142,6 +149,16 @@ final class PassthroughSamples: SampleMaker {
             let pts = plain.presentationTime
             plain = matroska.place(plain, bytes: sample.bytes(count: min(size, 16)), rate: CapsView(sample.caps)?.int("rate")) {
                 PulledSample(sample, layout: layout(size: size), copy: .bytes, timing: (pts: pts, duration: $1), decode: $0)
+            }
+        }
+        if let opus {
+            let decodes = plain.decodeTime.isValid  // audio: DTS = PTS, when there is one
+            let clipping = sample.audioClipping
+            let preSkip = (clipping?.start ?? 0) > 0
+                ? CapsView(sample.caps)?.streamHeaders.first.flatMap(AudioPackets.opusPreSkip(head:)) : nil
+            plain = opus.place(plain, bytes: sample.bytes(count: min(size, 16)), clipping: clipping, preSkip: preSkip) { timing, trims in
+                PulledSample(sample, layout: layout(size: size), copy: .bytes, timing: timing, trims: trims,
+                             decode: decodes ? timing.pts : .invalid)
             }
         }
         if let end {

@@ -43,4 +43,11 @@ public enum AudioPackets {
         guard rate > 0, config.count * 8 > at else { return nil }
         return (field(at, 1) == 1 ? 960 : 1024, rate)
     }
+
+    /// The pre-skip of an Opus identification header (RFC 7845 §5.1: "OpusHead", version 0–15, channel count, then
+    /// the pre-skip as a little-endian u16 — 48 kHz frames a decoder drops at the start). nil for anything else.
+    public static func opusPreSkip(head: [UInt8]) -> Int? {
+        guard head.count >= 19, head.starts(with: Array("OpusHead".utf8)), head[8] & 0xF0 == 0, head[9] > 0 else { return nil }
+        return Int(head[10]) | Int(head[11]) << 8
+    }
 }

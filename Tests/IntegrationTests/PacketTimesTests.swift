@@ -49,8 +49,8 @@ struct PacketTimesTests {
 
 extension PacketTimesTests {
     /// Opus in WebM as ffmpeg muxes it: every packet's duration is ffprobe's (20 ms from the TOC, the last one its
-    /// BlockDuration). The PTSs differ: ffmpeg takes CodecDelay off them (docs/PROTOCOL.md, "Not trimmed yet").
-    @Test func opusDurationsAreFFprobes() throws {
+    /// BlockDuration), and its PTS: the block's time less the CodecDelay in whole ticks (OpusTrimsTests: the trims).
+    @Test func opusTimesAreFFprobes() throws {
         let file = Media.make("times-opus.webm", ["-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000:duration=2",
                                                   "-c:a", "libopus"])
         let daemon = try Daemon()
@@ -61,6 +61,7 @@ extension PacketTimesTests {
         try #require(stored.count == packets.count, "\(stored.count) samples, ffprobe lists \(packets.count)")
         for (i, (s, p)) in zip(stored, packets).enumerated() {
             #expect(Self.same(s.duration, p.duration, base), "\(i): duration \(s.duration), ffprobe \(p.duration ?? -1)")
+            #expect(Self.same(s.presentationTimeStamp, p.pts, base), "\(i): PTS \(s.presentationTimeStamp), ffprobe \(p.pts ?? -1)")
             #expect(Self.same(s.decodeTimeStamp, s.presentationTimeStamp.value, (1, Int64(s.presentationTimeStamp.timescale))))
         }
     }

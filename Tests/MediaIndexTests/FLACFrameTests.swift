@@ -42,4 +42,14 @@ struct AudioPacketsTests {
         #expect(AudioPackets.aacSamples(config: [0xF8, 0x00]) == nil)  // escaped object type
         #expect(AudioPackets.aacSamples(config: [0x17]) == nil)
     }
+
+    /// OpusHead's pre-skip (OpusTrims: the first Ogg packets' times); anything that is not an OpusHead: nil.
+    @Test func opusPreSkipFromTheHeader() {
+        let head = Array("OpusHead".utf8) + [1, 2, 0x38, 0x01, 0x80, 0xBB, 0, 0, 0, 0, 0]  // v1, stereo, 312, 48 kHz
+        #expect(AudioPackets.opusPreSkip(head: head) == 312)
+        #expect(AudioPackets.opusPreSkip(head: Array(head.prefix(18))) == nil)  // cut short
+        #expect(AudioPackets.opusPreSkip(head: Array("OpusTags".utf8) + head.dropFirst(8)) == nil)
+        #expect(AudioPackets.opusPreSkip(head: Array(head.prefix(8)) + [0x10] + head.dropFirst(9)) == nil)  // version 16
+        #expect(AudioPackets.opusPreSkip(head: Array(head.prefix(9)) + [0] + head.dropFirst(10)) == nil)  // no channels
+    }
 }

@@ -51,6 +51,10 @@ final class SampleWriter {
                 ("size", .int(Int64(size))), ("sync", .bool(sample.isSync)),
             ]
             if decodedAudio { fields.append(("frames", .int(Int64(sample.numberOfSamples)))) }
+            // Passthrough trims (TrimDurationAtStart / AtEnd), exact: value / timescale, only when not zero.
+            for (key, trim) in [("trimAtStart", sample.trimDurationAtStart), ("trimAtEnd", sample.trimDurationAtEnd)] {
+                if let trim { fields.append((key, .object([("value", .int(trim.value)), ("timescale", .int(Int64(trim.timescale)))]))) }
+            }
             if md5 { fields.append(("md5", .string(digest!.finalizeHex()))) }
             emit(JSON.encode(.object(fields)))
         } else if md5 {

@@ -98,7 +98,8 @@ enum SampleOutput {
     static let output = Option<String>.text(
         "--output", "PATH|-", help: "writes each sample's tightly packed planes to PATH (- for stdout; the lines then go to stderr)")
     static let md5 = Flag("--md5", help: "prints \"INDEX PTS DURATION SIZE MD5\" per sample, the MD5 over those bytes")
-    static let json = Flag("--json", help: "prints one JSON object per sample: index, pts, duration, size, sync (and md5 with --md5)")
+    static let json = Flag("--json", help: "prints one JSON object per sample: index, pts, duration, size, sync (md5 "
+                               + "with --md5; passthrough: trimAtStart/trimAtEnd when not zero)")
 }
 
 enum Open {

@@ -138,6 +138,31 @@ class VideoTests(unittest.TestCase):
         self.assertEqual(Fraction(last[2].value, last[2].timescale), Fraction(1024 - last_duration, 48000))
         self.assertTrue(all(s[1] is None and s[2] is None for s in samples[1:-1]))
 
+    def test_opus_passthrough_trims(self):
+        # Opus in Ogg and WebM (ffmpeg, libopus): the first packet trims the 312-frame pre-skip (OpusHead / CodecDelay),
+        # the last one its padding (granule position / DiscardPadding), as ffprobe's skip_samples and discard_padding;
+        # the first packet's PTS is ffprobe's (-312/48000 in Ogg, -7/1000 in WebM).
+        for ext in ('opus', 'webm'):
+            path = suite.daemon.path('trims.' + ext)
+            subprocess.run(['ffmpeg', '-hide_banner', '-loglevel', 'error', '-y', '-f', 'lavfi', '-i',
+                            'sine=frequency=440:sample_rate=48000:duration=1', '-c:a', 'libopus', path], check=True)
+            probe = json.loads(subprocess.run(['ffprobe', '-v', 'error', '-select_streams', 'a:0', '-show_entries',
+                                               'stream=time_base:packet=pts:packet_side_data=discard_padding',
+                                               '-of', 'json', path], check=True, capture_output=True).stdout)
+            packets, base = probe['packets'], Fraction(probe['streams'][0]['time_base'])
+            with suite.open(path) as asset:
+                audio = [t for t in asset.tracks if t.media_type == 'audio'][0]
+                samples = [(f.presentation_time, f.trim_at_start, f.trim_at_end)
+                           for f in asset.read(audio.id, passthrough=True)]
+            self.assertEqual(len(samples), len(packets))
+            (pts, start, end), last = samples[0], samples[-1]
+            self.assertEqual(Fraction(pts.value, pts.timescale), packets[0]['pts'] * base)
+            self.assertEqual(Fraction(start.value, start.timescale), Fraction(312, 48000))
+            self.assertIsNone(end)
+            padding = packets[-1]['side_data_list'][0]['discard_padding']
+            self.assertEqual(Fraction(last[2].value, last[2].timescale), Fraction(padding, 48000))
+            self.assertTrue(all(s[1] is None and s[2] is None for s in samples[1:-1]))
+
     def test_time_range(self):
         with suite.open() as asset:
             frames = [(f.pts, md5(f.tobytes())) for f in asset.read(pixel_format='y420', start=0.5, duration=0.5)]

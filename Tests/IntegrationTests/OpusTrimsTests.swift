@@ -1,0 +1,100 @@
+import Foundation
+import TestSupport
+import Testing
+import TrackClient
+
+/// Opus's pre-skip and end padding are trim attachments (TrimDurationAtStart / TrimDurationAtEnd, 48 kHz frames) on
+/// the passthrough packets they concern, in Ogg (OpusHead's pre-skip, the last granule position) and Matroska/WebM
+/// (CodecDelay, DiscardPadding), on files ffmpeg and GStreamer make: every packet at ffprobe's PTS (integers in the
+/// stream's time_base), and what the trims leave of the packets is what ffmpeg decodes. Decoded, the first sample is
+/// at ffmpeg's first frame's PTS and the frame count is ffmpeg's.
+@Suite(.serialized, .timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs)
+struct OpusTrimsTests {
+    static let sine48 = AudioCountsTests.sine48
+    static let gstSource = ["audiotestsrc", "num-buffers=100", "samplesperbuffer=960", "!", "audio/x-raw,rate=48000,channels=1",
+                            "!", "opusenc"]
+    /// (file, the frames each packet decodes to: libopus's frame duration).
+    static let files: [String: (file: String, frames: Int64)] = [
+        "ffmpeg-ogg": (AudioCountsTests.files["opus-ogg"]!.0, 960),
+        "ffmpeg-webm": (AudioCountsTests.files["opus-webm"]!.0, 960),
+        // 2.5 ms frames: libopus's pre-skip is then 120 frames, one packet.
+        "ffmpeg-ogg-short": (Media.make("trims-opus-short.opus", sine48 + ["-c:a", "libopus", "-frame_duration", "2.5"]), 120),
+        "ffmpeg-mka-short": (Media.make("trims-opus-short.mka", sine48 + ["-c:a", "libopus", "-frame_duration", "2.5"]), 120),
+        "gst-ogg": (Media.makeWithGStreamer("trims-opus-gst.opus", gstSource + ["!", "oggmux"]), 960),
+        "gst-webm": (Media.makeWithGStreamer("trims-opus-gst.webm", gstSource + ["!", "webmmux"]), 960),
+    ]
+
+    static func frames(_ time: MediaTime?) -> Int64 {
+        guard let time, time.isNumeric else { return 0 }
+        return time.value * 48000 / Int64(time.timescale)
+    }
+
+    @Test(arguments: files.keys.sorted()) func passthroughTrimsLeaveWhatFFmpegDecodes(_ name: String) throws {
+        let (file, frames) = try #require(Self.files[name])
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        let packets = try Probe.packets(file, "a:0")
+        let base = try Probe.timeBase(file, "a:0")
+        let decoded = try Probe.frames(file, "a:0").reduce(0) { $0 + Int64($1.samples ?? 0) }
+        let stored = try LostSamplesTests.read(daemon, file, .audio, nil).samples
+        try #require(stored.count == packets.count, "\(name): \(stored.count) samples, ffprobe lists \(packets.count)")
+        for (i, (s, p)) in zip(stored, packets).enumerated() {
+            #expect(PacketTimesTests.same(s.presentationTimeStamp, p.pts, base),
+                    "\(name) \(i): PTS \(s.presentationTimeStamp), ffprobe \(p.pts ?? -1) × \(base)")
+            #expect(s.packedBytes().count == p.size, "\(name) \(i): \(s.packedBytes().count) bytes, ffprobe \(p.size)")
+        }
+        let starts = stored.map { Self.frames($0.trimDurationAtStart) }, ends = stored.map { Self.frames($0.trimDurationAtEnd) }
+        // The pre-skip from the first packet on, each trimmed by at most what it decodes to; the padding on the last.
+        let preSkip = starts.reduce(0, +)
+        #expect(preSkip > 0 && preSkip < 4 * 960, "\(name): pre-skip \(preSkip)")
+        let spread = Int((preSkip + frames - 1) / frames)
+        #expect(starts.prefix(spread).dropLast().allSatisfy { $0 == frames }, "\(name): \(starts.prefix(spread + 1))")
+        #expect(starts.dropFirst(spread).allSatisfy { $0 == 0 })
+        #expect(ends.dropLast().allSatisfy { $0 == 0 }, "\(name): an end trim before the last packet")
+        if let skip = packets.first?.skip?.start, skip > 0 { #expect(preSkip == skip, "\(name): ffprobe's skip_samples \(skip)") }
+        if let padding = packets.last?.skip?.end, padding > 0 { #expect(ends.last == padding, "\(name): ffprobe's discard_padding") }
+        #expect(frames * Int64(stored.count) - preSkip - (ends.last ?? 0) == decoded,
+                "\(name): \(stored.count) × \(frames) − \(preSkip) − \(ends.last ?? 0), ffmpeg decodes \(decoded)")
+    }
+
+    @Test(arguments: files.keys.sorted()) func decodedStartsAndCountsAreFFmpegs(_ name: String) throws {
+        let (file, _) = try #require(Self.files[name])
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        let theirs = try Probe.frames(file, "a:0")
+        let base = try Probe.timeBase(file, "a:0")
+        let settings: [String: SettingValue] = [SettingsKey.formatID: .int(0x6C70_636D), SettingsKey.isFloat: .bool(false),
+                                                SettingsKey.bitDepth: .int(16)]
+        let ours = try LostSamplesTests.read(daemon, file, .audio, settings).samples
+        let first = try #require(ours.first?.presentationTimeStamp)
+        let firstTheirs = try #require(theirs.first?.pts)
+        // ffmpeg's first frame PTS in its time base, our first sample's at the output rate: within half a tick (a
+        // Matroska block of 2.5 ms frames is stored at whole milliseconds, 0.5 ms off; ffmpeg's decoder and
+        // GStreamer's round the skipped part to the tick differently: 0 vs 0.5 ms).
+        #expect(2 * abs(first.value * base.den - firstTheirs * base.num * Int64(first.timescale)) <= Int64(first.timescale) * base.num,
+                "\(name): first PTS \(first), ffmpeg \(firstTheirs) × \(base)")
+        let count = ours.reduce(0) { $0 + $1.numberOfSamples }
+        #expect(count == theirs.reduce(0) { $0 + ($1.samples ?? 0) }, "\(name): \(count) frames decoded")
+    }
+
+    /// `trackctl read --passthrough --json` prints each sample's trims (value and timescale) when it has any.
+    @Test func trackctlPrintsTheTrims() throws {
+        let file = try #require(Self.files["ffmpeg-ogg"]).file
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        let track = try #require(try Asset(path: file, socketPath: daemon.socketPath).tracks(withMediaType: .audio).first)
+        let r = try daemon.trackctl(["read", file, "--track", "\(track.trackID)", "--passthrough", "--json"])
+        #expect(r.status == 0, "\(r.stderr)")
+        let objects = r.text.split(separator: "\n").compactMap {
+            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }
+        let packets = try Probe.packets(file, "a:0")
+        try #require(objects.count == packets.count && objects.count > 2)
+        func trim(_ object: [String: Any], _ key: String) -> [Int]? {
+            (object[key] as? [String: Any]).map { [$0["value"] as? Int ?? -1, $0["timescale"] as? Int ?? -1] }
+        }
+        #expect(trim(objects[0], "trimAtStart") == [Int(packets[0].skip?.start ?? 0), 48000])
+        #expect(trim(objects[objects.count - 1], "trimAtEnd") == [Int(packets[packets.count - 1].skip?.end ?? 0), 48000])
+        #expect(objects.dropFirst().dropLast().allSatisfy { $0["trimAtStart"] == nil && $0["trimAtEnd"] == nil })
+    }
+}
