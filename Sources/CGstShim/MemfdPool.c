@@ -345,16 +345,19 @@ void swift_gst_appsink_offer_memfd_pool(GstElement *appsink, GstAllocator *alloc
 static void tune_decoder(GstBin *bin, GstBin *sub_bin, GstElement *element, gpointer data) {
     (void)bin;
     (void)sub_bin;
-    const gint max_threads = GPOINTER_TO_INT(data);
+    const gint max_threads = GPOINTER_TO_INT(data) >> 1;
+    const gboolean direct_rendering = GPOINTER_TO_INT(data) & 1;
     GObjectClass *klass = G_OBJECT_GET_CLASS(element);
     if (g_object_class_find_property(klass, "direct-rendering") != NULL) {
-        g_object_set(element, "direct-rendering", FALSE, NULL);
+        g_object_set(element, "direct-rendering", direct_rendering, NULL);
     }
     if (max_threads > 0 && g_object_class_find_property(klass, "max-threads") != NULL) {
         g_object_set(element, "max-threads", max_threads, NULL);
     }
 }
 
-void swift_gst_bin_tune_decoders(GstElement *bin, gint max_threads) {
-    g_signal_connect(bin, "deep-element-added", G_CALLBACK(tune_decoder), GINT_TO_POINTER(max_threads));
+void swift_gst_bin_tune_decoders(GstElement *bin, gint max_threads, gboolean direct_rendering) {
+    // Both in the handler's data: max_threads (at most 64, the caller's bound) shifted, direct_rendering in bit 0.
+    gint packed = (MAX(max_threads, 0) << 1) | (direct_rendering ? 1 : 0);
+    g_signal_connect(bin, "deep-element-added", G_CALLBACK(tune_decoder), GINT_TO_POINTER(packed));
 }

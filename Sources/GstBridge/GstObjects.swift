@@ -98,7 +98,9 @@ extension GstRef where T == GstElementObject {
     func exposeContainerFramed() { unsafe swift_gst_parsebin_expose_container_framed(pointer) }
 
     /// swift_gst_bin_tune_decoders on this decodebin.
-    func tuneDecoders(maxThreads: Int32) { unsafe swift_gst_bin_tune_decoders(pointer, maxThreads) }
+    func tuneDecoders(maxThreads: Int32, directRendering: Bool) {
+        unsafe swift_gst_bin_tune_decoders(pointer, maxThreads, directRendering ? 1 : 0)
+    }
 
     /// appsink: gst_app_sink_try_pull_sample (transfer full), nil on timeout or EOS.
     func tryPullSample(timeoutNs: UInt64) -> GstRef<GstSampleObject>? {

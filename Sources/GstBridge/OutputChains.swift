@@ -86,7 +86,11 @@ struct VideoChain {
         let shared = SharedAllocator(maxLive: Self.maxSharedMemories)
         shared.offer(to: appsink, minBuffers: 2)
         if VideoCaps.copiesAsNV12(request.pixelFormat) { shared.reserveNV12() }
-        decodebin.tuneDecoders(maxThreads: gint(min(threads ?? 0, 64)))
+        // Direct rendering for the formats trackdswscale makes (a converter reads the decoder's frames; only a decoder
+        // of that very RGB format would reach appsink, and is copied then): libav decodes into GStreamer buffers,
+        // which saves gst-libav's copy of each picture on the decoder's thread (docs/BENCHMARKS.md).
+        let converted = swift_gst_swscale_makes(request.pixelFormat.gstFormat) != 0
+        decodebin.tuneDecoders(maxThreads: gint(min(threads ?? 0, 64)), directRendering: converted)
         let converters = try converters(request, threads: threads)
         convertQueue.set("max-size-buffers", uint: 3)
         convertQueue.set("max-size-bytes", uint: 0)

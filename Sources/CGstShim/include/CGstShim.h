@@ -346,11 +346,13 @@ void swift_gst_memfd_allocator_renew(GstAllocator *allocator);
 /// probe keeps a ref). Needs C: a pad probe returning GST_PAD_PROBE_HANDLED after filling a query.
 void swift_gst_appsink_offer_memfd_pool(GstElement *appsink, GstAllocator *allocator, guint min_buffers);
 /// For every element added anywhere inside `bin` (transfer none) that has the property (the libav decoders): sets
-/// direct-rendering=FALSE — with direct rendering, libav keeps reference frames mapped in the buffers it decoded into
-/// and GstVideoDecoder deep-copies each of them into system memory; without it, libav copies each picture once into
-/// a buffer of the downstream pool (ours) — and, when `max_threads` > 0, max-threads=`max_threads` (0 keeps the
-/// decoder's automatic count). Needs C: a signal handler with the deep-element-added signature.
-void swift_gst_bin_tune_decoders(GstElement *bin, gint max_threads);
+/// direct-rendering to `direct_rendering` and, when `max_threads` > 0, max-threads=`max_threads` (0 keeps the
+/// decoder's automatic count; at most 64). Direct rendering off where the decoder's frames can reach appsink: with
+/// it, libav keeps reference frames mapped in the buffers it decoded into and GstVideoDecoder deep-copies each of them
+/// into system memory; without it, libav copies each picture once into a buffer of the downstream pool (ours). On
+/// where a converter reads the decoder's frames (docs/BENCHMARKS.md "RGB-family conversion"). Needs C: a signal
+/// handler with the deep-element-added signature.
+void swift_gst_bin_tune_decoders(GstElement *bin, gint max_threads, gboolean direct_rendering);
 
 // ── resampling decoded audio (AudioResample.c) ──────────────────────────────────────────────────────────────────
 
