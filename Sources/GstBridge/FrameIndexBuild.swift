@@ -11,8 +11,9 @@ extension FrameIndex {
         ContainerIndex.mp4(file: source.descriptor, trackID: trackID).map { FrameIndex(frames: $0) }
     }
 
-    /// Reads every stored sample of `trackID` (passthrough, no decoding) and indexes them.
-    public static func build(source: MediaSource, trackID: UInt32) throws(TrackError) -> FrameIndex {
+    /// Reads every stored sample of `trackID` (passthrough, no decoding) and indexes them; `progress` is called
+    /// for each sample (a long file's pass is work in progress, not a stalled worker).
+    public static func build(source: MediaSource, trackID: UInt32, progress: () -> Void = {}) throws(TrackError) -> FrameIndex {
         let pipeline = try TrackPipeline(source: source, trackID: trackID, mode: .passthrough, timeRange: .everything)
         defer { pipeline.stop() }
         var stored: [StoredSample] = []
@@ -25,6 +26,7 @@ extension FrameIndex {
                     throw TrackError(.fileFailedToParse, "sample \(stored.count) of track \(trackID) has no presentation time; frames cannot be indexed")
                 }
                 stored.append(StoredSample(presentationTime: pts, duration: s.duration.nanoseconds, isSync: s.isSync))
+                progress()
             case .endOfStream:
                 break pulling
             case .timeout:

@@ -153,7 +153,8 @@ public struct AssetTrack: Sendable, Hashable {
     public let codec: FourCC
     /// Video: the coded picture size in pixels, before rotation (`AVAssetTrack.naturalSize`).
     public let naturalSize: (width: UInt32, height: UInt32)
-    /// Video: frames per second as the container states it (`AVAssetTrack.nominalFrameRate`); 0 when unknown.
+    /// Video: frames per second (`AVAssetTrack.nominalFrameRate`): the frame count over the track's span, the same
+    /// rule in every container (PROTOCOL.md §7.2); 0 when unknown.
     public let nominalFrameRate: Double
     /// The track's duration (`AVAssetTrack.timeRange.duration`).
     public let duration: MediaTime
@@ -200,8 +201,8 @@ public struct AssetTrack: Sendable, Hashable {
     /// `timeRangeStart` — is in these units per second, the container's own (MP4 mdhd, Matroska 10⁹/TimestampScale,
     /// AVI strh rate, an audio track's sample rate; 1,000,000,000 where the container has none). PROTOCOL.md §7.1.
     public let naturalTimeScale: Int32
-    /// Video: the shortest frame duration (`AVAssetTrack.minFrameDuration`), in `naturalTimeScale`; invalid when
-    /// not known.
+    /// Video: the shortest frame duration (`AVAssetTrack.minFrameDuration`): the smallest interval between
+    /// consecutive presentation times, in `naturalTimeScale` (PROTOCOL.md §7.2); invalid when not known.
     public let minFrameDuration: MediaTime
     /// The track's edit list (`AVAssetTrack.segments`): source ranges in the media timescale, target ranges in the
     /// presentation timescale; one segment mapping the track onto itself when the container has none. PROTOCOL.md §7.6.

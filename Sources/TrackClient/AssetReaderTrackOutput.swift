@@ -32,6 +32,8 @@ public final class AssetReaderTrackOutput: Sendable {
         var attached = false
         var alwaysCopiesSampleData = true
         var supportsRandomAccess = false
+        /// Set with setAudioTimePitchAlgorithm: sent as TrackdAudioTimePitchAlgorithm (nil: not sent, Spectral).
+        var audioTimePitchAlgorithm: AudioTimePitchAlgorithm?
         var channel: OutputChannel?
         var requestID: UInt32 = 0
         var format: OutputCreated?
@@ -91,6 +93,30 @@ public final class AssetReaderTrackOutput: Sendable {
         state.withLock { $0.supportsRandomAccess = value }
     }
 
+    /// How audio read at a rate other than 1 is stretched (`AVAssetReaderTrackOutput.audioTimePitchAlgorithm`);
+    /// default ``AudioTimePitchAlgorithm/spectral``. trackd reads at rate 1, where every algorithm delivers the
+    /// samples unchanged. Set it with `setAudioTimePitchAlgorithm(_:)` before reading starts.
+    public var audioTimePitchAlgorithm: AudioTimePitchAlgorithm { state.withLock { $0.audioTimePitchAlgorithm } ?? .spectral }
+
+    /// Throws, as AVAssetReaderTrackOutput's setter raises, once the output's reader has started reading. A decoded
+    /// audio output sends the value as the setting `TrackdAudioTimePitchAlgorithm` (docs/SETTINGS.md): a value
+    /// that is not one of Apple's four makes `startReading()` fail with trackd's -11861 naming them.
+    public func setAudioTimePitchAlgorithm(_ value: AudioTimePitchAlgorithm) throws(AssetReaderUsageError) {
+        guard !started else {
+            throw AssetReaderUsageError(.internalInconsistency,
+                                        "-[AVAssetReaderTrackOutput setAudioTimePitchAlgorithm:] cannot be called after reading has started")
+        }
+        state.withLock { $0.audioTimePitchAlgorithm = value }
+    }
+
+    /// The settings CreateOutput sends: `outputSettings`, with a decoded audio output's time-pitch algorithm.
+    private var requestedSettings: [String: SettingValue]? {
+        guard var settings = outputSettings, track.mediaType == .audio,
+              let algorithm = state.withLock({ $0.audioTimePitchAlgorithm }) else { return outputSettings }
+        settings[SettingsKey.audioTimePitchAlgorithm] = .string(algorithm.rawValue)
+        return settings
+    }
+
     /// Reading has started when the output's reader has left `.unknown`. (Lock order is reader, then output:
     /// the reader's status is read without holding the output's lock.)
     private var started: Bool { (reader?.status ?? .unknown) != .unknown }
@@ -125,7 +151,7 @@ public final class AssetReaderTrackOutput: Sendable {
         let channel = OutputChannel(connection: asset.connection)
         let (randomAccess, finalized) = state.withLock { ($0.supportsRandomAccess, $0.finalized) }
         let reply = try asset.connection.request(
-            .createOutput(CreateOutput(assetID: asset.assetID, trackID: track.trackID, timeRange: range, settings: outputSettings,
+            .createOutput(CreateOutput(assetID: asset.assetID, trackID: track.trackID, timeRange: range, settings: requestedSettings,
                                        supportsRandomAccess: randomAccess)),
             channel: channel).message
         guard case .outputCreated(let created) = reply else {
@@ -239,4 +265,16 @@ public final class AssetReaderTrackOutput: Sendable {
                                         "all \(held) frames of this output are held: copy them (alwaysCopiesSampleData) or release them")
         }
     }
+}
+
+/// The values of `AVAudioTimePitchAlgorithm` (Apple's string constants): how audio read at another rate is
+/// stretched. A struct, as Apple's, so that any string can be given; trackd accepts these four.
+public struct AudioTimePitchAlgorithm: RawRepresentable, Hashable, Sendable {
+    public let rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+
+    public static let spectral = Self(rawValue: "Spectral")
+    public static let timeDomain = Self(rawValue: "TimeDomain")
+    public static let varispeed = Self(rawValue: "Varispeed")
+    public static let lowQualityZeroLatency = Self(rawValue: "LowQualityZeroLatency")
 }

@@ -101,7 +101,7 @@ struct ReadCommand: Command {
             throw UsageError("--passthrough reads samples as stored; it cannot be combined with --pixel-format/--width/--height or the audio options")
         }
         if audio && videoGiven {
-            throw UsageError("the audio options (--audio-format, --sample-rate, --channels, --bit-depth, --float, --big-endian, --non-interleaved) cannot be combined with --pixel-format/--width/--height")
+            throw UsageError("the audio options (--audio-format, --sample-rate, --channels, --bit-depth, --float, --big-endian, --non-interleaved, --audio-time-pitch-algorithm) cannot be combined with --pixel-format/--width/--height")
         }
         video = try VideoRequest(p)
         audioSettings = AudioRequest.settings(p)
@@ -186,8 +186,11 @@ enum AudioRequest {
     static let float = Flag("--float", help: "floating-point samples, 32-bit unless --bit-depth")
     static let bigEndian = Flag("--big-endian", help: "big-endian samples (default little-endian)")
     static let nonInterleaved = Flag("--non-interleaved", help: "each channel in its own plane (default interleaved)")
+    static let timePitch = Option<String>.text(
+        "--audio-time-pitch-algorithm", "NAME",
+        help: "the output's audioTimePitchAlgorithm: Spectral (default), TimeDomain, Varispeed or LowQualityZeroLatency; at rate 1 the samples are the same")
 
-    static let all: [any Declared] = [format, sampleRate, channels, bitDepth, float, bigEndian, nonInterleaved]
+    static let all: [any Declared] = [format, sampleRate, channels, bitDepth, float, bigEndian, nonInterleaved, timePitch]
     static var synopsis: [Usage] { all.map { .opt($0) } }
 
     static func isGiven(_ p: ParsedArguments) -> Bool { all.contains { p.isGiven($0) } }
@@ -206,6 +209,7 @@ enum AudioRequest {
         }
         if p[bigEndian] { settings[SettingsKey.isBigEndian] = .bool(true) }
         if p[nonInterleaved] { settings[SettingsKey.isNonInterleaved] = .bool(true) }
+        if let name = p[timePitch] { settings[SettingsKey.audioTimePitchAlgorithm] = .string(name) }
         return settings
     }
 }

@@ -147,6 +147,8 @@ struct TracksCommand: Command {
         if let layout = t.channelLayout { details.append(layout) }
         // ffprobe's time_base: the track's times are in these units (PROTOCOL.md §7.1).
         if t.naturalTimeScale > 0 { details.append("time base 1/\(t.naturalTimeScale)") }
+        // AVAssetTrack's, from every frame's time (PROTOCOL.md §7.2); the FPS column is nominalFrameRate.
+        if t.mediaType == .video, t.minFrameDuration.isNumeric { details.append("min frame duration \(t.minFrameDuration)") }
         return details
     }
 

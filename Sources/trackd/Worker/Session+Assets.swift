@@ -13,7 +13,7 @@ extension Session {
         let tracks: [TrackDescription]
         /// Each track's time grid (by track id): what its times on the wire are in (§7.1).
         let grids: [UInt32: TimeGrid]
-        let indexes = FrameIndexes()
+        let indexes: FrameIndexes
 
         func grid(_ trackID: UInt32) -> TimeGrid { grids[trackID] ?? .nanoseconds }
     }
@@ -23,6 +23,11 @@ extension Session {
     final class FrameIndexes: Sendable {
         private let built = Mutex<[UInt32: FrameIndex]>([:])
         private let building = Mutex(())  // one build at a time: a second request for the track waits for the first
+        /// The worker's slot: a parse-only pass marks progress for each sample, so that the watchdog does not take
+        /// indexing a long file (at open, or at the first ReadFrames) for a stalled worker.
+        private let slot: WorkerSlot
+
+        init(slot: WorkerSlot) { self.slot = slot }
 
         func index(source: MediaSource, trackID: UInt32) throws(TrackError) -> FrameIndex {
             if let index = built.withLock({ $0[trackID] }) { return index }
@@ -42,7 +47,7 @@ extension Session {
                     Log.info("frame index for track \(trackID): made from the container's sample tables (\(index.frames.count) frames)")
                     Event.frameIndex(track: trackID, source: "sample-tables", frames: index.frames.count).emit()
                 } else {
-                    index = try FrameIndex.build(source: source, trackID: trackID)
+                    index = try FrameIndex.build(source: source, trackID: trackID) { slot.progress() }
                     Log.info("frame index for track \(trackID): made by a parse-only pass (\(index.frames.count) frames)")
                     Event.frameIndex(track: trackID, source: "parse-pass", frames: index.frames.count).emit()
                 }
@@ -59,10 +64,11 @@ extension Session {
     func openAsset(_ media: DescriptorHandoff, name: String) throws(TrackError) -> Message {
         guard let fd = media.take() else { preconditionFailure("an OpenAsset's descriptor is taken once") }
         let source = try MediaSource(fd)  // owns fd from here, even when it throws
-        let opened = try describe(source)
+        let indexes = FrameIndexes(slot: context.slot)
+        let opened = try describe(source, indexes: indexes)
         let tracks = opened.tracks
         let grids = Self.grids(tracks, clocks: source.trackClocks())
-        let assetID = try assets.add(Asset(source: source, tracks: tracks, grids: grids))
+        let assetID = try assets.add(Asset(source: source, tracks: tracks, grids: grids, indexes: indexes))
         Log.info("opened asset \(assetID) \"\(name)\": \(tracks.count) tracks")
         return .assetOpened(AssetOpened(assetID: assetID, duration: opened.duration, tracks: tracks, metadata: opened.metadata))
     }
@@ -72,8 +78,9 @@ extension Session {
     /// (10–20 ms); else discovered, and given to the cache. The tracks come in ascending track-id order, as
     /// AVAsset lists them (a demuxer exposes its pads in its own order: a MOV's tracks 1, 2, 3 as 1, 3, 2), and each
     /// track's times are on its grid (Session+TimeGrids.swift). The metadata and segments (Session+Metadata.swift)
-    /// are bounded to `Wire.maxMetadataBytes` (the answer's asset id is 0).
-    func describe(_ source: MediaSource) throws(TrackError) -> AssetOpened {
+    /// are bounded to `Wire.maxMetadataBytes` (the answer's asset id is 0). A video track's frame timing comes from
+    /// its frame index (`withFrameTiming`), which is kept in `indexes` for the reads that follow.
+    func describe(_ source: MediaSource, indexes: FrameIndexes) throws(TrackError) -> AssetOpened {
         let before = source.status()
         let key = before.map { IndexCacheClient.key($0, trackID: IndexCacheWire.descriptionTrackID) }
         if let key, let cached = IndexCacheClient.getDescription(key) {
@@ -85,8 +92,9 @@ extension Session {
             return ordered
         }
         let discovered = try source.discover()
-        let onGrids = Self.placeOnGrids(Self.inTrackIDOrder(discovered.tracks), source: source).0
-        let (tracks, metadata) = Self.withMetadata(onGrids, source: source)
+        let (onGrids, grids) = Self.placeOnGrids(Self.inTrackIDOrder(discovered.tracks), source: source)
+        let timed = Self.withFrameTiming(onGrids, grids: grids, source: source, indexes: indexes)
+        let (tracks, metadata) = Self.withMetadata(timed, source: source)
         // What is cached and answered.
         let found = AssetOpened(assetID: 0, duration: discovered.duration, tracks: tracks, metadata: metadata).boundingMetadata()
         // Only when the file did not change while it was read (else the key would not match what was found), and

@@ -171,11 +171,16 @@ extension Session: OutputOwner {
     func frameIndex(_ asset: Asset, trackID: UInt32) throws(TrackError) -> FrameIndex {
         let index = try asset.indexes.index(source: asset.source, trackID: trackID)
         guard let track = asset.tracks.first(where: { $0.id == trackID }) else { return index }
+        return Self.ending(index, at: track, grid: asset.grid(track.id))
+    }
+
+    /// `index` with its last frame displayed until the end of `track`'s time range (FrameIndex.endingAt).
+    static func ending(_ index: FrameIndex, at track: TrackDescription, grid: TimeGrid) -> FrameIndex {
         let (start, duration) = (track.timeRangeStart, track.duration)
         guard start.isNumeric, duration.isNumeric, start.timescale == duration.timescale else { return index }
         let (end, overflow) = start.value.addingReportingOverflow(duration.value)
         guard !overflow else { return index }
-        return index.endingAt(asset.grid(track.id).nanoseconds(MediaTime(value: end, timescale: start.timescale)))
+        return index.endingAt(grid.nanoseconds(MediaTime(value: end, timescale: start.timescale)))
     }
 
     /// Threads for a decoded video output's decoder and converter, from how many other workers are busy now.

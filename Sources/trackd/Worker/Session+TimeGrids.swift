@@ -30,8 +30,9 @@ extension Session {
     }
 
     /// The track described on its grid: duration and start to the nearest tick (exact for the demuxer's times),
-    /// `naturalTimeScale`, and `minFrameDuration` — the container's smallest frame duration when it lists them
-    /// (MP4 stts, AVI), else one frame at the nominal frame rate on the grid.
+    /// `naturalTimeScale`, and a first `minFrameDuration` — the container's smallest frame duration when it lists
+    /// them (MP4 stts, AVI), else one frame at the demuxer's frame rate on the grid — which `withFrameTiming`
+    /// replaces from the frame index (kept only for a track whose index cannot be made).
     static func onGrid(_ track: TrackDescription, _ grid: TimeGrid, clock: TrackTimescale.Clock?) -> TrackDescription {
         var track = track
         track.duration = grid.rounded(track.duration)
@@ -46,6 +47,31 @@ extension Session {
             }
         }
         return track
+    }
+
+    /// Each video track with AVAssetTrack's frame timing from its frame index (MediaIndex's FrameTiming): the MP4/MOV
+    /// sample tables, else a parse-only pass over the track (kept in `indexes`, and given to the frame-index cache,
+    /// so a read of the track does not index it again). A track whose index cannot be made keeps what `onGrid` gave
+    /// it (the rate the demuxer states, the container's smallest frame duration or one frame at that rate).
+    static func withFrameTiming(_ tracks: [TrackDescription], grids: [UInt32: TimeGrid], source: MediaSource,
+                                indexes: FrameIndexes) -> [TrackDescription] {
+        tracks.map { track in
+            guard track.mediaType == .video else { return track }
+            let grid = grids[track.id] ?? .nanoseconds
+            let index: FrameIndex
+            do throws(TrackError) {
+                index = try indexes.index(source: source, trackID: track.id)
+            } catch {
+                // Said when the track is read (a damaged file's reads warn); the description stays the demuxer's.
+                Log.info("track \(track.id): no frame index (\(error.message)); its frame rate is the demuxer's")
+                return track
+            }
+            guard let timing = FrameTiming(index, grid: grid), timing.span > 0 else { return track }
+            var timed = track
+            timed.nominalFrameRate = timing.nominalFrameRate
+            timed.minFrameDuration = timing.minFrameDuration
+            return timed
+        }
     }
 
     /// The tracks of a newly discovered asset on their grids, and the grids.

@@ -177,7 +177,7 @@ class Asset:
 
     def read(self, track=None, *, pixel_format=None, width=None, height=None, start=None, duration=None,
              ranges=None, copy=False, passthrough=False, settings=None, sample_rate=None, channels=None, bit_depth=None,
-             is_float=None, big_endian=None, non_interleaved=None, untagged_matrix=None):
+             is_float=None, big_endian=None, non_interleaved=None, untagged_matrix=None, audio_time_pitch_algorithm=None):
         """Reads one track (CreateOutput): an iterator of Frames, in presentation order.
 
         Video: pixel_format ('420v' default, 'y420', 'BGRA', 'RGB' for 24RGB, 'BGR' for 24BG, '_RGP', ... or the
@@ -185,8 +185,10 @@ class Asset:
         YCbCr matrix for video that names none; default BT.601 up to 576 lines, BT.709 above, docs/SETTINGS.md
         "Untagged video"; 601 converts as PyAV, TorchCodec and OpenCV do). Audio (the default track when an
         audio option is given): linear PCM, sample_rate, channels, bit_depth (8/16/24/32, default 16), is_float,
-        big_endian, non_interleaved. settings: extra output-settings entries (docs/SETTINGS.md), replacing the
-        options'. passthrough: the stored samples, not decoded. start/duration: seconds (the reader's time range).
+        big_endian, non_interleaved, audio_time_pitch_algorithm ('Spectral', 'TimeDomain', 'Varispeed' or
+        'LowQualityZeroLatency', AVAssetReaderTrackOutput.audioTimePitchAlgorithm: at rate 1 the samples are the
+        same with each; another name fails with trackd's -11861 naming these). settings: extra output-settings
+        entries (docs/SETTINGS.md), replacing the options'. passthrough: the stored samples, not decoded. start/duration: seconds (the reader's time range).
         ranges: instead of start/duration, (start, duration) pairs in seconds (duration None: to the end), read
         in the order given by one random-access output (supportsRandomAccess, one ResetOutput per range).
         copy: frames own a copy of their bytes and their slots go back at once (for keeping frames); without it,
@@ -194,7 +196,8 @@ class Asset:
         'all N frames of this output are held: ...') at once, and the output goes on once you release one."""
         conn = self._c
         audio_options = dict(sample_rate=sample_rate, channels=channels, bit_depth=bit_depth, is_float=is_float,
-                             big_endian=big_endian, non_interleaved=non_interleaved)
+                             big_endian=big_endian, non_interleaved=non_interleaved,
+                             audio_time_pitch_algorithm=audio_time_pitch_algorithm)
         wants_audio = any(v is not None for v in audio_options.values())
         t = self.track(track, None if track is not None else 'audio' if wants_audio else 'video')
         audio = None

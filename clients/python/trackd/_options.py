@@ -70,6 +70,8 @@ def audio_settings(track, o):
         body['AVLinearPCMIsBigEndianKey'] = bool(o['big_endian'])
     if o['non_interleaved'] is not None:
         body['AVLinearPCMIsNonInterleaved'] = bool(o['non_interleaved'])
+    if o['audio_time_pitch_algorithm'] is not None:  # checked by the daemon (-11861, naming the four)
+        body['TrackdAudioTimePitchAlgorithm'] = o['audio_time_pitch_algorithm']
     return body, audio_from_settings(body, track)
 
 

@@ -1,0 +1,92 @@
+import Foundation
+import TestSupport
+import Testing
+import TrackClient
+
+/// AVAssetTrack's frame timing in every container (PROTOCOL.md §7.2): `minFrameDuration` is the smallest difference
+/// between consecutive presentation times, `nominalFrameRate` the frame count over the track's span — against
+/// ffprobe's packets (integer PTS in the time_base) on ffmpeg-made files whose first 30 frames are 1/30 s apart
+/// and their last 20 0.1 s apart, and on constant-rate ones; through TrackClient and `trackctl tracks`.
+@Suite(.serialized, .timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs)
+struct FrameTimingTests {
+    static let source = ["-f", "lavfi", "-i", "testsrc2=size=160x90:rate=30:duration=3"]
+    /// Frames 0–29 at N/30 s, then 30–49 at 1 + (N − 30)/10 s.
+    static let vfr = ["-vf", "setpts='if(lt(N,30),N/30,1+(N-30)*0.1)/TB'", "-frames:v", "50", "-fps_mode", "vfr"]
+    static let cfr = ["-frames:v", "60"]
+    static let x264 = ["-c:v", "libx264", "-preset", "ultrafast", "-bf", "2", "-g", "15", "-pix_fmt", "yuv420p"]
+    /// AVI stores decode times only: no B-frames, so that they are the presentation times.
+    static let x264NoB = ["-c:v", "libx264", "-preset", "ultrafast", "-bf", "0", "-g", "15", "-pix_fmt", "yuv420p"]
+    static let vp9 = ["-c:v", "libvpx-vp9", "-deadline", "realtime", "-cpu-used", "8", "-g", "15"]
+    static let containers: [(name: String, codec: [String])] = [
+        ("mp4", x264), ("mov", x264), ("mkv", x264), ("webm", vp9), ("ts", x264), ("avi", x264NoB),
+    ]
+    /// Not vfr-avi: ffmpeg writes an empty chunk for each skipped tick, which avidemux delivers as a frame (84
+    /// frames where ffprobe reads 50; AVI has one frame per tick) — PROTOCOL.md §7.2.
+    static let kinds = containers.flatMap { $0.name == "avi" ? ["cfr-avi"] : ["vfr-" + $0.name, "cfr-" + $0.name] }
+
+    static func file(_ kind: String) throws -> String {
+        let rate = String(kind.prefix(3)), container = String(kind.dropFirst(4))
+        let codec = try #require(containers.first { $0.name == container }?.codec)
+        return Media.make("timing-\(rate).\(container)", source + (rate == "vfr" ? vfr : cfr) + codec)
+    }
+
+    /// ffprobe's view: frames, the smallest PTS difference and the span (first PTS to the end of the last frame in
+    /// presentation order, its PTS + duration), in time_base units.
+    struct Expected {
+        var frames: Int
+        var minDelta: Int64
+        var end: Int64
+        var first: Int64
+        var base: (num: Int64, den: Int64)
+    }
+
+    static func expected(_ file: String) throws -> Expected {
+        let base = try Probe.timeBase(file, "v:0")
+        // AVI: ffprobe lists decode times only (pts N/A); without B-frames they are the presentation times.
+        let packets = try Probe.packets(file, "v:0").map { (pts: $0.pts ?? $0.dts ?? -1, duration: $0.duration ?? 0) }
+        let sorted = packets.sorted { $0.pts < $1.pts }
+        let times = sorted.map(\.pts)
+        let minDelta = try #require(zip(times, times.dropFirst()).map { $1 - $0 }.filter { $0 > 0 }.min())
+        let last = try #require(sorted.last)
+        return Expected(frames: packets.count, minDelta: minDelta, end: last.pts + last.duration,
+                        first: times[0], base: base)
+    }
+
+    @Test(arguments: kinds) func frameTimingIsFFprobes(kind: String) throws {
+        let file = try Self.file(kind)
+        let want = try Self.expected(file)
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        let asset = try Asset(path: file, socketPath: daemon.socketPath)
+        let track = try #require(asset.tracks(withMediaType: .video).first)
+        let scale = Int64(track.naturalTimeScale)
+        #expect(want.base.num * scale == want.base.den, "\(kind): timescale \(scale), time_base \(want.base)")
+        #expect(PacketTimesTests.same(track.minFrameDuration, want.minDelta, want.base),
+                "\(kind): minFrameDuration \(track.minFrameDuration), ffprobe \(want.minDelta)/\(want.base.den)")
+        let span = want.end - want.first
+        let rate = Double(Int128(want.frames) * Int128(want.base.den)) / Double(Int128(span) * Int128(want.base.num))
+        #expect(track.nominalFrameRate == rate, "\(kind): nominalFrameRate \(track.nominalFrameRate), ffprobe \(want.frames) frames over \(span)/\(want.base.den)")
+        if kind.hasPrefix("vfr") {
+            #expect(abs(want.minDelta * 30 * want.base.num - want.base.den) < 30 * want.base.num, "\(kind): about 1/30 s")
+            #expect(abs(track.nominalFrameRate - 50 / 2.933) < 0.05, "\(kind): \(track.nominalFrameRate)")
+        } else {
+            #expect(abs(track.nominalFrameRate - 30) < 0.05, "\(kind): \(track.nominalFrameRate)")
+        }
+    }
+
+    /// `trackctl tracks` prints both: the FPS column and "min frame duration" in the table, the JSON's fields.
+    @Test func trackctlTracksPrintsThem() throws {
+        let file = try Self.file("vfr-mkv")
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        let asset = try Asset(path: file, socketPath: daemon.socketPath)
+        let track = try #require(asset.tracks(withMediaType: .video).first)
+        let table = try daemon.trackctl(["tracks", file])
+        #expect(table.status == 0, "\(table.stderr)")
+        #expect(table.text.contains("min frame duration 33/1000"), "\(table.text)")
+        #expect(table.text.contains(String(format: "%.3f", track.nominalFrameRate)), "\(table.text)")
+        let json = try FormatDescriptionTests.tracksJSON(daemon, file).first { $0["mediaType"] as? String == "video" }
+        #expect(json?["minFrameDuration"] as? String == "33/1000")
+        #expect((json?["nominalFrameRate"] as? Double).map { abs($0 - track.nominalFrameRate) < 0.0005 } == true)
+    }
+}
