@@ -252,6 +252,7 @@ soak: deps
 	  $(SWIFT) test --skip-build --filter SoakTests
 
 # The media fuzzer (Tests/IntegrationTests/MediaFuzzTests.swift), time-bounded; FUZZ_SEED reproduces a run.
+# Setting FUZZ_SECONDS makes these runs explore (a fresh seed each); make test walks fixed seeds (TestSeed).
 FUZZ_SECONDS ?= 300
 fuzz-media: deps
 	$(SWIFT) build --build-tests

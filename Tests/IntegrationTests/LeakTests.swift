@@ -133,7 +133,7 @@ struct LeakTests {
     }
 
     @Test func clientsKilledMidReadLeaveNothingBehind() throws {
-        let seed = ProcessInfo.processInfo.environment["LEAK_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 1...UInt64(UInt32.max))
+        let seed = TestSeed.value("LEAK_SEED", gate: 2_412_906_113)
         print("LeakTests: seed \(seed)")
         var rng = SplitMix64(seed: seed)
         let daemon = try Daemon()

@@ -21,7 +21,8 @@ import Glibc
 /// the decoder is Swift and validates everything, so a worker killed by a malformed frame is a bug (its inputs
 /// are saved under .build/fuzz/).
 ///
-/// Environment: FUZZ_SECONDS (default 5), FUZZ_SEED (default: random, printed), FUZZ_CASES (optional cap),
+/// Environment: FUZZ_SECONDS (default 5), FUZZ_SEED (default: fixed in make test, fresh when FUZZ_SECONDS is set;
+/// printed; see TestSeed), FUZZ_CASES (optional cap),
 /// FUZZ_VERBOSE (print every case).
 @Suite(.serialized, .timeLimit(.minutes(TestLimits.fuzzMinutes)), .endsTheRunIfItHangs)
 struct ProtocolFuzzTests {
@@ -57,7 +58,7 @@ struct ProtocolFuzzTests {
         init() {
             let env = ProcessInfo.processInfo.environment
             seconds = env["FUZZ_SECONDS"].flatMap(Double.init) ?? 5
-            seed = env["FUZZ_SEED"].flatMap { UInt64($0) } ?? UInt64.random(in: 1...UInt64(UInt32.max))
+            seed = TestSeed.value("FUZZ_SEED", gate: 3_209_114_877, exploring: TestSeed.exploringFuzz)
             maxCases = env["FUZZ_CASES"].flatMap(Int.init) ?? .max
         }
     }
