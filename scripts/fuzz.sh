@@ -2,7 +2,9 @@
 # Coverage-guided fuzzing of trackd's trusted parsers with libFuzzer (docs/SECURITY.md § Coverage-guided fuzzing).
 #
 #   scripts/fuzz.sh run TARGET SECONDS   build TARGET, seed its corpus, fuzz for SECONDS; fails on a crash
-#   scripts/fuzz.sh smoke [SECONDS]      every target for SECONDS each (default 5); fails on the first crash
+#   scripts/fuzz.sh smoke [SECONDS]      every target for SECONDS each (default 5); fails on the first crash.
+#                                        make test runs this: libFuzzer's seed is fixed (-seed=FUZZ_SMOKE_SEED,
+#                                        default 1), so a gate run walks the same inputs every time; `run` explores
 #   scripts/fuzz.sh build TARGET         only build .build/libfuzzer/bin/fuzz-TARGET
 #   scripts/fuzz.sh repro TARGET FILE    run TARGET once on FILE (a crash artifact)
 #
@@ -180,7 +182,8 @@ run() {
 case "${1:-}" in
   build) build_target "${2:?target}" ;;
   run) run "${2:?target}" "${3:-60}" ;;
-  smoke) for t in "${TARGETS[@]}"; do run "$t" "${2:-5}"; done ;;
+  smoke) FUZZ_ARGS="-seed=${FUZZ_SMOKE_SEED:-1} ${FUZZ_ARGS:-}"
+         for t in "${TARGETS[@]}"; do run "$t" "${2:-5}"; done ;;
   repro) build_target "${2:?target}"; "$OUT/bin/fuzz-$2" "${3:?file}" ;;
   *) sed -n '2,8p' "$0" >&2; exit 2 ;;
 esac
