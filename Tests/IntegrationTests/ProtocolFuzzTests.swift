@@ -15,8 +15,8 @@ import Glibc
 /// (header length/type/fdCount/requestID/reserved, bit flips, boundary integers, truncation, extension), or fully
 /// random — each carrying 0, 1, 2 or 16 descriptors of assorted kinds. After each frame a GetStatus probe must be
 /// answered, or the connection must end (an Error −11900 first, best effort); when the bytes sent do not end on a
-/// frame boundary the client shuts its write side and the worker must close. A connection that neither answers
-/// nor closes within the per-case timeout is a hang and fails the test. Every 25 cases and at the end a normal
+/// frame boundary the client shuts its write side and the worker must close. A probe unanswered within 5 s also
+/// ends the stream; a connection still open `hangSeconds` after its stream ended is a hang and fails the test. Every 25 cases and at the end a normal
 /// client must read the whole video track, the supervisor must be alive and its workerCrashes counter must be 0:
 /// the decoder is Swift and validates everything, so a worker killed by a malformed frame is a bug (its inputs
 /// are saved under .build/fuzz/).
@@ -27,7 +27,13 @@ import Glibc
 @Suite(.serialized, .timeLimit(.minutes(TestLimits.fuzzMinutes)), .endsTheRunIfItHangs)
 struct ProtocolFuzzTests {
     static let probeID: UInt32 = 0xFEED_0001
+    /// How long a probe (GetStatus after whole frames) is waited for: it may never come (a frame that leaves the
+    /// worker waiting for more), so this is short.
     static let timeoutSeconds = 5
+    /// How long the worker has to end the connection once the stream has ended: only a hang takes longer. It counts
+    /// the worker's start and the valid prefix's work too (on a 2-core machine at load 35 a worker's start alone
+    /// took over 30 s), so it is as long as the media fuzzer's per-input bound.
+    static let hangSeconds = 60
 
     /// Descriptors of assorted kinds, made once.
     final class FdKinds {
@@ -221,6 +227,8 @@ struct ProtocolFuzzTests {
             }
             // The worker may be waiting for the rest of a frame: end the stream; it must close.
             _ = Glibc.shutdown(fd, Int32(SHUT_WR))
+            var hang = timeval(tv_sec: Self.hangSeconds, tv_usec: 0)
+            setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &hang, socklen_t(MemoryLayout<timeval>.size))
             switch drain(until: nil) {
             case .closed: return outcome("closed after shutdown")
             case .status, .timeout: return "hang"
