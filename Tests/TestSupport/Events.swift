@@ -59,7 +59,7 @@ public enum DaemonEvents {
     /// Waits until the log at `logPath` holds at least `count` records named `name` matching `filter`, for at most
     /// `timeout` (generous: the machine may be loaded); returns those records then (fewer than `count` when the
     /// deadline passed, which the caller's assertion reports).
-    public static func wait(_ logPath: String, _ name: String, count: Int = 1, timeout: Duration = .seconds(10),
+    public static func wait(_ logPath: String, _ name: String, count: Int = 1, timeout: Duration = defaultWaitTimeout,
                             where filter: (DaemonEvent) -> Bool = { _ in true }) -> [DaemonEvent] {
         var found: [DaemonEvent] = []
         waitUntil(timeout: timeout) {
@@ -77,7 +77,7 @@ extension Daemon {
     }
 
     /// Waits (at most `timeout`) for `count` of this daemon's records named `name`; see `DaemonEvents.wait`.
-    public func waitForEvents(_ name: String, count: Int = 1, timeout: Duration = .seconds(10),
+    public func waitForEvents(_ name: String, count: Int = 1, timeout: Duration = defaultWaitTimeout,
                               where filter: (DaemonEvent) -> Bool = { _ in true }) -> [DaemonEvent] {
         DaemonEvents.wait(logPath, name, count: count, timeout: timeout, where: filter)
     }

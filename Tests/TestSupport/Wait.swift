@@ -7,6 +7,11 @@ import Glibc
 /// Waiting for something another process does: the one place the tests sleep. A test waits for a condition (a
 /// child is gone, a counter moved, a file appeared) with a deadline, never for a fixed time; the deadline is
 /// generous because the machine may be loaded, and the poll is short so a met condition costs little.
+///
+/// The default deadline, 60 s, is what a condition that involves starting a process may take on a loaded 2-core
+/// machine: a warm worker starts at low priority (nice), and at a load average of 35 one was not named
+/// `trackd-warm` within the former 10 s. A met condition returns at once, so only a failing wait pays it.
+public let defaultWaitTimeout: Duration = .seconds(60)
 
 /// Milliseconds on CLOCK_MONOTONIC.
 public func monotonicMs() -> Double {
@@ -18,13 +23,13 @@ public func monotonicMs() -> Double {
 /// Evaluates `condition` until it is true or `timeout` has passed; true if it held. The condition is evaluated
 /// once more at the deadline, so a slow poll cannot miss it.
 @discardableResult
-public func waitUntil(timeout: Duration = .seconds(10), poll: Duration = .milliseconds(10),
+public func waitUntil(timeout: Duration = defaultWaitTimeout, poll: Duration = .milliseconds(10),
                       _ condition: () throws -> Bool) rethrows -> Bool {
     try waitFor(timeout: timeout, poll: poll) { try condition() ? true : nil } ?? false
 }
 
 /// Evaluates `body` until it returns a value or `timeout` has passed; the value, or nil at the deadline.
-public func waitFor<T>(timeout: Duration = .seconds(10), poll: Duration = .milliseconds(10),
+public func waitFor<T>(timeout: Duration = defaultWaitTimeout, poll: Duration = .milliseconds(10),
                        _ body: () throws -> T?) rethrows -> T? {
     let deadline = monotonicMs() + timeout.milliseconds
     while true {
