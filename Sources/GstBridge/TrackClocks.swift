@@ -7,6 +7,11 @@ extension MediaSource {
     public func trackClocks() -> [TrackTimescale.Clock] {
         TrackTimescale.read(file: descriptor)
     }
+
+    /// The kind of container this source is, by its first bytes (`TrackTimescale.container`; no GStreamer).
+    public var container: TrackTimescale.Container {
+        TrackTimescale.container(fd: fd)
+    }
 }
 
 extension MediaSource {

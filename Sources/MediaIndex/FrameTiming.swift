@@ -7,6 +7,8 @@ import MediaVocabulary
 public struct FrameTiming: Sendable, Equatable {
     /// Frames in the track.
     public var frames: Int
+    /// The first frame's presentation time on the grid, in `timescale` units.
+    public var start: Int64
     /// The track's span on the grid: the last frame's end (presentation time + duration, display order) minus the
     /// first frame's presentation time, in `timescale` units.
     public var span: Int64
@@ -28,7 +30,8 @@ public struct FrameTiming: Sendable, Equatable {
         let times = index.frames.map { grid.time(nanoseconds: $0.presentationTime).value }
         frames = index.frames.count
         timescale = grid.timescale
-        span = grid.time(nanoseconds: end).value - times[0]
+        start = times[0]
+        span = grid.time(nanoseconds: end).value - start
         let smallest = zip(times, times.dropFirst()).map { $1 - $0 }.filter { $0 > 0 }.min()
         minFrameDuration = MediaTime(value: smallest ?? span, timescale: grid.timescale)
     }

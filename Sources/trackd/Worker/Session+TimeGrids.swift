@@ -53,25 +53,41 @@ extension Session {
     /// sample tables, else a parse-only pass over the track (kept in `indexes`, and given to the frame-index cache,
     /// so a read of the track does not index it again). A track whose index cannot be made keeps what `onGrid` gave
     /// it (the rate the demuxer states, the container's smallest frame duration or one frame at that rate).
+    /// In an MPEG-TS, which states no duration (tsdemux's is an estimate from the PCRs and the byte rate), every
+    /// audio and video track's time range is its packets' (`spansFromPackets`).
     static func withFrameTiming(_ tracks: [TrackDescription], grids: [UInt32: TimeGrid], source: MediaSource,
                                 indexes: FrameIndexes) -> [TrackDescription] {
-        tracks.map { track in
-            guard track.mediaType == .video else { return track }
+        let spansFromPackets = source.container == .transportStream
+        return tracks.map { track in
+            guard track.mediaType == .video || (spansFromPackets && track.mediaType == .audio) else { return track }
             let grid = grids[track.id] ?? .nanoseconds
             let index: FrameIndex
             do throws(TrackError) {
                 index = try indexes.index(source: source, trackID: track.id)
             } catch {
                 // Said when the track is read (a damaged file's reads warn); the description stays the demuxer's.
-                Log.info("track \(track.id): no frame index (\(error.message)); its frame rate is the demuxer's")
+                Log.info("track \(track.id): no frame index (\(error.message)); its description stays the demuxer's")
                 return track
             }
             guard let timing = FrameTiming(index, grid: grid), timing.span > 0 else { return track }
             var timed = track
-            timed.nominalFrameRate = timing.nominalFrameRate
-            timed.minFrameDuration = timing.minFrameDuration
+            if spansFromPackets { timed = spanningPackets(timed, timing) }
+            if track.mediaType == .video {
+                timed.nominalFrameRate = timing.nominalFrameRate
+                timed.minFrameDuration = timing.minFrameDuration
+            }
             return timed
         }
+    }
+
+    /// `track` with the time range of its stored packets (`timing`, from its frame index): from the first one's
+    /// presentation time to the end of the last one in presentation order (its presentation time plus its
+    /// duration) — ffprobe's stream `start_pts` and `duration_ts` (PROTOCOL.md §7.2).
+    static func spanningPackets(_ track: TrackDescription, _ timing: FrameTiming) -> TrackDescription {
+        var track = track
+        track.timeRangeStart = MediaTime(value: timing.start, timescale: timing.timescale)
+        track.duration = MediaTime(value: timing.span, timescale: timing.timescale)
+        return track
     }
 
     /// The tracks of a newly discovered asset on their grids, and the grids.
