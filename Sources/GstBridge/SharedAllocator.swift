@@ -35,7 +35,8 @@ final class FreedMemories: Sendable {
 /// and says which were freed (`freed`); which output was told about which memory is that output's PoolLedger.
 final class SharedAllocator: @unchecked Sendable {
     // @unchecked: the allocator's state is behind its own mutex.
-    private let allocator: GstRef<GstAllocatorObject>
+    /// Not private: tests allocate through it.
+    let allocator: GstRef<GstAllocatorObject>
     /// Freed memories, pushed by the allocator (which holds a reference on this until it is finalized).
     let freed = FreedMemories()
 
