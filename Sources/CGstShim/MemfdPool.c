@@ -18,9 +18,8 @@ typedef struct {
     GstMemory mem;
     guint8 *base;    // the whole mapping (shared by sub-memories)
     gsize map_size;
-    int fd;          // root only: the memfd; after it was described, a copy of it when kept (MemfdSpares.c), else -1
-    gboolean announced;  // root only: described (its fd, or a copy, went out for PoolAdded)
-    guint described_in;  // root only: the allocator's `generation` when it was last described
+    int fd;          // root only: the memfd while the allocator has it (its own, or a kept copy once it went out), else -1
+    gboolean fd_went_out;  // root only: a descriptor of it went out (swift_gst_memfd_descriptor); fd >= 0: a kept copy
     guint32 id;
 } TrackdMemfdMemory;
 
@@ -31,8 +30,9 @@ typedef struct {
     guint max_live;   // beyond this, alloc() hands out system memory: back-pressure keeps far fewer alive
     guint32 next_id;
     gboolean nv12_tail;  // reserve room after each memory's data for an NV12 chroma plane (swift_gst_memfd_make_nv12)
-    GArray *freed;    // guint32 ids of handed-over memories freed since the last take
-    guint generation; // swift_gst_memfd_allocator_renew: memories described before it are described again once
+    SwiftGstMemfdFreed freed;  // told each root memory's id as it is freed (set once, at creation)
+    gpointer freed_context;
+    GDestroyNotify freed_context_release;
 } TrackdMemfdAllocator;
 
 typedef struct {
@@ -94,9 +94,10 @@ static void memfd_free(GstAllocator *allocator, GstMemory *memory) {
     if (memory->parent == NULL) {  // sub-memories borrow the root's mapping
         g_mutex_lock(&self->lock);
         self->live--;
-        if (mem->announced) g_array_append_val(self->freed, mem->id);  // the client must hear it is gone
         g_mutex_unlock(&self->lock);
-        if (mem->announced && mem->fd >= 0) trackd_memfd_kept_fd_release();
+        // Before the memfd may become a spare (and a new memory): the output hears of this one's end first.
+        if (self->freed != NULL) self->freed(self->freed_context, mem->id);
+        if (mem->fd_went_out && mem->fd >= 0) trackd_memfd_kept_fd_release();
         if (mem->fd < 0 || !trackd_memfd_spare_keep(mem->fd, mem->base, mem->map_size)) {
             munmap(mem->base, mem->map_size);
             if (mem->fd >= 0) close(mem->fd);
@@ -132,7 +133,7 @@ static GstMemory *memfd_share(GstMemory *memory, gssize offset, gssize size) {
 
 static void trackd_memfd_allocator_finalize(GObject *object) {
     TrackdMemfdAllocator *self = (TrackdMemfdAllocator *)object;
-    g_array_unref(self->freed);
+    if (self->freed_context_release != NULL) self->freed_context_release(self->freed_context);
     g_mutex_clear(&self->lock);
     G_OBJECT_CLASS(trackd_memfd_allocator_parent_class)->finalize(object);
 }
@@ -151,14 +152,17 @@ static void trackd_memfd_allocator_init(TrackdMemfdAllocator *self) {
     allocator->mem_share = memfd_share;
     GST_OBJECT_FLAG_SET(self, GST_ALLOCATOR_FLAG_CUSTOM_ALLOC);
     g_mutex_init(&self->lock);
-    self->freed = g_array_new(FALSE, FALSE, sizeof(guint32));
     self->max_live = 32;
 }
 
-GstAllocator *swift_gst_memfd_allocator_new(guint max_live) {
+GstAllocator *swift_gst_memfd_allocator_new(guint max_live, SwiftGstMemfdFreed freed, gpointer context,
+                                            GDestroyNotify release) {
     TrackdMemfdAllocator *self = g_object_new(trackd_memfd_allocator_get_type(), NULL);
     gst_object_ref_sink(self);
     self->max_live = max_live > 0 ? max_live : 32;
+    self->freed = freed;
+    self->freed_context = context;
+    self->freed_context_release = release;
     return GST_ALLOCATOR(self);
 }
 
@@ -169,60 +173,51 @@ void swift_gst_memfd_allocator_reserve_nv12(GstAllocator *allocator) {
     g_mutex_unlock(&self->lock);
 }
 
-guint swift_gst_memfd_allocator_take_freed(GstAllocator *allocator, guint32 *ids, guint capacity) {
-    TrackdMemfdAllocator *self = (TrackdMemfdAllocator *)allocator;
-    g_mutex_lock(&self->lock);
-    guint n = MIN(capacity, self->freed->len);
-    for (guint i = 0; i < n; i++) ids[i] = g_array_index(self->freed, guint32, i);
-    g_array_remove_range(self->freed, 0, n);
-    g_mutex_unlock(&self->lock);
-    return n;
+// The memory `buffer` starts at: its root, or NULL when it is not one memory of `allocator` from its offset 0.
+static TrackdMemfdMemory *memfd_of(GstAllocator *allocator, GstBuffer *buffer) {
+    if (gst_buffer_n_memory(buffer) != 1) return NULL;
+    GstMemory *memory = gst_buffer_peek_memory(buffer, 0);
+    // Only a buffer that starts where the memfd starts: Sample offsets count from the start of the slot.
+    if (memory->allocator != allocator || memory->offset != 0) return NULL;
+    return (TrackdMemfdMemory *)(memory->parent ? memory->parent : memory);
 }
 
 gboolean swift_gst_memfd_describe(GstAllocator *allocator, GstBuffer *buffer, SwiftGstMemfdSlot *out) {
-    if (gst_buffer_n_memory(buffer) != 1) return FALSE;
-    GstMemory *memory = gst_buffer_peek_memory(buffer, 0);
-    // Only a buffer that starts where the memfd starts: Sample offsets count from the start of the slot.
-    if (memory->allocator != allocator || memory->offset != 0) return FALSE;
-    TrackdMemfdMemory *mem = (TrackdMemfdMemory *)memory;
-    TrackdMemfdMemory *root = (TrackdMemfdMemory *)(memory->parent ? memory->parent : memory);
-    TrackdMemfdAllocator *self = (TrackdMemfdAllocator *)allocator;
-    out->id = mem->id;
-    out->map_size = mem->map_size;
-    out->size = memory->size;
-    g_mutex_lock(&self->lock);  // the fd (or a copy) goes out once, to whichever thread asks first
-    out->fd = -1;
-    gboolean again = FALSE;
-    if (!root->announced) {
-        gboolean keep = trackd_memfd_kept_fd_acquire();
-        int copy = keep ? fcntl(root->fd, F_DUPFD_CLOEXEC, 0) : -1;
-        if (copy >= 0) {
-            out->fd = copy;
-        } else {  // not kept (or no descriptor left for a copy): the fd itself goes out, as before spares
-            if (keep) trackd_memfd_kept_fd_release();
-            out->fd = root->fd;
-            root->fd = -1;
-        }
-        root->announced = TRUE;
-        root->described_in = self->generation;
-    } else if (root->described_in != self->generation && root->fd >= 0) {
-        again = TRUE;
-        // Announced to an earlier output of a pipeline kept for the next one: another copy of the kept descriptor.
-        // It was counted when it was kept, and this copy goes out and is closed once sent.
-        out->fd = fcntl(root->fd, F_DUPFD_CLOEXEC, 0);
-        if (out->fd >= 0) root->described_in = self->generation;
-    }
-    g_mutex_unlock(&self->lock);
-    if (again && out->fd >= 0) trackd_memfd_count_reannounced();
+    TrackdMemfdMemory *root = memfd_of(allocator, buffer);
+    if (root == NULL) return FALSE;
+    out->id = root->id;
+    out->map_size = root->map_size;
+    out->size = gst_buffer_peek_memory(buffer, 0)->size;
     return TRUE;
 }
 
-void swift_gst_memfd_allocator_renew(GstAllocator *allocator) {
+int swift_gst_memfd_descriptor(GstAllocator *allocator, GstBuffer *buffer) {
+    TrackdMemfdMemory *root = memfd_of(allocator, buffer);
+    if (root == NULL) return -1;
     TrackdMemfdAllocator *self = (TrackdMemfdAllocator *)allocator;
-    g_mutex_lock(&self->lock);
-    self->generation++;
-    g_array_set_size(self->freed, 0);  // freed memories were the earlier output's, which has finished
+    int out = -1;
+    gboolean again = FALSE;
+    g_mutex_lock(&self->lock);  // one thread asks at a time: the memory's fd goes out for good at most once
+    if (!root->fd_went_out) {
+        gboolean keep = trackd_memfd_kept_fd_acquire();
+        int copy = keep ? fcntl(root->fd, F_DUPFD_CLOEXEC, 0) : -1;
+        if (copy >= 0) {
+            out = copy;
+        } else {  // not kept (or no descriptor left for a copy): the fd itself goes out, and no later output gets it
+            if (keep) trackd_memfd_kept_fd_release();
+            out = root->fd;
+            root->fd = -1;
+        }
+        root->fd_went_out = TRUE;
+    } else if (root->fd >= 0) {
+        // A later output of a pipeline kept for it: another copy of the kept descriptor. It was counted when it was
+        // kept, and this copy goes out and is closed once sent.
+        out = fcntl(root->fd, F_DUPFD_CLOEXEC, 0);
+        again = out >= 0;
+    }
     g_mutex_unlock(&self->lock);
+    if (again) trackd_memfd_count_reannounced();
+    return out;
 }
 
 // 420v/420f without copying the frame: the luma plane stays where the decoder wrote it; an I420 frame's chroma is

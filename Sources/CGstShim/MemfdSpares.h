@@ -11,7 +11,7 @@
 gboolean trackd_memfd_spare_take(gsize map_size, int *fd, guint8 **base);
 /// Keeps a freed memory's fd and mapping when the policy has room; FALSE: the caller unmaps and closes.
 gboolean trackd_memfd_spare_keep(int fd, guint8 *base, gsize map_size);
-/// Whether a described memory may keep a copy of its fd; pair with _release when it goes.
+/// Whether a memory whose fd goes out may keep a copy of it; pair with _release when it goes.
 gboolean trackd_memfd_kept_fd_acquire(void);
 void trackd_memfd_kept_fd_release(void);
 /// A live memory was announced again to a later output of its kept pipeline: counted with the spares taken.

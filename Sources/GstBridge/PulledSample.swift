@@ -1,7 +1,6 @@
 import CGStreamer
 import CGstShim
 import TrackdProtocol
-import Synchronization
 import SystemCalls
 
 #if canImport(Glibc)
@@ -9,7 +8,7 @@ import Glibc
 #endif
 
 /// A decoded frame that already lives in shared memory: a memfd of `mapSize` bytes, the frame at its offset 0.
-/// The memfd itself is handed out once, with the first sample in that memory (PulledSample.takeSharedFD).
+/// Its descriptor is asked for when an output announces it (PulledSample.sharedDescriptor).
 public struct SharedMemory: Sendable {
     /// Names the memory for its whole life (TrackPipeline.takeFreedSharedMemories reports it when freed).
     public var id: UInt32
@@ -69,8 +68,7 @@ struct SampleLayout {
 /// One sample pulled from appsink; holds a ref on the GstSample until deinit. Times are stream time (the asset's
 /// timeline), in nanoseconds.
 public final class PulledSample: @unchecked Sendable {
-    // @unchecked: immutable but for the memfd (in a Mutex); the GstSample and its buffer are read-only once pulled,
-    // and refcounted thread-safely.
+    // @unchecked: immutable; the GstSample and its buffer are read-only once pulled, and refcounted thread-safely.
     private let sample: GstRef<GstSampleObject>
     private let copy: CopyPlan
     /// Nanosecond timescale; .invalid when GStreamer has no timestamp.
@@ -100,24 +98,22 @@ public final class PulledSample: @unchecked Sendable {
     /// Zero-copy: the frame is already in a memfd memory (`size` bytes from its offset 0); keeping this object
     /// keeps the memory out of the buffer pool, so nothing writes it while the client reads.
     public let shared: SharedMemory?
-    /// The memory's fd when this is the first sample in it, until taken; closed with this sample otherwise.
-    private let sharedFD: Mutex<FileDescriptor?>
+    /// The allocator of `shared`, which gives its descriptor.
+    private let sharedAllocator: SharedAllocator?
 
-    /// `shared`: the memfd memory the frame is in and its fd (-1 unless this is the first sample in it), or nil.
+    /// `shared`: the memfd memory the frame is in and its allocator, or nil.
     /// `timing`: trimmed audio's exact times, instead of the buffer's; `decode`: the decode time, instead of theirs. `restorer`: undoes the decoder's clipping of
     /// the first frame after an accurate seek. `displayEnd`: until when the frame at a stream time is displayed (the
     /// frame index's rule, FrameGate): the duration when it knows.
     init(_ sample: GstRef<GstSampleObject>, layout: SampleLayout, copy: CopyPlan,
-         shared: (memory: SharedMemory, fd: Int32)? = nil, timing: (pts: MediaTime, duration: MediaTime)? = nil,
+         shared: (memory: SharedMemory, allocator: SharedAllocator)? = nil, timing: (pts: MediaTime, duration: MediaTime)? = nil,
          restorer: ClipRestorer? = nil, displayEnd: ((Int64) -> Int64?)? = nil,
          trims: (atStart: MediaTime, atEnd: MediaTime)? = nil, decode: MediaTime? = nil) {
         self.trims = trims
         self.sample = sample
         self.copy = copy
         self.shared = shared?.memory
-        var owned: FileDescriptor? = nil
-        if let fd = shared?.fd, fd >= 0 { owned = FileDescriptor(taking: fd) }
-        sharedFD = Mutex(owned)
+        sharedAllocator = shared?.allocator
         // Buffer timestamps are in the demuxer's media time; the sample's segment maps them to the asset timeline
         // (edit lists: an H.264 track with B-frames starts at PTS 0 there, not at the composition offset).
         let segment = sample.segment
@@ -145,15 +141,11 @@ public final class PulledSample: @unchecked Sendable {
         frameCount = layout.frameCount
     }
 
-    /// The memfd of `shared`, once: to send in PoolAdded. nil when this sample is not the first in its memory, or
-    /// the fd was already taken or discarded.
-    public func takeSharedFD() -> FileDescriptor? {
-        sharedFD.withLock { $0.take() }
-    }
-
-    /// Closes the memfd if nobody took it (the frame is copied instead).
-    public func discardSharedFD() {
-        _ = takeSharedFD()  // its owner closes it
+    /// A descriptor of `shared`'s memfd, to send in PoolAdded when an output announces the memory (the caller
+    /// closes it); nil when the allocator has none left for it (its own went to an earlier output) or this sample
+    /// is not in shared memory: the frame is copied then.
+    public func sharedDescriptor() -> FileDescriptor? {
+        sharedAllocator?.descriptor(sample)
     }
 
     /// Copies the whole sample (`size` bytes) to `destination`, as its CopyPlan says.
@@ -177,7 +169,6 @@ public final class PulledSample: @unchecked Sendable {
                                        height: plane.height))
             end = offset + stride * UInt64(plane.height)
         }
-        discardSharedFD()
         return PulledSample(restriding: self, planes: aligned, size: Int(end))
     }
 
@@ -200,7 +191,7 @@ public final class PulledSample: @unchecked Sendable {
         frameCount = original.frameCount
         trims = original.trims
         shared = nil
-        sharedFD = Mutex(nil)
+        sharedAllocator = nil
     }
 
     /// The copy engine: writes the buffer into `destination` (which holds `size` bytes) as `copy` says. Together with
@@ -250,51 +241,5 @@ public final class PulledSample: @unchecked Sendable {
                 }
             }
         }
-    }
-}
-
-/// Owns one ref on a memfd allocator (swift_gst_memfd_allocator_new).
-final class SharedAllocator: @unchecked Sendable {
-    // @unchecked: the allocator's state is behind its own mutex.
-    private let allocator: GstRef<GstAllocatorObject>
-
-    init(maxLive: guint) {
-        FrameMemorySpares.installed
-        allocator = unsafe GstRef(full: swift_gst_memfd_allocator_new(maxLive)!)
-    }
-
-    /// Offers appsink (`sink`) a buffer pool over this allocator's memfds (swift_gst_appsink_offer_memfd_pool).
-    func offer(to sink: GstRef<GstElementObject>, minBuffers: guint) {
-        unsafe swift_gst_appsink_offer_memfd_pool(sink.pointer, allocator.pointer, minBuffers)
-    }
-
-    /// The next output on this pipeline gets each live memory's fd again (swift_gst_memfd_allocator_renew).
-    func renew() { unsafe swift_gst_memfd_allocator_renew(allocator.pointer) }
-
-    /// Sizes its memfds for NV12 made in place (swift_gst_memfd_allocator_reserve_nv12).
-    func reserveNV12() { unsafe swift_gst_memfd_allocator_reserve_nv12(allocator.pointer) }
-
-    /// The ids of memfds freed since the last call, at most `capacity` (swift_gst_memfd_allocator_take_freed).
-    func takeFreed(capacity: Int) -> [UInt32] {
-        var ids = [UInt32](repeating: 0, count: capacity)
-        let n = unsafe swift_gst_memfd_allocator_take_freed(allocator.pointer, &ids, guint(ids.count))
-        return Array(ids.prefix(Int(n)))
-    }
-
-    /// Rewrites the sample's I420 frame as NV12 in its own memfd (swift_gst_memfd_make_nv12): the chroma plane's
-    /// offset and stride, or nil when the frame is not in one of this allocator's memfds.
-    func makeNV12(_ sample: GstRef<GstSampleObject>, layout: inout SwiftGstVideoLayout,
-                  conversion: SwiftGstRangeConversion) -> (uvOffset: UInt64, uvStride: UInt32)? {
-        var uvOffset: UInt64 = 0, uvStride: UInt32 = 0
-        guard unsafe swift_gst_memfd_make_nv12(allocator.pointer, sample.buffer, &layout, conversion, &uvOffset,
-                                               &uvStride) != 0 else { return nil }
-        return (uvOffset, uvStride)
-    }
-
-    /// The memfd slot holding the sample's frame (swift_gst_memfd_describe: its fd, the first time, is the caller's
-    /// to send and close), or nil when the frame is not one of this allocator's memories.
-    func describe(_ sample: GstRef<GstSampleObject>) -> SwiftGstMemfdSlot? {
-        var slot = SwiftGstMemfdSlot()
-        return unsafe swift_gst_memfd_describe(allocator.pointer, sample.buffer, &slot) != 0 ? slot : nil
     }
 }

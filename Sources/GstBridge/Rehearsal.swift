@@ -74,8 +74,7 @@ public enum Rehearsal {
         var frames = 0
         while true {
             switch pipeline.pull(timeoutNs: 2_000_000_000) {
-            case .sample(let sample):
-                sample.discardSharedFD()
+            case .sample:
                 frames += 1
             case .endOfStream:
                 return Report(frames: frames, milliseconds: Double(monotonicNs() - start) / 1e6)

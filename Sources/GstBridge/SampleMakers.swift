@@ -58,8 +58,6 @@ protocol SampleMaker: AnyObject {
     var framesConverted: UInt64 { get }
     /// Zero-copy: the ids of memfd memories freed since the last call. Thread-safe.
     func takeFreedSharedMemories() -> [UInt32]
-    /// Zero-copy, a new output on this pipeline: its live memories are announced to it again (their fd once more).
-    func renewSharedMemories()
 }
 
 extension SampleMaker {
@@ -80,7 +78,6 @@ extension SampleMaker {
     var framesDecoded: UInt64 { 0 }
     var framesConverted: UInt64 { 0 }
     func takeFreedSharedMemories() -> [UInt32] { [] }
-    func renewSharedMemories() {}
 }
 
 /// Passthrough: the stored sample as it is, one plane; codec headers pushed as buffers are left out. The seek has
@@ -248,11 +245,7 @@ final class VideoSamples: SampleMaker, @unchecked Sendable {
     /// The duration rule for PulledSample: displayed until the next frame, by the index.
     private var displayEnd: (Int64) -> Int64? { { [gate] in gate.displayEnd(at: $0) } }
 
-    func takeFreedSharedMemories() -> [UInt32] {
-        allocator.takeFreed(capacity: Int(VideoChain.maxSharedMemories))
-    }
-
-    func renewSharedMemories() { allocator.renew() }
+    func takeFreedSharedMemories() -> [UInt32] { allocator.freed.take() }
 
     func make(_ sample: GstRef<GstSampleObject>) -> MadeSample {
         var layout = videoLayout(sample.caps)
@@ -298,7 +291,7 @@ final class VideoSamples: SampleMaker, @unchecked Sendable {
                              colorimetry: Colorimetry) -> PulledSample? {
         var layout = layout
         guard let (uvOffset, uvStride) = allocator.makeNV12(sample, layout: &layout, conversion: conversion),
-              let slot = allocator.describe(sample) else { return nil }
+              let memory = allocator.describe(sample) else { return nil }
         let w = layout.width, h = layout.height, chromaRow = (w + 1) / 2 * 2, chromaHeight = (h + 1) / 2
         let planes = [PlaneLayout(offset: tuple(layout.offset, 0), bytesPerRow: UInt32(clamping: tuple(layout.stride, 0) as Int32),
                                   rowBytes: w, height: h),
@@ -306,7 +299,7 @@ final class VideoSamples: SampleMaker, @unchecked Sendable {
         let end = planes.map { $0.offset + UInt64($0.bytesPerRow) * UInt64(max($0.height, 1) - 1) + UInt64($0.rowBytes) }.max()!
         let made = SampleLayout(format: format, width: w, height: h, colorimetry: colorimetry, planes: planes, size: Int(end))
         return PulledSample(sample, layout: made, copy: .memoryWithTail,
-                            shared: (SharedMemory(id: slot.id, mapSize: Int(slot.map_size)), slot.fd), restorer: restorer, displayEnd: displayEnd)
+                            shared: (memory, allocator), restorer: restorer, displayEnd: displayEnd)
     }
 
     /// A decoded frame delivered as GStreamer wrote it (planes from its video meta), shared when it is in a memfd
@@ -335,11 +328,9 @@ final class VideoSamples: SampleMaker, @unchecked Sendable {
                                                    start: visible, end: Int(plane.rowBytes), rows: Int(plane.height)))
             }
         }
-        var shared: (SharedMemory, Int32)?
+        var shared: (SharedMemory, SharedAllocator)?
         // Frames the worker must rewrite (v210 padding, a P010 range conversion) are copied into a copy pool.
-        if case .bytes = copy, let slot = allocator.describe(sample) {
-            shared = (SharedMemory(id: slot.id, mapSize: Int(slot.map_size)), slot.fd)
-        }
+        if case .bytes = copy, let memory = allocator.describe(sample) { shared = (memory, allocator) }
         let made = SampleLayout(format: format, width: layout.width, height: layout.height, colorimetry: colorimetry,
                                 planes: planes)
         return PulledSample(sample, layout: made, copy: copy, shared: shared, restorer: restorer, displayEnd: displayEnd)

@@ -1,4 +1,5 @@
 import CGStreamer
+import CGstShim
 import Synchronization
 
 /// A read from the start delivers every stored sample, also those the demuxer's first segment begins after:

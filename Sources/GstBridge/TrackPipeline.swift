@@ -167,7 +167,8 @@ public final class TrackPipeline: @unchecked Sendable {
     public var framesConverted: UInt64 { samples.framesConverted }
 
     /// Zero-copy outputs: the ids of memfd memories (PulledSample.shared) freed since the last call — their pools
-    /// are gone. Thread-safe.
+    /// are gone (an output's PoolLedger forgets them). Pushed by the allocator as it frees them: no call into C, and
+    /// one atomic load when nothing was freed. Thread-safe.
     public func takeFreedSharedMemories() -> [UInt32] { samples.takeFreedSharedMemories() }
 
     /// Zero-copy: how many frame memories so far, in this process, were made from the memfd of one an earlier
@@ -219,7 +220,7 @@ public final class TrackPipeline: @unchecked Sendable {
 
     /// A pipeline kept from a finished output for the next one (a ReadFrames with the same track and settings):
     /// flush-seeks it to `range` as seek(to:) does — the decoder flushed, DecodeStop and FrameGate set for the new
-    /// plan — and has its zero-copy memories announced to the new output again. Call only while no output pulls
+    /// plan; the new output's own PoolLedger announces each frame memory to it again. Call only while no output pulls
     /// from it; a pipeline that failed refuses (its sticky failure).
     public func reuse(for range: MediaTimeRange, neededSamples: [Int64]?, lastNeededSample: Int64?,
                       selection: FrameSelection?) throws(TrackError) {
@@ -227,7 +228,6 @@ public final class TrackPipeline: @unchecked Sendable {
         guard !stopped.withLock({ $0 }) else {
             throw TrackError(.operationNotSupportedForAsset, "\(context): the kept pipeline was stopped")
         }
-        samples.renewSharedMemories()
         try seek(to: range, neededSamples: neededSamples, lastNeededSample: lastNeededSample, selection: selection)
     }
 

@@ -27,6 +27,12 @@ public struct SlotID: Hashable, Sendable, CustomStringConvertible {
 ///   (`Held`) while the client holds the slot, so nothing writes the memory meanwhile. It lives as long as the
 ///   memory does (`memoriesFreed`).
 ///
+/// The ledger is the one record of which GStreamer memories this output has been told about (announced with
+/// PoolAdded, its descriptor sent) and which it could not be (`refuseShared`: no descriptor left, its frames are
+/// copied). The allocator only makes and frees memories and says which it freed; each id it frees is forgotten
+/// here (`memoriesFreed`), so a memory seen again — a later output on a kept pipeline, or an id the allocator
+/// reused — is announced afresh. Memory ids are opaque: no order or arithmetic on them.
+///
 /// `Resource` is what keeps a pool alive (its mapping, its reservation against the pool-byte limits): dropped when
 /// the pool leaves the ledger. `Held` is what a held shared slot keeps (the pulled sample): handed back by `release`
 /// so the caller drops it outside its lock.
@@ -50,8 +56,14 @@ public struct PoolLedger<Resource, Held> {
     private var pools: [UInt32: Pool] = [:]
     private var currentCopyPool: UInt32?
     private var nextID: UInt32 = 1
-    /// Shared: GStreamer memory id → pool id, for every memory announced and not yet freed.
-    private var sharedPools: [UInt32: UInt32] = [:]
+    /// What this output knows of a GStreamer memory: announced as a pool, or refused (its frames are copied).
+    enum Memory: Sendable {
+        case pool(UInt32)
+        case refused
+    }
+
+    /// Shared: GStreamer memory id → what this output knows of it, for every memory seen and not yet freed.
+    private var memories: [UInt32: Memory] = [:]
     /// The shared slots the client holds now.
     public private(set) var sharedHeld = 0
     /// No more samples: CancelOutput, the client gone, or a failure on the way.
@@ -134,13 +146,21 @@ public struct PoolLedger<Resource, Held> {
         case held(poolID: UInt32)
         /// The memory's pool is known but its slot is held already (two buffers sharing one memory): copy instead.
         case busy
-        /// A memory not announced yet: announce it (`addSharedPool`) or copy the sample.
+        /// A memory this output was not told about: announce it (`addSharedPool`), or `refuseShared` it and copy.
         case unknown
+        /// A memory refused earlier (`refuseShared`) and not freed since: copy the sample.
+        case refused
     }
 
     /// Holds slot 0 of the pool of GStreamer memory `memoryID`, keeping `sample` until it is released.
     public mutating func holdShared(memoryID: UInt32, sample: Held) -> SharedSlot {
-        guard let id = sharedPools[memoryID], var pool = pools[id] else { return .unknown }
+        let id: UInt32
+        switch memories[memoryID] {
+        case nil: return .unknown
+        case .refused: return .refused
+        case .pool(let pool): id = pool
+        }
+        guard var pool = pools[id] else { return .unknown }  // dropped when the output finished
         guard !pool.held.contains(0) else { return .busy }
         pool.held.insert(0)
         pool.sample = sample
@@ -153,18 +173,27 @@ public struct PoolLedger<Resource, Held> {
     /// new pool's id.
     public mutating func addSharedPool(memoryID: UInt32, size: Int, resource: Resource, holding sample: Held) -> UInt32 {
         let id = newPoolID()
-        sharedPools[memoryID] = id
+        memories[memoryID] = .pool(id)
         pools[id] = Pool(kind: .shared(memoryID: memoryID), resource: resource, slotSize: size, free: [], held: [0],
                          sample: sample)
         sharedHeld += 1
         return id
     }
 
-    /// GStreamer freed these memories (a renegotiation, the pipeline's end): their pools go. The client holds none
-    /// of them (a held slot keeps its sample, and so its memory). Returns the pools to announce as removed (none
-    /// once finished).
+    /// GStreamer memory `memoryID` cannot be announced to this output (no descriptor is left for it): its samples
+    /// are copied until it is freed.
+    public mutating func refuseShared(memoryID: UInt32) {
+        if memories[memoryID] == nil { memories[memoryID] = .refused }
+    }
+
+    /// GStreamer freed these memories (a renegotiation, the pipeline's end): their pools go, and the memories are
+    /// forgotten. The client holds none of them (a held slot keeps its sample, and so its memory). Returns the pools
+    /// to announce as removed (none once finished). Ids this output never saw are ignored.
     public mutating func memoriesFreed(_ memoryIDs: [UInt32]) -> [UInt32] {
-        let ids = memoryIDs.compactMap { sharedPools.removeValue(forKey: $0) }
+        let ids = memoryIDs.compactMap { id -> UInt32? in
+            guard case .pool(let pool) = memories.removeValue(forKey: id) else { return nil }
+            return pool
+        }
         for id in ids {
             if let pool = pools.removeValue(forKey: id), !pool.held.isEmpty { sharedHeld -= pool.held.count }
         }

@@ -7,8 +7,8 @@
 /// - `take(bytes:)` when it needs a memory: a kept one of exactly that size, or nil (it makes a new one);
 /// - `keep(_:bytes:)` when a memory is freed: whether it is kept (at most `maxCount` memories and `maxBytes`
 ///   bytes), else the allocator unmaps and closes it;
-/// - `acquireKeptDescriptor()` when a memory is first described: whether it may keep a copy of its descriptor (at
-///   most `maxKeptDescriptors` at a time, so that live memories do not count against RLIMIT_NOFILE beyond that), and
+/// - `acquireKeptDescriptor()` when a memory's descriptor first goes out: whether it may keep a copy of it (at most
+///   `maxKeptDescriptors` at a time, so that live memories do not count against RLIMIT_NOFILE beyond that), and
 ///   `releaseKeptDescriptor()` when such a memory is freed.
 ///
 /// `Memory` is what the allocator keeps (its descriptor and mapping); this type never looks inside it.
@@ -51,7 +51,7 @@ public struct SpareMemories<Memory> {
         return true
     }
 
-    /// Whether a memory being described may keep a copy of its descriptor; pair a true answer with
+    /// Whether a memory whose descriptor goes out may keep a copy of it; pair a true answer with
     /// `releaseKeptDescriptor()` when that memory goes (or when the copy could not be made).
     public mutating func acquireKeptDescriptor() -> Bool {
         guard keptDescriptors < maxKeptDescriptors else { return false }

@@ -279,21 +279,23 @@ GstBuffer *swift_gst_structure_get_buffer(const GstStructure *structure, const c
 
 // ── zero-copy outputs: memfd memories offered by appsink (MemfdPool.c, docs/design/zero-copy.md) ──────────────
 
-/// A buffer whose bytes start at offset 0 of a memfd memory: `fd` is a copy of the memfd's descriptor (transfer
-/// full: the caller sends it in PoolAdded and closes it) the first time a memory is described, -1 afterwards; `id`
-/// names the memory for its whole life; `map_size` is the memfd's size, `size` the buffer's bytes.
+/// A buffer whose bytes start at offset 0 of a memfd memory: `id` names the memory for its whole life (ids are
+/// never reused by an allocator); `map_size` is the memfd's size, `size` the buffer's bytes.
 typedef struct {
     uint32_t id;
-    int32_t fd;
     uint64_t map_size;
     uint64_t size;
 } SwiftGstMemfdSlot;
+
+/// Told the id of each memory an allocator frees, on whichever thread frees it (a GStreamer streaming thread, the
+/// one dropping the last buffer), before its memfd can become a spare. `context` is the one given at creation.
+typedef void (*SwiftGstMemfdFreed)(void *context, uint32_t id);
 
 /// The spare-memory policy the memfd allocators ask (GstBridge's FrameMemorySpares over SamplePools' SpareMemories;
 /// MemfdPool.c only makes, maps, unmaps and closes). Called from any thread, GStreamer's streaming threads
 /// included. `take`: a kept memfd of exactly `map_size` bytes, its fd and mapping becoming the caller's (FALSE:
 /// none). `keep`: keeps a freed memory's fd and mapping (FALSE: the caller unmaps and closes them).
-/// `acquire_kept_fd`/`release_kept_fd`: whether a described memory may keep a copy of its fd, and its release.
+/// `acquire_kept_fd`/`release_kept_fd`: whether a memory whose fd goes out may keep a copy of it, and its release.
 /// `count_reannounced`: a live memory was announced again to a later output of its kept pipeline.
 typedef struct {
     gboolean (*take)(gsize map_size, int *fd, guint8 **base);
@@ -304,17 +306,19 @@ typedef struct {
 } SwiftGstMemfdSparePolicy;
 
 /// Installs `policy` (copied) for every allocator of the process; until then no memory is kept. Needs C: the
-/// allocator's free and describe run in C, on GStreamer's threads.
+/// allocator's free runs in C, on GStreamer's threads.
 void swift_gst_memfd_spares_install(const SwiftGstMemfdSparePolicy *policy);
 
 /// A new allocator (transfer full: gst_object_unref) whose memories are sealed memfds (F_SEAL_SHRINK|GROW|SEAL), one
 /// per memory, mapped read-write in this process. A freed memory's memfd and mapping may be kept, as the installed
 /// spare policy says, for the next memory of the same size any allocator makes: written before, it costs no page
 /// faults (a worker's consecutive outputs on one connection). Only a memory whose fd the allocator still has can be
-/// kept: after it was described, that is a copy, if the policy allows one. Beyond `max_live` live memories (0: 32)
-/// alloc() returns system memory instead (the worker then copies that frame; see MemfdPool.c). Needs C: a
-/// GstAllocator subclass (G_DEFINE_TYPE, alloc/free/map/share vmethods).
-GstAllocator *swift_gst_memfd_allocator_new(guint max_live);
+/// kept: after a descriptor of it went out, that is a copy, if the policy allows one. Beyond `max_live` live memories
+/// (0: 32) alloc() returns system memory instead (the worker then copies that frame; see MemfdPool.c). `freed` hears
+/// of every memory freed (which output knew it is the caller's bookkeeping); `release(context)` runs when the
+/// allocator is finalized. Needs C: a GstAllocator subclass (G_DEFINE_TYPE, alloc/free/map/share vmethods).
+GstAllocator *swift_gst_memfd_allocator_new(guint max_live, SwiftGstMemfdFreed freed, void *context,
+                                            GDestroyNotify release);
 /// From now on, every memory `allocator` (transfer none) makes has room after its data for the NV12 chroma plane of
 /// an I420 frame of that size (swift_gst_memfd_make_nv12): a third more. Needs C: the allocator's private state.
 void swift_gst_memfd_allocator_reserve_nv12(GstAllocator *allocator);
@@ -330,17 +334,15 @@ gboolean swift_gst_memfd_make_nv12(GstAllocator *allocator, GstBuffer *buffer, c
 /// buffer's size into the memory's tail (swift_gst_memfd_make_nv12's chroma plane) up to its maxsize. Returns the
 /// bytes copied (0: not one memory, or unmappable).
 gsize swift_gst_memfd_copy(GstBuffer *buffer, void *dest, gsize size);
-/// Moves up to `capacity` ids of described memories freed since the last call into `ids`; returns how many. The
-/// allocator cannot call into Swift from the streaming thread that frees a memory, so the puller asks. Needs C:
-/// the allocator's private state.
-guint swift_gst_memfd_allocator_take_freed(GstAllocator *allocator, uint32_t *ids, guint capacity);
-/// TRUE when `buffer` (transfer none) is one memory of `allocator` (transfer none) from its offset 0; fills `out`. Needs C: the
-/// memory's private fields.
+/// TRUE when `buffer` (transfer none) is one memory of `allocator` (transfer none) from its offset 0; fills `out`.
+/// Needs C: the memory's private fields.
 gboolean swift_gst_memfd_describe(GstAllocator *allocator, GstBuffer *buffer, SwiftGstMemfdSlot *out);
-/// A new output reads from the memories of this allocator's pipeline (a pipeline kept between ReadFrames): each live
-/// memory is described with its fd once more (a copy of the kept descriptor, when one was kept; else the frame is
-/// copied), and the freed ids not taken yet are dropped. Needs C: the allocator's private state.
-void swift_gst_memfd_allocator_renew(GstAllocator *allocator);
+/// A descriptor of the memfd `buffer` (transfer none) starts at, for PoolAdded (transfer full: the caller sends and
+/// closes it): a copy when the spare policy lets the memory keep one (so later outputs can get one too), else, the
+/// first time, the memfd's own fd, which then leaves the allocator for good. -1 when it has none left, or `buffer`
+/// is not one of its memories. Whether an output must be told is not decided here (the worker's PoolLedger). Needs
+/// C: the memory's private fields, under the allocator's lock.
+int swift_gst_memfd_descriptor(GstAllocator *allocator, GstBuffer *buffer);
 /// Makes `appsink` (transfer none) answer the ALLOCATION query for raw video with a GstVideoBufferPool (video meta,
 /// at least `min_buffers`, growing without a maximum: avviddec refuses pools capped below 32) over `allocator` (the
 /// probe keeps a ref). Needs C: a pad probe returning GST_PAD_PROBE_HANDLED after filling a query.

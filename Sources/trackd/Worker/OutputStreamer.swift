@@ -285,7 +285,6 @@ final class OutputStreamer: Sendable {
             }
         }
         if placed == nil {
-            sample.discardSharedFD()
             guard let (slot, slotSize, mapping) = takeCopySlot(bytes: sample.size) else { return false }
             placed = slot
             sample.copyBytes(to: mapping.base + Int(slot.slot) * slotSize)
@@ -320,28 +319,32 @@ final class OutputStreamer: Sendable {
     enum SharedPlacement { case pool(UInt32), cancelled, unusable }
 
     /// Zero-copy: waits until the client holds fewer than `maxHeld` of this output's shared frames, announces the
-    /// memory with PoolAdded the first time it is seen, and keeps the sample until the client releases its slot.
-    /// .unusable: a memory whose fd was given up earlier (the frame was copied then) — copy this one too.
+    /// memory with PoolAdded the first time this output sees it (the ledger says so), and keeps the sample until
+    /// the client releases its slot. .unusable: copy the frame (its memory's descriptor went to an earlier output).
     private func placeShared(_ sample: PulledSample) -> SharedPlacement {
         guard let shared = sample.shared else { return .unusable }
         let maxHeld = min(Self.maxSlots, max(Self.minSlots, Self.poolBudget / max(shared.mapSize, 1)))
-        enum Known { case pool(UInt32), busy, unknown, cancelled }
+        enum Known { case pool(UInt32), copy, unknown, cancelled }
         let known = state.waitForRelease(slot: workerSlot, stalled: stalled) { s -> Known? in
             if s.ledger.cancelled { return .cancelled }
             if s.ledger.sharedHeld >= maxHeld { return nil }  // the client holds its share of frames
             switch s.ledger.holdShared(memoryID: shared.id, sample: sample) {
             case .held(let poolID): return .pool(poolID)
-            case .busy: return .busy  // two GstBuffers share one memory (a shallow copy): copy this one
+            case .busy: return .copy  // two GstBuffers share one memory (a shallow copy): copy this one
+            case .refused: return .copy
             case .unknown: return .unknown
             }
         }
         switch known {
         case .pool(let poolID): return .pool(poolID)
-        case .busy: return .unusable
+        case .copy: return .unusable
         case .cancelled: return .cancelled
         case .unknown: break
         }
-        guard let memfd = sample.takeSharedFD() else { return .unusable }  // closed once PoolAdded has sent it
+        guard let memfd = sample.sharedDescriptor() else {  // closed once PoolAdded has sent it
+            state.withLock { $0.ledger.refuseShared(memoryID: shared.id) }
+            return .unusable
+        }
         let reservation: PoolReservation
         do throws(TrackError) {
             reservation = try PoolReservation(slot: workerSlot, bytes: UInt64(shared.mapSize))
@@ -359,7 +362,8 @@ final class OutputStreamer: Sendable {
         return .pool(poolID)
     }
 
-    /// Zero-copy: PoolRemoved for the memories GStreamer freed (a renegotiation, the pipeline's end).
+    /// Zero-copy: PoolRemoved for the memories GStreamer freed (a renegotiation, the pipeline's end); nothing to
+    /// do, and no lock taken, when none was.
     private func removeFreedPools() {
         let freed = pipeline.takeFreedSharedMemories()
         guard !freed.isEmpty else { return }
