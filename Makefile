@@ -235,7 +235,7 @@ test-torch: venv-test
 	PYTHONPATH="$$site:$(CURDIR)/clients/python/tests" PYTHONDONTWRITEBYTECODE=1 TRACKD_BUILD_DIR=$(DEBUG_DIR) \
 	  TRACKD_REQUIRE_TORCH=1 "$(VENV_PY)" -m unittest discover -s torch_tests -t torch_tests -v
 
-# The fuzzer is an integration test; `make test` runs it for a few seconds, this for FUZZ_SECONDS (default 300).
+# The fuzzer is an integration test; `make test` runs the first 40 cases of a fixed seed, this for FUZZ_SECONDS (300).
 # It prints its seed (FUZZ_SEED=n reproduces a run) and the outcomes; worker-crash inputs go to .build/fuzz/.
 FUZZ_SECONDS ?= 300
 fuzz-protocol: deps

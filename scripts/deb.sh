@@ -33,6 +33,9 @@ install_python_client() {
   local root=$1 src=$2/python-src dist=$1/usr/lib/python3/dist-packages info version
   cp -r "$REPO/clients/python" "$src"
   rm -rf "$src/build" "$src"/*.egg-info
+  # usr/lib/python3 made here, 0755: pip would make it with the umask's mode (0750 under umask 027), and the
+  # package would ship a directory other users cannot enter.
+  install -d -m 0755 "$dist"
   /usr/bin/python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore --no-build-isolation \
     --no-deps --no-index --no-compile --target "$dist" "$src" >/dev/null || die "pip could not install clients/python"
   info=$(echo "$dist"/trackd-*.dist-info)

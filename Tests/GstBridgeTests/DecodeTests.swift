@@ -194,12 +194,15 @@ import Testing
                                          mode: .decode(Self.i420), timeRange: .everything)
         // (samples pulled, the loop ended)
         let progress = Mutex<(count: Int, ended: Bool)>((0, false))
+        let stopped = Atomic<Bool>(false)
         let thread = Thread {
             loop: while true {
                 switch pipeline.pull(timeoutNs: 50_000_000) {
                 case .sample:
                     progress.withLock { $0.count += 1 }
-                    usleep(20_000)  // a slow consumer: the stop comes long before the 60th frame
+                    // The consumer pulls on only once stop() has been called: the stop comes mid-stream on any
+                    // machine (a timed pause let a loaded machine's test thread reach stop() after the 60th frame).
+                    _ = waitUntil(timeout: .seconds(30)) { stopped.load(ordering: .acquiring) }
                 case .timeout: continue
                 case .endOfStream, .failed: break loop
                 }
@@ -210,6 +213,7 @@ import Testing
         // Stopped mid-stream: after the first sample, while the loop is running.
         #expect(waitUntil(timeout: .seconds(10)) { progress.withLock { $0.count > 0 } })
         pipeline.stop()
+        stopped.store(true, ordering: .releasing)
         pipeline.stop()
         #expect(waitUntil(timeout: .seconds(5)) { progress.withLock { $0.ended } })
         #expect(progress.withLock { $0.count } < 60)

@@ -5,13 +5,10 @@ import TestSupport
 
 /// Media generated at test time with ffmpeg into one temporary directory (never committed).
 enum Fixtures {
-    static let directory: URL = {
-        // Stable across runs (files are generated once, atomically renamed into place); bump the suffix when a
-        // fixture's ffmpeg arguments change.
-        let url = FileManager.default.temporaryDirectory.appendingPathComponent("trackd-gstbridge-fixtures-v1")
-        try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-        return url
-    }()
+    /// This run's own directory (Env.tempDir: pid and a random suffix). Not one shared by every run: another run
+    /// (another checkout, another user) would rewrite the files a test reads here, a file left by an older recipe,
+    /// ffmpeg or GStreamer would be read as this one's, and a directory another user made is not writable.
+    static let directory = URL(fileURLWithPath: Env.tempDir("gstbridge-fixtures"))
 
     /// Runs a tool (in /usr/bin), returns stdout; throws with stderr on failure.
     @discardableResult

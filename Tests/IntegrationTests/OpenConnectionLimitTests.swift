@@ -135,14 +135,14 @@ struct OpenConnectionLimitTests {
         #expect(daemon.isRunning)
     }
 
-    /// `trackctl status` as `uid` (the tests run as root; setpriv drops the client to that uid and gid).
+    /// `trackctl status` as `uid` (setpriv drops the client to that uid and gid: the callers run only as root).
     static func statusAs(_ uid: UInt32, _ daemon: Daemon) throws -> Run {
         try run("/usr/bin/setpriv", ["--reuid", "\(uid)", "--regid", "\(uid)", "--clear-groups",
                                      Env.trackctl, "--socket", daemon.socketPath, "status"])
     }
 
-    @Test func eachUIDHasItsOwnLimit() throws {
-        try #require(getuid() == 0, "the test drops its clients to other uids, so it runs as root")
+    @Test(.enabled(if: getuid() == 0, "drops its clients to other uids (setpriv), which only root may do"))
+    func eachUIDHasItsOwnLimit() throws {
         let daemon = try Daemon(extraArgs: ["--max-connections-per-uid", "2"])
         defer { daemon.stop() }
         // Other uids must reach the socket (its directory is the test's own).
@@ -176,8 +176,8 @@ struct OpenConnectionLimitTests {
     /// uid that has spent its burst is refused with −11905 naming the options, not the open-connection limit's
     /// −11902; another uid is served meanwhile; a refusal takes no token, and the uid is served again once its
     /// bucket refills.
-    @Test func eachUIDHasItsOwnConnectionRate() throws {
-        try #require(getuid() == 0, "the test drops its clients to other uids, so it runs as root")
+    @Test(.enabled(if: getuid() == 0, "drops its clients to other uids (setpriv), which only root may do"))
+    func eachUIDHasItsOwnConnectionRate() throws {
         let daemon = try Daemon(extraArgs: ["--connection-rate-per-uid", "1", "--connection-burst-per-uid", "3"])
         defer { daemon.stop() }
         chmod((daemon.socketPath as NSString).deletingLastPathComponent, 0o755)

@@ -21,9 +21,9 @@ import Glibc
 /// the decoder is Swift and validates everything, so a worker killed by a malformed frame is a bug (its inputs
 /// are saved under .build/fuzz/).
 ///
-/// Environment: FUZZ_SECONDS (default 5), FUZZ_SEED (default: fixed in make test, fresh when FUZZ_SECONDS is set;
-/// printed; see TestSeed), FUZZ_CASES (optional cap),
-/// FUZZ_VERBOSE (print every case).
+/// Environment: FUZZ_SECONDS (explore for that long; make test, without it, runs the first `gateCases` cases),
+/// FUZZ_SEED (default: fixed in make test, fresh when FUZZ_SECONDS is set; printed; see TestSeed), FUZZ_CASES
+/// (the number of cases, or a cap on an exploring run), FUZZ_VERBOSE (print every case).
 @Suite(.serialized, .timeLimit(.minutes(TestLimits.fuzzMinutes)), .endsTheRunIfItHangs)
 struct ProtocolFuzzTests {
     static let probeID: UInt32 = 0xFEED_0001
@@ -57,22 +57,27 @@ struct ProtocolFuzzTests {
         deinit { (fds.map(\.1) + keep).forEach { close($0) } }
     }
 
+    /// make test's gate: the first cases of the gate seed, counted, not timed. A time bound ran as many cases as
+    /// the machine's speed allowed, so a quiet machine met inputs a loaded one never reached.
+    static let gateCases = 40
+
     struct Config {
-        var seconds: Double
+        var seconds: Double?  // an exploring run's length; nil in the gate (counted cases)
         var seed: UInt64
         var maxCases: Int
         init() {
             let env = ProcessInfo.processInfo.environment
-            seconds = env["FUZZ_SECONDS"].flatMap(Double.init) ?? 5
+            seconds = env["FUZZ_SECONDS"].flatMap(Double.init)
             seed = TestSeed.value("FUZZ_SEED", gate: 3_209_114_877, exploring: TestSeed.exploringFuzz)
-            maxCases = env["FUZZ_CASES"].flatMap(Int.init) ?? .max
+            maxCases = env["FUZZ_CASES"].flatMap(Int.init) ?? (seconds == nil ? ProtocolFuzzTests.gateCases : .max)
         }
+
+        var bound: String { seconds.map { "\($0) s" } ?? "\(maxCases) cases" }
     }
 
     @Test func mutatedAndRandomFramesNeverCrashOrHang() throws {
         let config = Config()
-        print("fuzz-protocol: seed \(config.seed) (FUZZ_SEED=\(config.seed) reproduces), \(config.seconds) s")
-        var rng = SplitMix64(seed: config.seed)
+        print("fuzz-protocol: seed \(config.seed) (FUZZ_SEED=\(config.seed) reproduces), \(config.bound)")
         let daemon = try Daemon()
         defer { daemon.stop() }
         let kinds = try FdKinds()
@@ -82,12 +87,16 @@ struct ProtocolFuzzTests {
         var outcomes: [String: Int] = [:]
         var window: [String] = []  // descriptions of the cases since the last checkpoint
         var cases = 0, frames = 0
-        let deadline = Date().addingTimeInterval(config.seconds)
-        // At least 20 cases however slow the machine (unless FUZZ_CASES asks for fewer); then until the deadline.
+        let deadline = config.seconds.map { Date().addingTimeInterval($0) }
+        // Exploring: at least 20 cases however slow the machine (unless FUZZ_CASES asks for fewer), then until the
+        // deadline. The gate: its count.
         let minCases = min(20, config.maxCases)
-        while (Date() < deadline || cases < minCases) && cases < config.maxCases {
+        while cases < config.maxCases && (deadline.map { Date() < $0 } ?? true || cases < minCases) {
             cases += 1
             var log: [String] = []
+            // Each case draws from a generator of its own, seeded by (run seed, case): a case that ends early (a
+            // probe not answered within 5 s on a loaded machine) leaves the next cases' inputs as they were.
+            var rng = SplitMix64(seed: config.seed ^ (UInt64(cases) &* 0x9E37_79B9_7F4A_7C15))
             let result = try fuzzConnection(daemon, kinds, &rng, &log, &frames)
             outcomes[result, default: 0] += 1
             if ProcessInfo.processInfo.environment["FUZZ_VERBOSE"] != nil { print("case \(cases): \(result)\n  " + log.joined(separator: "\n  ")) }

@@ -77,12 +77,13 @@ struct TestSupportTests {
     @Test func waitUntilWaitsForTheConditionAndNoLonger() {
         let start = monotonicMs()
         #expect(waitUntil(timeout: .seconds(5)) { monotonicMs() - start >= 50 })
-        #expect(monotonicMs() - start < 4000)
         let late = monotonicMs()
         #expect(!waitUntil(timeout: .milliseconds(100)) { false })
         #expect(monotonicMs() - late >= 100)
         var calls = 0
+        // No longer: it returns at the first check that holds (counted, not timed: a loaded machine may take seconds).
         #expect(waitFor(timeout: .seconds(5)) { () -> Int? in calls += 1; return calls == 3 ? calls : nil } == 3)
+        #expect(calls == 3)
     }
 
     @Test func holdsFailsAtTheFirstBrokenCheck() {

@@ -7,11 +7,8 @@ import Testing
 /// worker reads these tables from untrusted files. (That its times are exactly qtdemux's is GstBridgeTests'
 /// ContainerIndexTests, which need GStreamer.) Needs ffmpeg, no GStreamer and no daemon.
 @Suite(.timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs) struct ContainerFileTests {
-    static let directory: URL = {
-        let url = FileManager.default.temporaryDirectory.appendingPathComponent("trackd-mediaindex-fixtures-v1")
-        try? FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-        return url
-    }()
+    /// This run's own directory (as GstBridgeTests' Fixtures: no file another run, user or older recipe left).
+    static let directory = URL(fileURLWithPath: Env.tempDir("mediaindex-fixtures"))
 
     static let lock = NSLock()
 
@@ -67,7 +64,7 @@ import Testing
     @Test func mutatedTablesNeverCrash() throws {
         let original = try Self.faststart()
         let moov = try #require(RefusedTablesTests.find("moov", in: original))
-        var rng = SystemRandomNumberGenerator()
+        var rng = SplitMix64(seed: 0x7AB1_E5ED_0001)  // fixed: make test gives the same answer every run
         var accepted = 0
         for round in 0..<1500 {
             var bytes = original

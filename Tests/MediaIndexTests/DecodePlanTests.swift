@@ -97,7 +97,7 @@ import Testing
     /// ReadFrames plans the set of its requests: any order, with repeats, gives the same ranges, ascending and
     /// disjoint, each holding some requested frames and every requested frame in exactly one.
     @Test func requestOrderDoesNotChangeThePlan() throws {
-        var rng = SystemRandomNumberGenerator()
+        var rng = SplitMix64(seed: 0xD1A9_0DE4_0001)  // fixed: make test gives the same answer every run
         let index = Self.index(count: 1000, syncs: Set(stride(from: 0, to: 1000, by: 30)))
         for _ in 0..<50 {
             let requests = (0..<Int.random(in: 1...12, using: &rng)).map { _ in Int.random(in: 0..<1000, using: &rng) }

@@ -89,7 +89,7 @@ import Testing
 
     /// Against the rule written the slow way, on random indexes with repeated times and random durations.
     @Test func theRuleOnRandomIndexes() {
-        var rng = SystemRandomNumberGenerator()
+        var rng = SplitMix64(seed: 0xF4A3_D15B_0001)  // fixed: make test gives the same answer every run
         for _ in 0..<200 {
             var pts: Int64 = .random(in: -50...50, using: &rng)
             var frames: [(pts: Int64, duration: Int64)] = []
