@@ -79,7 +79,9 @@ import Testing
         #expect(tracks.map(\.mediaType) == [.video, .audio, .subtitle])
         #expect(tracks.map(\.id) == [1, 2, 3])
         let subtitle = try #require(tracks.last)
-        #expect(subtitle.language == "eng")
+        // Not its language: GStreamer's language tag reaches a subtitle pad when qtdemux gets to it, sometimes after
+        // discovery ended ("" once in about 9 runs); the worker takes the language from the container
+        // (Session.containerLanguage), which DescriptionDeterminismTests checks on every open.
         #expect(subtitle.codec == "tx3g", "\(subtitle.codec)")
     }
 
