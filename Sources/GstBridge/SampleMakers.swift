@@ -88,7 +88,8 @@ extension SampleMaker {
 /// so that every sample a frame shown before the end depends on is delivered (a demuxer's stop, by PTS, drops the
 /// P-frame that the last B-frames reference). An MP4 audio track with an edit: the priming packets before the edit,
 /// which qtdemux leaves out, are read from the file and delivered first (PassthroughEdit; the last packet after the
-/// edit comes from StoredSampleFeeder), each sample with the trims its edit implies. Opus from Ogg and Matroska:
+/// edit comes from StoredSampleFeeder), each sample with the trims its edit implies (Opus in MP4: its edit starts at
+/// the pre-skip). Opus from Ogg and Matroska:
 /// the pre-skip and end padding as trims (OpusTrims).
 final class PassthroughSamples: SampleMaker {
     private var format = OutputFormat(format: "????", width: 0, height: 0, codecConfig: [])
@@ -113,7 +114,10 @@ final class PassthroughSamples: SampleMaker {
     func negotiated(_ format: OutputFormat) {
         self.format = format
         matroska?.negotiated(format)
-        opus = format.format == "Opus" ? opus ?? OpusTrims(fd: fd, trackID: trackID, matroskaTick: matroska?.tick) : nil
+        // Opus in MP4: its edit skips the pre-skip and ends inside the last packet, so PassthroughEdit's trims are
+        // the Opus trims (qtdemux's clipping of the first packet is the edit's start, not an Ogg pre-skip).
+        let trimsItself = format.format == "Opus" && TrackTimescale.container(fd: fd) != .mp4
+        opus = trimsItself ? opus ?? OpusTrims(fd: fd, trackID: trackID, matroskaTick: matroska?.tick) : nil
     }
 
     var seeksToKeyUnits: Bool { true }
