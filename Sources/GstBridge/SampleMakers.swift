@@ -102,6 +102,8 @@ final class PassthroughSamples: SampleMaker {
     /// Opus: the pre-skip and end padding as trims, with ffmpeg's times (nil for other codecs).
     private var opus: OpusTrims?
     private let fd: Int32, trackID: UInt32
+    /// Ogg Opus: the last packet delivered (its bytes and caps, where it ends in ns), for endOfInput.
+    private var oggLast: (bytes: [UInt8], caps: GstRef<GstCapsObject>?, end: Int64)?
     /// What keeps appsink from clipping the first stored samples (attached to it by PassthroughChain).
     let segment = StartSegment()
 
@@ -128,11 +130,29 @@ final class PassthroughSamples: SampleMaker {
         edit.seeking(fromStart: fromStart)
         matroska?.seeking()
         opus?.seeking()
+        oggLast = nil
         segment.seeking(fromStart: fromStart)
         return nil
     }
 
     func queued() -> PulledSample? { edit.queued() }
+
+    /// Ogg Opus read to its end: oggdemux never pushes a last packet that the last page's granule position leaves
+    /// wholly out (GStreamer's opusenc with 2.5 ms frames ends on one); ffmpeg lists it, all of it discard padding.
+    /// It is read from the file (OggLastPacket) and delivered where the packets before it end, lasting 0, trimmed
+    /// whole at its end — when its page's granule position is exactly where those end (OpusHead's pre-skip on).
+    func endOfInput() -> MadeSample {
+        guard end == nil, !rangeEnded, let last = oggLast else { return .skip }
+        oggLast = nil
+        let preSkip = CapsView(last.caps)?.streamHeaders.first.flatMap(AudioPackets.opusPreSkip(head:)) ?? 0
+        guard let (packet, granule) = OggLastPacket.lastPacket(fd: fd), packet != last.bytes,
+              let frames = AudioPackets.opusSamples(packet),
+              granule == OpusTrims.frames(nanoseconds: last.end) + Int64(preSkip),
+              let made = GstRef<GstSampleObject>.holding(packet, caps: last.caps) else { return .skip }
+        let trims = (MediaTime(value: 0, timescale: Int32(OpusTrims.rate)), MediaTime(value: Int64(frames), timescale: Int32(OpusTrims.rate)))
+        return .sample(PulledSample(made, layout: layout(size: packet.count), copy: .bytes,
+                                    timing: (.nanoseconds(last.end), .nanoseconds(0)), trims: trims))
+    }
 
     func make(_ sample: GstRef<GstSampleObject>) -> MadeSample {
         // Codec headers are no samples: what a decoder needs of them is the codec configuration. Parsers push the
@@ -163,6 +183,9 @@ final class PassthroughSamples: SampleMaker {
             plain = opus.place(plain, bytes: sample.bytes(count: min(size, 16)), clipping: clipping, preSkip: preSkip) { timing, trims in
                 PulledSample(sample, layout: layout(size: size), copy: .bytes, timing: timing, trims: trims,
                              decode: decodes ? timing.pts : .invalid)
+            }
+            if matroska == nil, let pts = plain.presentationTime.nanoseconds, let length = plain.duration.nanoseconds {
+                oggLast = (sample.bytes(count: size), sample.caps, pts + length)
             }
         }
         if let end {

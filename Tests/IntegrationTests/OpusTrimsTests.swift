@@ -83,6 +83,26 @@ struct OpusTrimsTests {
         #expect(count == theirs.reduce(0) { $0 + ($1.samples ?? 0) }, "\(name): \(count) frames decoded")
     }
 
+    /// GStreamer's opusenc with 2.5 ms frames ends an Ogg stream on a packet that is all padding (120 of 120):
+    /// oggdemux does not push it, ffprobe lists it (`duration=1`, `discard_padding=120`). Every packet is delivered,
+    /// at ffprobe's PTS with its bytes, the last one trimmed whole at its end.
+    @Test func aLastPacketAllPaddingIsDelivered() throws {
+        let file = Media.makeWithGStreamer("trims-opus-gst-short.opus", Self.gstSource + ["frame-size=2", "!", "oggmux"])
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        let packets = try Probe.packets(file, "a:0")
+        let base = try Probe.timeBase(file, "a:0")
+        let stored = try LostSamplesTests.read(daemon, file, .audio, nil).samples
+        try #require(stored.count == packets.count && stored.count > 2, "\(stored.count) samples, ffprobe lists \(packets.count)")
+        for (i, (s, p)) in zip(stored, packets).enumerated() {
+            #expect(PacketTimesTests.same(s.presentationTimeStamp, p.pts, base), "\(i): PTS \(s.presentationTimeStamp), ffprobe \(p.pts ?? -1)")
+            #expect(s.packedBytes().count == p.size, "\(i): \(s.packedBytes().count) bytes, ffprobe \(p.size)")
+        }
+        let padding = try #require(packets.last?.skip?.end)
+        #expect(padding == 120 && Self.frames(stored.last?.trimDurationAtEnd) == padding)
+        #expect(stored.dropLast().allSatisfy { Self.frames($0.trimDurationAtEnd) == 0 })
+    }
+
     /// Opus in MP4 as ffmpeg muxes it: the edit (media time = the pre-skip, 312) is the trims, in the track's
     /// timescale (48 kHz): the first packet's TrimDurationAtStart is ffprobe's skip_samples, the last packet's
     /// TrimDurationAtEnd what lies after the edit's end (960 − its ffprobe duration 312 = 648). What the trims leave
