@@ -50,10 +50,15 @@ GstFlowReturn swift_gst_pad_chain_stored(GstPad *pad, const guint8 *bytes, gsize
     if (clip_start != 0 || clip_end != 0) gst_buffer_add_audio_clipping_meta(buffer, GST_FORMAT_DEFAULT, clip_start, clip_end);
     return gst_pad_chain(pad, buffer);
 }
-void swift_gst_pad_probe_info_clip_audio(GstPadProbeInfo *info, guint64 start, guint64 end) {
+void swift_gst_pad_probe_info_clip_audio(GstPadProbeInfo *info, guint64 start, guint64 end, GstClockTime shift) {
     GstBuffer *buffer = gst_buffer_make_writable(GST_PAD_PROBE_INFO_BUFFER(info));
     GST_PAD_PROBE_INFO_DATA(info) = buffer;
     gst_buffer_add_audio_clipping_meta(buffer, GST_FORMAT_DEFAULT, start, end);
+    if (shift == 0) return;
+    if (GST_BUFFER_PTS_IS_VALID(buffer)) GST_BUFFER_PTS(buffer) += shift;
+    if (GST_BUFFER_DTS_IS_VALID(buffer)) GST_BUFFER_DTS(buffer) += shift;
+    if (GST_BUFFER_DURATION_IS_VALID(buffer))
+        GST_BUFFER_DURATION(buffer) = GST_BUFFER_DURATION(buffer) > shift ? GST_BUFFER_DURATION(buffer) - shift : 0;
 }
 GstPadProbeReturn swift_gst_pad_probe_refuse(GstPadProbeInfo *info, GstFlowReturn flow) {
     if (GST_PAD_PROBE_INFO_DATA(info) != NULL) {

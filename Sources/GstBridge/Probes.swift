@@ -142,10 +142,11 @@ private final class SignalBox: Sendable {
         }
     }
 
-    /// Gives the buffer passing an audio clipping meta of `start` and `end` samples (a writable copy when shared).
-    func clipAudio(start: UInt64, end: UInt64) {
+    /// Gives the buffer passing an audio clipping meta of `start` and `end` samples (a writable copy when shared),
+    /// its times moved `shift` ns later.
+    func clipAudio(start: UInt64, end: UInt64, shift: Int64 = 0) {
         guard unsafe buffer != nil else { return }
-        unsafe swift_gst_pad_probe_info_clip_audio(info, guint64(start), guint64(end))
+        unsafe swift_gst_pad_probe_info_clip_audio(info, guint64(start), guint64(end), GstClockTime(max(0, shift)))
     }
 
     /// Whether the buffer passing is flagged DECODE_ONLY (decoded, never shown: a VP8/VP9 alt-ref frame).

@@ -85,7 +85,8 @@ extension SampleMaker {
 /// so that every sample a frame shown before the end depends on is delivered (a demuxer's stop, by PTS, drops the
 /// P-frame that the last B-frames reference). An MP4 audio track with an edit: the priming packets before the edit,
 /// which qtdemux leaves out, are read from the file and delivered first (PassthroughEdit; the last packet after the
-/// edit comes from StoredSampleFeeder), each sample with the trims its edit implies. Opus from Ogg and Matroska:
+/// edit comes from StoredSampleFeeder), each sample with the trims its edit implies (Opus in MP4: its edit starts at
+/// the pre-skip). Opus from Ogg and Matroska:
 /// the pre-skip and end padding as trims (OpusTrims).
 final class PassthroughSamples: SampleMaker {
     private var format = OutputFormat(format: "????", width: 0, height: 0, codecConfig: [])
@@ -98,6 +99,8 @@ final class PassthroughSamples: SampleMaker {
     /// Opus: the pre-skip and end padding as trims, with ffmpeg's times (nil for other codecs).
     private var opus: OpusTrims?
     private let fd: Int32, trackID: UInt32
+    /// Ogg Opus: the last packet delivered (its bytes and caps, where it ends in ns), for endOfInput.
+    private var oggLast: (bytes: [UInt8], caps: GstRef<GstCapsObject>?, end: Int64)?
     /// What keeps appsink from clipping the first stored samples (attached to it by PassthroughChain).
     let segment = StartSegment()
 
@@ -110,7 +113,10 @@ final class PassthroughSamples: SampleMaker {
     func negotiated(_ format: OutputFormat) {
         self.format = format
         matroska?.negotiated(format)
-        opus = format.format == "Opus" ? opus ?? OpusTrims(fd: fd, trackID: trackID, matroskaTick: matroska?.tick) : nil
+        // Opus in MP4: its edit skips the pre-skip and ends inside the last packet, so PassthroughEdit's trims are
+        // the Opus trims (qtdemux's clipping of the first packet is the edit's start, not an Ogg pre-skip).
+        let trimsItself = format.format == "Opus" && TrackTimescale.container(fd: fd) != .mp4
+        opus = trimsItself ? opus ?? OpusTrims(fd: fd, trackID: trackID, matroskaTick: matroska?.tick) : nil
     }
 
     var seeksToKeyUnits: Bool { true }
@@ -121,11 +127,29 @@ final class PassthroughSamples: SampleMaker {
         edit.seeking(fromStart: fromStart)
         matroska?.seeking()
         opus?.seeking()
+        oggLast = nil
         segment.seeking(fromStart: fromStart)
         return nil
     }
 
     func queued() -> PulledSample? { edit.queued() }
+
+    /// Ogg Opus read to its end: oggdemux never pushes a last packet that the last page's granule position leaves
+    /// wholly out (GStreamer's opusenc with 2.5 ms frames ends on one); ffmpeg lists it, all of it discard padding.
+    /// It is read from the file (OggLastPacket) and delivered where the packets before it end, lasting 0, trimmed
+    /// whole at its end — when its page's granule position is exactly where those end (OpusHead's pre-skip on).
+    func endOfInput() -> MadeSample {
+        guard end == nil, !rangeEnded, let last = oggLast else { return .skip }
+        oggLast = nil
+        let preSkip = CapsView(last.caps)?.streamHeaders.first.flatMap(AudioPackets.opusPreSkip(head:)) ?? 0
+        guard let (packet, granule) = OggLastPacket.lastPacket(fd: fd), packet != last.bytes,
+              let frames = AudioPackets.opusSamples(packet),
+              granule == OpusTrims.frames(nanoseconds: last.end) + Int64(preSkip),
+              let made = GstRef<GstSampleObject>.holding(packet, caps: last.caps) else { return .skip }
+        let trims = (MediaTime(value: 0, timescale: Int32(OpusTrims.rate)), MediaTime(value: Int64(frames), timescale: Int32(OpusTrims.rate)))
+        return .sample(PulledSample(made, layout: layout(size: packet.count), copy: .bytes,
+                                    timing: (.nanoseconds(last.end), .nanoseconds(0)), trims: trims))
+    }
 
     func make(_ sample: GstRef<GstSampleObject>) -> MadeSample {
         // Codec headers are no samples: what a decoder needs of them is the codec configuration. Parsers push the
@@ -156,6 +180,9 @@ final class PassthroughSamples: SampleMaker {
             plain = opus.place(plain, bytes: sample.bytes(count: min(size, 16)), clipping: clipping, preSkip: preSkip) { timing, trims in
                 PulledSample(sample, layout: layout(size: size), copy: .bytes, timing: timing, trims: trims,
                              decode: decodes ? timing.pts : .invalid)
+            }
+            if matroska == nil, let pts = plain.presentationTime.nanoseconds, let length = plain.duration.nanoseconds {
+                oggLast = (sample.bytes(count: size), sample.caps, pts + length)
             }
         }
         if let end {

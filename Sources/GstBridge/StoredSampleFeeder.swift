@@ -35,14 +35,16 @@ final class StoredSampleFeeder: Sendable {
     /// the buffer is allocated before the read.
     static let maxSampleBytes = 64 << 20
 
-    private init(fd: Int32, trackID: UInt32) {
-        self.fd = fd
-        self.trackID = trackID
+    /// Whether a decoder is fed (passthrough: appsink, where PassthroughEdit places the samples by their own times).
+    private let decoded: Bool
+
+    private init(fd: Int32, trackID: UInt32, decoded: Bool) {
+        (self.fd, self.trackID, self.decoded) = (fd, trackID, decoded)
     }
 
     /// A feeder for track `trackID` of the file `fd`, when it is MP4/MOV; nil for other containers.
-    static func forFile(fd: Int32, trackID: UInt32) -> StoredSampleFeeder? {
-        TrackTimescale.container(fd: fd) == .mp4 ? StoredSampleFeeder(fd: fd, trackID: trackID) : nil
+    static func forFile(fd: Int32, trackID: UInt32, decoded: Bool) -> StoredSampleFeeder? {
+        TrackTimescale.container(fd: fd) == .mp4 ? StoredSampleFeeder(fd: fd, trackID: trackID, decoded: decoded) : nil
     }
 
     /// Stored samples of the table's that the file does not hold whole, found at the ends of reads so far.
@@ -74,7 +76,7 @@ final class StoredSampleFeeder: Sendable {
     }
 
     /// A stored sample that decodes at `ns` passed: remembered; an audio sample the track's edit (or its shortened
-    /// last duration) trims is given the trims as a clipping meta, so the decoder drops exactly those frames
+    /// first or last duration) trims is given the trims as a clipping meta, so the decoder drops exactly those frames
     /// (GstAudioDecoder's own clipping to the segment, from nanoseconds, can keep one frame too many).
     private func passed(_ ns: Int64, _ info: borrowing ProbeInfo) {
         let track = state.withLock { s -> StoredTrack? in
@@ -86,7 +88,12 @@ final class StoredSampleFeeder: Sendable {
         let trim = track.trim(k)
         guard trim != (0, 0) else { return }
         let clip = Self.clip(trim, timescale: track.timescale, rate: Int64(CapsView(info.padCurrentCaps)?.int("rate") ?? 0))
-        info.clipAudio(start: clip.start, end: clip.end)
+        // A sample the edit starts inside (Opus: the pre-skip, in its first packet) is stamped at the edit's start,
+        // where its first kept frame is: else the decoder's clipping to the segment would drop those frames again.
+        let s = track.samples[k]
+        let shift = decoded && s.decodeTime < track.editStart && trim.atStart < max(s.duration, track.frameDuration)
+            ? track.timelineNanoseconds(track.editStart) - track.timelineNanoseconds(s.decodeTime) : 0
+        info.clipAudio(start: clip.start, end: clip.end, shift: shift)
     }
 
     /// At the demuxer's EOS: chains the samples the read still needs, in decode order, before the EOS passes.

@@ -99,7 +99,9 @@ public final class TrackPipeline: @unchecked Sendable {
         if case .decode(let request) = mode { rowAlignment = request.bytesPerRowAlignment } else { rowAlignment = 1 }
         PadRouter(wantedTrack: trackID, target: branch.target.staticPad("sink"), bus: pipeline.bus,
                   requiredType: branch.requiredType, clock: pipeline.matroskaClock).attach(to: parser)
-        feeder = StoredSampleFeeder.forFile(fd: source.fd, trackID: trackID)
+        var decodes = true
+        if case .passthrough = mode { decodes = false }
+        feeder = StoredSampleFeeder.forFile(fd: source.fd, trackID: trackID, decoded: decodes)
         feeder?.attach(to: branch.target.staticPad("sink"))
         feeder?.seeking(stop: Self.seekBounds(timeRange).stop, completes: lastNeededSample == nil)
 

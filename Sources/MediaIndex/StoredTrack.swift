@@ -46,8 +46,8 @@ public struct StoredTrack: Sendable {
         return !overflow && end <= fileSize
     }
 
-    /// Whether the edit (or a last sample shorter than the others) trims any audio sample: only then do samples
-    /// carry trims.
+    /// Whether the edit (or a first or last sample shorter than the others) trims any audio sample: only then do
+    /// samples carry trims.
     public private(set) var trimsAudio = false
 
     init(timescale: Int64, isVideo: Bool, editStart: Int64, editEnd: Int64?, samples: [Sample], fileSize: UInt64,
@@ -58,14 +58,17 @@ public struct StoredTrack: Sendable {
     }
 
     /// How much of what audio sample `i` decodes to lies before the edit's start and after its end or its own
-    /// (shortened) duration (media timescale; 0 and 0 inside, and for video).
+    /// (shortened) duration (media timescale; 0 and 0 inside, and for video); a shortened first sample (no edit)
+    /// lacks its start.
     public func trim(_ i: Int) -> (atStart: Int64, atEnd: Int64) {
         guard !isVideo else { return (0, 0) }
         let s = samples[i]
         let decoded = max(s.duration, frameDuration)
         let visibleEnd = min(s.decodeTime + s.duration, editEnd ?? .max)
-        let atStart = min(decoded, max(0, editStart - s.decodeTime))
-        let atEnd = min(decoded, max(0, s.decodeTime + decoded - visibleEnd))
+        // GStreamer's mp4mux, without an edit, writes Opus's first duration as 960 − pre-skip: its start is cut.
+        let shortFirst = i == 0 && samples.count > 1 && editStart == 0 ? max(0, decoded - s.duration) : 0
+        let atStart = min(decoded, max(shortFirst, editStart - s.decodeTime))
+        let atEnd = shortFirst > 0 ? 0 : min(decoded, max(0, s.decodeTime + decoded - visibleEnd))
         return (atStart, atStart >= decoded ? 0 : atEnd)
     }
 

@@ -24,6 +24,12 @@ struct OpusTrimsTests {
         "gst-webm": (Media.makeWithGStreamer("trims-opus-gst.webm", gstSource + ["!", "webmmux"]), 960),
     ]
 
+    /// Opus in MP4 (PacketTimesTests: every packet's times are ffprobe's).
+    static let mp4Files: [String: String] = [
+        "ffmpeg-mp4": Media.make("trims-opus.mp4", sine48 + ["-c:a", "libopus", "-f", "mp4"]),
+        "gst-mp4": Media.makeWithGStreamer("trims-opus-gst.mp4", gstSource + ["!", "mp4mux"]),
+    ]
+
     static func frames(_ time: MediaTime?) -> Int64 {
         guard let time, time.isNumeric else { return 0 }
         return time.value * 48000 / Int64(time.timescale)
@@ -75,6 +81,70 @@ struct OpusTrimsTests {
                 "\(name): first PTS \(first), ffmpeg \(firstTheirs) × \(base)")
         let count = ours.reduce(0) { $0 + $1.numberOfSamples }
         #expect(count == theirs.reduce(0) { $0 + ($1.samples ?? 0) }, "\(name): \(count) frames decoded")
+    }
+
+    /// GStreamer's opusenc with 2.5 ms frames ends an Ogg stream on a packet that is all padding (120 of 120):
+    /// oggdemux does not push it, ffprobe lists it (`duration=1`, `discard_padding=120`). Every packet is delivered,
+    /// at ffprobe's PTS with its bytes, the last one trimmed whole at its end.
+    @Test func aLastPacketAllPaddingIsDelivered() throws {
+        let file = Media.makeWithGStreamer("trims-opus-gst-short.opus", Self.gstSource + ["frame-size=2", "!", "oggmux"])
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        let packets = try Probe.packets(file, "a:0")
+        let base = try Probe.timeBase(file, "a:0")
+        let stored = try LostSamplesTests.read(daemon, file, .audio, nil).samples
+        try #require(stored.count == packets.count && stored.count > 2, "\(stored.count) samples, ffprobe lists \(packets.count)")
+        for (i, (s, p)) in zip(stored, packets).enumerated() {
+            #expect(PacketTimesTests.same(s.presentationTimeStamp, p.pts, base), "\(i): PTS \(s.presentationTimeStamp), ffprobe \(p.pts ?? -1)")
+            #expect(s.packedBytes().count == p.size, "\(i): \(s.packedBytes().count) bytes, ffprobe \(p.size)")
+        }
+        let padding = try #require(packets.last?.skip?.end)
+        #expect(padding == 120 && Self.frames(stored.last?.trimDurationAtEnd) == padding)
+        #expect(stored.dropLast().allSatisfy { Self.frames($0.trimDurationAtEnd) == 0 })
+    }
+
+    /// Opus in MP4 as ffmpeg muxes it: the edit (media time = the pre-skip, 312) is the trims, in the track's
+    /// timescale (48 kHz): the first packet's TrimDurationAtStart is ffprobe's skip_samples, the last packet's
+    /// TrimDurationAtEnd what lies after the edit's end (960 − its ffprobe duration 312 = 648). What the trims leave
+    /// is the edit: ffprobe's duration_ts. Decoded, the track ends where its edit does (PROTOCOL.md §9): ffmpeg decodes
+    /// the last packet whole (96 648 frames), trackd the edit's 96 000, as for AAC in MP4.
+    @Test func mp4TrimsAreTheEdit() throws {
+        let file = try #require(Self.mp4Files["ffmpeg-mp4"])
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        let packets = try Probe.packets(file, "a:0")
+        let stored = try LostSamplesTests.read(daemon, file, .audio, nil).samples
+        try #require(stored.count == packets.count && stored.count > 2, "\(stored.count) samples, ffprobe lists \(packets.count)")
+        let starts = stored.map { Self.frames($0.trimDurationAtStart) }, ends = stored.map { Self.frames($0.trimDurationAtEnd) }
+        let skip = try #require(packets.first?.skip?.start)
+        #expect(skip == 312 && starts == [skip] + Array(repeating: 0, count: stored.count - 1), "\(starts.prefix(3))")
+        let last = try #require(packets.last?.duration)
+        #expect(ends == Array(repeating: 0, count: stored.count - 1) + [960 - last], "\(ends.suffix(3))")
+        let durationTS = try Int64(#require(run("ffprobe", ["-v", "error", "-select_streams", "a:0", "-show_entries",
+            "stream=duration_ts", "-of", "csv=p=0", file]).text.split(separator: "\n").first.flatMap { Int64($0) }))
+        #expect(960 * Int64(stored.count) - skip - (960 - last) == durationTS)
+        let settings: [String: SettingValue] = [SettingsKey.formatID: .int(0x6C70_636D), SettingsKey.isFloat: .bool(false),
+                                                SettingsKey.bitDepth: .int(16)]
+        let decoded = try LostSamplesTests.read(daemon, file, .audio, settings).samples
+        #expect(decoded.first?.presentationTimeStamp.value == 0)
+        #expect(decoded.reduce(0) { $0 + Int64($1.numberOfSamples) } == durationTS)
+    }
+
+    /// GStreamer's mp4mux writes no edit (and a dOps whose pre-skip ffmpeg misreads): the first packet's `stts`
+    /// duration is 960 − pre-skip, the last one's what is left; those shortfalls are the trims, at its start and at
+    /// the last one's end (ffprobe's durations: 648 and 312).
+    @Test func gstreamerMP4TrimsAreTheShortDurations() throws {
+        let file = try #require(Self.mp4Files["gst-mp4"])
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        let packets = try Probe.packets(file, "a:0")
+        let stored = try LostSamplesTests.read(daemon, file, .audio, nil).samples
+        try #require(stored.count == packets.count && stored.count > 2, "\(stored.count) samples, ffprobe lists \(packets.count)")
+        let first = try #require(packets.first?.duration), last = try #require(packets.last?.duration)
+        #expect(first < 960 && last < 960)
+        let starts = stored.map { Self.frames($0.trimDurationAtStart) }, ends = stored.map { Self.frames($0.trimDurationAtEnd) }
+        #expect(starts == [960 - first] + Array(repeating: 0, count: stored.count - 1), "\(starts.prefix(3))")
+        #expect(ends == Array(repeating: 0, count: stored.count - 1) + [960 - last], "\(ends.suffix(3))")
     }
 
     /// `trackctl read --passthrough --json` prints each sample's trims (value and timescale) when it has any.

@@ -18,6 +18,10 @@ struct PacketTimesTests {
         "h264-mkv": (mkv, "v:0", .video),  // B-frames: the first two packets have no DTS in ffprobe either
         "aac-mkv": (mkv, "a:0", .audio),  // 1024 frames at 48 kHz: 21 ms each (⌊21.33⌋)
         "flac-mka": (Media.make("times-flac.mka", sine44 + ["-c:a", "flac"]), "a:0", .audio),  // the last: 14 ms
+        // Opus in MP4: an edit from the pre-skip (312) to the end, inside the last packet (OpusTrimsTests: trims).
+        "opus-mp4": (OpusTrimsTests.mp4Files["ffmpeg-mp4"]!, "a:0", .audio),
+        // GStreamer's mp4mux: no edit; the first stts entry 648 (960 − pre-skip), the last 312.
+        "opus-mp4-gst": (OpusTrimsTests.mp4Files["gst-mp4"]!, "a:0", .audio),
     ]
     static let mkv = Media.make("times-h264-aac.mkv", [
         "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=30:duration=2", "-f", "lavfi", "-i",

@@ -105,9 +105,11 @@ GstFlowReturn swift_gst_pad_chain_stored(GstPad *pad, const guint8 *bytes, gsize
                                          GstClockTime dts, GstClockTime duration, gboolean delta,
                                          guint64 clip_start, guint64 clip_end);
 /// Gives the probed buffer a GstAudioClippingMeta of `start` and `end` samples (GST_FORMAT_DEFAULT), making it
-/// writable first (a copy when it is shared: the probe's info then holds the copy). Needs C: the probe info's data
-/// is a macro.
-void swift_gst_pad_probe_info_clip_audio(GstPadProbeInfo *info, guint64 start, guint64 end);
+/// writable first (a copy when it is shared: the probe's info then holds the copy), and moves its PTS and DTS
+/// `shift` ns later (its duration that much shorter; 0: unchanged) — a buffer clipped at the start is stamped
+/// where its first kept sample is, as oggdemux stamps Opus's. Needs C: the probe info's data and the buffer
+/// fields are macros.
+void swift_gst_pad_probe_info_clip_audio(GstPadProbeInfo *info, guint64 start, guint64 end, GstClockTime shift);
 /// Refuses the probed buffer, buffer list or event: unrefs it, makes `flow` the result its sender sees
 /// (GST_PAD_PROBE_INFO_FLOW_RETURN) and returns GST_PAD_PROBE_HANDLED. Needs C: function-like macros.
 GstPadProbeReturn swift_gst_pad_probe_refuse(GstPadProbeInfo *info, GstFlowReturn flow);

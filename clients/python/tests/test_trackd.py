@@ -162,6 +162,20 @@ class VideoTests(unittest.TestCase):
             padding = packets[-1]['side_data_list'][0]['discard_padding']
             self.assertEqual(Fraction(last[2].value, last[2].timescale), Fraction(padding, 48000))
             self.assertTrue(all(s[1] is None and s[2] is None for s in samples[1:-1]))
+        # Opus in MP4 (ffmpeg): the edit is the trims, the pre-skip on the first packet and, on the last, what lies
+        # after the edit's end (960 frames less ffprobe's duration for it).
+        path = suite.daemon.path('trims.mp4')
+        subprocess.run(['ffmpeg', '-hide_banner', '-loglevel', 'error', '-y', '-f', 'lavfi', '-i',
+                        'sine=frequency=440:sample_rate=48000:duration=1', '-c:a', 'libopus', '-f', 'mp4', path], check=True)
+        probe = json.loads(subprocess.run(['ffprobe', '-v', 'error', '-select_streams', 'a:0', '-show_entries',
+                                           'packet=duration', '-of', 'json', path], check=True, capture_output=True).stdout)
+        with suite.open(path) as asset:
+            audio = [t for t in asset.tracks if t.media_type == 'audio'][0]
+            samples = [(f.trim_at_start, f.trim_at_end) for f in asset.read(audio.id, passthrough=True)]
+        self.assertEqual(len(samples), len(probe['packets']))
+        self.assertEqual([Fraction(samples[0][0].value, samples[0][0].timescale), samples[-1][0]], [Fraction(312, 48000), None])
+        end = samples[-1][1]
+        self.assertEqual(Fraction(end.value, end.timescale), Fraction(960 - probe['packets'][-1]['duration'], 48000))
 
     def test_time_range(self):
         with suite.open() as asset:
