@@ -102,8 +102,10 @@ struct ServiceHardeningTests {
             child = try Child("python3", ["-c", ServiceHardeningTests.wrapper, ServiceHardeningTests.unitPath, umask, nofile,
                                           "/usr/bin/systemd-socket-activate", "-l", socketPath] + setenv + [Env.trackd],
                               stderr: logPath)
-            let socketPath = socketPath
-            waitUntil { FileManager.default.fileExists(atPath: socketPath) }
+            // systemd-socket-activate writes this once the socket listens (the file appears at bind, and a connect
+            // between the two is refused).
+            let logPath = logPath
+            waitUntil { DaemonLog.read(logPath).contains("Listening on ") }
             // The first connection starts trackd (socket activation), which builds a fresh plugin registry in its
             // cache directory, then its first worker: on a loaded 2-core machine that took longer than a client's
             // 30 s Hello bound. Started here by a status request that waits as long as it takes (the suite's time

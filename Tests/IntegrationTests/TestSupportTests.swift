@@ -124,4 +124,13 @@ struct CountdownTests {
         cancelled.cancel()
         #expect(holds(for: .milliseconds(200)) { fired.withLock { $0 } == 1 })
     }
+
+    /// A child that ignores SIGTERM (as systemd-socket-activate does before it execs trackd, with the test thread's
+    /// signals blocked) is killed once the grace has passed: terminate() never waits for ever.
+    @Test func terminateKillsAChildThatIgnoresSIGTERM() throws {
+        let ready = Env.tempDir("terminate") + "/ready"
+        let child = try Child("sh", ["-c", "trap '' TERM; : > \"$0\"; while :; do sleep 1; done", ready])
+        #expect(waitUntil { FileManager.default.fileExists(atPath: ready) })  // the trap is set
+        #expect(child.terminate(grace: .milliseconds(300)) == 128 + SIGKILL)
+    }
 }

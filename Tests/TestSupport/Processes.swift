@@ -80,8 +80,14 @@ public struct Child: Sendable {
         return waitid(P_PID, id_t(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info._sifields._sigchld.si_pid == 0
     }
 
-    public func terminate() -> Int32 {
+    /// SIGTERM, then SIGKILL if it has not exited within `grace`; returns as `wait()`. A child may hold SIGTERM
+    /// blocked: children inherit the spawning thread's signal mask, and a test thread's (libdispatch's) blocks most
+    /// signals — systemd-socket-activate, which never unblocks them before it execs trackd, ignored a SIGTERM sent
+    /// before the first connection, and a plain wait() then waited for ever.
+    @discardableResult
+    public func terminate(grace: Duration = defaultWaitTimeout) -> Int32 {
         kill(pid, SIGTERM)
+        if !waitUntil(timeout: grace, poll: .milliseconds(20), { !isRunning }) { kill(pid, SIGKILL) }
         return wait()
     }
 }
