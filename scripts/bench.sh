@@ -515,8 +515,9 @@ Clips: two of 1920x1080, 30 fps, $frames frames ($seconds s), no audio, each wit
 High with B-frames (x264enc bframes=2, I-frame every 30 frames; scripts/make-sample.sh); the N-clients-at-once and
 one-frame rows are its only. The ffmpeg clip (issue #26's): testsrc2 by ffmpeg's libx264 \`-preset veryfast\`
 (B-frames, a key frame at most every 250 frames). Rows are timed round-robin: a warm-up pass, then $runs passes that
-each run every row once in the table's order, so a noisy machine's drift spreads over all rows; a row's value is
-the median of its $runs times. A time is the wall time of the whole command (\$EPOCHREALTIME around \`bash -c\`)
+each run every row once in the table's order, so drift spreads over all rows; a row's value is the median of
+its $runs times; between runs the machine itself moves (the floor by up to a fifth), so compare runs
+by "× floor". A time is the wall time of the whole command (\$EPOCHREALTIME around \`bash -c\`)
 unless the row is self-timed. "CPU (s)" is the median user + system time of the row's process tree (bash's
 \`time\`) plus that of every trackd worker that served it (logged by the supervisor when it reaps the worker; a warm
 worker's includes its start-up, about 0.4 s). "× floor" is the ratio to GStreamer decoding the clip to a fakesink.
@@ -530,8 +531,7 @@ once. "connect to first frame (in-process)" is time.perf_counter() from just bef
 frame; its reference column holds the target.
 
 Peer rows (PyAV, OpenCV, decord, TorchCodec, and trackd's Python client beside them) are scripts/bench/peers.py,
-one fresh Python process per run in make bench's venv (.build/venv-bench: PyPI packages pinned in
-scripts/bench/requirements*.txt, the client from clients/python). Each is self-timed from just before the file is
+one fresh Python process per run in make bench's venv (.build/venv-bench, pinned in scripts/bench/requirements*.txt). Each is self-timed from just before the file is
 opened (for trackd: trackd.open, which connects) to the last frame as the array or tensor its user gets, imports
 excluded; "whole process (s)" is the same run's wall time, interpreter start and imports included. Every library is
 at its best documented settings: PyAV \`stream.thread_type = "AUTO"\` (its default, no threads, is the "no threads"
