@@ -494,6 +494,19 @@ print('Python %d.%d.%d; ' % sys.version_info[:3] + ', '.join(found))
 PY
 )
 fi
+# Which libavcodec decodes each row: Debian's (gst-libav, the ffmpeg CLI, TorchCodec) or one a wheel bundles
+# (auditwheel names it lib/<package>.libs/libavcodec-<hash>.so.<version>).
+avcodec="system $(ffmpeg -version 2>/dev/null | sed -n 's/^libavcodec *\([0-9]*\)\. *\([0-9]*\).*/\1.\2/p' | head -n 1)"
+if [[ -n $bpy ]]; then
+  avcodec+=$("$bpy" - <<'PY' 2>/dev/null || true
+import glob, os, re, site
+for pkg, libs in (('PyAV', 'av.libs'), ('OpenCV', 'opencv_python_headless.libs'), ('decord', 'decord.libs')):
+    for d in site.getsitepackages():
+        for f in glob.glob(os.path.join(d, libs, 'libavcodec-*.so.*')):
+            print(', %s %s' % (pkg, '.'.join(re.search(r'\.so\.(\d+)\.(\d+)', f).groups())), end='')
+PY
+)
+fi
 mkdir -p "$(dirname "$report")"
 # The command table names the clip, the cut file and the temp dir by a variable each, and paths from the repository.
 gops=${gops_of[gst]:-} gops_ff=${gops_of[ffmpeg]:-}
@@ -509,7 +522,7 @@ cat >"$report" <<MD
 # Benchmarks
 
 Made by \`make bench\` (scripts/bench.sh) on $(date -u '+%Y-%m-%d %H:%M UTC'); $(nproc) CPUs, ${cpu:-unknown CPU};
-GStreamer $gst; peer rows: $peers. Regenerate with \`make bench\`; numbers from another machine are not comparable.
+GStreamer $gst; peer rows: $peers; libavcodec: $avcodec. Regenerate with \`make bench\`; numbers from another machine are not comparable.
 
 Clips: two of 1920x1080, 30 fps, $frames frames ($seconds s), no audio, each with its own table. The GStreamer clip: H.264
 High with B-frames (x264enc bframes=2, I-frame every 30 frames; scripts/make-sample.sh); the N-clients-at-once and
