@@ -14,21 +14,51 @@ extension FrameIndex {
     /// Reads every stored sample of `trackID` (passthrough, no decoding) and indexes them; `progress` is called
     /// for each sample (a long file's pass is work in progress, not a stalled worker).
     public static func build(source: MediaSource, trackID: UInt32, progress: () -> Void = {}) throws(TrackError) -> FrameIndex {
+        var stored: [StoredSample] = []
+        try forEachStoredSample(source: source, trackID: trackID, progress: progress) { (s) throws(TrackError) in
+            guard let pts = s.presentationTime.nanoseconds else {
+                throw TrackError(.fileFailedToParse, "sample \(stored.count) of track \(trackID) has no presentation time; frames cannot be indexed")
+            }
+            stored.append(StoredSample(presentationTime: pts, duration: s.duration.nanoseconds, isSync: s.isSync))
+        }
+        guard !stored.isEmpty else { throw TrackError.trackHasNoFrames(trackID) }
+        return FrameIndex(parsedSamples: stored)
+    }
+
+    /// The frames of an elementary stream's track, which carry no timestamps — the parser gives each stored sample
+    /// only a duration, one frame at the rate the stream states — timed as the decoder times them: the first at 0,
+    /// each of the others where the one before it ends. Only for the track's timing (FrameTiming: its span and frame
+    /// rate): the times are in decode order, so in a stream with B-frames a frame's decode position is not that of
+    /// the picture shown at its time, and ReadFrames cannot use this index. Thrown when a sample has no duration.
+    public static func untimed(source: MediaSource, trackID: UInt32, progress: () -> Void = {}) throws(TrackError) -> FrameIndex {
+        var stored: [StoredSample] = []
+        var end: Int64 = 0
+        try forEachStoredSample(source: source, trackID: trackID, progress: progress) { (s) throws(TrackError) in
+            guard let duration = s.duration.nanoseconds, duration > 0, !s.presentationTime.isValid else {
+                throw TrackError(.fileFailedToParse, "sample \(stored.count) of track \(trackID) has a timestamp or no duration; it is not an untimed stream")
+            }
+            stored.append(StoredSample(presentationTime: end, duration: duration, isSync: s.isSync))
+            end = end.addingReportingOverflow(duration).partialValue
+        }
+        guard !stored.isEmpty else { throw TrackError.trackHasNoFrames(trackID) }
+        return FrameIndex(parsedSamples: stored)
+    }
+
+    /// Pulls every stored sample of `trackID` through the passthrough pipeline (demuxer and parser, no decoding), in
+    /// decode order, into `each`.
+    static func forEachStoredSample(source: MediaSource, trackID: UInt32, progress: () -> Void,
+                                    _ each: (PulledSample) throws(TrackError) -> Void) throws(TrackError) {
         let pipeline = try TrackPipeline(source: source, trackID: trackID, mode: .passthrough, timeRange: .everything)
         defer { pipeline.stop() }
-        var stored: [StoredSample] = []
         var timeouts = 0
-        pulling: while true {
+        while true {
             switch pipeline.pull(timeoutNs: 1_000_000_000) {
             case .sample(let s):
                 timeouts = 0
-                guard let pts = s.presentationTime.nanoseconds else {
-                    throw TrackError(.fileFailedToParse, "sample \(stored.count) of track \(trackID) has no presentation time; frames cannot be indexed")
-                }
-                stored.append(StoredSample(presentationTime: pts, duration: s.duration.nanoseconds, isSync: s.isSync))
+                try each(s)
                 progress()
             case .endOfStream:
-                break pulling
+                return
             case .timeout:
                 timeouts += 1
                 if timeouts >= 30 { throw TrackError(.failedToLoadMediaData, "indexing track \(trackID): no sample for 30 s") }
@@ -36,8 +66,6 @@ extension FrameIndex {
                 throw error
             }
         }
-        guard !stored.isEmpty else { throw TrackError.trackHasNoFrames(trackID) }
-        return FrameIndex(parsedSamples: stored)
     }
 }
 

@@ -10,7 +10,7 @@ import SystemCalls
 ///   for every track;
 /// - AVI: a video stream's strh rate and scale (its frames are `scale/rate` s apart), the minimum frame duration one
 ///   tick; audio streams are left to the sample rate;
-/// - MPEG-TS: 90 kHz for every track.
+/// - MPEG-TS and MPEG-PS: 90 kHz for every track (the PTS/DTS clock).
 /// A track this finds nothing for is left to the caller (audio: its sample rate; else nanoseconds).
 public enum TrackTimescale {
     /// One stream's clock. `id`: the container's track number (MP4 track_ID, Matroska TrackNumber), nil when
@@ -43,16 +43,26 @@ public enum TrackTimescale {
         switch container(head: head) {
         case .avi: return avi(head)
         case .matroska: return matroska(head)
-        case .transportStream: return [Clock(id: nil, kind: .any, grid: TimeGrid.orNanoseconds(timescale: 90_000))]
+        case .transportStream, .programStream: return [Clock(id: nil, kind: .any, grid: TimeGrid.orNanoseconds(timescale: 90_000))]
         case .mp4:
             guard let moov = ContainerIndex.readMovie(file, fileSize: size) else { return [] }
             return mp4(movie: moov)
-        case .other: return []
+        case .elementaryStream, .other: return []
         }
     }
 
-    /// The kinds of container whose clock trackd treats apart.
-    public enum Container: Sendable, Equatable { case mp4, matroska, transportStream, avi, other }
+    /// The kinds of container whose clock trackd treats apart. `programStream`: MPEG-PS (a pack header first);
+    /// `elementaryStream`: a bare video stream of start codes (Annex B H.264/HEVC, MPEG video), no container at all.
+    public enum Container: Sendable, Equatable {
+        case mp4, matroska, transportStream, programStream, elementaryStream, avi, other
+
+        /// Whether a track's time range is its packets' (PROTOCOL.md §7.2): the container states no track duration —
+        /// MPEG-TS and MPEG-PS carry only packet timestamps, an elementary stream not even those — and what the
+        /// demuxer says a track lasts is an estimate from the PCRs or SCRs and the byte rate.
+        public var spansPackets: Bool {
+            self == .transportStream || self == .programStream || self == .elementaryStream
+        }
+    }
 
     /// The container of the file `fd` (the caller keeps it open), by its first bytes.
     public static func container(fd: Int32) -> Container {
@@ -70,6 +80,7 @@ public enum TrackTimescale {
         if head.starts(with: [0x1A, 0x45, 0xDF, 0xA3]) { return .matroska }
         if isTransportStream(head) { return .transportStream }
         if head.count >= 8, ["ftyp", "moov", "mdat", "free", "skip", "wide", "pnot"].contains(fourCC(head, 4)) { return .mp4 }
+        if let code = startCode(head) { return code == 0xBA ? .programStream : .elementaryStream }
         return .other
     }
 
@@ -243,6 +254,17 @@ public enum TrackTimescale {
 
     static func le32(_ b: [UInt8], _ at: Int) -> UInt32 {
         (0..<4).reduce(UInt32(0)) { $0 | UInt32(b[at + $1]) << (8 * $1) }
+    }
+
+    // ── MPEG-PS, elementary streams ──────────────────────────────────────────────────────────────────────────────
+
+    /// The start code the bytes open with (00 00 01 xx, or 00 00 00 01 xx as Annex B writes its first NAL unit):
+    /// xx, the stream id (0xBA: an MPEG-PS pack header; an H.264/HEVC NAL header byte or an MPEG video start code
+    /// otherwise); nil when they open with anything else.
+    static func startCode(_ b: [UInt8]) -> UInt8? {
+        if b.count >= 5, b[0] == 0, b[1] == 0, b[2] == 0, b[3] == 1 { return b[4] }
+        if b.count >= 4, b[0] == 0, b[1] == 0, b[2] == 1 { return b[3] }
+        return nil
     }
 
     // ── MPEG-TS ──────────────────────────────────────────────────────────────────────────────────────────────────

@@ -8,13 +8,23 @@ import MediaVocabulary
 /// IntegrationTests' TimescaleTests).
 @Suite(.timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs) struct TrackTimescaleTests {
     static func clocks(_ bytes: [UInt8]) throws -> [TrackTimescale.Clock] {
+        try reading(bytes) { TrackTimescale.read(fd: $0) }
+    }
+
+    /// The container the bytes are, by TrackTimescale.container(fd:).
+    static func container(_ bytes: [UInt8]) throws -> TrackTimescale.Container {
+        try reading(bytes) { TrackTimescale.container(fd: $0) }
+    }
+
+    /// `body` on a descriptor of a temporary file holding `bytes`.
+    static func reading<T>(_ bytes: [UInt8], _ body: (Int32) -> T) throws -> T {
         let url = FileManager.default.temporaryDirectory.appendingPathComponent("timescale-\(UUID().uuidString)")
         try Data(bytes).write(to: url)
         defer { try? FileManager.default.removeItem(at: url) }
         let fd = open(url.path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw CocoaError(.fileReadNoPermission) }
         defer { close(fd) }
-        return TrackTimescale.read(fd: fd)
+        return body(fd)
     }
 
     /// Each trak's mdhd timescale by tkhd track_ID; a video track's smallest stts delta.
@@ -85,5 +95,24 @@ import MediaVocabulary
         for i in 0..<6 { ts[188 * i] = 0x47 }
         #expect(try Self.clocks(ts).first?.grid == TimeGrid(timescale: 90_000))
         #expect(try Self.clocks(Array("this is not a container at all".utf8)).isEmpty)
+    }
+
+    /// MPEG-PS (a pack header first): 90 kHz for every track; an elementary stream of start codes (Annex B H.264 or
+    /// HEVC, MPEG video): no clock. Both, and MPEG-TS, span their packets; an MP4 whose first box has a 64-bit size
+    /// (size field 1, like a start code) is still an MP4.
+    @Test func programAndElementaryStreams() throws {
+        let pad = [UInt8](repeating: 0xFF, count: 64)
+        let pack: [UInt8] = [0, 0, 1, 0xBA, 0x44, 0, 4, 0, 4, 1, 1, 0x89, 0xC3, 0xF8] + pad
+        #expect(try Self.container(pack) == .programStream)
+        #expect(try Self.clocks(pack) == [TrackTimescale.Clock(id: nil, kind: .any, grid: TimeGrid(timescale: 90_000)!)])
+        for stream: [UInt8] in [[0, 0, 0, 1, 0x67, 0x64, 0, 0x0C], [0, 0, 0, 1, 0x40, 0x01, 0x0C, 0x01], [0, 0, 1, 0xB3, 0x0A, 0]] {
+            #expect(try Self.container(stream + pad) == .elementaryStream, "\(stream)")
+            #expect(try Self.clocks(stream + pad).isEmpty, "\(stream)")
+        }
+        #expect(try Self.container([0, 0, 0, 1] + Array("ftyp".utf8) + pad) == .mp4)
+        let spanning: [TrackTimescale.Container] = [.transportStream, .programStream, .elementaryStream]
+        for kind: TrackTimescale.Container in [.mp4, .matroska, .transportStream, .programStream, .elementaryStream, .avi, .other] {
+            #expect(kind.spansPackets == spanning.contains(kind), "\(kind)")
+        }
     }
 }

@@ -57,6 +57,14 @@ extension Session {
                 return index
             }
         }
+
+        /// An elementary stream's frames timed by their durations (FrameIndex.untimed): for the track's description
+        /// only, never kept for reads nor given to the cache.
+        func untimed(source: MediaSource, trackID: UInt32) throws(TrackError) -> FrameIndex {
+            let index = try FrameIndex.untimed(source: source, trackID: trackID) { slot.progress() }
+            Log.info("track \(trackID): timed \(index.frames.count) untimed frames by their durations")
+            return index
+        }
     }
 
     /// OpenAsset: the media descriptor (taken from `media`, which the request's background thread received) becomes a
@@ -95,8 +103,10 @@ extension Session {
         let (onGrids, grids) = Self.placeOnGrids(Self.inTrackIDOrder(discovered.tracks), source: source)
         let timed = Self.withFrameTiming(onGrids, grids: grids, source: source, indexes: indexes)
         let (tracks, metadata) = Self.withMetadata(timed, source: source)
+        let duration = Self.assetDuration(tracks, grids: grids, demuxers: discovered.duration,
+                                          spansPackets: source.container.spansPackets)
         // What is cached and answered.
-        let found = AssetOpened(assetID: 0, duration: discovered.duration, tracks: tracks, metadata: metadata).boundingMetadata()
+        let found = AssetOpened(assetID: 0, duration: duration, tracks: tracks, metadata: metadata).boundingMetadata()
         // Only when the file did not change while it was read (else the key would not match what was found), and
         // only audio and video: discovery does not wait for a subtitle track's data, so its language tag may not
         // have arrived yet — a description without it must not be the answer for every later open.

@@ -53,17 +53,24 @@ extension Session {
     /// sample tables, else a parse-only pass over the track (kept in `indexes`, and given to the frame-index cache,
     /// so a read of the track does not index it again). A track whose index cannot be made keeps what `onGrid` gave
     /// it (the rate the demuxer states, the container's smallest frame duration or one frame at that rate).
-    /// In an MPEG-TS, which states no duration (tsdemux's is an estimate from the PCRs and the byte rate), every
-    /// audio and video track's time range is its packets' (`spansFromPackets`).
+    /// In an MPEG-TS, an MPEG-PS or an elementary stream, which state no duration (the demuxer's is an estimate from
+    /// the PCRs or SCRs and the byte rate), every audio and video track's time range is its packets' (`spansPackets`);
+    /// an elementary stream's packets have no timestamps, and are timed by their durations (`FrameIndex.untimed`).
     static func withFrameTiming(_ tracks: [TrackDescription], grids: [UInt32: TimeGrid], source: MediaSource,
                                 indexes: FrameIndexes) -> [TrackDescription] {
-        let spansFromPackets = source.container == .transportStream
+        let container = source.container
         return tracks.map { track in
-            guard track.mediaType == .video || (spansFromPackets && track.mediaType == .audio) else { return track }
+            guard track.mediaType == .video || (container.spansPackets && track.mediaType == .audio) else { return track }
             let grid = grids[track.id] ?? .nanoseconds
             let index: FrameIndex
             do throws(TrackError) {
-                index = try indexes.index(source: source, trackID: track.id)
+                // An elementary stream's frames have no timestamps: timed by their durations, for the description
+                // only (one whose parser does time them is indexed as any other).
+                if container == .elementaryStream, let untimed = try? indexes.untimed(source: source, trackID: track.id) {
+                    index = untimed
+                } else {
+                    index = try indexes.index(source: source, trackID: track.id)
+                }
             } catch {
                 // Said when the track is read (a damaged file's reads warn); the description stays the demuxer's.
                 Log.info("track \(track.id): no frame index (\(error.message)); its description stays the demuxer's")
@@ -71,7 +78,7 @@ extension Session {
             }
             guard let timing = FrameTiming(index, grid: grid), timing.span > 0 else { return track }
             var timed = track
-            if spansFromPackets { timed = spanningPackets(timed, timing) }
+            if container.spansPackets { timed = spanningPackets(timed, timing) }
             if track.mediaType == .video {
                 timed.nominalFrameRate = timing.nominalFrameRate
                 timed.minFrameDuration = timing.minFrameDuration
@@ -88,6 +95,22 @@ extension Session {
         track.timeRangeStart = MediaTime(value: timing.start, timescale: timing.timescale)
         track.duration = MediaTime(value: timing.span, timescale: timing.timescale)
         return track
+    }
+
+    /// The asset's duration (AssetOpened, in nanoseconds): AVAsset's, the end of its longest track. In a container
+    /// whose tracks span their packets (`spansPackets`: MPEG-TS, MPEG-PS, an elementary stream), the latest end
+    /// (`timeRangeStart + duration`, on the track's grid) of its audio and video tracks, which the demuxer's estimate
+    /// (`demuxers`) is not; elsewhere, and when no such track has a numeric range, the demuxer's: the container's
+    /// stated duration (MP4/MOV `mvhd`, Matroska Info/Duration …).
+    static func assetDuration(_ tracks: [TrackDescription], grids: [UInt32: TimeGrid], demuxers: MediaTime,
+                              spansPackets: Bool) -> MediaTime {
+        guard spansPackets else { return demuxers }
+        let ends = tracks.filter { $0.mediaType == .video || $0.mediaType == .audio }.compactMap { track -> Int64? in
+            guard track.timeRangeStart.isNumeric, track.duration.isNumeric,
+                  let end = FrameIndex.rangeEnd(MediaTimeRange(start: track.timeRangeStart, duration: track.duration)) else { return nil }
+            return (grids[track.id] ?? .nanoseconds).nanoseconds(end)
+        }
+        return ends.max().map(MediaTime.nanoseconds) ?? demuxers
     }
 
     /// The tracks of a newly discovered asset on their grids, and the grids.

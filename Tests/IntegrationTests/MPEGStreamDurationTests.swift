@@ -1,0 +1,204 @@
+import Foundation
+import TestSupport
+import Testing
+import TrackClient
+
+/// MPEG-TS and MPEG-PS track time ranges, last samples and asset durations against ffprobe, integers in the stream's
+/// time_base (1/90000), on trackd's timeline (ffprobe's less the first PCR of a TS, TransportStreamTimesTests, or the
+/// first pack's SCR of a PS, 0 in these files): each audio and video track starts at ffprobe's `start_pts` and lasts
+/// to the end of its last packet (PTS + ffprobe's packet duration, presentation order); a video track's duration is
+/// ffprobe's `duration_ts`, and so is an audio track's where ffprobe's is its packets' (one frame per PES, and ffmpeg's
+/// MP2 in a PS). Where ffmpeg's TS muxer packs several audio frames into a PES, and for AC-3 in a VOB, ffprobe's
+/// `duration_ts` is an estimate short of the packets it lists: trackd's is the packets' (PROTOCOL.md §7.2). The last
+/// decoded and passthrough sample of each track is ffprobe's last frame/packet, PTS and duration; the asset lasts
+/// until its longest track ends. Files made at test time by ffmpeg (TS: H.264 + AAC, H.264, MPEG-2 + MP2; PS:
+/// MPEG-2 + MP2 with `-f mpeg`, MPEG-2 + AC-3 with `-f vob`) and by GStreamer (x264enc + avenc_aac in mpegtsmux,
+/// x264enc + avenc_mp2 in mpegpsmux).
+///
+/// Left out, as PROTOCOL.md §7.2 says: the video of ffmpeg's PS files (mpegvideoparse leaves the frames whose PES
+/// header has no PTS without one, so the track has no frame index and keeps mpegpsdemux's estimate), and in
+/// GStreamer's PS the decoded video and the audio track (mpegpsdemux 1.22 delivers neither from the file's start:
+/// the first 11 decoded frames and 5 MP2 packets are missing; the stored video packets are all there).
+@Suite(.timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs) struct MPEGStreamDurationTests {
+    static let video = ["-f", "lavfi", "-i", "testsrc2=size=160x90:rate=30:duration=2"]
+    static let audio = ["-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000:duration=2"]
+    static let gstVideo = ["videotestsrc", "num-buffers=60", "!", "video/x-raw,format=I420,width=160,height=90,framerate=30/1", "!",
+                           "x264enc", "bframes=2", "!", "h264parse", "!"]
+    static let gstAudio = ["audiotestsrc", "num-buffers=94", "samplesperbuffer=1024", "!", "audio/x-raw,rate=48000,channels=2", "!"]
+    static let files: [String: String] = [
+        "ts-ffmpeg-h264-aac": Media.make("tsdur-h264-aac.ts", video + audio + TimescaleTests.x264 + ["-c:a", "aac", "-ac", "2"]),
+        "ts-ffmpeg-h264": Media.make("tsdur-h264.ts", video + TimescaleTests.x264),
+        "ts-ffmpeg-mpeg2-mp2": Media.make("tsdur-mpeg2-mp2.ts", video + audio + ["-c:v", "mpeg2video", "-c:a", "mp2"]),
+        "ts-gstreamer-h264-aac": Media.makeWithGStreamer("tsdur-gst-h264-aac.ts", gstVideo + ["mpegtsmux", "name=m"]
+            + gstAudio + ["avenc_aac", "!", "aacparse", "!", "m.", "m."]),
+        "ps-ffmpeg-mpeg2-mp2": Media.make("psdur-mpeg2-mp2.mpg", video + audio + ["-c:v", "mpeg2video", "-c:a", "mp2", "-f", "mpeg"]),
+        "ps-ffmpeg-mpeg2-ac3": Media.make("psdur-mpeg2-ac3.vob", video + audio + ["-c:v", "mpeg2video", "-c:a", "ac3", "-f", "vob"]),
+        "ps-gstreamer-h264-mp2": Media.makeWithGStreamer("psdur-gst-h264-mp2.mpg", gstVideo + ["mpegpsmux", "name=m"]
+            + gstAudio + ["avenc_mp2", "!", "mpegaudioparse", "!", "m.", "m."]),
+    ]
+    static let kinds = files.keys.sorted()
+    /// The files whose video track has a frame index (every frame has a PTS; decoded in a TS, see above), and those
+    /// whose audio track is read from the file's start.
+    static let videoKinds = kinds.filter { $0.hasPrefix("ts-") || $0 == "ps-gstreamer-h264-mp2" }
+    static let audioKinds = kinds.filter { !$0.hasSuffix("h264") && $0 != "ps-gstreamer-h264-mp2" }
+
+    /// ffprobe's view of one stream (v:0, a:0): start_pts, duration_ts, packets (decode order) and decoded frames
+    /// (presentation order), integers in the time_base 1/90000.
+    struct Stream {
+        var startPTS: Int64
+        var durationTS: Int64
+        var packets: [(pts: Int64, dts: Int64, duration: Int64)]
+        var frames: [(pts: Int64, samples: Int64?)]
+
+        /// Where the last packet in presentation order ends: its PTS plus its duration.
+        var packetsEnd: Int64 {
+            let last = packets.max { ($0.pts, $0.duration) < ($1.pts, $1.duration) }!
+            return last.pts + last.duration
+        }
+    }
+
+    static func probe(_ file: String, _ stream: String) throws -> Stream {
+        let r = try run("ffprobe", ["-v", "error", "-select_streams", stream, "-show_entries",
+                                    "stream=time_base,start_pts,duration_ts:packet=pts,dts,duration:frame=pts,nb_samples",
+                                    "-of", "json", file])
+        #expect(r.status == 0, "ffprobe: \(r.stderr)")
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(r.text.utf8)) as? [String: Any])
+        let info = try #require((json["streams"] as? [[String: Any]])?.first)
+        #expect(info["time_base"] as? String == "1/90000", "\(file) \(stream)")
+        let int = { (o: [String: Any], k: String) -> Int64? in (o[k] as? NSNumber)?.int64Value }
+        let both = json["packets_and_frames"] as? [[String: Any]] ?? []
+        let packets = try both.filter { $0["type"] as? String == "packet" }.map {
+            (try #require(int($0, "pts")), try #require(int($0, "dts")), try #require(int($0, "duration")))
+        }
+        let frames = try both.filter { $0["type"] as? String == "frame" }.map { (try #require(int($0, "pts")), int($0, "nb_samples")) }
+        try #require(!packets.isEmpty && !frames.isEmpty, "ffprobe listed no packets or frames of \(file) \(stream)")
+        return Stream(startPTS: try #require(int(info, "start_pts")), durationTS: try #require(int(info, "duration_ts")),
+                      packets: packets, frames: frames)
+    }
+
+    /// Where the demuxer starts `file`'s timeline, in 1/90000 s: a TS's first PCR, a PS's first SCR.
+    static func origin(_ file: String) throws -> Int64 {
+        let bytes = [UInt8](try #require(FileManager.default.contents(atPath: file)))
+        return try #require(file.hasSuffix(".ts") ? TransportStreamTimesTests.firstPCR(bytes) : firstSCR(bytes), "\(file)")
+    }
+
+    /// The system_clock_reference_base (90 kHz) of the first pack header (00 00 01 BA): MPEG-2's ('01' first) or
+    /// MPEG-1's ('0010' first) layout.
+    static func firstSCR(_ b: [UInt8]) -> Int64? {
+        guard let at = (0..<max(b.count - 13, 0)).first(where: { b[$0] == 0 && b[$0 + 1] == 0 && b[$0 + 2] == 1 && b[$0 + 3] == 0xBA })
+        else { return nil }
+        let p = b[(at + 4)..<(at + 9)].map(Int64.init)
+        if p[0] & 0xC0 == 0x40 {
+            return (p[0] & 0x38) << 27 | (p[0] & 0x03) << 28 | p[1] << 20 | (p[2] & 0xF8) << 12 | (p[2] & 0x03) << 13
+                | p[3] << 5 | p[4] >> 3
+        }
+        return (p[0] & 0x0E) << 29 | p[1] << 22 | (p[2] & 0xFE) << 14 | p[3] << 7 | p[4] >> 1
+    }
+
+    /// `value` ticks of 1/90000 s on trackd's timeline for `file`.
+    static func timeline(_ file: String) throws -> (Int64) -> MediaTime {
+        let origin = try Self.origin(file)
+        return { MediaTime(value: $0 - origin, timescale: 90000) }
+    }
+
+    /// `a` and `b` are the same rational time (cross-multiplied; no float).
+    static func same(_ a: MediaTime, _ b: MediaTime) -> Bool {
+        a.isNumeric && b.isNumeric && Int128(a.value) * Int128(b.timescale) == Int128(b.value) * Int128(a.timescale)
+    }
+
+    /// The `kind` file's ffprobe view of its first `type` stream, trackd's timeline for it, a daemon (the caller
+    /// stops it), the file opened on it and its first track of `type`.
+    static func open(_ kind: String, _ type: MediaType) throws
+        -> (Stream, (Int64) -> MediaTime, Daemon, Asset, AssetTrack) {
+        let file = try #require(Self.files[kind])
+        let (probe, time) = (try Self.probe(file, type == .video ? "v:0" : "a:0"), try Self.timeline(file))
+        let daemon = try Daemon()
+        do {
+            let asset = try Asset(path: file, socketPath: daemon.socketPath)
+            return (probe, time, daemon, asset, try #require(asset.tracks(withMediaType: type).first))
+        } catch {
+            daemon.stop()
+            throw error
+        }
+    }
+
+    @Test(arguments: videoKinds) func videoTrackAndLastFrameAreFfprobes(kind: String) throws {
+        let (probe, time, daemon, asset, track) = try Self.open(kind, .video)
+        defer { daemon.stop() }
+        #expect(track.naturalTimeScale == 90000, "\(kind) timescale")
+        #expect(track.timeRangeStart == time(probe.startPTS), "\(kind) start")
+        #expect(track.duration == MediaTime(value: probe.durationTS, timescale: 90000), "\(kind) duration")
+        #expect(probe.durationTS == probe.packetsEnd - probe.startPTS, "\(kind): ffprobe's duration is its packets'")
+        // Decoded: every frame, the last one lasting its packet's duration (to the track's end).
+        if kind.hasPrefix("ts-") {
+            let decoded = try TimescaleTests.read(asset, track, TimescaleTests.y420)
+            let lastFrame = try #require(probe.frames.last)
+            let lastPacket = try #require(probe.packets.first { $0.pts == lastFrame.pts })
+            #expect(decoded.count == probe.frames.count, "\(kind) decoded frames")
+            #expect(decoded.last?.presentationTimeStamp == time(lastFrame.pts), "\(kind) last decoded PTS")
+            #expect(decoded.last?.duration == MediaTime(value: lastPacket.duration, timescale: 90000), "\(kind) last decoded duration")
+        }
+        // Passthrough: every packet; the last one (decode order) with ffprobe's PTS, DTS and duration.
+        let stored = try TimescaleTests.read(asset, track, nil)
+        let last = try #require(probe.packets.last)
+        #expect(stored.count == probe.packets.count, "\(kind) passthrough samples")
+        #expect(stored.last?.presentationTimeStamp == time(last.pts), "\(kind) last passthrough PTS")
+        #expect(stored.last?.decodeTimeStamp == time(last.dts), "\(kind) last passthrough DTS")
+        #expect(stored.last?.duration == MediaTime(value: last.duration, timescale: 90000), "\(kind) last passthrough duration")
+    }
+
+    @Test(arguments: audioKinds) func audioTrackAndLastPacketAreFfprobes(kind: String) throws {
+        let (probe, time, daemon, asset, track) = try Self.open(kind, .audio)
+        defer { daemon.stop() }
+        #expect(track.naturalTimeScale == 90000, "\(kind) timescale")
+        #expect(track.timeRangeStart == time(probe.startPTS), "\(kind) start")
+        #expect(track.duration == MediaTime(value: probe.packetsEnd - probe.startPTS, timescale: 90000), "\(kind) duration")
+        // ffprobe's stream duration: its packets' where a PES carries one frame (GStreamer's muxer) and for ffmpeg's
+        // MP2 in a PS; an estimate short of them where ffmpeg's TS muxer packed several frames into a PES (the last
+        // PES's PTS plus one frame) and for AC-3 in a VOB (the documented difference).
+        if kind.contains("gstreamer") || kind == "ps-ffmpeg-mpeg2-mp2" {
+            #expect(track.duration == MediaTime(value: probe.durationTS, timescale: 90000), "\(kind) duration_ts")
+        } else {
+            #expect(probe.durationTS < track.duration.value, "\(kind): ffprobe's estimate \(probe.durationTS)")
+        }
+        // Passthrough: every packet, the last one with ffprobe's PTS and duration.
+        let stored = try TimescaleTests.read(asset, track, nil)
+        let last = try #require(probe.packets.last)
+        #expect(stored.count == probe.packets.count, "\(kind) passthrough samples")
+        #expect(stored.last?.presentationTimeStamp == time(last.pts), "\(kind) last passthrough PTS")
+        #expect(stored.last?.duration == MediaTime(value: last.duration, timescale: 90000), "\(kind) last passthrough duration")
+        // Decoded (at the track's 48 kHz): every sample ffmpeg decodes; the last buffer starts at the sample nearest
+        // ffprobe's last frame and ends at the track's end.
+        let settings: [String: SettingValue] = [SettingsKey.formatID: .int(0x6C70_636D), SettingsKey.bitDepth: .int(16),
+                                                SettingsKey.isFloat: .bool(false)]
+        let decoded = try TimescaleTests.read(asset, track, settings)
+        let lastFrame = try #require(probe.frames.last)
+        let samples = try probe.frames.map { try #require($0.samples) }
+        #expect(decoded.reduce(0) { $0 + $1.numberOfSamples } == Int(samples.reduce(0, +)), "\(kind) decoded samples")
+        let decodedLast = try #require(decoded.last)
+        let nearest = ((time(lastFrame.pts).value * 48000) + 45000) / 90000
+        #expect(decodedLast.presentationTimeStamp == MediaTime(value: nearest, timescale: 48000), "\(kind) last decoded PTS")
+        #expect(Self.same(decodedLast.duration, MediaTime(value: last.duration, timescale: 90000)), "\(kind) last decoded duration")
+        #expect(decodedLast.duration == MediaTime(value: samples.last!, timescale: 48000), "\(kind) last decoded frames")
+    }
+
+    /// The asset's duration (AssetOpened, nanoseconds) is where its longest track ends, AVAsset's rule: the latest
+    /// `timeRangeStart + duration` of its tracks, here the latest end of ffprobe's packets of any stream on trackd's
+    /// timeline (in ffmpeg's PS the audio's: the video keeps mpegpsdemux's estimate, which ends earlier) — not the
+    /// demuxer's estimate.
+    @Test(arguments: kinds) func assetLastsUntilItsLongestTrackEnds(kind: String) throws {
+        let file = try #require(Self.files[kind])
+        let time = try Self.timeline(file)
+        let exact = kind.hasSuffix("h264") ? ["v:0"] : kind.hasPrefix("ps-ffmpeg") ? ["a:0"] : ["v:0", "a:0"]
+        let latest = try exact.map { try Self.probe(file, $0).packetsEnd }.max()!
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        let asset = try Asset(path: file, socketPath: daemon.socketPath)
+        #expect(asset.tracks.count == (kind.hasSuffix("h264") ? 1 : 2), "\(kind) tracks")
+        #expect(asset.tracks.allSatisfy { $0.timeRangeStart.timescale == 90000 && $0.duration.timescale == 90000 }, "\(kind)")
+        let end = try #require(asset.tracks.map { $0.timeRangeStart.value + $0.duration.value }.max())
+        #expect(MediaTime(value: end, timescale: 90000) == time(latest), "\(kind) latest end")
+        // The end tick in GStreamer's nanoseconds: ⌊ticks × 10⁹ / 90000⌋ (PROTOCOL.md §7.1).
+        #expect(asset.duration == MediaTime(value: end * 1_000_000_000 / 90000, timescale: 1_000_000_000), "\(kind) asset duration")
+    }
+}
