@@ -13,7 +13,7 @@ import unittest
 import trackd
 from trackd import _wire as w
 
-from test_violations import ASSET_OPENED, OUTPUT_CREATED, TIMEOUT, FakeWorker
+from test_violations import TIMEOUT, FakeWorker, create_output
 
 SLOTS, SLOT_SIZE = 4, 4096
 SAMPLE = struct.Struct('<IIIQqiIqiIqiIIIII' 'IBBBBB' 'IQIII' 'I')  # §9 Sample: one plane, revision 0's records
@@ -36,11 +36,7 @@ class ReleaseOrderTests(unittest.TestCase):
         self.got = []
 
         def script(conn, read):
-            _, rid, _ = read()
-            conn.sendall(w.frame(w.ASSET_OPENED, ASSET_OPENED, rid))
-            type_, rid, _ = read()
-            assert type_ == w.CREATE_OUTPUT
-            conn.sendall(w.frame(w.OUTPUT_CREATED, OUTPUT_CREATED, rid))
+            rid = create_output(conn, read)
             fd = os.memfd_create('pool', os.MFD_ALLOW_SEALING)
             os.ftruncate(fd, SLOTS * SLOT_SIZE)
             fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL)

@@ -24,6 +24,22 @@ _SYNC, _DTS_VALID, _DISCONT, _DROPPABLE = w.SAMPLE_SYNC, w.SAMPLE_DTS_VALID, w.S
 _FORMAT_NAMES = {}  # a Sample's format code -> its name (w.fourcc_to_str), made once per code
 
 
+def _field(key):
+    return property(lambda frame: frame._sample[key])
+
+
+def _flag(bit):
+    return property(lambda frame: bool(frame._sample['flags'] & bit))
+
+
+def _trim(i):
+    """A trim duration (the Sample's flag 16 fields), None when absent or zero."""
+    def trim(frame):
+        trims = frame._sample['trims']
+        return trims[i] if trims and trims[i].value else None
+    return property(trim)
+
+
 class _ArrayView:
     """Hands numpy a view into a pool through __array_interface__, so that the array's base is this object,
     which keeps the Frame (and so its slot and mapping) alive as long as the array exists."""
@@ -88,15 +104,18 @@ class Frame:
             self._base = 0
             self.release()
 
-    # -- the sample's fields
+    # -- the sample's fields (read from the decoded Sample when asked for)
 
-    @property
-    def presentation_time(self):
-        return self._sample['pts']
-
-    @property
-    def duration_time(self):
-        return self._sample['duration']
+    presentation_time = _field('pts')
+    duration_time = _field('duration')
+    flags = _field('flags')
+    colorimetry = _field('colorimetry')
+    frame_count = _field('frame_count')
+    sync = _flag(_SYNC)
+    discontinuity = _flag(_DISCONT)
+    droppable = _flag(_DROPPABLE)
+    trim_at_start = _trim(0)
+    trim_at_end = _trim(1)
 
     @property
     def decode_time(self):
@@ -109,40 +128,6 @@ class Frame:
     @property
     def duration(self):
         return self._sample['duration'].seconds
-
-    @property
-    def flags(self):
-        return self._sample['flags']
-
-    @property
-    def sync(self):
-        return bool(self._sample['flags'] & _SYNC)
-
-    @property
-    def discontinuity(self):
-        return bool(self._sample['flags'] & _DISCONT)
-
-    @property
-    def droppable(self):
-        return bool(self._sample['flags'] & _DROPPABLE)
-
-    @property
-    def colorimetry(self):
-        return self._sample['colorimetry']
-
-    @property
-    def frame_count(self):
-        return self._sample['frame_count']
-
-    @property
-    def trim_at_start(self):
-        trims = self._sample.get('trims')
-        return trims[0] if trims and trims[0].value else None
-
-    @property
-    def trim_at_end(self):
-        trims = self._sample.get('trims')
-        return trims[1] if trims and trims[1].value else None
 
     # -- lifetime
 
