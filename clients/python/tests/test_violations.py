@@ -32,6 +32,17 @@ ASSET_OPENED = struct.pack('<IqiIH', 1, 1, 1, 1, 1) + track_record() + b'\x00\x0
 OUTPUT_CREATED = struct.pack('<IBIIII', 1, 1, w.str_to_fourcc('L008'), 64, 48, 0)
 
 
+def create_output(conn, read):
+    """A fake worker's script up to an output: AssetOpened for the OpenAsset, OutputCreated (L008 64x48) for the
+    CreateOutput; returns the CreateOutput's request id."""
+    _, rid, _ = read()
+    conn.sendall(w.frame(w.ASSET_OPENED, ASSET_OPENED, rid))
+    type_, rid, _ = read()
+    assert type_ == w.CREATE_OUTPUT
+    conn.sendall(w.frame(w.OUTPUT_CREATED, OUTPUT_CREATED, rid))
+    return rid
+
+
 class FakeWorker:
     """Listens on a socket path, answers Hello (with hello(request_id)'s bytes when given), then runs
     script(conn, read_request) in a thread."""
@@ -169,11 +180,7 @@ class ViolationTests(unittest.TestCase):
 
     def test_unsealed_pool_is_refused(self):
         def script(conn, read):
-            _, rid, _ = read()
-            conn.sendall(w.frame(w.ASSET_OPENED, ASSET_OPENED, rid))
-            type_, rid, _ = read()
-            assert type_ == w.CREATE_OUTPUT
-            conn.sendall(w.frame(w.OUTPUT_CREATED, OUTPUT_CREATED, rid))
+            rid = create_output(conn, read)
             fd = os.memfd_create('pool', os.MFD_ALLOW_SEALING)
             os.ftruncate(fd, 4096)  # the right size, but not sealed against shrinking
             conn.sendmsg([w.frame(w.POOL_ADDED, struct.pack('<IIIQ', 1, 1, 1, 4096), rid, 1)],

@@ -247,6 +247,14 @@ class EncodingTests(unittest.TestCase):
         with self.assertRaises(ValueError):
             w.release_slots(1, [])
 
+    def test_one_slot_release_frame_is_release_slots(self):
+        """The whole frame a read loop sends per frame, packed at once: §14.2's ReleaseSlots, and the framed
+        release_slots() of the same slot for ids up to the u32 limit."""
+        self.assertEqual(w.release_slot_frame(1, 1, 0).hex(' '), examples('14.2')['ReleaseSlots'].hex(' '))
+        for output_id, pool_id, slot in ((1, 1, 0), (7, 300, 7), (0xFFFFFFFF, 0xFFFFFFFF, 0xFFFFFFFF)):
+            self.assertEqual(w.release_slot_frame(output_id, pool_id, slot),
+                             w.frame(w.RELEASE_SLOTS, w.release_slots(output_id, [(pool_id, slot)])))
+
     def test_settings_value_tags(self):
         body = w.settings_body({'b': True, 'd': 0.5, 'a': [1, 'x'], 'e': {}})
         # keys sorted: a (array of integer 1, string "x"), b (boolean), d (double), e (empty dictionary)

@@ -32,6 +32,7 @@ _HEADER_SIZE = w.HEADER_SIZE
 _unpack_header = w.HEADER.unpack_from
 _WORKER_TYPES = w.WORKER_TYPES
 _decode = w.decode
+_new_tuple = tuple.__new__  # a Message made without the Python-level __new__ of its namedtuple class
 # Drained replies after which nothing comes for their request id (a CloseAsset not waited for). An output's
 # drain stays: a PoolRemoved may follow its OutputFinished (§12.6).
 _LAST_MESSAGES = frozenset({w.ACK, w.ERROR})
@@ -95,6 +96,7 @@ class Connection:
         self._lock = threading.RLock()       # the routing lock: queues, drains, the reader role
         self._cond = threading.Condition(self._lock)  # (`with self._lock` where nothing waits: no Python frame)
         self._reading = False                 # some thread is reading from the socket (the reader)
+        self._waiting = 0                     # threads waiting on _cond in next_message
         self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM | socket.SOCK_CLOEXEC)
         self._sock.settimeout(self.timeout)
         try:
@@ -228,14 +230,18 @@ class Connection:
                 self._reading = False
                 self._cond.notify_all()
 
-    def _send(self, type_, payload, request_id, fd, flush=True):
+    def _send(self, type_, payload, request_id, fd):
         self._check_open()
         if request_id is None:
             request_id = self._next_id
             self._next_id = self._next_id % 0xFFFFFFFF + 1
         if len(payload) > self.send_limit:
             raise ValueError('a %d-byte message is larger than the agreed %d bytes' % (len(payload), self.send_limit))
-        data = w.frame(type_, payload, request_id, 0 if fd is None else 1)
+        self._send_frame(w.frame(type_, payload, request_id, 0 if fd is None else 1), fd)
+        return request_id
+
+    def _send_frame(self, data, fd=None, flush=True):
+        """Sends one whole frame, then (unless flush is False) what was posted meanwhile. Holds the send lock."""
         self._sending = True
         try:
             if fd is None:
@@ -250,27 +256,29 @@ class Connection:
         self._sending = False
         if flush and self._posted:
             self._flush_posted()
-        return request_id
 
-    def post(self, type_, payload):
-        """A no-reply message (ReleaseSlots, CancelOutput) that may come from a __del__: sent now unless a
-        send is in progress in this thread (then after it); dropped when the connection is closed or was made
-        by another process (a child after a fork must not release the parent's slots)."""
+    def post(self, data):
+        """A whole no-reply frame (w.frame(type, payload) with request id 0: ReleaseSlots, CancelOutput) that may
+        come from a __del__: sent now unless a send is in progress in this thread (then after it, in the order
+        posted); dropped when the connection is closed or was made by another process (a child after a fork must
+        not release the parent's slots)."""
         if self._error is not None or self.pid != _pid:
             return
         try:
             with self._send_lock:  # another thread's send finishes first; this thread's own (a __del__) defers
-                self._posted.append((type_, payload))
-                if not self._sending:
-                    self._flush_posted()
+                if self._sending or self._posted:
+                    self._posted.append(data)
+                    if not self._sending:
+                        self._flush_posted()
+                elif self._error is None:  # (closed by another thread meanwhile: dropped)
+                    self._send_frame(data)
         except _SendFailed as e:
             self._lost(str(e))
 
     def _flush_posted(self):
         with self._send_lock:
             while self._posted and self._error is None and not self._sending:
-                type_, payload = self._posted.popleft()
-                self._send(type_, payload, 0, None, flush=False)  # this loop sends the rest
+                self._send_frame(self._posted.popleft(), flush=False)  # this loop sends the rest
 
     def _flush(self):
         try:
@@ -297,7 +305,7 @@ class Connection:
                                     % (type_, fd_count, expected_fds))
                 end = _HEADER_SIZE + length
                 if len(buf) >= end:
-                    payload = bytes(buf[_HEADER_SIZE:end])
+                    payload = buf[_HEADER_SIZE:end]  # a copy: decoded values never refer to the buffer
                     del buf[:end]
                     if fd_count:
                         if len(self._fds) < fd_count:
@@ -311,7 +319,7 @@ class Connection:
                         for fd in fds:
                             os.close(fd)
                         self._violation('message type 0x%04x: %s' % (type_, e.message))
-                    return Message(type_, rid, value, fds)
+                    return _new_tuple(Message, (type_, rid, value, fds))
             if self._posted:
                 self._flush()
             try:
@@ -357,10 +365,15 @@ class Connection:
                     if not q:
                         del self._queues[request_id]
                     return m
-                self._check_open()
+                if self._error is not None:
+                    self._check_open()
                 if not self._reading:
                     break
-                self._cond.wait()
+                self._waiting += 1
+                try:
+                    self._cond.wait()
+                finally:
+                    self._waiting -= 1
             self._reading = True
         try:
             while True:
@@ -377,13 +390,15 @@ class Connection:
                         del self._drains[m.request_id]
                     if drain is None:
                         self._queues.setdefault(m.request_id, deque()).append(m)
-                        self._cond.notify_all()
+                        if self._waiting:
+                            self._cond.notify_all()
                 if drain is not None:  # outside the routing lock: it sends (ReleaseSlots)
                     drain(m)
         finally:
             with self._lock:
                 self._reading = False
-                self._cond.notify_all()
+                if self._waiting:  # (Condition.notify_all is Python code: not run per frame for nobody)
+                    self._cond.notify_all()
 
     def reply(self, request_id, expected_type):
         """The reply to a request: its value, or TrackdError for an Error."""

@@ -171,6 +171,7 @@ _SAMPLE_HEAD_SIZE = struct.calcsize(_SAMPLE_HEAD)
 _COLORIMETRY_SIZE_AT = 84
 _PLANE_COUNT_AT = _SAMPLE_HEAD_SIZE - 1
 _PLANES_AT = 23  # the first plane's size among the unpacked fields
+_PLANE_SIZES = [(20,) * n for n in range(MAX_PLANES + 1)]  # every plane record of revision 0's size
 _u32_at = struct.Struct('<I').unpack_from
 _new_tuple = tuple.__new__  # a namedtuple made without the Python-level __new__ of its class
 
@@ -187,7 +188,7 @@ def decode_sample(r):
     if end > len(data):
         raise ProtocolViolation('truncated payload')
     f = body.unpack_from(data, pos)
-    if any(f[i] != 20 for i in range(_PLANES_AT, _PLANES_AT + 5 * plane_count, 5)):
+    if f[_PLANES_AT:_PLANES_AT + 5 * plane_count:5] != _PLANE_SIZES[plane_count]:
         return _decode_sample_records(r)
     r.pos = end
     planes = [_new_tuple(Plane, f[i + 1:i + 5]) for i in range(_PLANES_AT, _PLANES_AT + 5 * plane_count, 5)]

@@ -5,10 +5,11 @@ import struct
 import unicodedata
 
 from ._protocol import (CAPABILITIES, DEFAULT_MAX_MESSAGE, MAGIC, MAX_FDS, MAX_READ_FRAMES, MAX_RELEASE_REFS,
-                        MAX_SETTINGS_DEPTH, MAX_SETTINGS_ITEMS, MAX_STRING, VERSION, str_to_fourcc)
+                        MAX_SETTINGS_DEPTH, MAX_SETTINGS_ITEMS, MAX_STRING, RELEASE_SLOTS, VERSION, str_to_fourcc)
 
-__all__ = ['hello', 'open_asset', 'close_asset', 'create_output', 'release_slots', 'reset_output', 'finish_output',
-           'cancel_output', 'count_frames', 'read_frames', 'generate_image', 'settings_body']
+__all__ = ['hello', 'open_asset', 'close_asset', 'create_output', 'release_slots', 'release_slot_frame',
+           'reset_output', 'finish_output', 'cancel_output', 'count_frames', 'read_frames', 'generate_image',
+           'settings_body']
 
 
 def _string(text):
@@ -43,6 +44,13 @@ def create_output(asset_id, track_id, start, duration, settings, random_access=F
 
 
 _RELEASE_ONE = struct.Struct('<IHII')
+_RELEASE_ONE_FRAME = struct.Struct('<IHHII' + 'IHII')  # the frame header (§2), then ReleaseSlots naming one slot
+
+
+def release_slot_frame(output_id, pool_id, slot):
+    """The whole frame of a ReleaseSlots (request id 0) that gives back one slot, packed at once: what a read
+    loop sends per frame. frame(RELEASE_SLOTS, release_slots(output_id, [(pool_id, slot)])) byte for byte."""
+    return _RELEASE_ONE_FRAME.pack(_RELEASE_ONE.size, RELEASE_SLOTS, 0, 0, 0, output_id, 1, pool_id, slot)
 
 
 def release_slots(output_id, refs):

@@ -24,9 +24,27 @@ _SYNC, _DTS_VALID, _DISCONT, _DROPPABLE = w.SAMPLE_SYNC, w.SAMPLE_DTS_VALID, w.S
 _FORMAT_NAMES = {}  # a Sample's format code -> its name (w.fourcc_to_str), made once per code
 
 
+def _field(key):
+    return property(lambda frame: frame._sample[key])
+
+
+def _flag(bit):
+    return property(lambda frame: bool(frame._sample['flags'] & bit))
+
+
+def _trim(i):
+    """A trim duration (the Sample's flag 16 fields), None when absent or zero."""
+    def trim(frame):
+        trims = frame._sample['trims']
+        return trims[i] if trims and trims[i].value else None
+    return property(trim)
+
+
 class _ArrayView:
     """Hands numpy a view into a pool through __array_interface__, so that the array's base is this object,
     which keeps the Frame (and so its slot and mapping) alive as long as the array exists."""
+
+    __slots__ = ('frame', '__array_interface__')
 
     def __init__(self, frame, interface):
         self.frame = frame
@@ -49,20 +67,16 @@ class Frame:
     only), else None.
     """
 
+    # The fields a read loop needs are set at once; the others are read from the decoded Sample when asked for.
+    __slots__ = ('_output', '_pool', '_slot', '_released', '_sample', '_base', '_copy', 'format', 'width', 'height',
+                 'plane_layouts', 'length', 'index', '__weakref__')
+
     def __init__(self, output, pool, sample, index, copy):
         self._output = output
         self._pool = pool
         self._slot = slot = sample['slot']
         self._released = True  # until the checks below pass: a refused sample is not given back
-        self.presentation_time = pts = sample['pts']
-        flags = self.flags = sample['flags']
-        self.decode_time = sample['dts'] if flags & _DTS_VALID else None
-        self.duration_time = duration = sample['duration']
-        self.pts = pts.seconds
-        self.duration = duration.seconds
-        self.sync = bool(flags & _SYNC)
-        self.discontinuity = bool(flags & _DISCONT)
-        self.droppable = bool(flags & _DROPPABLE)
+        self._sample = sample
         code = sample['format']
         name = _FORMAT_NAMES.get(code)
         if name is None:
@@ -70,13 +84,9 @@ class Frame:
             if len(_FORMAT_NAMES) < 256:  # bounded: a worker could send any number of codes
                 _FORMAT_NAMES[code] = name
         self.format = name
-        self.width, self.height = sample['width'], sample['height']
-        self.colorimetry = sample['colorimetry']
+        self.width = sample['width']
+        self.height = sample['height']
         self.plane_layouts = planes = sample['planes']
-        self.frame_count = sample['frame_count']
-        trims = sample.get('trims')
-        self.trim_at_start = trims[0] if trims and trims[0].value else None
-        self.trim_at_end = trims[1] if trims and trims[1].value else None
         self.length = length = sample['length']
         self.index = index
         slot_size = pool.slot_size
@@ -93,6 +103,31 @@ class Frame:
             self._copy = bytearray(memoryview(pool.mmap)[self._base:self._base + length])
             self._base = 0
             self.release()
+
+    # -- the sample's fields (read from the decoded Sample when asked for)
+
+    presentation_time = _field('pts')
+    duration_time = _field('duration')
+    flags = _field('flags')
+    colorimetry = _field('colorimetry')
+    frame_count = _field('frame_count')
+    sync = _flag(_SYNC)
+    discontinuity = _flag(_DISCONT)
+    droppable = _flag(_DROPPABLE)
+    trim_at_start = _trim(0)
+    trim_at_end = _trim(1)
+
+    @property
+    def decode_time(self):
+        return self._sample['dts'] if self._sample['flags'] & _DTS_VALID else None
+
+    @property
+    def pts(self):
+        return self._sample['pts'].seconds
+
+    @property
+    def duration(self):
+        return self._sample['duration'].seconds
 
     # -- lifetime
 
@@ -155,9 +190,8 @@ class Frame:
             raise RuntimeError('numpy is not installed: use frame.data, frame.planes (memoryviews) or tobytes()')
         if self._copy is not None:  # an ordinary writable array over the frame's own bytes
             return _np.ndarray(shape, dtype=typestr, buffer=self._copy, offset=offset, strides=strides)
-        interface = dict(version=3, shape=tuple(shape), typestr=typestr, strides=tuple(strides),
-                         data=(self._pool.address + self._base + offset, True))
-        return _np.asarray(_ArrayView(self, interface))
+        return _np.asarray(_ArrayView(self, {'version': 3, 'shape': shape, 'typestr': typestr, 'strides': strides,
+                                             'data': (self._pool.address + self._base + offset, True)}))
 
     @property
     def planes(self):
@@ -184,17 +218,18 @@ class Frame:
         the whole sample as one uint8 vector (use .planes for the planes); audio: interleaved (frames, channels),
         non-interleaved (channels, frames) when the channel planes are evenly spaced (else see .planes),
         24-bit samples as a trailing axis of 3 bytes. Passthrough: the sample's bytes."""
-        typestr = self._dtype()
+        fmt = self.format
+        if fmt == 'lpcm':
+            return self._audio_array(self._output.audio_dtype)
         layouts = self.plane_layouts
-        if self.format == 'lpcm':
-            return self._audio_array(typestr)
-        if self.format in PLANAR_RGB and len(layouts) == 3:
+        if fmt in PLANAR_RGB and len(layouts) == 3:
             return self._planar_rgb_array(layouts)
-        if len(layouts) != 1 or self.format not in _COMPONENTS and self.format != 'v210':
+        comps = _COMPONENTS.get(fmt)
+        if len(layouts) != 1 or comps is None and fmt != 'v210':
             return self._array(0, (self.length,), (1,), '|u1')
+        typestr = _VIDEO_DTYPE.get(fmt, '|u1')
         p = layouts[0]
         item = int(typestr[2:])
-        comps = _COMPONENTS.get(self.format)
         if comps is None or self.width == 0 or p.row_bytes < self.width * comps * item:
             return self._array(p.offset, (p.height, p.row_bytes // item), (p.bytes_per_row, item), typestr)
         if comps == 1:

@@ -128,7 +128,7 @@ class Output:
     def _release(self, pool_id, slot):
         with self._held_lock:
             self._held -= 1
-        self._conn.post(w.RELEASE_SLOTS, w.release_slots(self.id, [(pool_id, slot)]))
+        self._conn.post(w.release_slot_frame(self.id, pool_id, slot))
 
     def close(self):
         """Stops the output (CancelOutput) if it is still running; frames already handed out stay valid."""
@@ -138,7 +138,7 @@ class Output:
         if not self.finished and not self._conn.closed:
             self.finished = True
             self._pools.clear()
-            self._conn.post(w.CANCEL_OUTPUT, w.cancel_output(self.id))
+            self._conn.post(w.frame(w.CANCEL_OUTPUT, w.cancel_output(self.id)))
             self._conn.drain(self._rid, self._drained)
 
     def __enter__(self):

@@ -38,14 +38,10 @@ class Pool:
         finally:
             os.close(fd)
         self.id, self.slot_count, self.slot_size, self.size = pool_id, slot_count, slot_size, size
-        self._address = None
-
-    @property
-    def address(self):
-        """Where the mapping starts in this process (needs numpy)."""
-        if self._address is None:
+        # Where the mapping starts in this process (None without numpy): an attribute, read for every array.
+        self.address = None
+        if _np is not None:
             view = _np.frombuffer(self.mmap, dtype=_np.uint8)
-            self._address = view.__array_interface__['data'][0]
+            self.address = view.__array_interface__['data'][0]
             del view  # drop the buffer export; the mapping lives as long as this object
-        return self._address
 
