@@ -20,9 +20,9 @@ struct FrameTimingTests {
     static let containers: [(name: String, codec: [String])] = [
         ("mp4", x264), ("mov", x264), ("mkv", x264), ("webm", vp9), ("ts", x264), ("avi", x264NoB),
     ]
-    /// Not vfr-avi: ffmpeg writes an empty chunk for each skipped tick, which avidemux delivers as a frame (84
-    /// frames where ffprobe reads 50; AVI has one frame per tick) — PROTOCOL.md §7.2.
-    static let kinds = containers.flatMap { $0.name == "avi" ? ["cfr-avi"] : ["vfr-" + $0.name, "cfr-" + $0.name] }
+    /// vfr-avi: ffmpeg writes an empty chunk for each skipped tick, which is no sample (ffprobe's 50 packets); its
+    /// frames are indexed at their decode times, the only times AVI stores — PROTOCOL.md §7.2.
+    static let kinds = containers.flatMap { ["vfr-" + $0.name, "cfr-" + $0.name] }
 
     static func file(_ kind: String) throws -> String {
         let rate = String(kind.prefix(3)), container = String(kind.dropFirst(4))
@@ -72,6 +72,25 @@ struct FrameTimingTests {
         } else {
             #expect(abs(track.nominalFrameRate - 30) < 0.05, "\(kind): \(track.nominalFrameRate)")
         }
+    }
+
+    /// The VFR AVI's stored samples and decoded frames are ffprobe's 50 packets (not its 88 chunks): passthrough
+    /// DTS and decoded PTS are the packets' `dts` in the time_base, each decoded frame lasts until the next one (the
+    /// last until the track's end, the last packet's end).
+    @Test func vfrAVISamplesAreFFprobesPackets() throws {
+        let file = try Self.file("vfr-avi")
+        let packets = try Probe.packets(file, "v:0")
+        let ticks = packets.compactMap(\.dts)
+        try #require(ticks.count == 50 && ticks.last == 87, "ffprobe: \(ticks)")
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        let stored = try LostSamplesTests.read(daemon, file, .video, nil)
+        #expect(stored.samples.map(\.decodeTimeStamp) == ticks.map { MediaTime(value: $0, timescale: 30) })
+        let decoded = try LostSamplesTests.read(daemon, file, .video, [SettingsKey.pixelFormatType: .string("y420")])
+        #expect(decoded.samples.map(\.presentationTimeStamp) == ticks.map { MediaTime(value: $0, timescale: 30) })
+        let ends = Array(ticks.dropFirst()) + [88]
+        #expect(decoded.samples.map(\.duration) == zip(ticks, ends).map { MediaTime(value: $1 - $0, timescale: 30) })
+        #expect(stored.lost == 0 && decoded.lost == 0)
     }
 
     /// `trackctl tracks` prints both: the FPS column and "min frame duration" in the table, the JSON's fields.
