@@ -76,7 +76,7 @@ struct FrameTimingTests {
 
     /// The VFR AVI's stored samples and decoded frames are ffprobe's 50 packets (not its 88 chunks): passthrough
     /// DTS and decoded PTS are the packets' `dts` in the time_base, each decoded frame lasts until the next one (the
-    /// last until the track's end, the last packet's end).
+    /// last until the track's end, the last packet's end); ReadFrames gives the same frames.
     @Test func vfrAVISamplesAreFFprobesPackets() throws {
         let file = try Self.file("vfr-avi")
         let packets = try Probe.packets(file, "v:0")
@@ -91,6 +91,14 @@ struct FrameTimingTests {
         let ends = Array(ticks.dropFirst()) + [88]
         #expect(decoded.samples.map(\.duration) == zip(ticks, ends).map { MediaTime(value: $1 - $0, timescale: 30) })
         #expect(stored.lost == 0 && decoded.lost == 0)
+        // ReadFrames names the same frames: indices across GOPs, within one, and the last (each a frame after a
+        // seek, which the decoder would otherwise time by guess).
+        let asset = try Asset(path: file, socketPath: daemon.socketPath)
+        let track = try #require(asset.tracks(withMediaType: .video).first)
+        let indices: [UInt64] = [0, 31, 35, 44, 46, 47, 49]
+        let frames = try asset.frames(atIndices: indices, track: track, outputSettings: [SettingsKey.pixelFormatType: .string("y420")])
+        #expect(frames.map(\.sample.presentationTimeStamp) == indices.map { MediaTime(value: ticks[Int($0)], timescale: 30) })
+        #expect(frames.map { md5Hex($0.sample.packedBytes()) } == indices.map { md5Hex(decoded.samples[Int($0)].packedBytes()) })
     }
 
     /// `trackctl tracks` prints both: the FPS column and "min frame duration" in the table, the JSON's fields.
