@@ -101,6 +101,56 @@ struct FrameTimingTests {
         #expect(frames.map { md5Hex($0.sample.packedBytes()) } == indices.map { md5Hex(decoded.samples[Int($0)].packedBytes()) })
     }
 
+    /// An MP4 whose edit ends inside its last sample (TimescaleTests' VFR file: the last frame stored as 0.1 s, the
+    /// edit ending 34 ms after its PTS): the track lasts the edit (read from the elst here), its last frame is shown
+    /// until then — the span of `nominalFrameRate`, so rate × duration = frames — and its last decoded frame lasts
+    /// that long. Frames and the smallest PTS difference are ffprobe's.
+    @Test func anEditEndingInsideTheLastFrameEndsTheSpan() throws {
+        let file = try #require(TimescaleTests.files["vfr-mp4"])
+        let times = try Probe.packets(file, "v:0").compactMap(\.pts).sorted()
+        let (movieScale, raw) = try SegmentTests.rawEdits(file)
+        let edit = try #require(raw.first?.edits.first)
+        let scale = try #require(raw.first?.mediaTimescale)
+        let end = (edit.duration * scale + movieScale / 2) / movieScale  // the edit's end on the media timescale
+        let last = try #require(times.last)
+        // The last sample's stored duration (its stts delta): the edit ends inside it.
+        let stored = try Self.storedDuration(file, presentedAt: last + (edit.mediaTime))
+        try #require(end > last && end < last + stored, "the edit ends at \(end), the last frame at \(last) for \(stored)")
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        let asset = try Asset(path: file, socketPath: daemon.socketPath)
+        let track = try #require(asset.tracks(withMediaType: .video).first)
+        #expect(track.duration == MediaTime(value: end, timescale: Int32(scale)) && track.timeRangeStart.value == 0)
+        #expect(track.nominalFrameRate == Double(Int64(times.count) * scale) / Double(end), "\(track.nominalFrameRate)")
+        let deltas = zip(times, times.dropFirst()).map { $1 - $0 }
+        #expect(track.minFrameDuration == MediaTime(value: try #require(deltas.min()), timescale: Int32(scale)))
+        let decoded = try LostSamplesTests.read(daemon, file, .video, [SettingsKey.pixelFormatType: .string("y420")])
+        #expect(decoded.samples.count == times.count)
+        #expect(decoded.samples.last?.duration == MediaTime(value: end - last, timescale: Int32(scale)))
+    }
+
+    /// The stts delta of the first video track's sample presented at media time `pts` (stts + ctts read here).
+    static func storedDuration(_ file: String, presentedAt pts: Int64) throws -> Int64 {
+        let bytes = try #require(FileManager.default.contents(atPath: file)).map { $0 }
+        var level = bytes[...]
+        for name in ["moov", "trak", "mdia", "minf", "stbl"] {
+            level = try #require(SegmentTests.boxes(level).first { $0.0 == name }?.1, "no \(name)")
+        }
+        let runs = { (name: String) -> [Int64] in
+            guard let b = SegmentTests.boxes(level).first(where: { $0.0 == name })?.1 else { return [] }
+            return (0..<Int(SegmentTests.be(b, 4, 4))).flatMap { i in
+                [Int64](repeating: SegmentTests.be(b, 12 + 8 * i, 4), count: Int(SegmentTests.be(b, 8 + 8 * i, 4)))
+            }
+        }
+        let deltas = runs("stts"), offsets = runs("ctts")
+        var dts: Int64 = 0
+        for (i, delta) in deltas.enumerated() {
+            if dts + (i < offsets.count ? offsets[i] : 0) == pts { return delta }
+            dts += delta
+        }
+        throw ProbeError.noStream(file, "no sample at \(pts)")
+    }
+
     /// `trackctl tracks` prints both: the FPS column and "min frame duration" in the table, the JSON's fields.
     @Test func trackctlTracksPrintsThem() throws {
         let file = try Self.file("vfr-mkv")
