@@ -60,6 +60,11 @@ void swift_gst_pad_probe_info_clip_audio(GstPadProbeInfo *info, guint64 start, g
     if (GST_BUFFER_DURATION_IS_VALID(buffer))
         GST_BUFFER_DURATION(buffer) = GST_BUFFER_DURATION(buffer) > shift ? GST_BUFFER_DURATION(buffer) - shift : 0;
 }
+void swift_gst_pad_probe_info_pts_from_dts(GstPadProbeInfo *info) {
+    GstBuffer *buffer = gst_buffer_make_writable(GST_PAD_PROBE_INFO_BUFFER(info));
+    GST_PAD_PROBE_INFO_DATA(info) = buffer;
+    GST_BUFFER_PTS(buffer) = GST_BUFFER_DTS(buffer);
+}
 GstPadProbeReturn swift_gst_pad_probe_refuse(GstPadProbeInfo *info, GstFlowReturn flow) {
     if (GST_PAD_PROBE_INFO_DATA(info) != NULL) {
         gst_mini_object_unref(GST_MINI_OBJECT_CAST(GST_PAD_PROBE_INFO_DATA(info)));

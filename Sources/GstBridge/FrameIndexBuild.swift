@@ -15,8 +15,9 @@ extension FrameIndex {
     /// for each sample (a long file's pass is work in progress, not a stalled worker).
     public static func build(source: MediaSource, trackID: UInt32, progress: () -> Void = {}) throws(TrackError) -> FrameIndex {
         var stored: [StoredSample] = []
+        let decodeOrder = source.container == .avi
         try forEachStoredSample(source: source, trackID: trackID, progress: progress) { (s) throws(TrackError) in
-            guard let pts = s.presentationTime.nanoseconds else {
+            guard let pts = s.presentationTime.nanoseconds ?? (decodeOrder ? presentedInDecodeOrder(s) : nil) else {
                 throw TrackError(.fileFailedToParse, "sample \(stored.count) of track \(trackID) has no presentation time; frames cannot be indexed")
             }
             stored.append(StoredSample(presentationTime: pts, duration: s.duration.nanoseconds, isSync: s.isSync))
@@ -66,6 +67,14 @@ extension FrameIndex {
                 throw error
             }
         }
+    }
+
+    /// An AVI sample without a PTS (avidemux gives one to key frames only): its decode time, which AVI stores, when
+    /// it holds no B-picture (DecodeOrderTimes) — then it is presented in decode order; else nil.
+    private static func presentedInDecodeOrder(_ sample: PulledSample) -> Int64? {
+        guard let dts = sample.decodeTime.nanoseconds,
+              DecodeOrderTimes.isBidirectional(sample.leadingBytes(4096), codec: sample.format) == false else { return nil }
+        return dts
     }
 }
 

@@ -81,8 +81,10 @@ struct VideoChain {
     /// `threads`: the most threads the decoder (libav's max-threads) and the converter may use; nil = their defaults.
     /// `stop`: the sample filter (DecodeStop) on the decoder branch's input. `selection`: the frames the first range
     /// delivers (FrameGate, on the converter branch's input; nil: every frame).
+    /// `decodeOrder`: the container stores decode times only and the track has no B-picture (an indexed AVI track):
+    /// see DecodeOrderPresentation.
     func build(_ pipeline: Pipeline, request: VideoOutputRequest, threads: Int?, limits: DecodeLimits, trackID: UInt32,
-               stop: DecodeStop, selection: FrameSelection?) throws(TrackError) -> OutputBranch {
+               stop: DecodeStop, selection: FrameSelection?, decodeOrder: Bool) throws(TrackError) -> OutputBranch {
         let shared = SharedAllocator(maxLive: Self.maxSharedMemories)
         shared.offer(to: appsink, minBuffers: 2)
         if VideoCaps.copiesAsNV12(request.pixelFormat) { shared.reserveNV12() }
@@ -112,6 +114,7 @@ struct VideoChain {
         restorer.attach(to: queueSrc)
         stop.count(at: queueSrc)
         stop.deliver(selection)
+        if decodeOrder { DecodeOrderPresentation().attach(to: queue.staticPad("sink")) }  // before DecodeStop
         stop.attach(to: queue.staticPad("sink"))
         let gate = FrameGate(selection: selection, restorer: restorer)
         gate.attach(to: convertQueue.staticPad("sink"))

@@ -115,6 +115,12 @@ private final class SignalBox: Sendable {
     /// has said about itself before the buffer or event being probed.
     var padTags: [EventTags] { unsafe GstRef<GstPadObject>(none: pad).stickyTags }
 
+    /// Gives the probed buffer its DTS as its PTS (swift_gst_pad_probe_info_pts_from_dts).
+    func presentAtDecodeTime() {
+        guard unsafe buffer != nil else { return }
+        unsafe swift_gst_pad_probe_info_pts_from_dts(info)
+    }
+
     /// Sends EOS from the probed pad. Called without the pad's object lock, on the streaming thread that holds its
     /// (recursive) stream lock: the event is queued behind what was already sent.
     func sendEOS() { _ = unsafe gst_pad_send_event(pad, gst_event_new_eos()) }

@@ -148,6 +148,9 @@ public final class PulledSample: @unchecked Sendable {
         sharedAllocator?.descriptor(sample)
     }
 
+    /// The first `count` bytes of the stored buffer (fewer when it is shorter).
+    func leadingBytes(_ count: Int) -> [UInt8] { sample.bytes(count: count) }
+
     /// Copies the whole sample (`size` bytes) to `destination`, as its CopyPlan says.
     public func copyBytes(to destination: UnsafeMutableRawPointer) {
         unsafe write(copy, size: size, to: destination)

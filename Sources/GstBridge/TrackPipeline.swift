@@ -1,5 +1,6 @@
 import CGStreamer
 import CGstShim
+import MediaIndex
 import TrackdProtocol
 import Synchronization
 
@@ -90,7 +91,8 @@ public final class TrackPipeline: @unchecked Sendable {
         case .decode(let request):
             try VideoChain().build(pipeline, request: request, threads: threads, limits: limits, trackID: trackID,
                                    stop: DecodeStop(needed: neededSamples, lastNeeded: lastNeededSample),
-                                   selection: selection)
+                                   // An AVI track with a frame index holds no B-picture (FrameIndex.build).
+                                   selection: selection, decodeOrder: source.container == .avi && selection != nil)
         case .audio(let request):
             try AudioChain().build(pipeline, request: request, limits: limits, trackID: trackID, range: timeRange)
         }

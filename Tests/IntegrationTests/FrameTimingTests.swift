@@ -20,9 +20,9 @@ struct FrameTimingTests {
     static let containers: [(name: String, codec: [String])] = [
         ("mp4", x264), ("mov", x264), ("mkv", x264), ("webm", vp9), ("ts", x264), ("avi", x264NoB),
     ]
-    /// Not vfr-avi: ffmpeg writes an empty chunk for each skipped tick, which avidemux delivers as a frame (84
-    /// frames where ffprobe reads 50; AVI has one frame per tick) — PROTOCOL.md §7.2.
-    static let kinds = containers.flatMap { $0.name == "avi" ? ["cfr-avi"] : ["vfr-" + $0.name, "cfr-" + $0.name] }
+    /// vfr-avi: ffmpeg writes an empty chunk for each skipped tick, which is no sample (ffprobe's 50 packets); its
+    /// frames are indexed at their decode times, the only times AVI stores — PROTOCOL.md §7.2.
+    static let kinds = containers.flatMap { ["vfr-" + $0.name, "cfr-" + $0.name] }
 
     static func file(_ kind: String) throws -> String {
         let rate = String(kind.prefix(3)), container = String(kind.dropFirst(4))
@@ -72,6 +72,83 @@ struct FrameTimingTests {
         } else {
             #expect(abs(track.nominalFrameRate - 30) < 0.05, "\(kind): \(track.nominalFrameRate)")
         }
+    }
+
+    /// The VFR AVI's stored samples and decoded frames are ffprobe's 50 packets (not its 88 chunks): passthrough
+    /// DTS and decoded PTS are the packets' `dts` in the time_base, each decoded frame lasts until the next one (the
+    /// last until the track's end, the last packet's end); ReadFrames gives the same frames.
+    @Test func vfrAVISamplesAreFFprobesPackets() throws {
+        let file = try Self.file("vfr-avi")
+        let packets = try Probe.packets(file, "v:0")
+        let ticks = packets.compactMap(\.dts)
+        try #require(ticks.count == 50 && ticks.last == 87, "ffprobe: \(ticks)")
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        let stored = try LostSamplesTests.read(daemon, file, .video, nil)
+        #expect(stored.samples.map(\.decodeTimeStamp) == ticks.map { MediaTime(value: $0, timescale: 30) })
+        let decoded = try LostSamplesTests.read(daemon, file, .video, [SettingsKey.pixelFormatType: .string("y420")])
+        #expect(decoded.samples.map(\.presentationTimeStamp) == ticks.map { MediaTime(value: $0, timescale: 30) })
+        let ends = Array(ticks.dropFirst()) + [88]
+        #expect(decoded.samples.map(\.duration) == zip(ticks, ends).map { MediaTime(value: $1 - $0, timescale: 30) })
+        #expect(stored.lost == 0 && decoded.lost == 0)
+        // ReadFrames names the same frames: indices across GOPs, within one, and the last (each a frame after a
+        // seek, which the decoder would otherwise time by guess).
+        let asset = try Asset(path: file, socketPath: daemon.socketPath)
+        let track = try #require(asset.tracks(withMediaType: .video).first)
+        let indices: [UInt64] = [0, 31, 35, 44, 46, 47, 49]
+        let frames = try asset.frames(atIndices: indices, track: track, outputSettings: [SettingsKey.pixelFormatType: .string("y420")])
+        #expect(frames.map(\.sample.presentationTimeStamp) == indices.map { MediaTime(value: ticks[Int($0)], timescale: 30) })
+        #expect(frames.map { md5Hex($0.sample.packedBytes()) } == indices.map { md5Hex(decoded.samples[Int($0)].packedBytes()) })
+    }
+
+    /// An MP4 whose edit ends inside its last sample (TimescaleTests' VFR file: the last frame stored as 0.1 s, the
+    /// edit ending 34 ms after its PTS): the track lasts the edit (read from the elst here), its last frame is shown
+    /// until then — the span of `nominalFrameRate`, so rate × duration = frames — and its last decoded frame lasts
+    /// that long. Frames and the smallest PTS difference are ffprobe's.
+    @Test func anEditEndingInsideTheLastFrameEndsTheSpan() throws {
+        let file = try #require(TimescaleTests.files["vfr-mp4"])
+        let times = try Probe.packets(file, "v:0").compactMap(\.pts).sorted()
+        let (movieScale, raw) = try SegmentTests.rawEdits(file)
+        let edit = try #require(raw.first?.edits.first)
+        let scale = try #require(raw.first?.mediaTimescale)
+        let end = (edit.duration * scale + movieScale / 2) / movieScale  // the edit's end on the media timescale
+        let last = try #require(times.last)
+        // The last sample's stored duration (its stts delta): the edit ends inside it.
+        let stored = try Self.storedDuration(file, presentedAt: last + (edit.mediaTime))
+        try #require(end > last && end < last + stored, "the edit ends at \(end), the last frame at \(last) for \(stored)")
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        let asset = try Asset(path: file, socketPath: daemon.socketPath)
+        let track = try #require(asset.tracks(withMediaType: .video).first)
+        #expect(track.duration == MediaTime(value: end, timescale: Int32(scale)) && track.timeRangeStart.value == 0)
+        #expect(track.nominalFrameRate == Double(Int64(times.count) * scale) / Double(end), "\(track.nominalFrameRate)")
+        let deltas = zip(times, times.dropFirst()).map { $1 - $0 }
+        #expect(track.minFrameDuration == MediaTime(value: try #require(deltas.min()), timescale: Int32(scale)))
+        let decoded = try LostSamplesTests.read(daemon, file, .video, [SettingsKey.pixelFormatType: .string("y420")])
+        #expect(decoded.samples.count == times.count)
+        #expect(decoded.samples.last?.duration == MediaTime(value: end - last, timescale: Int32(scale)))
+    }
+
+    /// The stts delta of the first video track's sample presented at media time `pts` (stts + ctts read here).
+    static func storedDuration(_ file: String, presentedAt pts: Int64) throws -> Int64 {
+        let bytes = try #require(FileManager.default.contents(atPath: file)).map { $0 }
+        var level = bytes[...]
+        for name in ["moov", "trak", "mdia", "minf", "stbl"] {
+            level = try #require(SegmentTests.boxes(level).first { $0.0 == name }?.1, "no \(name)")
+        }
+        let runs = { (name: String) -> [Int64] in
+            guard let b = SegmentTests.boxes(level).first(where: { $0.0 == name })?.1 else { return [] }
+            return (0..<Int(SegmentTests.be(b, 4, 4))).flatMap { i in
+                [Int64](repeating: SegmentTests.be(b, 12 + 8 * i, 4), count: Int(SegmentTests.be(b, 8 + 8 * i, 4)))
+            }
+        }
+        let deltas = runs("stts"), offsets = runs("ctts")
+        var dts: Int64 = 0
+        for (i, delta) in deltas.enumerated() {
+            if dts + (i < offsets.count ? offsets[i] : 0) == pts { return delta }
+            dts += delta
+        }
+        throw ProbeError.noStream(file, "no sample at \(pts)")
     }
 
     /// `trackctl tracks` prints both: the FPS column and "min frame duration" in the table, the JSON's fields.

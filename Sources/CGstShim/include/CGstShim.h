@@ -110,6 +110,9 @@ GstFlowReturn swift_gst_pad_chain_stored(GstPad *pad, const guint8 *bytes, gsize
 /// where its first kept sample is, as oggdemux stamps Opus's. Needs C: the probe info's data and the buffer
 /// fields are macros.
 void swift_gst_pad_probe_info_clip_audio(GstPadProbeInfo *info, guint64 start, guint64 end, GstClockTime shift);
+/// Gives the probed buffer its DTS as its PTS, made writable first (a copy when it is shared: the probe's info then
+/// holds the copy; the info keeps owning it). Needs C: the probe info's data and the buffer fields are macros.
+void swift_gst_pad_probe_info_pts_from_dts(GstPadProbeInfo *info);
 /// Refuses the probed buffer, buffer list or event: unrefs it, makes `flow` the result its sender sees
 /// (GST_PAD_PROBE_INFO_FLOW_RETURN) and returns GST_PAD_PROBE_HANDLED. Needs C: function-like macros.
 GstPadProbeReturn swift_gst_pad_probe_refuse(GstPadProbeInfo *info, GstFlowReturn flow);

@@ -52,7 +52,8 @@ extension Session {
     /// Each video track with AVAssetTrack's frame timing from its frame index (MediaIndex's FrameTiming): the MP4/MOV
     /// sample tables, else a parse-only pass over the track (kept in `indexes`, and given to the frame-index cache,
     /// so a read of the track does not index it again). A track whose index cannot be made keeps what `onGrid` gave
-    /// it (the rate the demuxer states, the container's smallest frame duration or one frame at that rate).
+    /// it (the rate the demuxer states, the container's smallest frame duration or one frame at that rate). The span
+    /// ends at the track's end when that is inside the last frame's stored duration (an MP4 edit ending early).
     /// In an MPEG-TS, an MPEG-PS or an elementary stream, which state no duration (the demuxer's is an estimate from
     /// the PCRs or SCRs and the byte rate), every audio and video track's time range is its packets' (`spansPackets`);
     /// an elementary stream's packets have no timestamps, and are timed by their durations (`FrameIndex.untimed`).
@@ -76,7 +77,10 @@ extension Session {
                 Log.info("track \(track.id): no frame index (\(error.message)); its description stays the demuxer's")
                 return track
             }
-            guard let timing = FrameTiming(index, grid: grid), timing.span > 0 else { return track }
+            // The last frame is displayed until the track's end when the container's edit ends inside it (MP4/MOV;
+            // FrameIndex.endingAt), as decoded reads show it. A container that states no end spans its packets.
+            let shown = container.spansPackets ? index : ending(index, at: track, grid: grid)
+            guard let timing = FrameTiming(shown, grid: grid), timing.span > 0 else { return track }
             var timed = track
             if container.spansPackets { timed = spanningPackets(timed, timing) }
             if track.mediaType == .video {

@@ -1,0 +1,58 @@
+import MediaVocabulary
+
+/// AVI stores one time per chunk: its decode time (the chunk's number × scale/rate; GStreamer's avidemux gives it as
+/// every sample's DTS, and as the PTS of key frames only). A stream without B-pictures presents its pictures in
+/// decode order, so there the decode time is the presentation time and the track's frames can be indexed from it; a
+/// stream with B-pictures stores no presentation times at all (ffprobe prints `pts=N/A`), and is not indexed
+/// (docs/PROTOCOL.md §7.2).
+public enum DecodeOrderTimes {
+    /// Whether a stored sample holds a bidirectionally predicted picture: H.264 (`avc1`/`avc3` as an Annex B byte
+    /// stream, as AVI stores it) a slice whose slice_type is B (1 or 6); MPEG-4 Part 2 (`mp4v`) a VOP whose
+    /// vop_coding_type is B (2). nil: a codec this does not read, or no picture found — its decode time is not taken
+    /// for a presentation time.
+    public static func isBidirectional(_ bytes: [UInt8], codec: FourCC) -> Bool? {
+        switch codec.description {
+        case "avc1", "avc3": return h264IsBidirectional(bytes)
+        case "mp4v": return mpeg4IsBidirectional(bytes)
+        default: return nil
+        }
+    }
+
+    /// The first slice's slice_type (after first_mb_in_slice, both ue(v)); nil without a slice. The NAL units are
+    /// length-prefixed (4 bytes, as h264parse gives AVI's stream in `avc` form) unless the bytes start with a start
+    /// code (Annex B).
+    static func h264IsBidirectional(_ bytes: [UInt8]) -> Bool? {
+        let annexB = bytes.starts(with: [0, 0, 1]) || bytes.starts(with: [0, 0, 0, 1])
+        for unit in annexB ? H264Pictures.annexBUnits(bytes) : lengthPrefixedUnits(bytes) {
+            guard let header = unit.first, [1, 5].contains(header & 0x1F) else { continue }
+            var reader = RBSPReader(unit.dropFirst())
+            guard reader.ue() != nil, let type = reader.ue() else { return nil }
+            return type % 5 == 1
+        }
+        return nil
+    }
+
+    /// NAL units each after a 4-byte big-endian length; the last one may be cut short (only a unit's first bytes are
+    /// read).
+    static func lengthPrefixedUnits(_ bytes: [UInt8]) -> [ArraySlice<UInt8>] {
+        var units: [ArraySlice<UInt8>] = []
+        var i = 0
+        while i + 4 < bytes.count {
+            let length = bytes[i..<i + 4].reduce(0) { $0 << 8 | Int($1) }
+            guard length > 0 else { break }
+            units.append(bytes[i + 4..<min(i + 4 + length, bytes.count)])
+            i += 4 + length
+        }
+        return units
+    }
+
+    /// The first VOP's coding type: the two bits after its start code 00 00 01 B6; nil without a VOP.
+    static func mpeg4IsBidirectional(_ bytes: [UInt8]) -> Bool? {
+        var i = 0
+        while i + 4 < bytes.count {
+            if bytes[i] == 0, bytes[i + 1] == 0, bytes[i + 2] == 1, bytes[i + 3] == 0xB6 { return bytes[i + 4] >> 6 == 2 }
+            i += 1
+        }
+        return nil
+    }
+}

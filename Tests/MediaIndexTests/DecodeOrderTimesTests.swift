@@ -1,0 +1,26 @@
+import MediaIndex
+import MediaVocabulary
+import TestSupport
+import Testing
+
+/// Which AVI samples are presented in decode order (DecodeOrderTimes): a B-picture never is.
+@Suite(.timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs) struct DecodeOrderTimesTests {
+    /// MPEG-4 Part 2: vop_coding_type, the two bits after 00 00 01 B6 (I 0, P 1, B 2, S 3).
+    @Test func mpeg4VOPTypes() {
+        let vop = { (type: UInt8) -> [UInt8] in [0, 0, 1, 0xB6, type << 6 | 0x10, 0x22] }
+        #expect(DecodeOrderTimes.isBidirectional(vop(1), codec: "mp4v") == false)
+        #expect(DecodeOrderTimes.isBidirectional([0, 0, 1, 0xB3, 9] + vop(2), codec: "mp4v") == true)
+        #expect(DecodeOrderTimes.isBidirectional([0, 0, 1, 0xB3, 9], codec: "mp4v") == nil)
+    }
+
+    /// H.264: the first slice's slice_type (P 0/5, B 1/6), length-prefixed or Annex B; other codecs are not read.
+    @Test func h264SliceTypes() {
+        // first_mb_in_slice ue 0 = "1", slice_type ue: 0 = "1", 1 = "010", 6 = "00111".
+        let p: [UInt8] = [0x41, 0b1100_0000], b: [UInt8] = [0x01, 0b1010_0000], b6: [UInt8] = [0x01, 0b1001_1100]
+        let prefixed = { (nal: [UInt8]) -> [UInt8] in [0, 0, 0, UInt8(nal.count)] + nal }
+        #expect(DecodeOrderTimes.isBidirectional(prefixed(p), codec: "avc1") == false)
+        #expect(DecodeOrderTimes.isBidirectional(prefixed([0x09, 0xF0]) + prefixed(b), codec: "avc1") == true)
+        #expect(DecodeOrderTimes.isBidirectional([0, 0, 0, 1] + b6, codec: "avc1") == true)
+        #expect(DecodeOrderTimes.isBidirectional(prefixed(p), codec: "hvc1") == nil)
+    }
+}
