@@ -15,7 +15,7 @@ SWIFT ?= swift
 # python3-numpy; with RUNTIME_DEPS, the package's Depends); test: oracles and tools the tests and scripts call
 # (ffprobe/ffmpeg, systemd-analyze, systemd-socket-activate; python3-venv for the Python tests' venv, .build/venv-test).
 BUILD_DEPS   := libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev libswscale-dev liborc-0.4-dev libsystemd-dev \
-                libseccomp-dev libmd-dev libcairo2-dev libjpeg62-turbo-dev pkg-config dpkg-dev \
+                libseccomp-dev libmd-dev libcairo2-dev libjpeg62-turbo-dev libvorbis-dev pkg-config dpkg-dev \
                 python3-pip python3-setuptools python3-wheel
 RUNTIME_DEPS := gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad \
                 gstreamer1.0-plugins-ugly gstreamer1.0-libav gstreamer1.0-tools

@@ -39,12 +39,16 @@ let package = Package(
             name: "CCairo", path: "Sources/CCairo", pkgConfig: "cairo",
             providers: [.apt(["libcairo2-dev"])]),
         .systemLibrary(
+            name: "CVorbis", path: "Sources/CVorbis", pkgConfig: "vorbis",
+            providers: [.apt(["libvorbis-dev"])]),
+        .systemLibrary(
             name: "CJPEG", path: "Sources/CJPEG", pkgConfig: "libjpeg",
             providers: [.apt(["libjpeg62-turbo-dev"])]),
         // ── C: shims for what Swift cannot import (macros, varargs, cmsg) ──────────────────────
         .target(name: "CTrackSys", path: "Sources/CTrackSys"),
         .target(name: "CGstShim", dependencies: ["CGStreamer", "CTrackSys", "CSwscale"], path: "Sources/CGstShim"),
         .target(name: "CSandbox", dependencies: ["CSeccomp", "COrc"], path: "Sources/CSandbox"),
+        .target(name: "CVorbisBlocks", dependencies: ["CVorbis"], path: "Sources/CVorbisBlocks"),
         // ── Swift: system calls — errno captured at the call, EINTR retried in one place, owned descriptors ──
         .target(name: "SystemCalls", dependencies: ["CTrackSys"], swiftSettings: strict),
         // ── Swift: the media vocabulary — times, time grids, four-character codes, track kinds, metadata, errors
@@ -55,7 +59,7 @@ let package = Package(
             name: "TrackdProtocol", dependencies: ["MediaVocabulary", "SystemCalls", "CTrackSys"], path: "Sources/Protocol",
             swiftSettings: strict),
         // ── Swift: frame indexes — MP4 sample tables, the frame a time names, decode planning (no GStreamer, no wire) ──
-        .target(name: "MediaIndex", dependencies: ["MediaVocabulary", "SystemCalls"], swiftSettings: strict),
+        .target(name: "MediaIndex", dependencies: ["MediaVocabulary", "SystemCalls", "CVorbisBlocks"], swiftSettings: strict),
         // ── Swift: the supervisor's frame-index cache and its worker channel (daemon-internal, no GStreamer) ──
         .target(name: "IndexCache", dependencies: ["SystemCalls", "MediaIndex"], swiftSettings: strict),
         // ── Swift: one output's pools, held slots and random-access state; the spare frame memories' policy (no GStreamer, no socket) ──

@@ -100,7 +100,7 @@ field() { dpkg-deb -f "$deb" "$1"; }
 [[ $(field Installed-Size) =~ ^[0-9]+$ && -n $(field Maintainer) && -n $(field Description) ]] \
   || die "dpkg-deb -I: Installed-Size, Maintainer or Description missing"
 depends=$(field Depends)
-for p in libc6 libsystemd0 libseccomp2 libmd0 libcairo2 libgstreamer1.0-0 libgstreamer-plugins-base1.0-0 systemd \
+for p in libc6 libsystemd0 libseccomp2 libmd0 libcairo2 libvorbis0a libgstreamer1.0-0 libgstreamer-plugins-base1.0-0 systemd \
          init-system-helpers python3 python3-numpy ${RUNTIME_DEPENDS//,/ }; do
   grep -Eq "(^|, )$p( \(|,|$)" <<<"$depends" || die "dpkg-deb -I: Depends lacks $p: $depends"
 done

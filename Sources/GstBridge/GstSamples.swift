@@ -27,6 +27,11 @@ extension GstRef where T == GstSampleObject {
     var dts: GstClockTime { unsafe swift_gst_buffer_dts(buffer) }
     /// GST_BUFFER_DURATION.
     var duration: GstClockTime { unsafe swift_gst_buffer_duration(buffer) }
+    /// GST_BUFFER_OFFSET_END; nil when unset (GST_BUFFER_OFFSET_NONE). oggdemux: the packet's granule position.
+    var offsetEnd: UInt64? {
+        let end = unsafe buffer.pointee.offset_end
+        return end == guint64.max ? nil : UInt64(end)
+    }
     /// gst_buffer_get_size.
     var size: Int { unsafe Int(gst_buffer_get_size(buffer)) }
     /// GST_BUFFER_FLAGS.

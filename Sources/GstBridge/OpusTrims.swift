@@ -16,8 +16,9 @@ import TrackdProtocol
 ///   21 − 7 = 14 ms, the first block −7 ms). Durations stay MatroskaPacketTimes' (ffprobe's: the whole packet).
 /// A pre-skip longer than the packet it starts in (short frames) is spread over the packets that follow, each
 /// trimmed at most by what it decodes to, as Core Media spreads TrimDurationAtStart: oggdemux clips each packet by
-/// its part already (a clip longer than the packet carries over); in Matroska each block within the delay is
-/// trimmed by the part of the delay it covers
+/// its part already — a packet wholly inside the pre-skip by the granule position it ends at (more than the packet:
+/// all of it, nothing carried over; 120, 240 and 72 for three 120-frame packets of a 312-frame pre-skip); in
+/// Matroska each block within the delay is trimmed by the part of the delay it covers
 /// (matroskademux clips every such block by the whole delay and sets its time to 0, so its time is taken as the
 /// previous clipped block's end).
 final class OpusTrims {
@@ -25,8 +26,6 @@ final class OpusTrims {
     static let rate: Int64 = 48000
     /// Matroska: the track's CodecDelay (ns) and the segment's tick (ns); nil for Ogg.
     private let matroska: (delay: Int64, tick: Int64)?
-    /// Ogg: pre-skip frames not yet given to a packet (the packet the clip came with was shorter).
-    private var carried: Int64 = 0
     /// Matroska: where the next block matroskademux clips starts (ns; the previous clipped block's end). Ogg: where
     /// the next packet the pre-skip clips starts (ns; from −pre-skip on), nil after the first it does not clip.
     private var nextClipped: Int64 = 0
@@ -39,7 +38,7 @@ final class OpusTrims {
         }
     }
 
-    func seeking() { (carried, nextClipped, nextOggClipped) = (0, 0, nil) }
+    func seeking() { (nextClipped, nextOggClipped) = (0, nil) }
 
     /// `plain` (a stored Opus packet of `bytes`, with `clipping` from the demuxer; `preSkip`: OpusHead's, from the
     /// caps) with ffmpeg's PTS and duration and its trims; `plain` itself when nothing changes.
@@ -68,8 +67,7 @@ final class OpusTrims {
             } else {
                 nextOggClipped = nil
             }
-            atStart = min(start + carried, frames)
-            carried = min(start + carried - atStart, 65535)  // OpusHead's pre-skip is a u16
+            atStart = min(start, frames)
         }
         atEnd = min(atEnd, frames - atStart)
         let trims: (atStart: MediaTime, atEnd: MediaTime)? = atStart > 0 || atEnd > 0

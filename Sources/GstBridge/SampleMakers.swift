@@ -87,7 +87,8 @@ extension SampleMaker {
 /// which qtdemux leaves out, are read from the file and delivered first (PassthroughEdit; the last packet after the
 /// edit comes from StoredSampleFeeder), each sample with the trims its edit implies (Opus in MP4: its edit starts at
 /// the pre-skip). Opus from Ogg and Matroska:
-/// the pre-skip and end padding as trims (OpusTrims).
+/// the pre-skip and end padding as trims (OpusTrims). Vorbis from Ogg and Matroska: ffmpeg's durations, and in Ogg its
+/// times and end padding as a trim (VorbisPacketTimes).
 final class PassthroughSamples: SampleMaker {
     private var format = OutputFormat(format: "????", width: 0, height: 0, codecConfig: [])
     /// The current range's end (stream time, ns; nil: to the end).
@@ -98,6 +99,8 @@ final class PassthroughSamples: SampleMaker {
     private let matroska: MatroskaPacketTimes?
     /// Opus: the pre-skip and end padding as trims, with ffmpeg's times (nil for other codecs).
     private var opus: OpusTrims?
+    /// Vorbis from Ogg or Matroska: ffmpeg's packet durations, times and end trim (nil for other codecs).
+    private var vorbis: VorbisPacketTimes?
     private let fd: Int32, trackID: UInt32
     /// Ogg Opus: the last packet delivered (its bytes and caps, where it ends in ns), for endOfInput.
     private var oggLast: (bytes: [UInt8], caps: GstRef<GstCapsObject>?, end: Int64)?
@@ -117,6 +120,8 @@ final class PassthroughSamples: SampleMaker {
         // the Opus trims (qtdemux's clipping of the first packet is the edit's start, not an Ogg pre-skip).
         let trimsItself = format.format == "Opus" && TrackTimescale.container(fd: fd) != .mp4
         opus = trimsItself ? opus ?? OpusTrims(fd: fd, trackID: trackID, matroskaTick: matroska?.tick) : nil
+        let vorbisTimes = format.format == "vorb" && (matroska != nil || OggLastPacket.isOgg(fd: fd))
+        vorbis = vorbisTimes ? vorbis ?? VorbisPacketTimes(matroska: matroska != nil) : nil
     }
 
     var seeksToKeyUnits: Bool { true }
@@ -127,6 +132,7 @@ final class PassthroughSamples: SampleMaker {
         edit.seeking(fromStart: fromStart)
         matroska?.seeking()
         opus?.seeking()
+        vorbis?.seeking()
         oggLast = nil
         segment.seeking(fromStart: fromStart)
         return nil
@@ -166,6 +172,9 @@ final class PassthroughSamples: SampleMaker {
         let size = sample.size
         var plain = PulledSample(sample, layout: layout(size: size), copy: .bytes)
         if format.format == "fLaC" { plain = flacFrame(plain, sample) }
+        if let vorbis {
+            plain = vorbis.place(plain, sample: sample, remake: retimed(sample, plain))
+        }
         if let matroska {
             let pts = plain.presentationTime
             plain = matroska.place(plain, bytes: sample.bytes(count: min(size, 16)), rate: CapsView(sample.caps)?.int("rate")) {
@@ -173,14 +182,11 @@ final class PassthroughSamples: SampleMaker {
             }
         }
         if let opus {
-            let decodes = plain.decodeTime.isValid  // audio: DTS = PTS, when there is one
             let clipping = sample.audioClipping
             let preSkip = (clipping?.start ?? 0) > 0
                 ? CapsView(sample.caps)?.streamHeaders.first.flatMap(AudioPackets.opusPreSkip(head:)) : nil
-            plain = opus.place(plain, bytes: sample.bytes(count: min(size, 16)), clipping: clipping, preSkip: preSkip) { timing, trims in
-                PulledSample(sample, layout: layout(size: size), copy: .bytes, timing: timing, trims: trims,
-                             decode: decodes ? timing.pts : .invalid)
-            }
+            plain = opus.place(plain, bytes: sample.bytes(count: min(size, 16)), clipping: clipping, preSkip: preSkip,
+                               remake: retimed(sample, plain))
             if matroska == nil, let pts = plain.presentationTime.nanoseconds, let length = plain.duration.nanoseconds {
                 oggLast = (sample.bytes(count: size), sample.caps, pts + length)
             }
@@ -193,6 +199,18 @@ final class PassthroughSamples: SampleMaker {
             }
         }
         return .sample(edit.place(plain, sample: sample, layout: layout(size:)))
+    }
+
+    /// How OpusTrims and VorbisPacketTimes remake `plain` (stored `sample`) with new times and trims; audio's DTS
+    /// is its PTS, when it has one.
+    private func retimed(_ sample: GstRef<GstSampleObject>, _ plain: PulledSample)
+        -> (_ timing: (pts: MediaTime, duration: MediaTime), _ trims: (atStart: MediaTime, atEnd: MediaTime)?) -> PulledSample {
+        let decodes = plain.decodeTime.isValid
+        let size = plain.size
+        return { [self] timing, trims in
+            PulledSample(sample, layout: layout(size: size), copy: .bytes, timing: timing, trims: trims,
+                         decode: decodes ? timing.pts : .invalid)
+        }
     }
 
     /// A FLAC frame lasts the block size its header states (FLACFrame): flacparse gives the last frame of a

@@ -79,6 +79,15 @@ public enum OggLastPacket {
         return nil
     }
 
+    /// Whether the file `fd` is Ogg: it starts with a page header (capture pattern "OggS", version 0; read with
+    /// pread, the caller keeps it open).
+    public static func isOgg(fd: Int32) -> Bool {
+        let file = FileDescriptor(taking: fd)
+        let head = (try? [UInt8](preading: file, count: 27, at: 0)) ?? []
+        _ = file.take()  // the caller's descriptor: not closed here
+        return head.count == 27 && head.starts(with: Array("OggS".utf8)) && head[4] == 0
+    }
+
     /// lastPacket of the Ogg file `fd` (read with pread; the caller keeps it open).
     public static func lastPacket(fd: Int32, serial: UInt32? = nil) -> (packet: [UInt8], granule: Int64)? {
         let file = FileDescriptor(taking: fd)

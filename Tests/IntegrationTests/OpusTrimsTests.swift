@@ -22,6 +22,9 @@ struct OpusTrimsTests {
         "ffmpeg-mka-short": (Media.make("trims-opus-short.mka", sine48 + ["-c:a", "libopus", "-frame_duration", "2.5"]), 120),
         "gst-ogg": (Media.makeWithGStreamer("trims-opus-gst.opus", gstSource + ["!", "oggmux"]), 960),
         "gst-webm": (Media.makeWithGStreamer("trims-opus-gst.webm", gstSource + ["!", "webmmux"]), 960),
+        // 2.5 ms frames: the 312-frame pre-skip spreads over three packets (120, 120, 72); the last packet is all
+        // padding.
+        "gst-ogg-short": (Media.makeWithGStreamer("trims-opus-gst-short.opus", gstSource + ["frame-size=2", "!", "oggmux"]), 120),
     ]
 
     /// Opus in MP4 (PacketTimesTests: every packet's times are ffprobe's).
@@ -87,7 +90,7 @@ struct OpusTrimsTests {
     /// oggdemux does not push it, ffprobe lists it (`duration=1`, `discard_padding=120`). Every packet is delivered,
     /// at ffprobe's PTS with its bytes, the last one trimmed whole at its end.
     @Test func aLastPacketAllPaddingIsDelivered() throws {
-        let file = Media.makeWithGStreamer("trims-opus-gst-short.opus", Self.gstSource + ["frame-size=2", "!", "oggmux"])
+        let file = try #require(Self.files["gst-ogg-short"]).file
         let daemon = try Daemon()
         defer { daemon.stop() }
         let packets = try Probe.packets(file, "a:0")
