@@ -61,6 +61,8 @@ swift_module() {  # name, the modules it imports (comma-separated), sources...
 build_modules() {
   mkdir -p "$OBJ/cmod" "$OUT/bin"
   printf 'module CTrackSys {\n  header "%s/Sources/CTrackSys/include/CTrackSys.h"\n  export *\n}\n' "$ROOT" >"$OBJ/cmod/module.modulemap"
+  printf 'module CVorbisBlocks {\n  header "%s/Sources/CVorbisBlocks/include/VorbisBlocks.h"\n  export *\n}\n' "$ROOT" \
+    >>"$OBJ/cmod/module.modulemap"
   if stale "$OBJ/CTrackSys.o" Sources/CTrackSys; then
     clang -O1 -g -fsanitize=fuzzer-no-link,address -I Sources/CTrackSys/include -c Sources/CTrackSys/CTrackSys.c -o "$OBJ/CTrackSys.o"
   fi
@@ -68,10 +70,16 @@ build_modules() {
   if stale "$OBJ/TsanMutex.o" Sources/CTrackSys/TsanMutex.c; then
     clang -O1 -g -fsanitize=fuzzer-no-link,address -I Sources/CTrackSys/include -c Sources/CTrackSys/TsanMutex.c -o "$OBJ/TsanMutex.o"
   fi
+  # MediaIndex reads Vorbis block sizes through CVorbisBlocks (libvorbis, linked from pkg-config below).
+  if stale "$OBJ/CVorbisBlocks.o" Sources/CVorbisBlocks; then
+    # shellcheck disable=SC2046  # pkg-config's flags are words
+    clang -O1 -g -fsanitize=fuzzer-no-link,address $(pkg-config --cflags vorbis) -I Sources/CVorbisBlocks/include \
+      -c Sources/CVorbisBlocks/VorbisBlocks.c -o "$OBJ/CVorbisBlocks.o"
+  fi
   swift_module SystemCalls CTrackSys Sources/SystemCalls/*.swift
   swift_module MediaVocabulary "" Sources/MediaVocabulary/*.swift
   swift_module TrackdProtocol MediaVocabulary,CTrackSys,SystemCalls Sources/Protocol/*.swift
-  swift_module MediaIndex MediaVocabulary,SystemCalls Sources/MediaIndex/*.swift
+  swift_module MediaIndex MediaVocabulary,SystemCalls,CVorbisBlocks Sources/MediaIndex/*.swift
   swift_module IndexCache CTrackSys,SystemCalls,MediaIndex Sources/IndexCache/*.swift
 }
 
@@ -81,8 +89,10 @@ build_target() {
   build_modules
   if stale "$bin" "${sources[@]}" Fuzz/Common.swift "$OBJ"/*.o; then
     echo "fuzz: linking fuzz-$target" >&2
+    # shellcheck disable=SC2046  # pkg-config's flags are words
     swiftc "${SWIFTFLAGS[@]}" -module-name "Fuzz_$target" "${sources[@]}" Fuzz/Common.swift \
-      "$OBJ"/{CTrackSys,TsanMutex,SystemCalls,MediaVocabulary,TrackdProtocol,MediaIndex,IndexCache}.o -use-ld=lld -o "$bin"
+      "$OBJ"/{CTrackSys,TsanMutex,CVorbisBlocks,SystemCalls,MediaVocabulary,TrackdProtocol,MediaIndex,IndexCache}.o \
+      $(pkg-config --libs vorbis) -use-ld=lld -o "$bin"
   fi
 }
 
