@@ -70,5 +70,6 @@ func checkStatedColour(_ configuration: [UInt8]) {
     }
     let hevc = VideoSignalType.colour(of: "hvc1", configuration: configuration, over: container)
     let stated = VideoSignalType(hevcConfiguration: configuration)
-    check(hevc == (stated?.wholeColorimetry ?? container), "HEVC colour neither the SPS's nor the container's")
+    check(hevc == (stated?.wholeColorimetry ?? container).normalized, "HEVC colour neither the SPS's nor the container's")
+    check(hevc.normalized == hevc, "HEVC colour with a code point that states nothing")
 }

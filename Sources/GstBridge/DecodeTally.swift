@@ -8,10 +8,11 @@ import Synchronization
 /// every frame it will) is the samples that entered since the last flush, less the frames that came out. Samples it
 /// has reason not to show are not owed: ones flagged DECODE_ONLY (VP8/VP9 alt-ref frames) and ones at or after the
 /// segment's stop. A stretch that fed the decoder samples timed before the segment's start (a range starting inside
-/// a GOP: GstVideoDecoder drops the reference pictures it decodes there) is not tallied. AVI's times are decode
-/// order, so a range of an AVI file with B-frames can still be tallied short by the pictures reordered across its
-/// start. A flush (a seek) discards what is in flight: the counts
-/// start again.
+/// a GOP: GstVideoDecoder drops the reference pictures it decodes there) is not tallied. A sample without a PTS
+/// (AVI's avidemux times key frames only) is placed by its DTS: GstVideoDecoder gives each frame it outputs without
+/// a PTS the lowest decode time still pending, so the frames it keeps inside the segment are as many as the samples
+/// whose decode times lie there (those past the stop, up to the next key frame, are decoded and clipped). A flush (a
+/// seek) discards what is in flight: the counts start again.
 final class DecodeTally: @unchecked Sendable {
     // @unchecked: all state is behind the Mutex.
     private struct State: @unchecked Sendable {  // GstSegment is plain values
@@ -36,8 +37,9 @@ final class DecodeTally: @unchecked Sendable {
         input.addProbe(GstPadProbeType(rawValue: mask)) { [self] info in
             if let timing = info.bufferTiming {
                 let decodeOnly = info.bufferIsDecodeOnly
+                let time = timing.pts != clockTimeNone ? timing.pts : info.bufferDTS ?? clockTimeNone
                 state.withLock { s in
-                    switch Self.place(timing.pts, in: s) {
+                    switch Self.place(time, in: s) {
                     case .before: s.beforeStart = true
                     case .inside: if !decodeOnly { s.entered += 1 }
                     case .after: break
@@ -67,11 +69,11 @@ final class DecodeTally: @unchecked Sendable {
 
     enum Place { case before, inside, after }
 
-    /// Where a sample presented at `pts` lies against the segment (no time or no segment: inside).
-    private static func place(_ pts: GstClockTime, in s: State) -> Place {
-        guard s.hasSegment, s.segment.format == GST_FORMAT_TIME, pts != clockTimeNone else { return .inside }
-        if s.segment.start != clockTimeNone, pts < s.segment.start { return .before }
-        if s.segment.stop != clockTimeNone, pts >= s.segment.stop { return .after }
+    /// Where a sample timed `time` (its PTS, else its DTS) lies against the segment (no time or no segment: inside).
+    private static func place(_ time: GstClockTime, in s: State) -> Place {
+        guard s.hasSegment, s.segment.format == GST_FORMAT_TIME, time != clockTimeNone else { return .inside }
+        if s.segment.start != clockTimeNone, time < s.segment.start { return .before }
+        if s.segment.stop != clockTimeNone, time >= s.segment.stop { return .after }
         return .inside
     }
 }

@@ -63,12 +63,15 @@ public struct VideoSignalType: Sendable, Equatable {
 
     /// A track's colorimetry: `container`'s with the colour its stream states, by libavcodec's rule for the codec
     /// (`applied(to:)` for H.264 `avc1`/`avc3` with an `avcC`; `wholeColorimetry` for HEVC `hvc1`/`hev1` with
-    /// an `hvcC` or Annex B parameter sets); `container` unchanged for other codecs and unreadable configurations.
+    /// an `hvcC` or Annex B parameter sets); `container`'s for other codecs and unreadable configurations. Code
+    /// points that state no colour (reserved, unassigned) are unspecified (`Colorimetry.normalized`), as libavcodec
+    /// reads them.
     public static func colour(of codec: FourCC, configuration: [UInt8], over container: Colorimetry) -> Colorimetry {
-        switch codec {
+        let colour = switch codec {
         case "avc1", "avc3": VideoSignalType(avcC: configuration)?.applied(to: container) ?? container
         case "hvc1", "hev1": VideoSignalType(hevcConfiguration: configuration)?.wholeColorimetry ?? container
         default: container
         }
+        return colour.normalized
     }
 }

@@ -64,10 +64,7 @@ struct ColourDescriptionTests {
 
     /// `trackctl tracks` names ffprobe's colour for `file`, whose range ffprobe names `range`.
     static func expectFfprobesColour(_ file: String, range: String, _ name: String) throws {
-        let probe = try run("ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries",
-                                        "stream=color_range,color_space,color_primaries,color_transfer", "-of", "json", file])
-        let streams = (try JSONSerialization.jsonObject(with: probe.stdout) as? [String: Any])?["streams"] as? [[String: Any]]
-        let v = try #require(streams?.first)
+        let v = try ffprobeColour(file)
         let daemon = try Daemon()
         defer { daemon.stop() }
         let r = try daemon.trackctl(["tracks", file, "--json"])
@@ -78,6 +75,63 @@ struct ColourDescriptionTests {
         #expect(t["colorMatrix"] as? Int == (v["color_space"] as? String).flatMap { Self.codes[$0] }, "\(what)")
         #expect(t["colorPrimaries"] as? Int == (v["color_primaries"] as? String).flatMap { Self.codes[$0] }, "\(what)")
         #expect(t["colorTransfer"] as? Int == (v["color_transfer"] as? String).flatMap { Self.codes[$0] }, "\(what)")
+    }
+
+    /// x264 streams that state their colour — BT.709; BT.601 full range — and ones that state none: no signal type
+    /// (x264's default); a colour description of 2s (unspecified); code points ffmpeg reads as unspecified or names
+    /// `reserved` (primaries 13 and 0, transfer 3 and 0, matrix 15 and 3: h264_metadata writes them into the SPS);
+    /// unspecified in the SPS over a container that says BT.709 (libavcodec's H.264 rule: the SPS wins).
+    static let statedOrNot: [String: [String]] = [
+        "bt709": ["-color_primaries", "bt709", "-color_trc", "bt709", "-colorspace", "bt709"],
+        "bt601full": ["-color_range", "pc", "-colorspace", "smpte170m", "-color_primaries", "smpte170m",
+                      "-color_trc", "smpte170m", "-x264-params", "fullrange=on"],
+        "none": [],
+        "vui2": ["-bsf:v", "h264_metadata=colour_primaries=2:transfer_characteristics=2:matrix_coefficients=2"],
+        "unassigned": ["-bsf:v", "h264_metadata=colour_primaries=13:transfer_characteristics=3:matrix_coefficients=15"],
+        "reserved": ["-bsf:v", "h264_metadata=colour_primaries=0:transfer_characteristics=0:matrix_coefficients=3"],
+        "vui2over709": ["-color_primaries", "bt709", "-color_trc", "bt709", "-colorspace", "bt709",
+                        "-bsf:v", "h264_metadata=colour_primaries=2:transfer_characteristics=2:matrix_coefficients=2"],
+    ]
+
+    /// What trackd states is ffprobe's colour, and what ffprobe calls `unknown` or `reserved` (or leaves out) trackd
+    /// leaves out — null in `trackctl tracks --json`, nil in TrackClient's stated fields, 2 (unspecified) or range
+    /// 0 on the wire (PROTOCOL.md §7.3).
+    @Test(arguments: ["bt709", "bt601full", "none", "vui2", "unassigned", "reserved", "vui2over709"], ["mp4", "mkv", "ts"])
+    func unspecifiedColourIsAbsent(_ variant: String, _ container: String) throws {
+        let file = Media.make("colour-stated-\(variant).\(container)", [
+            "-f", "lavfi", "-i", "testsrc2=size=\(Self.w)x\(Self.h):rate=25:duration=0.4", "-c:v", "libx264",
+            "-preset", "veryfast", "-pix_fmt", "yuv420p"] + Self.statedOrNot[variant]!)
+        let v = try Self.ffprobeColour(file)
+        func code(_ key: String) -> String? {
+            guard let name = v[key] as? String, !["unknown", "reserved"].contains(name) else { return nil }
+            guard let code = Self.codes[name] else {
+                Issue.record("\(variant).\(container): ffprobe's \(key) \(name) is not in the table")
+                return name
+            }
+            return String(code)
+        }
+        let expected = [v["color_range"] as? String == "unknown" ? nil : v["color_range"] as? String,
+                        code("color_space"), code("color_primaries"), code("color_transfer")]
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        let c = try #require(try Asset(path: file, socketPath: daemon.socketPath).tracks(withMediaType: .video).first).colorimetry
+        let client = [c.statedRange.map { $0 == 2 ? "pc" : "tv" }, c.statedMatrix.map { "\($0)" },
+                      c.statedPrimaries.map { "\($0)" }, c.statedTransfer.map { "\($0)" }]
+        let r = try daemon.trackctl(["tracks", file, "--json"])
+        let t = try #require((try JSONSerialization.jsonObject(with: r.stdout) as? [[String: Any]])?.first)
+        let json = [t["colorRange"] as? String] + ["colorMatrix", "colorPrimaries", "colorTransfer"].map { (t[$0] as? Int).map(String.init) }
+        let what = "\(variant).\(container): ffprobe \(v), TrackClient \(c)"
+        #expect(client == expected, "\(what)")
+        #expect(json == expected, "\(what), trackctl \(t.filter { $0.key.hasPrefix("color") })")
+        if variant == "bt709" || variant == "bt601full" { #expect(expected.allSatisfy { $0 != nil }, "\(what)") }
+    }
+
+    /// ffprobe's color_range, color_space, color_primaries and color_transfer of the first video stream.
+    static func ffprobeColour(_ file: String) throws -> [String: Any] {
+        let probe = try run("ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries",
+                                        "stream=color_range,color_space,color_primaries,color_transfer", "-of", "json", file])
+        let streams = (try JSONSerialization.jsonObject(with: probe.stdout) as? [String: Any])?["streams"] as? [[String: Any]]
+        return try #require(streams?.first)
     }
 
     /// Frames decode as full range: read as 420f they are the decoder's own planes (ffmpeg's, kept at full range,

@@ -25,14 +25,15 @@ struct LostSamplesTests {
         return (whole, damaged)
     }
 
-    /// One full read of the first track of `type`: its samples and the output's lost count; the session's Status
-    /// after it.
-    static func read(_ daemon: Daemon, _ file: String, _ type: MediaType, _ settings: [String: SettingValue]?)
-        throws -> (samples: [SampleBuffer], lost: UInt64, status: StatusReport) {
+    /// One read (of `range`; nil: all of it) of the first track of `type`: its samples and the output's lost count;
+    /// the session's Status after it.
+    static func read(_ daemon: Daemon, _ file: String, _ type: MediaType, _ settings: [String: SettingValue]?,
+                     range: MediaTimeRange? = nil) throws -> (samples: [SampleBuffer], lost: UInt64, status: StatusReport) {
         let asset = try Asset(path: file, socketPath: daemon.socketPath)
         let track = try #require(asset.tracks(withMediaType: type).first)
         let output = try AssetReaderTrackOutput(track: track, outputSettings: settings)
         let reader = AssetReader(asset: asset)
+        if let range { try reader.setTimeRange(range) }
         try reader.add(output)
         #expect(try reader.startReading(), "\(String(describing: reader.error))")
         var samples: [SampleBuffer] = []

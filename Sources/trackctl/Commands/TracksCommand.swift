@@ -69,13 +69,13 @@ struct TracksCommand: Command {
     /// tracks --json: profile, level, pixel aspect ratio, colour description, bit rate, channel layout.
     static func detailJSON(_ t: AssetTrack) -> [(String, JSON.Value)] {
         func text(_ s: String?) -> JSON.Value { s.map { JSON.Value.string($0) } ?? .null }
-        func code(_ c: UInt8) -> JSON.Value { t.mediaType == .video && c != 2 ? .int(Int64(c)) : .null }
+        func code(_ c: UInt8?) -> JSON.Value { t.mediaType == .video ? c.map { .int(Int64($0)) } ?? .null : .null }
         let par: String? = t.pixelAspectRatio.map { "\($0.numerator):\($0.denominator)" }
         let range: String? = t.mediaType == .video ? colorRangeName(t.colorimetry.range) : nil
         return [
             ("profile", text(t.profile)), ("level", text(t.level)), ("pixelAspectRatio", text(par)),
-            ("colorRange", text(range)), ("colorMatrix", code(t.colorimetry.matrix)),
-            ("colorPrimaries", code(t.colorimetry.primaries)), ("colorTransfer", code(t.colorimetry.transfer)),
+            ("colorRange", text(range)), ("colorMatrix", code(t.colorimetry.statedMatrix)),
+            ("colorPrimaries", code(t.colorimetry.statedPrimaries)), ("colorTransfer", code(t.colorimetry.statedTransfer)),
             ("bitRate", number(t.estimatedDataRate)), ("channelLayout", text(t.channelLayout)),
             ("timescale", number(UInt32(clamping: t.naturalTimeScale))),
             ("minFrameDuration", text(t.minFrameDuration.isNumeric ? t.minFrameDuration.description : nil)),
@@ -140,9 +140,7 @@ struct TracksCommand: Command {
             let dar = reducedRatio(UInt64(t.naturalSize.width) * UInt64(par.numerator), UInt64(t.naturalSize.height) * UInt64(par.denominator))
             details.append("SAR \(par.numerator):\(par.denominator) DAR \(dar.0):\(dar.1)")
         }
-        if t.mediaType == .video, let range = colorRangeName(t.colorimetry.range) {
-            details.append("color \(range), matrix \(t.colorimetry.matrix), primaries \(t.colorimetry.primaries), transfer \(t.colorimetry.transfer) (H.273)")
-        }
+        if t.mediaType == .video, let colour = colourDetail(t.colorimetry) { details.append(colour) }
         if t.estimatedDataRate > 0 { details.append("\(t.estimatedDataRate / 1000) kb/s") }
         if let layout = t.channelLayout { details.append(layout) }
         // ffprobe's time_base: the track's times are in these units (PROTOCOL.md §7.1).
@@ -150,6 +148,16 @@ struct TracksCommand: Command {
         // AVAssetTrack's, from every frame's time (PROTOCOL.md §7.2); the FPS column is nominalFrameRate.
         if t.mediaType == .video, t.minFrameDuration.isNumeric { details.append("min frame duration \(t.minFrameDuration)") }
         return details
+    }
+
+    /// "color tv, matrix 1, primaries 1, transfer 1 (H.273)": the fields the track states, the unspecified ones left
+    /// out (PROTOCOL.md §7.3); nil when it states none.
+    static func colourDetail(_ c: Colorimetry) -> String? {
+        let codes = [("matrix", c.statedMatrix), ("primaries", c.statedPrimaries), ("transfer", c.statedTransfer)]
+            .compactMap { name, code in code.map { "\(name) \($0)" } }
+        let parts = (colorRangeName(c.range).map { ["color \($0)"] } ?? []) + codes
+        guard !parts.isEmpty else { return nil }
+        return parts.joined(separator: ", ") + (codes.isEmpty ? "" : " (H.273)")
     }
 
     /// "tv" (video range) or "pc" (full range), ffprobe's spelling; nil when unknown.

@@ -38,9 +38,10 @@ enum IndexCacheClient {
     /// nanoseconds, or before they carried metadata and segments, or before FLAC, WAV, AVI and MP3 tags were read,
     /// or before Matroska tracks started at the container's first timestamp, or before a track's start was put on
     /// the demuxer's segment (an MKV's video started at 0 or 23 ms), or before AVI frames were indexed at their
-    /// decode times and a frame-timing span ended at an edit inside the last frame, are misses).
+    /// decode times and a frame-timing span ended at an edit inside the last frame, or before colour code points that
+    /// state nothing were sent as unspecified, are misses).
     static var descriptionStamp: [UInt8] {
-        Array("\(Gst.versionString); protocol \(Wire.version).\(Wire.revision); track times on the track's grid; metadata; tags; Matroska's clock; starts on the demuxer's segment; AVI decode times; spans to an edit's end".utf8)
+        Array("\(Gst.versionString); protocol \(Wire.version).\(Wire.revision); track times on the track's grid; metadata; tags; Matroska's clock; starts on the demuxer's segment; AVI decode times; spans to an edit's end; unstated colour unspecified".utf8)
     }
 
     /// What opening the file found, kept under the file's key with track id 0: the payload of the AssetOpened

@@ -51,7 +51,29 @@ MAX_CODEC_CONFIG = 65_536
 Plane = namedtuple('Plane', 'offset bytes_per_row row_bytes height')
 Plane.__doc__ = 'A plane layout (§7.4); offset is from the start of the sample.'
 
-Colorimetry = namedtuple('Colorimetry', 'range matrix primaries transfer')
+
+class Colorimetry(namedtuple('Colorimetry', 'range matrix primaries transfer')):
+    """§7.3: range (0 unknown, 1 video, 2 full) and the H.273 code points of matrix, primaries and transfer (2:
+    unspecified), as the wire carries them. The stated_* properties are None for what is not stated, as
+    AVFoundation leaves the colour extension out (trackctl tracks --json prints null)."""
+    __slots__ = ()
+
+    @property
+    def stated_range(self):
+        return self.range or None
+
+    @property
+    def stated_matrix(self):
+        return None if self.matrix == 2 else self.matrix
+
+    @property
+    def stated_primaries(self):
+        return None if self.primaries == 2 else self.primaries
+
+    @property
+    def stated_transfer(self):
+        return None if self.transfer == 2 else self.transfer
+
 
 MEDIA_TYPES = {1: 'video', 2: 'audio', 3: 'subtitle'}
 
