@@ -223,6 +223,11 @@ gulong swift_gst_connect_no_more_pads(GstElement *element, SwiftGstNoMorePadsCal
     return g_signal_connect_data(element, "no-more-pads", G_CALLBACK(callback), user_data, destroy, 0);
 }
 
+gulong swift_gst_connect_element_added(GstElement *bin, SwiftGstElementAddedCallback callback, gpointer user_data,
+                                       GClosureNotify destroy) {
+    return g_signal_connect_data(bin, "element-added", G_CALLBACK(callback), user_data, destroy, 0);
+}
+
 static gboolean continue_unless_container_framed(GstElement *bin, GstPad *pad, GstCaps *caps, gpointer data) {
     (void)bin;
     (void)pad;

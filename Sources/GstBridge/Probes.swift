@@ -20,6 +20,11 @@ private final class PadAddedBox: Sendable {
     init(_ handler: @escaping @Sendable (GstRef<GstPadObject>) -> Void) { self.handler = handler }
 }
 
+private final class ElementAddedBox: Sendable {
+    let handler: @Sendable (GstRef<GstElementObject>) -> Void
+    init(_ handler: @escaping @Sendable (GstRef<GstElementObject>) -> Void) { self.handler = handler }
+}
+
 private final class SignalBox: Sendable {
     let handler: @Sendable () -> Void
     init(_ handler: @escaping @Sendable () -> Void) { self.handler = handler }
@@ -204,6 +209,16 @@ extension GstRef where T == GstElementObject {
             unsafe Unmanaged<PadAddedBox>.fromOpaque(data).takeUnretainedValue().handler(GstRef<GstPadObject>(none: pad))
         }, retained(PadAddedBox(handler)), { data, _ in
             if let data = unsafe data { unsafe Unmanaged<PadAddedBox>.fromOpaque(data).release() }
+        })
+    }
+
+    /// Connects "element-added" of this bin: `handler` gets each element added to it (not to bins inside it).
+    func onElementAdded(_ handler: @escaping @Sendable (GstRef<GstElementObject>) -> Void) {
+        _ = unsafe swift_gst_connect_element_added(pointer, { _, element, data in
+            guard let element = unsafe element, let data = unsafe data else { return }
+            unsafe Unmanaged<ElementAddedBox>.fromOpaque(data).takeUnretainedValue().handler(GstRef<GstElementObject>(none: element))
+        }, retained(ElementAddedBox(handler)), { data, _ in
+            if let data = unsafe data { unsafe Unmanaged<ElementAddedBox>.fromOpaque(data).release() }
         })
     }
 

@@ -147,6 +147,8 @@ gint swift_gst_audio_bytes_per_sample(const GstCaps *caps);
 typedef void (*SwiftGstPadAddedCallback)(GstElement *element, GstPad *pad, gpointer user_data);
 /// Signature of GstElement::no-more-pads.
 typedef void (*SwiftGstNoMorePadsCallback)(GstElement *element, gpointer user_data);
+/// Signature of GstBin::element-added.
+typedef void (*SwiftGstElementAddedCallback)(GstBin *bin, GstElement *element, gpointer user_data);
 
 /// g_signal_connect_data(element, "pad-added", …): returns the handler id; `destroy` (a GClosureNotify: user_data,
 /// closure) runs on user_data when the handler is disconnected or the element finalized. Needs C: GCallback is `void (*)(void)`, a cast Swift cannot
@@ -156,6 +158,9 @@ gulong swift_gst_connect_pad_added(GstElement *element, SwiftGstPadAddedCallback
 /// g_signal_connect_data(element, "no-more-pads", …): as swift_gst_connect_pad_added.
 gulong swift_gst_connect_no_more_pads(GstElement *element, SwiftGstNoMorePadsCallback callback, gpointer user_data,
                                       GClosureNotify destroy);
+/// g_signal_connect_data(bin, "element-added", …): as swift_gst_connect_pad_added (`bin` must be a GstBin).
+gulong swift_gst_connect_element_added(GstElement *bin, SwiftGstElementAddedCallback callback, gpointer user_data,
+                                       GClosureNotify destroy);
 
 /// Makes `parsebin` (transfer none) expose streams that their container already frames — caps carrying
 /// codec_data, as qtdemux and matroskademux give for H.264/HEVC/AAC … — without plugging a parser, so passthrough
