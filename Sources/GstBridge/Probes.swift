@@ -70,9 +70,12 @@ private final class SignalBox: Sendable {
     }
 
     /// A copy of a buffer's bytes (gst_buffer_extract); nil when no buffer passes.
-    var bufferBytes: [UInt8]? {
+    var bufferBytes: [UInt8]? { bufferBytes(upTo: .max) }
+
+    /// A copy of a buffer's first `limit` bytes at most; nil when no buffer passes.
+    func bufferBytes(upTo limit: Int) -> [UInt8]? {
         guard let buffer = unsafe buffer else { return nil }
-        let size = unsafe Int(gst_buffer_get_size(buffer))
+        let size = unsafe min(Int(gst_buffer_get_size(buffer)), max(limit, 0))
         return unsafe [UInt8](unsafeUninitializedCapacity: size) { out, made in
             made = unsafe Int(gst_buffer_extract(buffer, 0, out.baseAddress, gsize(size)))
         }
@@ -124,6 +127,12 @@ private final class SignalBox: Sendable {
     func presentAtDecodeTime() {
         guard unsafe buffer != nil else { return }
         unsafe swift_gst_pad_probe_info_pts_from_dts(info)
+    }
+
+    /// Gives the probed buffer `pts` and `dts` (GST_CLOCK_TIME_NONE: none; swift_gst_pad_probe_info_set_times).
+    func setBufferTimes(pts: GstClockTime, dts: GstClockTime) {
+        guard unsafe buffer != nil else { return }
+        unsafe swift_gst_pad_probe_info_set_times(info, pts, dts)
     }
 
     /// Sends EOS from the probed pad. Called without the pad's object lock, on the streaming thread that holds its
