@@ -36,9 +36,9 @@ final class StartSegment: Sendable {
     /// Also watches the SEGMENT events on each pad of the MPEG-PS demuxer inside `parsebin`, before its parsers see
     /// them: mpegpsdemux starts its first segment (and a key-unit seek's to 0) at the first PTS its scan finds, and
     /// the scan reads only a PES that directly follows a pack header — 0.384 s into GStreamer's mpegpsmux file of
-    /// H.264 and MP2, whose first such PES with a PTS is there. baseparse then drops what ends before that start
-    /// less its lead-in (mpegaudioparse keeps 10 frames: the first 5 MP2 frames were lost, decoded and stored), and
-    /// the video decoder the frames before it (11 of 60).
+    /// H.264 and MP2, whose first such PES with a PTS is there. Unwidened, baseparse drops what ends before that
+    /// start less its lead-in (mpegaudioparse keeps 10 frames: that file's first 5 MP2 frames go, stored and
+    /// decoded), and the video decoder the frames that end before it (11 of 60).
     func attachToDemuxer(in parsebin: GstRef<GstElementObject>) {
         parsebin.onElementAdded { [self] element in
             guard element.factoryName == "mpegpsdemux" else { return }
