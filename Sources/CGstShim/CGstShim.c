@@ -65,6 +65,12 @@ void swift_gst_pad_probe_info_pts_from_dts(GstPadProbeInfo *info) {
     GST_PAD_PROBE_INFO_DATA(info) = buffer;
     GST_BUFFER_PTS(buffer) = GST_BUFFER_DTS(buffer);
 }
+void swift_gst_pad_probe_info_set_times(GstPadProbeInfo *info, GstClockTime pts, GstClockTime dts) {
+    GstBuffer *buffer = gst_buffer_make_writable(GST_PAD_PROBE_INFO_BUFFER(info));
+    GST_PAD_PROBE_INFO_DATA(info) = buffer;
+    GST_BUFFER_PTS(buffer) = pts;
+    GST_BUFFER_DTS(buffer) = dts;
+}
 GstPadProbeReturn swift_gst_pad_probe_refuse(GstPadProbeInfo *info, GstFlowReturn flow) {
     if (GST_PAD_PROBE_INFO_DATA(info) != NULL) {
         gst_mini_object_unref(GST_MINI_OBJECT_CAST(GST_PAD_PROBE_INFO_DATA(info)));
@@ -221,6 +227,11 @@ gulong swift_gst_connect_pad_added(GstElement *element, SwiftGstPadAddedCallback
 gulong swift_gst_connect_no_more_pads(GstElement *element, SwiftGstNoMorePadsCallback callback, gpointer user_data,
                                       GClosureNotify destroy) {
     return g_signal_connect_data(element, "no-more-pads", G_CALLBACK(callback), user_data, destroy, 0);
+}
+
+gulong swift_gst_connect_element_added(GstElement *bin, SwiftGstElementAddedCallback callback, gpointer user_data,
+                                       GClosureNotify destroy) {
+    return g_signal_connect_data(bin, "element-added", G_CALLBACK(callback), user_data, destroy, 0);
 }
 
 static gboolean continue_unless_container_framed(GstElement *bin, GstPad *pad, GstCaps *caps, gpointer data) {

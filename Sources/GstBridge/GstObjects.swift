@@ -58,6 +58,11 @@ extension GstRef where T == GstElementObject {
     /// The element's name (gst_object_get_name).
     var name: String { unsafe takeString(gst_object_get_name(upcast(pointer, to: GstObject.self))) ?? "element" }
 
+    /// The name of the element's factory ("mpegpsdemux"), nil when it has none.
+    var factoryName: String? {
+        unsafe swift_gst_object_factory_name(upcast(pointer, to: GstObject.self)).map { unsafe String(cString: $0) }
+    }
+
     /// gst_element_set_state.
     @discardableResult
     func setState(_ state: GstState) -> GstStateChangeReturn { unsafe gst_element_set_state(pointer, state) }

@@ -17,6 +17,9 @@ struct OutputBranch {
     /// Decoding: the track must be of this type (nil for passthrough).
     let requiredType: MediaType?
     let samples: any SampleMaker
+    /// What widens a read's first segment back to the stream's start (the chain attaches it where its own elements
+    /// clip; TrackPipeline also to an MPEG-PS demuxer's pads).
+    let start: StartSegment
 }
 
 /// What every mode's appsink is: no clock sync, a queue of two samples that blocks (no drops), no signals, no copy
@@ -46,7 +49,7 @@ enum PassthroughChain {
         try pipeline.addChain([appsink])
         let samples = PassthroughSamples(fd: fd, trackID: trackID)
         samples.segment.attach(to: appsink.staticPad("sink"))
-        return OutputBranch(target: appsink, appsink: appsink, requiredType: nil, samples: samples)
+        return OutputBranch(target: appsink, appsink: appsink, requiredType: nil, samples: samples, start: samples.segment)
     }
 }
 
@@ -116,13 +119,14 @@ struct VideoChain {
         stop.deliver(selection)
         if decodeOrder { DecodeOrderPresentation().attach(to: queue.staticPad("sink")) }  // before DecodeStop
         stop.attach(to: queue.staticPad("sink"))
+        let start = StartSegment()  // attached to mpegpsdemux's pads only (TrackPipeline)
         let gate = FrameGate(selection: selection, restorer: restorer)
         gate.attach(to: convertQueue.staticPad("sink"))
         gate.countConversions(at: converters[0].staticPad("sink"))
         let samples = VideoSamples(format: request.pixelFormat.code, targetRange: request.pixelFormat.range,
                                    allocator: shared, restorer: restorer, stop: stop, gate: gate, tally: tally,
-                                   selection: selection)
-        return OutputBranch(target: queue, appsink: appsink, requiredType: .video, samples: samples)
+                                   segment: start, selection: selection)
+        return OutputBranch(target: queue, appsink: appsink, requiredType: .video, samples: samples, start: start)
     }
 }
 
@@ -182,7 +186,7 @@ struct AudioChain {
         start.attach(to: queue.staticPad("sink"))
         let samples = AudioSamples(request: request, channelOrder: channelOrder, restorer: restorer, range: range,
                                    startSegment: start)
-        return OutputBranch(target: queue, appsink: appsink, requiredType: .audio, samples: samples)
+        return OutputBranch(target: queue, appsink: appsink, requiredType: .audio, samples: samples, start: start)
     }
 }
 

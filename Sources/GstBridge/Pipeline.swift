@@ -15,6 +15,9 @@ final class Pipeline {
     /// Matroska's clock (MatroskaClock), when the source is Matroska: the track's pad is given to it, and seeks and
     /// durations go through it.
     private(set) var matroskaClock: MatroskaClock?
+    /// MPEG-PS: what times the MPEG-1/2 pictures their PES headers leave untimed (ProgramStreamVideoTimes); the
+    /// track's pad is given to it.
+    private(set) var programStreamVideo: ProgramStreamVideoTimes?
 
     init() throws(TrackError) {
         guard let p = unsafe gst_pipeline_new(nil) else { throw TrackError(.unknown, "gst_pipeline_new failed") }
@@ -46,6 +49,7 @@ final class Pipeline {
         parser.recordFirstError()  // and those it drops
         self.parser = parser
         matroskaClock = MatroskaClock.forFile(fd: fd)
+        programStreamVideo = ProgramStreamVideoTimes.forFile(fd: fd)
         return parser
     }
 

@@ -20,6 +20,11 @@ private final class PadAddedBox: Sendable {
     init(_ handler: @escaping @Sendable (GstRef<GstPadObject>) -> Void) { self.handler = handler }
 }
 
+private final class ElementAddedBox: Sendable {
+    let handler: @Sendable (GstRef<GstElementObject>) -> Void
+    init(_ handler: @escaping @Sendable (GstRef<GstElementObject>) -> Void) { self.handler = handler }
+}
+
 private final class SignalBox: Sendable {
     let handler: @Sendable () -> Void
     init(_ handler: @escaping @Sendable () -> Void) { self.handler = handler }
@@ -65,9 +70,12 @@ private final class SignalBox: Sendable {
     }
 
     /// A copy of a buffer's bytes (gst_buffer_extract); nil when no buffer passes.
-    var bufferBytes: [UInt8]? {
+    var bufferBytes: [UInt8]? { bufferBytes(upTo: .max) }
+
+    /// A copy of a buffer's first `limit` bytes at most; nil when no buffer passes.
+    func bufferBytes(upTo limit: Int) -> [UInt8]? {
         guard let buffer = unsafe buffer else { return nil }
-        let size = unsafe Int(gst_buffer_get_size(buffer))
+        let size = unsafe min(Int(gst_buffer_get_size(buffer)), max(limit, 0))
         return unsafe [UInt8](unsafeUninitializedCapacity: size) { out, made in
             made = unsafe Int(gst_buffer_extract(buffer, 0, out.baseAddress, gsize(size)))
         }
@@ -119,6 +127,12 @@ private final class SignalBox: Sendable {
     func presentAtDecodeTime() {
         guard unsafe buffer != nil else { return }
         unsafe swift_gst_pad_probe_info_pts_from_dts(info)
+    }
+
+    /// Gives the probed buffer `pts` and `dts` (GST_CLOCK_TIME_NONE: none; swift_gst_pad_probe_info_set_times).
+    func setBufferTimes(pts: GstClockTime, dts: GstClockTime) {
+        guard unsafe buffer != nil else { return }
+        unsafe swift_gst_pad_probe_info_set_times(info, pts, dts)
     }
 
     /// Sends EOS from the probed pad. Called without the pad's object lock, on the streaming thread that holds its
@@ -204,6 +218,16 @@ extension GstRef where T == GstElementObject {
             unsafe Unmanaged<PadAddedBox>.fromOpaque(data).takeUnretainedValue().handler(GstRef<GstPadObject>(none: pad))
         }, retained(PadAddedBox(handler)), { data, _ in
             if let data = unsafe data { unsafe Unmanaged<PadAddedBox>.fromOpaque(data).release() }
+        })
+    }
+
+    /// Connects "element-added" of this bin: `handler` gets each element added to it (not to bins inside it).
+    func onElementAdded(_ handler: @escaping @Sendable (GstRef<GstElementObject>) -> Void) {
+        _ = unsafe swift_gst_connect_element_added(pointer, { _, element, data in
+            guard let element = unsafe element, let data = unsafe data else { return }
+            unsafe Unmanaged<ElementAddedBox>.fromOpaque(data).takeUnretainedValue().handler(GstRef<GstElementObject>(none: element))
+        }, retained(ElementAddedBox(handler)), { data, _ in
+            if let data = unsafe data { unsafe Unmanaged<ElementAddedBox>.fromOpaque(data).release() }
         })
     }
 

@@ -19,6 +19,8 @@ final class PadRouter: @unchecked Sendable {
     private let requiredType: MediaType?
     /// Matroska: the track's pad goes through its clock first.
     private let clock: MatroskaClock?
+    /// MPEG-PS: the track's pad goes through what times its untimed MPEG video pictures.
+    private let pictureTimes: ProgramStreamVideoTimes?
     private struct State: Sendable {
         var order = 0
         var linked = false
@@ -27,12 +29,13 @@ final class PadRouter: @unchecked Sendable {
     private let state = Mutex(State())
 
     init(wantedTrack: UInt32, target: GstRef<GstPadObject>, bus: GstRef<GstBusObject>, requiredType: MediaType?,
-         clock: MatroskaClock?) {
+         clock: MatroskaClock?, pictureTimes: ProgramStreamVideoTimes?) {
         self.wantedTrack = wantedTrack
         self.target = target
         self.bus = bus
         self.requiredType = requiredType
         self.clock = clock
+        self.pictureTimes = pictureTimes
     }
 
     /// Connects pad-added and no-more-pads of `parsebin`.
@@ -66,6 +69,7 @@ final class PadRouter: @unchecked Sendable {
             }
         }
         clock?.attach(to: pad)
+        pictureTimes?.attach(to: pad)
         let result = pad.link(to: target)
         if result != GST_PAD_LINK_OK {
             pad.dropBuffers()

@@ -254,15 +254,18 @@ final class VideoSamples: SampleMaker, @unchecked Sendable {
     private let gate: FrameGate
     /// What the decoder owes (DecodeTally).
     private let tally: DecodeTally
+    /// What keeps the decoder from clipping the first frames of a read from the start (StartSegment).
+    private let segment: StartSegment
     /// The range delivers no frame: pull reports the end until the next seek.
     private(set) var rangeEnded = false
     /// The layout of the last caps seen (the cache holds a ref, so the pointer stays unique).
     private var layoutCache: (caps: GstRef<GstCapsObject>, layout: SwiftGstVideoLayout)?
 
     init(format: FourCC, targetRange: PixelFormat.Range?, allocator: SharedAllocator, restorer: ClipRestorer,
-         stop: DecodeStop, gate: FrameGate, tally: DecodeTally, selection: FrameSelection?) {
+         stop: DecodeStop, gate: FrameGate, tally: DecodeTally, segment: StartSegment, selection: FrameSelection?) {
         self.gate = gate
         self.tally = tally
+        self.segment = segment
         rangeEnded = selection?.frames?.isEmpty == true
         self.format = format
         self.targetRange = targetRange
@@ -273,6 +276,11 @@ final class VideoSamples: SampleMaker, @unchecked Sendable {
 
     func arm(neededSamples: [Int64]?, lastNeededSample: Int64?) {
         stop.arm(needed: neededSamples, lastNeeded: lastNeededSample)
+    }
+
+    func seeking(to range: MediaTimeRange, stop: Int64?) -> Int64? {
+        segment.seeking(fromStart: (range.start.nanoseconds ?? 0) <= 0)
+        return stop
     }
 
     func select(_ selection: FrameSelection?) {

@@ -18,13 +18,31 @@ final class StartSegment: Sendable {
     /// The next range starts at the stream's beginning (or not).
     func seeking(fromStart: Bool) { self.fromStart.store(fromStart, ordering: .relaxed) }
 
-    /// Watches the SEGMENT events reaching `pad` (the branch's input).
-    func attach(to pad: GstRef<GstPadObject>) {
+    /// Watches the SEGMENT events reaching `pad` (the branch's input; `source`: a source pad, whose event is
+    /// replaced in place — nothing can be sent to a source pad).
+    func attach(to pad: GstRef<GstPadObject>, source: Bool = false) {
         pad.addProbe(GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM) { [self] info in
             guard fromStart.load(ordering: .relaxed), let segment = info.segment, let widened = Self.widened(segment)
             else { return GST_PAD_PROBE_OK }
+            if source {
+                info.replaceSegment(widened)
+                return GST_PAD_PROBE_OK
+            }
             info.sendSegment(widened)  // passes this probe unchanged: its start or its time is 0
             return GST_PAD_PROBE_DROP
+        }
+    }
+
+    /// Also watches the SEGMENT events on each pad of the MPEG-PS demuxer inside `parsebin`, before its parsers see
+    /// them: mpegpsdemux starts its first segment (and a key-unit seek's to 0) at the first PTS its scan finds, and
+    /// the scan reads only a PES that directly follows a pack header — 0.384 s into GStreamer's mpegpsmux file of
+    /// H.264 and MP2, whose first such PES with a PTS is there. Unwidened, baseparse drops what ends before that
+    /// start less its lead-in (mpegaudioparse keeps 10 frames: that file's first 5 MP2 frames go, stored and
+    /// decoded), and the video decoder the frames that end before it (11 of 60).
+    func attachToDemuxer(in parsebin: GstRef<GstElementObject>) {
+        parsebin.onElementAdded { [self] element in
+            guard element.factoryName == "mpegpsdemux" else { return }
+            element.onPadAdded { [self] pad in attach(to: pad, source: true) }
         }
     }
 

@@ -86,7 +86,7 @@ private struct ImageChain {
         gate.attach(to: convert.staticPad("sink"))
         gate.countConversions(at: filter.staticPad("sink"))  // what came out of the converter
         PadRouter(wantedTrack: trackID, target: queue.staticPad("sink"), bus: pipeline.bus, requiredType: .video,
-                  clock: pipeline.matroskaClock).attach(to: parser)
+                  clock: pipeline.matroskaClock, pictureTimes: pipeline.programStreamVideo).attach(to: parser)
     }
 
     /// Seeks (accurate) to `ns` and takes the prerolled PNG; nil at the end (no frame).

@@ -15,10 +15,14 @@ import TrackClient
 /// MPEG-2 + MP2 with `-f mpeg`, MPEG-2 + AC-3 with `-f vob`) and by GStreamer (x264enc + avenc_aac in mpegtsmux,
 /// x264enc + avenc_mp2 in mpegpsmux).
 ///
-/// Left out, as PROTOCOL.md §7.2 says: the video of ffmpeg's PS files (mpegvideoparse leaves the frames whose PES
-/// header has no PTS without one, so the track has no frame index and keeps mpegpsdemux's estimate), and in
-/// GStreamer's PS the decoded video and the audio track (mpegpsdemux 1.22 delivers neither from the file's start:
-/// the first 11 decoded frames and 5 MP2 packets are missing; the stored video packets are all there).
+/// ffmpeg's PS video (MPEG-2, several pictures to a PES, a PTS only on the first) is timed as ffmpeg times it
+/// (MPEGVideoTimes); ffprobe itself leaves a few packets without a PTS, its last one among them, so its
+/// `duration_ts` is one frame short of the packets: trackd places each such packet one frame after its DTS, as
+/// ffmpeg places every other packet of the stream, and spans them all (PROTOCOL.md §7.2).
+///
+/// Every decoded frame is ffmpeg's (`-f framemd5`), from the first: in GStreamer's PS, mpegpsdemux starts its
+/// segment at 0.384 s (the first PTS its scan finds), which cost the decoded video its first 11 frames and the MP2
+/// track (stored and decoded) its first 5 before trackd widened it (StartSegment).
 @Suite(.timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs) struct MPEGStreamDurationTests {
     static let video = ["-f", "lavfi", "-i", "testsrc2=size=160x90:rate=30:duration=2"]
     static let audio = ["-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000:duration=2"]
@@ -37,24 +41,26 @@ import TrackClient
             + gstAudio + ["avenc_mp2", "!", "mpegaudioparse", "!", "m.", "m."]),
     ]
     static let kinds = files.keys.sorted()
-    /// The files whose video track has a frame index (every frame has a PTS; decoded in a TS, see above), and those
-    /// whose audio track is read from the file's start.
-    static let videoKinds = kinds.filter { $0.hasPrefix("ts-") || $0 == "ps-gstreamer-h264-mp2" }
-    static let audioKinds = kinds.filter { !$0.hasSuffix("h264") && $0 != "ps-gstreamer-h264-mp2" }
+    /// The files with audio.
+    static let audioKinds = kinds.filter { !$0.hasSuffix("h264") }
 
     /// ffprobe's view of one stream (v:0, a:0): start_pts, duration_ts, packets (decode order) and decoded frames
-    /// (presentation order), integers in the time_base 1/90000.
+    /// (presentation order), integers in the time_base 1/90000; a PTS ffprobe does not state is nil.
     struct Stream {
         var startPTS: Int64
         var durationTS: Int64
-        var packets: [(pts: Int64, dts: Int64, duration: Int64)]
-        var frames: [(pts: Int64, samples: Int64?)]
+        var packets: [(pts: Int64?, dts: Int64, duration: Int64)]
+        var frames: [(pts: Int64?, samples: Int64?)]
 
-        /// Where the last packet in presentation order ends: its PTS plus its duration.
-        var packetsEnd: Int64 {
-            let last = packets.max { ($0.pts, $0.duration) < ($1.pts, $1.duration) }!
-            return last.pts + last.duration
-        }
+        /// Each packet's presentation time: ffprobe's, else its DTS plus its duration — where ffmpeg puts every
+        /// other packet of these streams, which have no B-pictures (its MPEG-2: PTS one frame after DTS).
+        var placed: [Int64] { packets.map { $0.pts ?? $0.dts + $0.duration } }
+
+        /// Where the last packet in presentation order ends: its (placed) PTS plus its duration.
+        var packetsEnd: Int64 { zip(placed, packets).map { $0 + $1.duration }.max()! }
+
+        /// The same over the packets ffprobe states a PTS for: where its `duration_ts` ends.
+        var timedPacketsEnd: Int64 { packets.compactMap { p in p.pts.map { $0 + p.duration } }.max()! }
     }
 
     static func probe(_ file: String, _ stream: String) throws -> Stream {
@@ -68,9 +74,9 @@ import TrackClient
         let int = { (o: [String: Any], k: String) -> Int64? in (o[k] as? NSNumber)?.int64Value }
         let both = json["packets_and_frames"] as? [[String: Any]] ?? []
         let packets = try both.filter { $0["type"] as? String == "packet" }.map {
-            (try #require(int($0, "pts")), try #require(int($0, "dts")), try #require(int($0, "duration")))
+            (int($0, "pts"), try #require(int($0, "dts")), try #require(int($0, "duration")))
         }
-        let frames = try both.filter { $0["type"] as? String == "frame" }.map { (try #require(int($0, "pts")), int($0, "nb_samples")) }
+        let frames = both.filter { $0["type"] as? String == "frame" }.map { (int($0, "pts"), int($0, "nb_samples")) }
         try #require(!packets.isEmpty && !frames.isEmpty, "ffprobe listed no packets or frames of \(file) \(stream)")
         return Stream(startPTS: try #require(int(info, "start_pts")), durationTS: try #require(int(info, "duration_ts")),
                       packets: packets, frames: frames)
@@ -122,27 +128,36 @@ import TrackClient
         }
     }
 
-    @Test(arguments: videoKinds) func videoTrackAndLastFrameAreFfprobes(kind: String) throws {
+    @Test(arguments: kinds) func videoTrackAndLastFrameAreFfprobes(kind: String) throws {
         let (probe, time, daemon, asset, track) = try Self.open(kind, .video)
         defer { daemon.stop() }
+        let file = try #require(Self.files[kind])
         #expect(track.naturalTimeScale == 90000, "\(kind) timescale")
         #expect(track.timeRangeStart == time(probe.startPTS), "\(kind) start")
-        #expect(track.duration == MediaTime(value: probe.durationTS, timescale: 90000), "\(kind) duration")
-        #expect(probe.durationTS == probe.packetsEnd - probe.startPTS, "\(kind): ffprobe's duration is its packets'")
-        // Decoded: every frame, the last one lasting its packet's duration (to the track's end).
-        if kind.hasPrefix("ts-") {
-            let decoded = try TimescaleTests.read(asset, track, TimescaleTests.y420)
-            let lastFrame = try #require(probe.frames.last)
-            let lastPacket = try #require(probe.packets.first { $0.pts == lastFrame.pts })
-            #expect(decoded.count == probe.frames.count, "\(kind) decoded frames")
-            #expect(decoded.last?.presentationTimeStamp == time(lastFrame.pts), "\(kind) last decoded PTS")
-            #expect(decoded.last?.duration == MediaTime(value: lastPacket.duration, timescale: 90000), "\(kind) last decoded duration")
-        }
-        // Passthrough: every packet; the last one (decode order) with ffprobe's PTS, DTS and duration.
+        #expect(track.duration == MediaTime(value: probe.packetsEnd - probe.startPTS, timescale: 90000), "\(kind) duration")
+        // ffprobe's duration is its timed packets': all of them but in ffmpeg's PS, where it leaves a few packets
+        // without a PTS, the last one among them (one frame short of trackd's).
+        #expect(probe.durationTS == probe.timedPacketsEnd - probe.startPTS, "\(kind): ffprobe's duration is its packets'")
+        #expect(probe.packets.contains { $0.pts == nil } == kind.hasPrefix("ps-ffmpeg"), "\(kind): packets ffprobe leaves untimed")
+        #expect(probe.packets.last?.pts == nil || !kind.hasPrefix("ps-ffmpeg"), "\(kind): ffprobe's last packet")
+        // Decoded: every frame, ffmpeg's bytes, each at its packet's PTS (presentation order), the last one lasting
+        // its packet's duration (to the track's end).
+        let decoded = try TimescaleTests.read(asset, track, TimescaleTests.y420)
+        let lastPacket = try #require(zip(probe.placed, probe.packets).max { $0.0 < $1.0 }?.1)
+        #expect(decoded.count == probe.frames.count, "\(kind) decoded frames")
+        let md5 = try Oracle.frameMD5(file, pixFmt: "yuv420p").map(\.md5)
+        #expect(decoded.map { md5Hex($0.packedBytes()) } == md5, "\(kind) bytes")
+        #expect(decoded.map(\.presentationTimeStamp) == probe.placed.sorted().map(time), "\(kind) decoded PTS")
+        // ReadFrames: frames by index, out of order, from the frame index those times make.
+        let indices = [md5.count - 1, 0, md5.count / 2]
+        let frames = try asset.frames(atIndices: indices.map(UInt64.init), track: track, outputSettings: TimescaleTests.y420)
+        #expect(frames.map { md5Hex($0.sample.packedBytes()) } == indices.map { md5[$0] }, "\(kind) ReadFrames")
+        #expect(decoded.last?.duration == MediaTime(value: lastPacket.duration, timescale: 90000), "\(kind) last decoded duration")
+        // Passthrough: every packet at its PTS; the last one (decode order) with ffprobe's DTS and duration.
         let stored = try TimescaleTests.read(asset, track, nil)
         let last = try #require(probe.packets.last)
         #expect(stored.count == probe.packets.count, "\(kind) passthrough samples")
-        #expect(stored.last?.presentationTimeStamp == time(last.pts), "\(kind) last passthrough PTS")
+        #expect(stored.map(\.presentationTimeStamp) == probe.placed.map(time), "\(kind) passthrough PTS")
         #expect(stored.last?.decodeTimeStamp == time(last.dts), "\(kind) last passthrough DTS")
         #expect(stored.last?.duration == MediaTime(value: last.duration, timescale: 90000), "\(kind) last passthrough duration")
     }
@@ -165,7 +180,7 @@ import TrackClient
         let stored = try TimescaleTests.read(asset, track, nil)
         let last = try #require(probe.packets.last)
         #expect(stored.count == probe.packets.count, "\(kind) passthrough samples")
-        #expect(stored.last?.presentationTimeStamp == time(last.pts), "\(kind) last passthrough PTS")
+        #expect(stored.last?.presentationTimeStamp == time(try #require(last.pts)), "\(kind) last passthrough PTS")
         #expect(stored.last?.duration == MediaTime(value: last.duration, timescale: 90000), "\(kind) last passthrough duration")
         // Decoded (at the track's 48 kHz): every sample ffmpeg decodes; the last buffer starts at the sample nearest
         // ffprobe's last frame and ends at the track's end.
@@ -176,7 +191,7 @@ import TrackClient
         let samples = try probe.frames.map { try #require($0.samples) }
         #expect(decoded.reduce(0) { $0 + $1.numberOfSamples } == Int(samples.reduce(0, +)), "\(kind) decoded samples")
         let decodedLast = try #require(decoded.last)
-        let nearest = ((time(lastFrame.pts).value * 48000) + 45000) / 90000
+        let nearest = ((time(try #require(lastFrame.pts)).value * 48000) + 45000) / 90000
         #expect(decodedLast.presentationTimeStamp == MediaTime(value: nearest, timescale: 48000), "\(kind) last decoded PTS")
         #expect(Self.same(decodedLast.duration, MediaTime(value: last.duration, timescale: 90000)), "\(kind) last decoded duration")
         #expect(decodedLast.duration == MediaTime(value: samples.last!, timescale: 48000), "\(kind) last decoded frames")
@@ -184,12 +199,11 @@ import TrackClient
 
     /// The asset's duration (AssetOpened, nanoseconds) is where its longest track ends, AVAsset's rule: the latest
     /// `timeRangeStart + duration` of its tracks, here the latest end of ffprobe's packets of any stream on trackd's
-    /// timeline (in ffmpeg's PS the audio's: the video keeps mpegpsdemux's estimate, which ends earlier) — not the
-    /// demuxer's estimate.
+    /// timeline — not the demuxer's estimate.
     @Test(arguments: kinds) func assetLastsUntilItsLongestTrackEnds(kind: String) throws {
         let file = try #require(Self.files[kind])
         let time = try Self.timeline(file)
-        let exact = kind.hasSuffix("h264") ? ["v:0"] : kind.hasPrefix("ps-ffmpeg") ? ["a:0"] : ["v:0", "a:0"]
+        let exact = kind.hasSuffix("h264") ? ["v:0"] : ["v:0", "a:0"]
         let latest = try exact.map { try Self.probe(file, $0).packetsEnd }.max()!
         let daemon = try Daemon()
         defer { daemon.stop() }

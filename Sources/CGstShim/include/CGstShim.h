@@ -113,6 +113,9 @@ void swift_gst_pad_probe_info_clip_audio(GstPadProbeInfo *info, guint64 start, g
 /// Gives the probed buffer its DTS as its PTS, made writable first (a copy when it is shared: the probe's info then
 /// holds the copy; the info keeps owning it). Needs C: the probe info's data and the buffer fields are macros.
 void swift_gst_pad_probe_info_pts_from_dts(GstPadProbeInfo *info);
+/// Gives the probed buffer `pts` and `dts` (GST_CLOCK_TIME_NONE: none), made writable first as above. Needs C: the
+/// probe info's data and the buffer fields are macros.
+void swift_gst_pad_probe_info_set_times(GstPadProbeInfo *info, GstClockTime pts, GstClockTime dts);
 /// Refuses the probed buffer, buffer list or event: unrefs it, makes `flow` the result its sender sees
 /// (GST_PAD_PROBE_INFO_FLOW_RETURN) and returns GST_PAD_PROBE_HANDLED. Needs C: function-like macros.
 GstPadProbeReturn swift_gst_pad_probe_refuse(GstPadProbeInfo *info, GstFlowReturn flow);
@@ -147,6 +150,8 @@ gint swift_gst_audio_bytes_per_sample(const GstCaps *caps);
 typedef void (*SwiftGstPadAddedCallback)(GstElement *element, GstPad *pad, gpointer user_data);
 /// Signature of GstElement::no-more-pads.
 typedef void (*SwiftGstNoMorePadsCallback)(GstElement *element, gpointer user_data);
+/// Signature of GstBin::element-added.
+typedef void (*SwiftGstElementAddedCallback)(GstBin *bin, GstElement *element, gpointer user_data);
 
 /// g_signal_connect_data(element, "pad-added", …): returns the handler id; `destroy` (a GClosureNotify: user_data,
 /// closure) runs on user_data when the handler is disconnected or the element finalized. Needs C: GCallback is `void (*)(void)`, a cast Swift cannot
@@ -156,6 +161,9 @@ gulong swift_gst_connect_pad_added(GstElement *element, SwiftGstPadAddedCallback
 /// g_signal_connect_data(element, "no-more-pads", …): as swift_gst_connect_pad_added.
 gulong swift_gst_connect_no_more_pads(GstElement *element, SwiftGstNoMorePadsCallback callback, gpointer user_data,
                                       GClosureNotify destroy);
+/// g_signal_connect_data(bin, "element-added", …): as swift_gst_connect_pad_added (`bin` must be a GstBin).
+gulong swift_gst_connect_element_added(GstElement *bin, SwiftGstElementAddedCallback callback, gpointer user_data,
+                                       GClosureNotify destroy);
 
 /// Makes `parsebin` (transfer none) expose streams that their container already frames — caps carrying
 /// codec_data, as qtdemux and matroskademux give for H.264/HEVC/AAC … — without plugging a parser, so passthrough

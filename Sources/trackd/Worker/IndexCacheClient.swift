@@ -39,9 +39,10 @@ enum IndexCacheClient {
     /// or before Matroska tracks started at the container's first timestamp, or before a track's start was put on
     /// the demuxer's segment (an MKV's video started at 0 or 23 ms), or before AVI frames were indexed at their
     /// decode times and a frame-timing span ended at an edit inside the last frame, or before colour code points that
-    /// state nothing were sent as unspecified, are misses).
+    /// state nothing were sent as unspecified, or before an MPEG-PS track's packets were read from the stream's
+    /// start and its MPEG video pictures given the times ffmpeg gives them, are misses).
     static var descriptionStamp: [UInt8] {
-        Array("\(Gst.versionString); protocol \(Wire.version).\(Wire.revision); track times on the track's grid; metadata; tags; Matroska's clock; starts on the demuxer's segment; AVI decode times; spans to an edit's end; unstated colour unspecified".utf8)
+        Array("\(Gst.versionString); protocol \(Wire.version).\(Wire.revision); track times on the track's grid; metadata; tags; Matroska's clock; starts on the demuxer's segment; AVI decode times; spans to an edit's end; unstated colour unspecified; MPEG-PS from its start, picture times".utf8)
     }
 
     /// What opening the file found, kept under the file's key with track id 0: the payload of the AssetOpened

@@ -1,0 +1,53 @@
+import CGStreamer
+import MediaIndex
+import Synchronization
+
+/// MPEG-PS: MPEG-1/2 video pictures whose PES header states no time (mpegvideoparse leaves them untimed: ffmpeg's
+/// `-f mpeg` and `-f vob` put several pictures into one PES) get the times ffmpeg's demuxer gives them
+/// (MPEGVideoTimes), on the track's pad of parsebin — after the parser, before anything else sees the stream — so
+/// that passthrough samples carry ffprobe's times, the track's frame index can be made (every frame has a PTS), and
+/// DecodeStop and the decoder see the times the index has. A flush forgets what came before: the first pictures
+/// after a seek stay untimed until a PES header states a time.
+final class ProgramStreamVideoTimes: Sendable {
+    private struct State: Sendable {
+        var times = MPEGVideoTimes()
+        /// The stream is MPEG-1/2 video (its caps); other streams are left alone.
+        var isMPEGVideo = false
+    }
+    private let state = Mutex(State())
+    /// Bytes read of each sample: a picture header comes after the sequence header (with its quantiser matrices,
+    /// at most 140 bytes), its extensions and a GOP header — well inside this.
+    static let headerBytes = 4096
+
+    /// Times for the pipeline reading `fd`, when the file is an MPEG-PS; nil for every other container.
+    static func forFile(fd: Int32) -> ProgramStreamVideoTimes? {
+        TrackTimescale.container(fd: fd) == .programStream ? ProgramStreamVideoTimes() : nil
+    }
+
+    /// Times the pictures passing `pad` (the track's pad of parsebin, before it is linked).
+    func attach(to pad: GstRef<GstPadObject>) {
+        let mask = GST_PAD_PROBE_TYPE_BUFFER.rawValue | GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM.rawValue
+            | GST_PAD_PROBE_TYPE_EVENT_FLUSH.rawValue
+        pad.addProbe(GstPadProbeType(rawValue: mask)) { [self] info in
+            if info.eventType == GST_EVENT_FLUSH_STOP {
+                state.withLock { $0.times.reset() }
+            } else if info.eventType == GST_EVENT_CAPS {
+                let caps = info.caps.flatMap { CapsView($0) }
+                let mpegVideo = caps?.name == "video/mpeg" && [1, 2].contains(caps?.int("mpegversion"))
+                state.withLock { $0.isMPEGVideo = mpegVideo }
+            } else if let (pts, duration) = info.bufferTiming, let dts = info.bufferDTS,
+                      state.withLock({ $0.isMPEGVideo }) {
+                let known = { (t: GstClockTime) -> Int64? in t == clockTimeNone ? nil : Int64(clamping: t) }
+                // Every picture is read (the timed ones anchor the others); only an untimed one is changed.
+                let bytes = info.bufferBytes(upTo: Self.headerBytes) ?? []
+                let placed = state.withLock {
+                    $0.times.times(pts: known(pts), dts: known(dts), duration: known(duration), bytes: bytes)
+                }
+                let newPTS = placed.pts.flatMap { GstClockTime(exactly: $0) } ?? pts
+                let newDTS = placed.dts.flatMap { GstClockTime(exactly: $0) } ?? dts
+                if newPTS != pts || newDTS != dts { info.setBufferTimes(pts: newPTS, dts: newDTS) }
+            }
+            return GST_PAD_PROBE_OK
+        }
+    }
+}
