@@ -134,9 +134,14 @@ verify-units:
 
 # Only the two products: `swift build` alone would build every target, and Tests/TestSupport (a regular target the
 # test targets share) imports Testing, which a --static-swift-stdlib build does not have.
+# Linked by the toolchain's lld, not the driver's default gold: the static Foundation it links in
+# (libFoundationEssentials.a, createTemporaryFile) refers to mktemp(3), which glibc marks with a link-time warning
+# (a .gnu.warning.mktemp section) that gold and GNU ld print on every such link; lld does not act on those sections.
+# trackd's own code never calls mktemp. The dynamic builds (make build, build-debug) link no Foundation archive.
+DIST_FLAGS := -c release --static-swift-stdlib -Xswiftc -use-ld=lld --scratch-path $(DIST_SCRATCH)
 build-dist: deps pkgconfig
-	$(SWIFT_BUILD) -c release --static-swift-stdlib --scratch-path $(DIST_SCRATCH) --product trackd
-	$(SWIFT_BUILD) -c release --static-swift-stdlib --scratch-path $(DIST_SCRATCH) --product trackctl
+	$(SWIFT_BUILD) $(DIST_FLAGS) --product trackd
+	$(SWIFT_BUILD) $(DIST_FLAGS) --product trackctl
 
 install: build-dist
 	BUILD_DIR=$(DIST_DIR) PREFIX=$(PREFIX) DESTDIR=$(DESTDIR) scripts/install.sh
