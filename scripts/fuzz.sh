@@ -45,8 +45,15 @@ max_len_of() {
   case "$1" in wire) echo 8192 ;; settings) echo 16384 ;; mp4) echo 65536 ;; indexcache) echo 4096 ;; planner) echo 1024 ;; h264) echo 4096 ;; esac
 }
 
-# One compile or link, failed when it prints a warning (scripts/no-warnings.sh): LABEL COMMAND...
-compile() { local label=$1; shift; "$ROOT/scripts/no-warnings.sh" "fuzz: $label" -- "$@"; }
+# One compile or link (LABEL COMMAND...), failed when it prints a warning (scripts/no-warnings.sh); then its -o output
+# is removed, so the next run compiles it again and fails again rather than finding it up to date.
+compile() {
+  local label=$1; shift
+  "$ROOT/scripts/no-warnings.sh" "fuzz: $label" -- "$@" && return
+  local status=$? args=("$@") i
+  for (( i = 0; i + 1 < ${#args[@]}; i++ )); do [[ ${args[i]} == -o ]] && rm -f "${args[i + 1]}"; done
+  return "$status"
+}
 
 # A module is rebuilt when one of its sources is newer than its object.
 stale() { local obj=$1; shift; [[ ! -f $obj ]] || [[ -n $(find "$@" -newer "$obj" 2>/dev/null | head -1) ]]; }
