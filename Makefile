@@ -47,10 +47,21 @@ comma := ,
 empty :=
 space := $(empty) $(empty)
 
-.PHONY: help deps build build-debug build-dist install deb package-check check check-docs code-shape duplicates test test-under-load test-sanitize test-python test-torch venv-test verify-units fuzz-protocol fuzz-media fuzz fuzz-smoke soak run serve bench bench-venv bench-pipelines clean
+# SwiftPM reads .pc files itself and drops every flag but -I/-L/-l/… with a "warning: prohibited flag(s): -pthread"
+# on each build and test run: GLib's gmodule-no-export-2.0.pc (gstreamer-1.0 requires it) has -pthread in Cflags and
+# Libs. `make pkgconfig` (run before every SwiftPM command here) writes copies of such files without it into
+# build/pkgconfig, first in PKG_CONFIG_PATH for all make runs; scripts/pkgconfig-without-pthread.sh says why this is
+# safe and which files. By hand: make pkgconfig, then PKG_CONFIG_PATH=$$PWD/build/pkgconfig swift build.
+PKGCONFIG_DIR := $(CURDIR)/build/pkgconfig
+export PKG_CONFIG_PATH := $(subst $(space),:,$(strip $(PKGCONFIG_DIR) $(filter-out $(PKGCONFIG_DIR),$(subst :, ,$(PKG_CONFIG_PATH)))))
+# Every build goes through scripts/no-warnings.sh: it fails when the build prints a warning (the rule is none).
+SWIFT_BUILD = scripts/no-warnings.sh "make $@" -- $(SWIFT) build
+
+.PHONY: help deps pkgconfig build build-debug build-dist install deb package-check check check-docs code-shape no-warnings-gate duplicates test test-under-load test-sanitize test-python test-torch venv-test verify-units fuzz-protocol fuzz-media fuzz fuzz-smoke soak run serve bench bench-venv bench-pipelines clean
 
 help:
 	@echo "make deps          install missing Debian packages (apt-get; prints the sudo command when not root)"
+	@echo "make pkgconfig     build/pkgconfig: the .pc files SwiftPM would warn about, without -pthread (every build runs it)"
 	@echo "make build         release build: .build/release/{trackd,trackctl}"
 	@echo "make build-debug   debug build: .build/debug/{trackd,trackctl}"
 	@echo "make install       release build (Swift runtime linked in), install into \$$(DESTDIR)\$$(PREFIX) (PREFIX=/usr/local):"
@@ -59,10 +70,12 @@ help:
 	@echo "                   (dpkg-deb; the version is trackdVersion in Sources/Protocol/TrackdVersion.swift)"
 	@echo "make package-check make deb, then the install and package checks and the package at work: unpacked into a temp"
 	@echo "                   root, its trackd, trackctl and Python client run against each other (part of make test)"
-	@echo "make check         the checks that need no build (part of make test): check-docs, code-shape, duplicates"
+	@echo "make check         the checks that need no build (part of make test): check-docs, code-shape, no-warnings-gate,"
+	@echo "                   duplicates"
 	@echo "make check-docs    links in every .md resolve, the make targets they name exist, PROTOCOL.md's message"
 	@echo "                   types are the code's (scripts/check-docs.py, after its self-test on broken inputs)"
 	@echo "make code-shape    no Swift, C or Python source file over 500 lines, no function over 60 (scripts/code-shape.sh)"
+	@echo "make no-warnings-gate  the self-test of scripts/no-warnings.sh, which fails every build that prints a warning"
 	@echo "make duplicates    the duplicates tool's rows for the whole tree, when it is installed (never fails)"
 	@echo "make test          deps, check, unit-file check, debug build with tests, package check, swift test (with short fuzz runs),"
 	@echo "                   then test-python"
@@ -107,20 +120,28 @@ deps:
 	  exit 1; \
 	fi
 
-build: deps
-	$(SWIFT) build -c release
+pkgconfig: deps
+	@scripts/pkgconfig-without-pthread.sh $(PKGCONFIG_DIR)
 
-build-debug: deps
-	$(SWIFT) build
+build: deps pkgconfig
+	$(SWIFT_BUILD) -c release
+
+build-debug: deps pkgconfig
+	$(SWIFT_BUILD)
 
 verify-units:
 	@scripts/verify-units.sh
 
 # Only the two products: `swift build` alone would build every target, and Tests/TestSupport (a regular target the
 # test targets share) imports Testing, which a --static-swift-stdlib build does not have.
-build-dist: deps
-	$(SWIFT) build -c release --static-swift-stdlib --scratch-path $(DIST_SCRATCH) --product trackd
-	$(SWIFT) build -c release --static-swift-stdlib --scratch-path $(DIST_SCRATCH) --product trackctl
+# Linked by the toolchain's lld, not the driver's default gold: the static Foundation it links in
+# (libFoundationEssentials.a, createTemporaryFile) refers to mktemp(3), which glibc marks with a link-time warning
+# (a .gnu.warning.mktemp section) that gold and GNU ld print on every such link; lld does not act on those sections.
+# trackd's own code never calls mktemp. The dynamic builds (make build, build-debug) link no Foundation archive.
+DIST_FLAGS := -c release --static-swift-stdlib -Xswiftc -use-ld=lld --scratch-path $(DIST_SCRATCH)
+build-dist: deps pkgconfig
+	$(SWIFT_BUILD) $(DIST_FLAGS) --product trackd
+	$(SWIFT_BUILD) $(DIST_FLAGS) --product trackctl
 
 install: build-dist
 	BUILD_DIR=$(DIST_DIR) PREFIX=$(PREFIX) DESTDIR=$(DESTDIR) scripts/install.sh
@@ -146,8 +167,8 @@ package-check: deb build-debug
 # The whole Swift run takes about 11 minutes on a loaded 2-core machine, a few alone.
 SWIFT_TEST_TIMEOUT  ?= 45m
 PYTHON_TEST_TIMEOUT ?= 15m
-test: deps check verify-units
-	$(SWIFT) build --build-tests
+test: deps pkgconfig check verify-units
+	$(SWIFT_BUILD) --build-tests
 	@$(MAKE) --no-print-directory package-check
 	TRACKD_BUILD_DIR=$(DEBUG_DIR) scripts/bounded.sh $(SWIFT_TEST_TIMEOUT) "make test: swift test" -- \
 	  $(SWIFT) test --skip-build
@@ -157,7 +178,7 @@ test: deps check verify-units
 # The checks that need no build, first in make test (a few seconds). duplicates is a developer tool that not every
 # machine has (CI machines start bare): its rows are printed where it is installed and never fail the run — a row
 # is a place to look, not a verdict (CONTRIBUTING.md, "Before a branch is merged").
-check: check-docs code-shape duplicates
+check: check-docs code-shape no-warnings-gate duplicates
 
 check-docs:
 	@$(PYTHON) scripts/check-docs.py --self-test
@@ -165,6 +186,10 @@ check-docs:
 
 code-shape:
 	@scripts/code-shape.sh
+
+# The gate every build goes through (SWIFT_BUILD above), checked on commands that do and do not print a warning.
+no-warnings-gate:
+	@scripts/no-warnings.sh --self-test
 
 duplicates:
 	@if command -v duplicates >/dev/null; then duplicates; \
@@ -179,7 +204,7 @@ test-under-load:
 # Sanitizers (scripts/sanitize.sh, docs/SECURITY.md § Sanitizers): each build in its own scratch path, the normal
 # build untouched; sanitized daemons and workers; reports fatal and collected in .build/sanitize-logs/.
 SANITIZERS ?= thread address
-test-sanitize: deps
+test-sanitize: deps pkgconfig
 	@scripts/sanitize.sh $(SANITIZERS)
 
 # The Python tests' venv: ray (Ray Data), numpy, PyYAML from PyPI (clients/python/tests/requirements-test.txt),
@@ -238,24 +263,24 @@ test-torch: venv-test
 # The fuzzer is an integration test; `make test` runs the first 40 cases of a fixed seed, this for FUZZ_SECONDS (300).
 # It prints its seed (FUZZ_SEED=n reproduces a run) and the outcomes; worker-crash inputs go to .build/fuzz/.
 FUZZ_SECONDS ?= 300
-fuzz-protocol: deps
-	$(SWIFT) build --build-tests
+fuzz-protocol: deps pkgconfig
+	$(SWIFT_BUILD) --build-tests
 	FUZZ_SECONDS=$(FUZZ_SECONDS) $(if $(FUZZ_SEED),FUZZ_SEED=$(FUZZ_SEED)) TRACKD_BUILD_DIR=$(DEBUG_DIR) \
 	  $(SWIFT) test --skip-build --filter ProtocolFuzzTests
 
 # The soak (Tests/IntegrationTests/SoakTests.swift) at operator length; make test runs a short one (SOAK_* unset).
 SOAK_SECONDS ?= 300
 SOAK_KILLED  ?= 1000
-soak: deps
-	$(SWIFT) build --build-tests
+soak: deps pkgconfig
+	$(SWIFT_BUILD) --build-tests
 	SOAK_SECONDS=$(SOAK_SECONDS) SOAK_KILLED=$(SOAK_KILLED) TRACKD_BUILD_DIR=$(DEBUG_DIR) \
 	  $(SWIFT) test --skip-build --filter SoakTests
 
 # The media fuzzer (Tests/IntegrationTests/MediaFuzzTests.swift), time-bounded; FUZZ_SEED reproduces a run.
 # Setting FUZZ_SECONDS makes these runs explore (a fresh seed each); make test walks fixed seeds (TestSeed).
 FUZZ_SECONDS ?= 300
-fuzz-media: deps
-	$(SWIFT) build --build-tests
+fuzz-media: deps pkgconfig
+	$(SWIFT_BUILD) --build-tests
 	FUZZ_SECONDS=$(FUZZ_SECONDS) $(if $(FUZZ_SEED),FUZZ_SEED=$(FUZZ_SEED)) FUZZ_DIR=$(CURDIR)/.build/fuzz \
 	  TRACKD_BUILD_DIR=$(DEBUG_DIR) $(SWIFT) test --skip-build --filter MediaFuzzTests
 

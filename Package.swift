@@ -16,6 +16,8 @@ let package = Package(
     ],
     targets: [
         // ── C: system libraries (Debian packages through pkg-config) ──────────────────────────
+        // gstreamer-1.0 requires GLib's gmodule-no-export-2.0, whose -pthread SwiftPM drops with a warning on every
+        // build: make runs SwiftPM with a copy of that .pc file without it (scripts/pkgconfig-without-pthread.sh).
         .systemLibrary(
             name: "CGStreamer", path: "Sources/CGStreamer",
             pkgConfig: "gstreamer-1.0 gstreamer-app-1.0 gstreamer-video-1.0 gstreamer-audio-1.0 gstreamer-pbutils-1.0 gstreamer-tag-1.0",

@@ -45,6 +45,16 @@ max_len_of() {
   case "$1" in wire) echo 8192 ;; settings) echo 16384 ;; mp4) echo 65536 ;; indexcache) echo 4096 ;; planner) echo 1024 ;; h264) echo 4096 ;; esac
 }
 
+# One compile or link (LABEL COMMAND...), failed when it prints a warning (scripts/no-warnings.sh); then its -o output
+# is removed, so the next run compiles it again and fails again rather than finding it up to date.
+compile() {
+  local label=$1; shift
+  "$ROOT/scripts/no-warnings.sh" "fuzz: $label" -- "$@" && return
+  local status=$? args=("$@") i
+  for (( i = 0; i + 1 < ${#args[@]}; i++ )); do [[ ${args[i]} == -o ]] && rm -f "${args[i + 1]}"; done
+  return "$status"
+}
+
 # A module is rebuilt when one of its sources is newer than its object.
 stale() { local obj=$1; shift; [[ ! -f $obj ]] || [[ -n $(find "$@" -newer "$obj" 2>/dev/null | head -1) ]]; }
 
@@ -53,8 +63,8 @@ swift_module() {  # name, the modules it imports (comma-separated), sources...
   local imported=(); [[ -n $deps ]] && for d in ${deps//,/ }; do imported+=("$OBJ/$d.o"); done
   if stale "$OBJ/$name.o" "$@" "${imported[@]}"; then
     echo "fuzz: compiling $name" >&2
-    swiftc "${SWIFTFLAGS[@]}" -wmo -c -module-name "$name" -emit-module -emit-module-path "$OBJ/$name.swiftmodule" \
-      "$@" -o "$OBJ/$name.o"
+    compile "$name" swiftc "${SWIFTFLAGS[@]}" -wmo -c -module-name "$name" \
+      -emit-module -emit-module-path "$OBJ/$name.swiftmodule" "$@" -o "$OBJ/$name.o"
   fi
 }
 
@@ -64,17 +74,19 @@ build_modules() {
   printf 'module CVorbisBlocks {\n  header "%s/Sources/CVorbisBlocks/include/VorbisBlocks.h"\n  export *\n}\n' "$ROOT" \
     >>"$OBJ/cmod/module.modulemap"
   if stale "$OBJ/CTrackSys.o" Sources/CTrackSys; then
-    clang -O1 -g -fsanitize=fuzzer-no-link,address -I Sources/CTrackSys/include -c Sources/CTrackSys/CTrackSys.c -o "$OBJ/CTrackSys.o"
+    compile CTrackSys clang -O1 -g -fsanitize=fuzzer-no-link,address -I Sources/CTrackSys/include \
+      -c Sources/CTrackSys/CTrackSys.c -o "$OBJ/CTrackSys.o"
   fi
   # SystemCalls' TsanHandoff calls the two hand-off functions, no-ops outside a TSan build.
   if stale "$OBJ/TsanMutex.o" Sources/CTrackSys/TsanMutex.c; then
-    clang -O1 -g -fsanitize=fuzzer-no-link,address -I Sources/CTrackSys/include -c Sources/CTrackSys/TsanMutex.c -o "$OBJ/TsanMutex.o"
+    compile TsanMutex clang -O1 -g -fsanitize=fuzzer-no-link,address -I Sources/CTrackSys/include \
+      -c Sources/CTrackSys/TsanMutex.c -o "$OBJ/TsanMutex.o"
   fi
   # MediaIndex reads Vorbis block sizes through CVorbisBlocks (libvorbis, linked from pkg-config below).
   if stale "$OBJ/CVorbisBlocks.o" Sources/CVorbisBlocks; then
     # shellcheck disable=SC2046  # pkg-config's flags are words
-    clang -O1 -g -fsanitize=fuzzer-no-link,address $(pkg-config --cflags vorbis) -I Sources/CVorbisBlocks/include \
-      -c Sources/CVorbisBlocks/VorbisBlocks.c -o "$OBJ/CVorbisBlocks.o"
+    compile CVorbisBlocks clang -O1 -g -fsanitize=fuzzer-no-link,address $(pkg-config --cflags vorbis) \
+      -I Sources/CVorbisBlocks/include -c Sources/CVorbisBlocks/VorbisBlocks.c -o "$OBJ/CVorbisBlocks.o"
   fi
   swift_module SystemCalls CTrackSys Sources/SystemCalls/*.swift
   swift_module MediaVocabulary "" Sources/MediaVocabulary/*.swift
@@ -90,7 +102,7 @@ build_target() {
   if stale "$bin" "${sources[@]}" Fuzz/Common.swift "$OBJ"/*.o; then
     echo "fuzz: linking fuzz-$target" >&2
     # shellcheck disable=SC2046  # pkg-config's flags are words
-    swiftc "${SWIFTFLAGS[@]}" -module-name "Fuzz_$target" "${sources[@]}" Fuzz/Common.swift \
+    compile "fuzz-$target" swiftc "${SWIFTFLAGS[@]}" -module-name "Fuzz_$target" "${sources[@]}" Fuzz/Common.swift \
       "$OBJ"/{CTrackSys,TsanMutex,CVorbisBlocks,SystemCalls,MediaVocabulary,TrackdProtocol,MediaIndex,IndexCache}.o \
       $(pkg-config --libs vorbis) -use-ld=lld -o "$bin"
   fi
