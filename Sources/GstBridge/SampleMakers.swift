@@ -106,6 +106,8 @@ final class PassthroughSamples: SampleMaker {
     private var oggLast: (bytes: [UInt8], caps: GstRef<GstCapsObject>?, end: Int64)?
     /// What keeps appsink from clipping the first stored samples (attached to it by PassthroughChain).
     let segment = StartSegment()
+    /// The current range reads from the track's start.
+    private var fromStart = true
 
     init(fd: Int32, trackID: UInt32) {
         (self.fd, self.trackID) = (fd, trackID)
@@ -121,18 +123,19 @@ final class PassthroughSamples: SampleMaker {
         let trimsItself = format.format == "Opus" && TrackTimescale.container(fd: fd) != .mp4
         opus = trimsItself ? opus ?? OpusTrims(fd: fd, trackID: trackID, matroskaTick: matroska?.tick) : nil
         let vorbisTimes = format.format == "vorb" && (matroska != nil || OggLastPacket.isOgg(fd: fd))
-        vorbis = vorbisTimes ? vorbis ?? VorbisPacketTimes(matroska: matroska != nil) : nil
+        vorbis = vorbisTimes
+            ? vorbis ?? VorbisPacketTimes(matroska: matroska != nil, fd: fd, fromStart: fromStart) : nil
     }
 
     var seeksToKeyUnits: Bool { true }
 
     func seeking(to range: MediaTimeRange, stop: Int64?) -> Int64? {
         (end, rangeEnded) = (stop, false)
-        let fromStart = (range.start.nanoseconds ?? 0) <= 0
+        fromStart = (range.start.nanoseconds ?? 0) <= 0
         edit.seeking(fromStart: fromStart)
         matroska?.seeking()
         opus?.seeking()
-        vorbis?.seeking()
+        vorbis?.seeking(fromStart: fromStart)
         oggLast = nil
         segment.seeking(fromStart: fromStart)
         return nil
