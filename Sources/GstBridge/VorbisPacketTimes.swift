@@ -16,7 +16,7 @@ import TrackdProtocol
 /// - Matroska: the block's own time, and its duration in frames for MatroskaPacketTimes to floor to whole ticks.
 final class VorbisPacketTimes {
     private let matroska: Bool
-    /// Ogg: ffmpeg's ends of the packets of the first audio page; nil when they cannot be known (OggVorbisStart).
+    /// Ogg: where the packets of the first audio page end; nil when that cannot be known (OggVorbisStart).
     private let oggStart: OggVorbisStart?
     private var durations: VorbisDurations?
     /// The stream's rate (frames per second), from the first packet's caps.

@@ -7,10 +7,10 @@ import SystemCalls
 /// granule position `g` (libvorbis's rule, `vorbis_synthesis_blockin`, and ffmpeg's start reckoning): they start at
 /// g − t, and the first packet before them. A page that is also the stream's last (EOS: the whole stream on one
 /// audio page) whose granule position is below t is cut at its end, not at its start (libvorbis): they start at 0,
-/// the last packet ends at g and the rest of it is end padding. ffmpeg does not work out the
-/// start of such a page and starts its first packet at 0 where it ends: its packets are 128 frames late
-/// (libvorbis's short blocks) and its decoder drops the stream's last 128 frames (PROTOCOL.md, Vorbis). oggdemux
-/// (GStreamer 1.22) reckons the start alike but cuts a start below 0 to 0 on any page.
+/// the last packet ends at g and the rest of it is end padding. ffmpeg reckons no start on a stream's last page and
+/// puts the first packet at 0: on such a stream its packets are 128 frames late (libvorbis's short blocks) and its
+/// decoder drops the source's last 128 frames (PROTOCOL.md, Vorbis). oggdemux (GStreamer 1.22) reckons the start
+/// alike but cuts a start below 0 to 0 on any page.
 public struct OggVorbisStart: Equatable, Sendable {
     /// The first audio packet's PTS, in frames of the stream's rate.
     public var start: Int64

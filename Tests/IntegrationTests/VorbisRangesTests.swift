@@ -84,6 +84,7 @@ struct VorbisRangesTests {
             #expect(ours.reduce(0) { $0 + $1.numberOfSamples } == Int(count), "\(name) \(start): frames")
             let a = ours.flatMap { $0.packedBytes() }.withUnsafeBytes { Array($0.bindMemory(to: Float.self)) }
             let from = Int(first - firstPTS) * channels
+            try #require(from >= 0 && from <= whole.count, "\(name) \(start): ffmpeg's decode starts at \(firstPTS)")
             let b = whole[from..<min(whole.count, from + Int(count) * channels)]
             let worst = zip(a, b).map { abs($0 - $1) }.max() ?? 1
             #expect(a.count == b.count && worst < 2e-5, "\(name) \(start): \(a.count) samples, ffmpeg's slice \(b.count); up to \(worst) apart")
