@@ -90,7 +90,7 @@ help:
 	@echo "make fuzz-protocol protocol mutation fuzzer against a real trackd (FUZZ_SECONDS=300, FUZZ_SEED=n)"
 	@echo "make fuzz-media    mutation fuzzer over media through real daemons (FUZZ_SECONDS=300, FUZZ_SEED=…);"
 	@echo "                   crashing/hanging inputs go to .build/fuzz/; fails on a supervisor crash or a hang"
-	@echo "make fuzz          libFuzzer on one parser: TARGET=wire|settings|indexcache|mp4|planner|h264 SECONDS=600;"
+	@echo "make fuzz          libFuzzer on one parser: TARGET=wire|settings|indexcache|mp4|planner|h264|vorbis SECONDS=600;"
 	@echo "                   corpus in .build/fuzz-corpus/TARGET, crashes in .build/fuzz-corpus/TARGET-crashes/"
 	@echo "make fuzz-smoke    every libFuzzer target for FUZZ_SMOKE_SECONDS (5) each; fails on a crash (part of make test)"
 	@echo "make soak          one daemon, one uid: a burst of 200 closing connections, SOAK_KILLED (1000) clients killed mid-read, 16 threads of checked reads and"

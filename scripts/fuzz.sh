@@ -8,13 +8,13 @@
 #   scripts/fuzz.sh build TARGET         only build .build/libfuzzer/bin/fuzz-TARGET
 #   scripts/fuzz.sh repro TARGET FILE    run TARGET once on FILE (a crash artifact)
 #
-# Targets (Fuzz/<Harness>.swift): wire, settings, indexcache, mp4, planner, h264. The modules they test are compiled
-# straight from Sources/ with swiftc -sanitize=fuzzer,address (SwiftPM is not involved; nothing in Package.swift
-# changes) into .build/libfuzzer/. Corpora live in .build/fuzz-corpus/TARGET (kept between runs, never committed):
-# each run first writes the target's built-in seeds (the protocol test fixtures, MediaIndexTests' synthetic movies
-# …), PROTOCOL.md § 14.2's bytes (wire) and the moov boxes of ffmpeg-made MP4/MOV files (mp4). Crashing inputs go
-# to .build/fuzz-corpus/TARGET-crashes/. Environment: FUZZ_JOBS_NICE (nice level, default 10), FUZZ_ARGS (more
-# libFuzzer flags).
+# Targets (Fuzz/<Harness>.swift): wire, settings, indexcache, mp4, planner, h264, vorbis. The modules they test are
+# compiled straight from Sources/ with swiftc -sanitize=fuzzer,address (SwiftPM is not involved; nothing in
+# Package.swift changes) into .build/libfuzzer/. Corpora live in .build/fuzz-corpus/TARGET (kept between runs, never
+# committed): each run first writes the target's built-in seeds (the protocol test fixtures, MediaIndexTests'
+# synthetic movies …), PROTOCOL.md § 14.2's bytes (wire), the moov boxes of ffmpeg-made MP4/MOV files (mp4) and
+# ffmpeg-made Ogg Vorbis files, whole and as packets (vorbis). Crashing inputs go to .build/fuzz-corpus/TARGET-crashes/.
+# Environment: FUZZ_JOBS_NICE (nice level, default 10), FUZZ_ARGS (more libFuzzer flags).
 set -euo pipefail
 # A Swift trap must reach libFuzzer's handler: the Swift runtime's own backtracer does not work under ASan.
 export SWIFT_BACKTRACE=enable=no
@@ -24,7 +24,7 @@ export PATH=/opt/swift/usr/bin:$PATH
 OUT=$ROOT/.build/libfuzzer
 OBJ=$OUT/obj
 CORPUS=$ROOT/.build/fuzz-corpus
-TARGETS=(wire settings indexcache mp4 planner h264)
+TARGETS=(wire settings indexcache mp4 planner h264 vorbis)
 SWIFTFLAGS=(-O -g -sanitize=fuzzer,address -parse-as-library -swift-version 6 -I "$OBJ" -I "$OBJ/cmod")
 
 die() { echo "fuzz: $*" >&2; exit 2; }
@@ -38,11 +38,13 @@ harness_of() {
     mp4) echo "Fuzz/MP4.swift Tests/MediaIndexTests/SyntheticMP4.swift" ;;
     planner) echo "Fuzz/Planner.swift" ;;
     h264) echo "Fuzz/H264.swift" ;;
+    vorbis) echo "Fuzz/Vorbis.swift" ;;
     *) die "unknown target '$1' (one of: ${TARGETS[*]})" ;;
   esac
 }
 max_len_of() {
-  case "$1" in wire) echo 8192 ;; settings) echo 16384 ;; mp4) echo 65536 ;; indexcache) echo 4096 ;; planner) echo 1024 ;; h264) echo 4096 ;; esac
+  case "$1" in wire) echo 8192 ;; settings) echo 16384 ;; mp4) echo 65536 ;; indexcache) echo 4096 ;; planner) echo 1024 ;; h264) echo 4096 ;;
+    vorbis) echo 32768 ;; esac
 }
 
 # One compile or link (LABEL COMMAND...), failed when it prints a warning (scripts/no-warnings.sh); then its -o output
@@ -162,6 +164,41 @@ for path in sys.argv[2:]:
 PY
 }
 
+# Short Ogg Vorbis files from ffmpeg (all audio on one page; several pages), each as the Ogg mode's input (0, then
+# the file's first 32 000 bytes) and as the packet mode's (1, then every packet of the stream after a 2-byte length).
+ffmpeg_oggs() {
+  local dir=$1 media=$CORPUS/media
+  command -v ffmpeg >/dev/null || { echo "fuzz: no ffmpeg, no file seeds" >&2; return 0; }
+  mkdir -p "$media"
+  local length  # not `seconds`: run's, which bash's dynamic scope would let this loop overwrite
+  for length in 0.1 1; do
+    local name=vorbis-$length.ogg
+    [[ -s $media/$name ]] && continue
+    ffmpeg -nostdin -v error -y -f lavfi -i "sine=frequency=440:sample_rate=22050:duration=$length" -c:a libvorbis \
+      "$media/.$name" && mv "$media/.$name" "$media/$name" || echo "fuzz: ffmpeg could not make $name" >&2
+  done
+  python3 - "$dir" "$media"/vorbis-*.ogg <<'PY'
+import os, struct, sys
+out = sys.argv[1]
+for path in sys.argv[2:]:
+    data = open(path, "rb").read()
+    name = os.path.basename(path)
+    open(os.path.join(out, "ogg-" + name), "wb").write(b"\0" + data[:32000])
+    packets, partial, at = [], b"", 0
+    while at + 27 <= len(data) and data[at:at + 4] == b"OggS":
+        count = data[at + 26]
+        lacing = data[at + 27:at + 27 + count]
+        body = at + 27 + count
+        for lace in lacing:
+            partial += data[body:body + lace]
+            body += lace
+            if lace < 255: packets.append(partial); partial = b""
+        at = body
+    framed = b"".join(struct.pack("<H", len(p)) + p for p in packets if len(p) < 65536)
+    open(os.path.join(out, "packets-" + name), "wb").write(b"\1" + framed[:32000])
+PY
+}
+
 seed() {
   local target=$1 seeds=$CORPUS/$1-seeds
   rm -rf "$seeds"; mkdir -p "$seeds" "$CORPUS/$target"
@@ -169,6 +206,7 @@ seed() {
   case "$target" in
     wire) golden_frames "$seeds" ;;
     mp4) ffmpeg_moovs "$seeds" ;;
+    vorbis) ffmpeg_oggs "$seeds" ;;
   esac
 }
 

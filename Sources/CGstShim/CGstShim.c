@@ -60,6 +60,19 @@ void swift_gst_pad_probe_info_clip_audio(GstPadProbeInfo *info, guint64 start, g
     if (GST_BUFFER_DURATION_IS_VALID(buffer))
         GST_BUFFER_DURATION(buffer) = GST_BUFFER_DURATION(buffer) > shift ? GST_BUFFER_DURATION(buffer) - shift : 0;
 }
+gboolean swift_gst_pad_probe_info_audio_clipping(GstPadProbeInfo *info, guint64 *start, guint64 *end) {
+    GstAudioClippingMeta *meta = gst_buffer_get_audio_clipping_meta(GST_PAD_PROBE_INFO_BUFFER(info));
+    if (meta == NULL || meta->format != GST_FORMAT_DEFAULT) return FALSE;
+    *start = meta->start;
+    *end = meta->end;
+    return TRUE;
+}
+void swift_gst_pad_probe_info_reclip_audio(GstPadProbeInfo *info, guint64 start) {
+    GstBuffer *buffer = gst_buffer_make_writable(GST_PAD_PROBE_INFO_BUFFER(info));
+    GST_PAD_PROBE_INFO_DATA(info) = buffer;
+    GstAudioClippingMeta *meta = gst_buffer_get_audio_clipping_meta(buffer);
+    if (meta != NULL) meta->start = start;
+}
 void swift_gst_pad_probe_info_pts_from_dts(GstPadProbeInfo *info) {
     GstBuffer *buffer = gst_buffer_make_writable(GST_PAD_PROBE_INFO_BUFFER(info));
     GST_PAD_PROBE_INFO_DATA(info) = buffer;

@@ -164,7 +164,8 @@ struct AudioChain {
         filter = try makeElement("capsfilter")
     }
 
-    func build(_ pipeline: Pipeline, request: AudioOutputRequest, limits: DecodeLimits, trackID: UInt32,
+    /// `fd`: the file (Opus in Matroska: its CodecDelay, OpusDelayClipping).
+    func build(_ pipeline: Pipeline, request: AudioOutputRequest, limits: DecodeLimits, fd: Int32, trackID: UInt32,
                range: MediaTimeRange) throws(TrackError) -> OutputBranch {
         // Deterministic conversion: no random dither, no noise shaping (both enums' value 0 is "none").
         convert.set("dithering", int: 0)
@@ -184,6 +185,7 @@ struct AudioChain {
         restorer.attach(to: queue.staticPad("src"))
         let start = StartSegment()  // the decoder keeps what comes before the first segment's start (MPEG-TS)
         start.attach(to: queue.staticPad("sink"))
+        OpusDelayClipping(fd: fd, trackID: trackID)?.attach(to: queue.staticPad("sink"))
         let samples = AudioSamples(request: request, channelOrder: channelOrder, restorer: restorer, range: range,
                                    startSegment: start)
         return OutputBranch(target: queue, appsink: appsink, requiredType: .audio, samples: samples, start: start)

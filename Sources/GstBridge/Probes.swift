@@ -169,6 +169,21 @@ private final class SignalBox: Sendable {
         unsafe swift_gst_pad_probe_info_clip_audio(info, guint64(start), guint64(end), GstClockTime(max(0, shift)))
     }
 
+    /// The buffer's GstAudioClippingMeta in samples (what a decoder drops at its start and end); nil when no buffer
+    /// passes or it has none.
+    var audioClipping: (start: UInt64, end: UInt64)? {
+        guard unsafe buffer != nil else { return nil }
+        var start: guint64 = 0, end: guint64 = 0
+        guard unsafe swift_gst_pad_probe_info_audio_clipping(info, &start, &end) != 0 else { return nil }
+        return (UInt64(start), UInt64(end))
+    }
+
+    /// Sets the start of the passing buffer's audio clipping meta to `start` samples (a writable copy when shared).
+    func reclipAudio(start: UInt64) {
+        guard unsafe buffer != nil else { return }
+        unsafe swift_gst_pad_probe_info_reclip_audio(info, guint64(start))
+    }
+
     /// Whether the buffer passing is flagged DECODE_ONLY (decoded, never shown: a VP8/VP9 alt-ref frame).
     var bufferIsDecodeOnly: Bool {
         guard let buffer = unsafe buffer else { return false }

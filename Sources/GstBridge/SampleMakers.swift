@@ -106,6 +106,13 @@ final class PassthroughSamples: SampleMaker {
     private var oggLast: (bytes: [UInt8], caps: GstRef<GstCapsObject>?, end: Int64)?
     /// What keeps appsink from clipping the first stored samples (attached to it by PassthroughChain).
     let segment = StartSegment()
+    /// The current range reads from the track's start.
+    private var fromStart = true
+    /// Audio after a seek into the track: the demuxer starts at its own unit (an Ogg page, a Matroska cluster), up to
+    /// seconds before the range's start (ns); the packets before the last one starting at or before it are left out.
+    /// `held`: that packet so far; `after`: the packet after it, delivered next.
+    private var leadIn: (start: Int64, held: PulledSample?)?
+    private var afterLeadIn: PulledSample?
 
     init(fd: Int32, trackID: UInt32) {
         (self.fd, self.trackID) = (fd, trackID)
@@ -121,30 +128,43 @@ final class PassthroughSamples: SampleMaker {
         let trimsItself = format.format == "Opus" && TrackTimescale.container(fd: fd) != .mp4
         opus = trimsItself ? opus ?? OpusTrims(fd: fd, trackID: trackID, matroskaTick: matroska?.tick) : nil
         let vorbisTimes = format.format == "vorb" && (matroska != nil || OggLastPacket.isOgg(fd: fd))
-        vorbis = vorbisTimes ? vorbis ?? VorbisPacketTimes(matroska: matroska != nil) : nil
+        vorbis = vorbisTimes
+            ? vorbis ?? VorbisPacketTimes(matroska: matroska != nil, fd: fd, fromStart: fromStart) : nil
     }
 
     var seeksToKeyUnits: Bool { true }
 
     func seeking(to range: MediaTimeRange, stop: Int64?) -> Int64? {
         (end, rangeEnded) = (stop, false)
-        let fromStart = (range.start.nanoseconds ?? 0) <= 0
+        fromStart = (range.start.nanoseconds ?? 0) <= 0
+        leadIn = fromStart ? nil : range.start.nanoseconds.map { ($0, nil) }
+        afterLeadIn = nil
         edit.seeking(fromStart: fromStart)
         matroska?.seeking()
         opus?.seeking()
-        vorbis?.seeking()
+        vorbis?.seeking(fromStart: fromStart)
         oggLast = nil
         segment.seeking(fromStart: fromStart)
         return nil
     }
 
-    func queued() -> PulledSample? { edit.queued() }
+    func queued() -> PulledSample? {
+        if let after = afterLeadIn {
+            afterLeadIn = nil
+            return after
+        }
+        return edit.queued()
+    }
 
     /// Ogg Opus read to its end: oggdemux never pushes a last packet that the last page's granule position leaves
     /// wholly out (GStreamer's opusenc with 2.5 ms frames ends on one); ffmpeg lists it, all of it discard padding.
     /// It is read from the file (OggLastPacket) and delivered where the packets before it end, lasting 0, trimmed
     /// whole at its end — when its page's granule position is exactly where those end (OpusHead's pre-skip on).
     func endOfInput() -> MadeSample {
+        if let held = leadIn?.held {  // the range starts after the last packet's start
+            leadIn = nil
+            return .sample(held)
+        }
         guard end == nil, !rangeEnded, let last = oggLast else { return .skip }
         oggLast = nil
         let preSkip = CapsView(last.caps)?.streamHeaders.first.flatMap(AudioPackets.opusPreSkip(head:)) ?? 0
@@ -195,10 +215,33 @@ final class PassthroughSamples: SampleMaker {
             let time = plain.decodeTime.isNumeric ? plain.decodeTime : plain.presentationTime
             if let ns = time.nanoseconds, ns >= end {
                 rangeEnded = true
+                if let held = leadIn?.held {
+                    leadIn = nil
+                    return .sample(held)
+                }
                 return .endOfRange
             }
         }
-        return .sample(edit.place(plain, sample: sample, layout: layout(size:)))
+        return leadingIn(edit.place(plain, sample: sample, layout: layout(size:)), sample: sample)
+    }
+
+    /// `made` (an audio packet after a seek into the track: leadIn), or the packet held before it (`made` then comes
+    /// next), or nothing while the packets start at or before the range's start. Every audio packet is a sync sample:
+    /// the range starts at the one at or before its start (PROTOCOL.md §12.7).
+    private func leadingIn(_ made: PulledSample, sample: GstRef<GstSampleObject>) -> MadeSample {
+        guard let start = leadIn?.start, CapsView(sample.caps)?.int("rate") != nil,
+              let pts = made.presentationTime.nanoseconds else {
+            leadIn = nil
+            return .sample(made)
+        }
+        if pts <= start {
+            leadIn = (start, made)
+            return .skip
+        }
+        defer { leadIn = nil }
+        guard let held = leadIn?.held else { return .sample(made) }
+        afterLeadIn = made
+        return .sample(held)
     }
 
     /// How OpusTrims and VorbisPacketTimes remake `plain` (stored `sample`) with new times and trims; audio's DTS

@@ -94,7 +94,8 @@ public final class TrackPipeline: @unchecked Sendable {
                                    // An AVI track with a frame index holds no B-picture (FrameIndex.build).
                                    selection: selection, decodeOrder: source.container == .avi && selection != nil)
         case .audio(let request):
-            try AudioChain().build(pipeline, request: request, limits: limits, trackID: trackID, range: timeRange)
+            try AudioChain().build(pipeline, request: request, limits: limits, fd: source.fd, trackID: trackID,
+                                   range: timeRange)
         }
         sink = branch.appsink
         samples = branch.samples

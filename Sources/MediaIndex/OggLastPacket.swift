@@ -14,6 +14,8 @@ public enum OggLastPacket {
         var granule: Int64
         var serial: UInt32
         var continued: Bool
+        /// The stream's first page (BOS) and its last (EOS).
+        var isFirst: Bool, isLast: Bool
         var lacing: [UInt8]
         var body: Range<Int>
     }
@@ -31,8 +33,9 @@ public enum OggLastPacket {
         func le(_ offset: Int, _ count: Int) -> UInt64 {
             (0..<count).reduce(UInt64(0)) { $0 | UInt64(bytes[at + offset + $1]) << (8 * UInt64($1)) }
         }
-        return Page(granule: Int64(bitPattern: le(6, 8)), serial: UInt32(le(14, 4)), continued: bytes[at + 5] & 1 != 0,
-                    lacing: lacing, body: start..<(start + size))
+        let flags = bytes[at + 5]
+        return Page(granule: Int64(bitPattern: le(6, 8)), serial: UInt32(le(14, 4)), continued: flags & 1 != 0,
+                    isFirst: flags & 2 != 0, isLast: flags & 4 != 0, lacing: lacing, body: start..<(start + size))
     }
 
     /// The last complete packet of stream `serial` (nil: the stream of the last page) in `tail` (the file's last

@@ -24,8 +24,12 @@ struct OpusTrimsTests {
         "gst-webm": (Media.makeWithGStreamer("trims-opus-gst.webm", gstSource + ["!", "webmmux"]), 960),
         // 2.5 ms frames: the 312-frame pre-skip spreads over three packets (120, 120, 72); the last packet is all
         // padding.
-        "gst-ogg-short": (Media.makeWithGStreamer("trims-opus-gst-short.opus", gstSource + ["frame-size=2", "!", "oggmux"]), 120),
+        "gst-ogg-short": (gstShort, 120),
+        // gst-ogg-short remuxed into Matroska by ffmpeg: two 2.5 ms blocks wholly inside its 312-frame CodecDelay and
+        // a third partly (ffmpeg's own libopus with 2.5 ms frames has a pre-skip of 120, one block: ffmpeg-mka-short).
+        "ffmpeg-mka-gst-short": (Media.make("trims-opus-gst-short.mka", ["-i", gstShort, "-c:a", "copy"]), 120),
     ]
+    static let gstShort = Media.makeWithGStreamer("trims-opus-gst-short.opus", gstSource + ["frame-size=2", "!", "oggmux"])
 
     /// Opus in MP4 (PacketTimesTests: every packet's times are ffprobe's).
     static let mp4Files: [String: String] = [

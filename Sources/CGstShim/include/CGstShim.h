@@ -110,6 +110,13 @@ GstFlowReturn swift_gst_pad_chain_stored(GstPad *pad, const guint8 *bytes, gsize
 /// where its first kept sample is, as oggdemux stamps Opus's. Needs C: the probe info's data and the buffer
 /// fields are macros.
 void swift_gst_pad_probe_info_clip_audio(GstPadProbeInfo *info, guint64 start, guint64 end, GstClockTime shift);
+/// The probed buffer's GstAudioClippingMeta in samples (GST_FORMAT_DEFAULT): TRUE and its start and end, or FALSE
+/// when it has none in samples. Ownership: borrows the info and its buffer. Needs C: the probe info's data is a macro.
+gboolean swift_gst_pad_probe_info_audio_clipping(GstPadProbeInfo *info, guint64 *start, guint64 *end);
+/// Sets the start of the probed buffer's GstAudioClippingMeta to `start` samples, made writable first (a copy when it
+/// is shared: the probe's info then holds the copy; the info keeps owning it); a buffer without one is left as it is.
+/// Needs C: the probe info's data is a macro.
+void swift_gst_pad_probe_info_reclip_audio(GstPadProbeInfo *info, guint64 start);
 /// Gives the probed buffer its DTS as its PTS, made writable first (a copy when it is shared: the probe's info then
 /// holds the copy; the info keeps owning it). Needs C: the probe info's data and the buffer fields are macros.
 void swift_gst_pad_probe_info_pts_from_dts(GstPadProbeInfo *info);

@@ -187,8 +187,8 @@ class VideoTests(unittest.TestCase):
         self.assertEqual(Fraction(end.value, end.timescale), Fraction(960 - probe['packets'][-1]['duration'], 48000))
 
     def test_vorbis_passthrough_trims(self):
-        # Vorbis in Ogg (GStreamer's vorbisenc, 1 s, and ffmpeg's libvorbis, 2 s: PROTOCOL.md's known difference is
-        # a first audio page that is also the last): every packet at ffprobe's PTS (the first at -128/44100 on
+        # Vorbis in Ogg (GStreamer's vorbisenc, 1 s, and ffmpeg's libvorbis, 2 s: not PROTOCOL.md's deliberate
+        # difference, a first audio page that is also the last): every packet at ffprobe's PTS (the first at -128/44100 on
         # GStreamer's file, 0 on ffmpeg's), the last one's end padding (what the last page's granule position leaves
         # out) its trim at the end, as ffprobe's discard_padding; no other trims.
         gst, ff = suite.daemon.path('trims-gst.ogg'), suite.daemon.path('trims-ff.ogg')
