@@ -162,6 +162,8 @@ enum AppMessage {
     static let notDecodable = "trackd-not-decodable"
     /// A DecodeLimits refusal (DecodeGuard); the text names the limit and the option.
     static let limitExceeded = "trackd-limit-exceeded"
+    /// A read the track cannot give exactly (OpenGOPTimes); the text says why.
+    static let notSupported = "trackd-not-supported"
 
     /// Posts an application message named `name` with a string field "text" on `bus` (the pipeline's).
     static func post(_ bus: GstRef<GstBusObject>, _ name: String, text: String) {
@@ -192,6 +194,7 @@ func checkMessage(_ message: GstRef<GstMessageObject>, context: String, ignoreMi
         case AppMessage.wrongMediaType: return TrackError(.unsupportedOutputSettings, text)
         case AppMessage.notDecodable: return TrackError(.decoderNotFound, "\(context): \(text)")
         case AppMessage.limitExceeded: return TrackError(.limitExceeded, "\(context): \(text)")
+        case AppMessage.notSupported: return TrackError(.operationNotSupportedForAsset, "\(context): \(text)")
         default: return nil
         }
     default:

@@ -85,9 +85,9 @@ struct VideoChain {
     /// `stop`: the sample filter (DecodeStop) on the decoder branch's input. `selection`: the frames the first range
     /// delivers (FrameGate, on the converter branch's input; nil: every frame).
     /// `decodeOrder`: the container stores decode times only and the track has no B-picture (an indexed AVI track):
-    /// see DecodeOrderPresentation.
+    /// see DecodeOrderPresentation. `avi` without `decodeOrder` (an AVI track with B-pictures): OpenGOPTimes.
     func build(_ pipeline: Pipeline, request: VideoOutputRequest, threads: Int?, limits: DecodeLimits, trackID: UInt32,
-               stop: DecodeStop, selection: FrameSelection?, decodeOrder: Bool) throws(TrackError) -> OutputBranch {
+               stop: DecodeStop, selection: FrameSelection?, decodeOrder: Bool, avi: Bool) throws(TrackError) -> OutputBranch {
         let shared = SharedAllocator(maxLive: Self.maxSharedMemories)
         shared.offer(to: appsink, minBuffers: 2)
         if VideoCaps.copiesAsNV12(request.pixelFormat) { shared.reserveNV12() }
@@ -117,7 +117,13 @@ struct VideoChain {
         restorer.attach(to: queueSrc)
         stop.count(at: queueSrc)
         stop.deliver(selection)
-        if decodeOrder { DecodeOrderPresentation().attach(to: queue.staticPad("sink")) }  // before DecodeStop
+        // Both before DecodeStop, which reads the buffers' PTS.
+        if decodeOrder { DecodeOrderPresentation().attach(to: queue.staticPad("sink")) }
+        if avi && !decodeOrder {
+            let times = OpenGOPTimes(bus: pipeline.bus)
+            times.attach(to: queue.staticPad("sink"))
+            times.snap(at: convertQueue.staticPad("sink"))  // before FrameGate (probes run in the order they were added)
+        }
         stop.attach(to: queue.staticPad("sink"))
         let start = StartSegment()  // attached to mpegpsdemux's pads only (TrackPipeline)
         let gate = FrameGate(selection: selection, restorer: restorer)

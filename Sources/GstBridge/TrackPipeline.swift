@@ -92,7 +92,8 @@ public final class TrackPipeline: @unchecked Sendable {
             try VideoChain().build(pipeline, request: request, threads: threads, limits: limits, trackID: trackID,
                                    stop: DecodeStop(needed: neededSamples, lastNeeded: lastNeededSample),
                                    // An AVI track with a frame index holds no B-picture (FrameIndex.build).
-                                   selection: selection, decodeOrder: source.container == .avi && selection != nil)
+                                   selection: selection, decodeOrder: source.container == .avi && selection != nil,
+                                   avi: source.container == .avi)
         case .audio(let request):
             try AudioChain().build(pipeline, request: request, limits: limits, fd: source.fd, trackID: trackID,
                                    range: timeRange)

@@ -55,4 +55,18 @@ public enum DecodeOrderTimes {
         }
         return nil
     }
+
+    /// Whether an MPEG-4 Part 2 sample opens an open GOP: its GOV header (start code 00 00 01 B3, before the first
+    /// VOP) has closed_gov, the bit after the 18-bit time_code, 0. nil without a GOV header.
+    public static func mpeg4OpensGOV(_ bytes: [UInt8]) -> Bool? {
+        var i = 0
+        while i + 6 < bytes.count {
+            if bytes[i] == 0, bytes[i + 1] == 0, bytes[i + 2] == 1 {
+                if bytes[i + 3] == 0xB3 { return bytes[i + 6] & 0x20 == 0 }
+                if bytes[i + 3] == 0xB6 { return nil }
+            }
+            i += 1
+        }
+        return nil
+    }
 }

@@ -13,6 +13,9 @@ struct AVILostSamplesTests {
     static let encoders: [String: [String]] = [
         "h264": ["-c:v", "libx264", "-preset", "veryfast", "-bf", "2", "-g", "30"],
         "mpeg4": ["-c:v", "mpeg4", "-bf", "2", "-g", "30", "-flags", "+cgop", "-sc_threshold", "1000000000", "-q:v", "4"],
+        // Open GOPs (ffmpeg's default): key frames at 0, 28 and 58, the second shown at 30 after the two B-pictures
+        // decoded after it (shown at 28 and 29), which refer to the GOP before it.
+        "mpeg4-open": ["-c:v", "mpeg4", "-bf", "2", "-g", "30", "-q:v", "4"],
     ]
 
     /// 60 frames at 30 fps (time base 1/30: frame n is at n), 320×240.
@@ -21,9 +24,11 @@ struct AVILostSamplesTests {
                                                  "-pix_fmt", "yuv420p"] + encoders[codec]!)
     }
 
-    /// Ranges in frames: all of it; from the second key frame (`key`) to inside its GOP; from inside the first GOP
-    /// to inside the second.
-    static func ranges(key: Int64) -> [(start: Int64, end: Int64?)] { [(0, nil), (key, key + 15), (10, 40)] }
+    /// Ranges in frames: all of it; from the second key frame (`key`, its decode time) to inside its GOP; from
+    /// inside the first GOP to inside the second; starting and ending just before, at and just after the key frame.
+    static func ranges(key: Int64) -> [(start: Int64, end: Int64?)] {
+        [(0, nil), (key, key + 15), (10, 40), (key - 2, key + 3), (key - 1, key + 1), (key + 1, key + 4), (key + 2, nil)]
+    }
 
     static func range(_ start: Int64, _ end: Int64?) -> MediaTimeRange {
         MediaTimeRange(start: MediaTime(value: start, timescale: 30),
@@ -51,6 +56,45 @@ struct AVILostSamplesTests {
             #expect(read.samples.count == wanted.count, "\(what): \(read.samples.count) frames, ffmpeg \(wanted.count)")
             #expect(read.samples.map { md5Hex($0.packedBytes()) } == wanted.map(\.md5), "\(what): frames differ from ffmpeg's")
             #expect(read.lost == 0 && read.status.samplesLost == 0, "\(what): lost \(read.lost), Status \(read.status.samplesLost)")
+        }
+    }
+
+    /// Open GOPs: every range avidemux starts decoding at the first key frame (frame 0) delivers exactly ffmpeg's
+    /// frames at their times (the n-th shown at the n-th decode time), the whole file too; a range it starts at the
+    /// second key frame — a seek to after its decode time — cannot decode that GOP's leading B-pictures, and fails
+    /// with −11829 at its start, before any frame (PROTOCOL.md §7.2).
+    @Test func openGOPRangesAreExactOrRefused() throws {
+        let file = Self.file("mpeg4-open")
+        let packets = try Probe.packets(file, "v:0")
+        let keys = packets.filter(\.keyframe).compactMap(\.dts)
+        try #require(packets.count == 60 && keys.prefix(2) == [0, 28], "\(packets.count) packets, key frames at \(keys)")
+        let oracle = try Oracle.frameMD5(file, pixFmt: "yuv420p", extra: ["-vsync", "passthrough"])
+        try #require(oracle.count == 60, "ffmpeg decodes \(oracle.count) frames")
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        for (start, end) in Self.ranges(key: 28) {
+            let what = "frames \(start)..<\(end ?? 60)"
+            let asset = try Asset(path: file, socketPath: daemon.socketPath)
+            let output = try AssetReaderTrackOutput(track: try #require(asset.tracks(withMediaType: .video).first),
+                                                    outputSettings: Self.y420)
+            let reader = AssetReader(asset: asset)
+            try reader.setTimeRange(Self.range(start, end))
+            try reader.add(output)
+            var samples: [SampleBuffer] = []
+            if try reader.startReading() {
+                while let s = try output.copyNextSampleBuffer() { samples.append(s) }
+            }
+            if start > 28 {
+                #expect(reader.status == .failed && reader.error?.knownCode == .operationNotSupportedForAsset && samples.isEmpty,
+                        "\(what): \(reader.status), \(String(describing: reader.error)), \(samples.count) frames")
+                continue
+            }
+            #expect(reader.status == .completed, "\(what): \(String(describing: reader.error))")
+            let wanted = Int(start)..<Int(end ?? 60)
+            #expect(samples.map { md5Hex($0.packedBytes()) } == oracle[wanted].map(\.md5), "\(what): frames differ from ffmpeg's")
+            #expect(samples.map(\.presentationTimeStamp) == wanted.map { MediaTime(value: Int64($0), timescale: 30) },
+                    "\(what): times \(samples.map(\.presentationTimeStamp))")
+            #expect(output.samplesLost == 0, "\(what): lost \(output.samplesLost)")
         }
     }
 

@@ -13,6 +13,16 @@ import Testing
         #expect(DecodeOrderTimes.isBidirectional([0, 0, 1, 0xB3, 9], codec: "mp4v") == nil)
     }
 
+    /// MPEG-4 Part 2 GOV header (00 00 01 B3): closed_gov is the bit after the 18-bit time_code (bit 2 of its third
+    /// byte); a sample without a GOV before its VOP says nothing.
+    @Test func mpeg4GOVs() {
+        let gov = { (closed: Bool) -> [UInt8] in [0, 0, 1, 0xB3, 0x00, 0x08, closed ? 0x20 : 0x00, 0x40] }
+        let vop: [UInt8] = [0, 0, 1, 0xB6, 0x10, 0x22, 0x00]
+        #expect(DecodeOrderTimes.mpeg4OpensGOV(gov(false) + vop) == true)
+        #expect(DecodeOrderTimes.mpeg4OpensGOV(gov(true) + vop) == false)
+        #expect(DecodeOrderTimes.mpeg4OpensGOV(vop + gov(false)) == nil)
+    }
+
     /// H.264: the first slice's slice_type (P 0/5, B 1/6), length-prefixed or Annex B; other codecs are not read.
     @Test func h264SliceTypes() {
         // first_mb_in_slice ue 0 = "1", slice_type ue: 0 = "1", 1 = "010", 6 = "00111".
