@@ -43,6 +43,10 @@ protocol SampleMaker: AnyObject {
     /// What appsink negotiated, known after preroll.
     func negotiated(_ format: OutputFormat)
     func make(_ sample: GstRef<GstSampleObject>) -> MadeSample
+    /// MPEG-PS: the range is read from the stream's beginning, without a demuxer seek (TrackPipeline.readsFromStart),
+    /// after seeking(to:stop:): the maker cuts it — it keeps the segment widened to the beginning and lets out only
+    /// the range's samples.
+    func readingFromStart(_ range: MediaTimeRange)
     /// Decoded video, before a seek: what the decoder is given in the next range (ReadFrames; see DecodeStop).
     func arm(neededSamples: [Int64]?, lastNeededSample: Int64?)
     /// Decoded video, before a seek: the frames the next range delivers (FrameGate); an empty selection ends the
@@ -71,6 +75,7 @@ extension SampleMaker {
     var rangeEnded: Bool { false }
     func negotiated(_ format: OutputFormat) {}
     func arm(neededSamples: [Int64]?, lastNeededSample: Int64?) {}
+    func readingFromStart(_ range: MediaTimeRange) {}
     func select(_ selection: FrameSelection?) {}
     var samplesDecoded: UInt64 { 0 }
     var samplesSkipped: UInt64 { 0 }
@@ -113,6 +118,10 @@ final class PassthroughSamples: SampleMaker {
     /// `held`: that packet so far; `after`: the packet after it, delivered next.
     private var leadIn: (start: Int64, held: PulledSample?)?
     private var afterLeadIn: PulledSample?
+    /// MPEG-PS, a range read from the stream's beginning (readingFromStart): where it starts, and what the gate let
+    /// out ahead of the sample pulled.
+    private var startGate: SyncStartGate<PulledSample>?
+    private var gated: [PulledSample] = []
 
     init(fd: Int32, trackID: UInt32) {
         (self.fd, self.trackID) = (fd, trackID)
@@ -145,10 +154,19 @@ final class PassthroughSamples: SampleMaker {
         vorbis?.seeking(fromStart: fromStart)
         oggLast = nil
         segment.seeking(fromStart: fromStart)
+        (startGate, gated) = (nil, [])
         return nil
     }
 
+    func readingFromStart(_ range: MediaTimeRange) {
+        segment.seeking(fromStart: true)
+        leadIn = nil  // the gate starts every track's range, audio too
+        let start = range.start.nanoseconds ?? 0
+        startGate = start > 0 ? SyncStartGate(start: start) : nil
+    }
+
     func queued() -> PulledSample? {
+        if !gated.isEmpty { return gated.removeFirst() }
         if let after = afterLeadIn {
             afterLeadIn = nil
             return after
@@ -165,6 +183,7 @@ final class PassthroughSamples: SampleMaker {
             leadIn = nil
             return .sample(held)
         }
+        if let held = startGate?.flush(), !held.isEmpty { return release(held) }
         guard end == nil, !rangeEnded, let last = oggLast else { return .skip }
         oggLast = nil
         let preSkip = CapsView(last.caps)?.streamHeaders.first.flatMap(AudioPackets.opusPreSkip(head:)) ?? 0
@@ -219,10 +238,15 @@ final class PassthroughSamples: SampleMaker {
                     leadIn = nil
                     return .sample(held)
                 }
+                if let held = startGate?.flush(), !held.isEmpty { return release(held) }
                 return .endOfRange
             }
         }
-        return leadingIn(edit.place(plain, sample: sample, layout: layout(size:)), sample: sample)
+        let placed = edit.place(plain, sample: sample, layout: layout(size:))
+        guard startGate != nil else { return leadingIn(placed, sample: sample) }
+        let decode = placed.decodeTime.isNumeric ? placed.decodeTime.nanoseconds : nil
+        let out = startGate!.admit(placed, pts: placed.presentationTime.nanoseconds, dts: decode, sync: placed.isSync)
+        return out.isEmpty ? .skip : release(out)
     }
 
     /// `made` (an audio packet after a seek into the track: leadIn), or the packet held before it (`made` then comes
@@ -242,6 +266,12 @@ final class PassthroughSamples: SampleMaker {
         guard let held = leadIn?.held else { return .sample(made) }
         afterLeadIn = made
         return .sample(held)
+    }
+
+    /// The first of `samples` now, the others queued after it.
+    private func release(_ samples: [PulledSample]) -> MadeSample {
+        gated.append(contentsOf: samples.dropFirst())
+        return .sample(samples[0])
     }
 
     /// How OpusTrims and VorbisPacketTimes remake `plain` (stored `sample`) with new times and trims; audio's DTS
@@ -325,6 +355,9 @@ final class VideoSamples: SampleMaker, @unchecked Sendable {
         segment.seeking(fromStart: (range.start.nanoseconds ?? 0) <= 0)
         return stop
     }
+
+    /// The selection and DecodeStop cut the range (every selected read has a selection: TrackPipeline.readFromStart).
+    func readingFromStart(_ range: MediaTimeRange) { segment.seeking(fromStart: true) }
 
     func select(_ selection: FrameSelection?) {
         gate.select(selection)
