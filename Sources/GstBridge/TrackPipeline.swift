@@ -123,6 +123,7 @@ public final class TrackPipeline: @unchecked Sendable {
         try pipeline.waitAsyncDone(timeoutNs: Self.prerollTimeoutNs, context: context)
         rangeBeforeTrack = Self.endsBefore(timeRange, trackStart)
         if readsFromStart {
+            Self.armFromKeyFrame(samples, selection: selection, needed: neededSamples, lastNeeded: lastNeededSample)
             if !rangeBeforeTrack { try Self.readFromStart(samples, sink: sink, range: timeRange, selection: selection) }
         } else if !rangeBeforeTrack {
             try Self.seekAfterPreroll(pipeline, samples: samples, sink: sink, to: timeRange, selection: selection,
@@ -165,6 +166,17 @@ public final class TrackPipeline: @unchecked Sendable {
         try checkCut(range, samples: samples, selection: selection)
         _ = samples.seeking(to: range, stop: seekBounds(range).stop)
         samples.readingFromStart(range)
+    }
+
+    /// MPEG-PS decoded video read from the beginning: unless the caller chose the samples to decode (ReadFrames),
+    /// the decoder is given only those the selection needs, from the key frame before its first frame (FrameIndex.plan,
+    /// one run): what comes before is dropped before the decoder (DecodeStop), not decoded.
+    private static func armFromKeyFrame(_ samples: any SampleMaker, selection: FrameSelection?, needed: [Int64]?,
+                                        lastNeeded: Int64?) {
+        guard needed == nil, let selection, let frames = selection.frames, !frames.isEmpty else { return }
+        let plan = selection.index.plan(Set(frames), maxSkip: .max)
+        guard plan.count == 1, let fromKeyFrame = plan[0].neededSamples else { return }
+        samples.arm(neededSamples: fromKeyFrame, lastNeededSample: lastNeeded)
     }
 
     /// Decoded video of an MPEG-PS without a frame index cannot be cut after its beginning: refused, not wrong.
@@ -243,7 +255,10 @@ public final class TrackPipeline: @unchecked Sendable {
         if rangeBeforeTrack { return }  // nothing displayed in the range: pull reports the end
         let bounds = Self.seekBounds(range)
         feeder?.seeking(stop: bounds.stop, completes: lastNeededSample == nil)
-        if readsFromStart { return try seekToBeginning(range, selection: selection) }
+        if readsFromStart {
+            Self.armFromKeyFrame(samples, selection: selection, needed: neededSamples, lastNeeded: lastNeededSample)
+            return try seekToBeginning(range, selection: selection)
+        }
         let stop = samples.seeking(to: range, stop: bounds.stop)
         let ok = pipeline.seek(flags: Self.seekFlags(samples), start: samples.seekStart(bounds.start),
                                        stopType: GST_SEEK_TYPE_SET, stop: stop ?? -1)  // -1: to the end (NONE would keep the last stop)
