@@ -118,10 +118,8 @@ final class PassthroughSamples: SampleMaker {
     /// `held`: that packet so far; `after`: the packet after it, delivered next.
     private var leadIn: (start: Int64, held: PulledSample?)?
     private var afterLeadIn: PulledSample?
-    /// MPEG-PS, a range read from the stream's beginning (readingFromStart): where it starts, and what the gate let
-    /// out ahead of the sample pulled.
-    private var startGate: SyncStartGate<PulledSample>?
-    private var gated: [PulledSample] = []
+    /// MPEG-PS, a range read from the stream's beginning (readingFromStart): its start.
+    private let gatedStart = GatedStart()
 
     init(fd: Int32, trackID: UInt32) {
         (self.fd, self.trackID) = (fd, trackID)
@@ -154,19 +152,18 @@ final class PassthroughSamples: SampleMaker {
         vorbis?.seeking(fromStart: fromStart)
         oggLast = nil
         segment.seeking(fromStart: fromStart)
-        (startGate, gated) = (nil, [])
+        gatedStart.arm(start: nil)
         return nil
     }
 
     func readingFromStart(_ range: MediaTimeRange) {
         segment.seeking(fromStart: true)
         leadIn = nil  // the gate starts every track's range, audio too
-        let start = range.start.nanoseconds ?? 0
-        startGate = start > 0 ? SyncStartGate(start: start) : nil
+        gatedStart.arm(start: range.start.nanoseconds)
     }
 
     func queued() -> PulledSample? {
-        if !gated.isEmpty { return gated.removeFirst() }
+        if let next = gatedStart.queued() { return next }
         if let after = afterLeadIn {
             afterLeadIn = nil
             return after
@@ -183,7 +180,7 @@ final class PassthroughSamples: SampleMaker {
             leadIn = nil
             return .sample(held)
         }
-        if let held = startGate?.flush(), !held.isEmpty { return release(held) }
+        if let held = gatedStart.flush() { return .sample(held) }
         guard end == nil, !rangeEnded, let last = oggLast else { return .skip }
         oggLast = nil
         let preSkip = CapsView(last.caps)?.streamHeaders.first.flatMap(AudioPackets.opusPreSkip(head:)) ?? 0
@@ -238,15 +235,12 @@ final class PassthroughSamples: SampleMaker {
                     leadIn = nil
                     return .sample(held)
                 }
-                if let held = startGate?.flush(), !held.isEmpty { return release(held) }
+                if let held = gatedStart.flush() { return .sample(held) }
                 return .endOfRange
             }
         }
         let placed = edit.place(plain, sample: sample, layout: layout(size:))
-        guard startGate != nil else { return leadingIn(placed, sample: sample) }
-        let decode = placed.decodeTime.isNumeric ? placed.decodeTime.nanoseconds : nil
-        let out = startGate!.admit(placed, pts: placed.presentationTime.nanoseconds, dts: decode, sync: placed.isSync)
-        return out.isEmpty ? .skip : release(out)
+        return gatedStart.isArmed ? gatedStart.admit(placed) : leadingIn(placed, sample: sample)
     }
 
     /// `made` (an audio packet after a seek into the track: leadIn), or the packet held before it (`made` then comes
@@ -266,12 +260,6 @@ final class PassthroughSamples: SampleMaker {
         guard let held = leadIn?.held else { return .sample(made) }
         afterLeadIn = made
         return .sample(held)
-    }
-
-    /// The first of `samples` now, the others queued after it.
-    private func release(_ samples: [PulledSample]) -> MadeSample {
-        gated.append(contentsOf: samples.dropFirst())
-        return .sample(samples[0])
     }
 
     /// How OpusTrims and VorbisPacketTimes remake `plain` (stored `sample`) with new times and trims; audio's DTS

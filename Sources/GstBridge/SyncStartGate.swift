@@ -1,3 +1,5 @@
+import MediaVocabulary
+
 /// MPEG-PS passthrough of a range that starts after the stream's beginning: the stream is read from its beginning
 /// (TrackPipeline.readsFromStart: no demuxer seek), and this gate lets out, in decode order, the stored samples from
 /// the last sync sample whose presentation time is at or before the range's start — what a seek with
