@@ -74,6 +74,9 @@ final class AudioSamples: SampleMaker {
         return from
     }
 
+    /// MPEG-PS: no seek; the plan trims the range from what the stream's beginning gives, and ends it (make).
+    func readingFromStart(_ range: MediaTimeRange) { startSegment.seeking(fromStart: true) }
+
     private func replan() {
         plan = inputRate > 0 ? AudioRangePlan(window: Self.window(range, rate: outputRate), inputRate: inputRate,
                                               outputRate: outputRate, latency: latency) : nil

@@ -43,11 +43,21 @@ final class ProgramStreamVideoTimes: Sendable {
                 let placed = state.withLock {
                     $0.times.times(pts: known(pts), dts: known(dts), duration: known(duration), bytes: bytes)
                 }
-                let newPTS = placed.pts.flatMap { GstClockTime(exactly: $0) } ?? pts
-                let newDTS = placed.dts.flatMap { GstClockTime(exactly: $0) } ?? dts
+                let newPTS = placed.pts.flatMap { GstClockTime(exactly: Self.onTicks($0)) } ?? pts
+                let newDTS = placed.dts.flatMap { GstClockTime(exactly: Self.onTicks($0)) } ?? dts
                 if newPTS != pts || newDTS != dts { info.setBufferTimes(pts: newPTS, dts: newDTS) }
             }
             return GST_PAD_PROBE_OK
         }
+    }
+
+    /// A placed time (ns) on the PES clock: its nearest 90 kHz tick in mpegpsdemux's nanoseconds, ⌊ticks × 10⁹ /
+    /// 90000⌋, as a stated time is. A sum of mpegvideoparse's durations (⌊10⁹ / 30⌋ ns a frame) falls short of the
+    /// tick: the picture ffmpeg decodes at 1.2 s was placed 1 ns before it, and a range ending at 1.2 s (decode
+    /// times before its end) delivered it.
+    static func onTicks(_ ns: Int64) -> Int64 {
+        guard ns >= 0, ns < Int64.max / 9 else { return ns }
+        let ticks = (ns * 9 + 50_000) / 100_000
+        return ticks * 100_000 / 9
     }
 }

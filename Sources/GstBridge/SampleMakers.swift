@@ -43,6 +43,10 @@ protocol SampleMaker: AnyObject {
     /// What appsink negotiated, known after preroll.
     func negotiated(_ format: OutputFormat)
     func make(_ sample: GstRef<GstSampleObject>) -> MadeSample
+    /// MPEG-PS: the range is read from the stream's beginning, without a demuxer seek (TrackPipeline.readsFromStart),
+    /// after seeking(to:stop:): the maker cuts it — it keeps the segment widened to the beginning and lets out only
+    /// the range's samples.
+    func readingFromStart(_ range: MediaTimeRange)
     /// Decoded video, before a seek: what the decoder is given in the next range (ReadFrames; see DecodeStop).
     func arm(neededSamples: [Int64]?, lastNeededSample: Int64?)
     /// Decoded video, before a seek: the frames the next range delivers (FrameGate); an empty selection ends the
@@ -71,6 +75,7 @@ extension SampleMaker {
     var rangeEnded: Bool { false }
     func negotiated(_ format: OutputFormat) {}
     func arm(neededSamples: [Int64]?, lastNeededSample: Int64?) {}
+    func readingFromStart(_ range: MediaTimeRange) {}
     func select(_ selection: FrameSelection?) {}
     var samplesDecoded: UInt64 { 0 }
     var samplesSkipped: UInt64 { 0 }
@@ -113,6 +118,8 @@ final class PassthroughSamples: SampleMaker {
     /// `held`: that packet so far; `after`: the packet after it, delivered next.
     private var leadIn: (start: Int64, held: PulledSample?)?
     private var afterLeadIn: PulledSample?
+    /// MPEG-PS, a range read from the stream's beginning (readingFromStart): its start.
+    private let gatedStart = GatedStart()
 
     init(fd: Int32, trackID: UInt32) {
         (self.fd, self.trackID) = (fd, trackID)
@@ -145,10 +152,18 @@ final class PassthroughSamples: SampleMaker {
         vorbis?.seeking(fromStart: fromStart)
         oggLast = nil
         segment.seeking(fromStart: fromStart)
+        gatedStart.arm(start: nil)
         return nil
     }
 
+    func readingFromStart(_ range: MediaTimeRange) {
+        segment.seeking(fromStart: true)
+        leadIn = nil  // the gate starts every track's range, audio too
+        gatedStart.arm(start: range.start.nanoseconds)
+    }
+
     func queued() -> PulledSample? {
+        if let next = gatedStart.queued() { return next }
         if let after = afterLeadIn {
             afterLeadIn = nil
             return after
@@ -165,6 +180,7 @@ final class PassthroughSamples: SampleMaker {
             leadIn = nil
             return .sample(held)
         }
+        if let held = gatedStart.flush() { return .sample(held) }
         guard end == nil, !rangeEnded, let last = oggLast else { return .skip }
         oggLast = nil
         let preSkip = CapsView(last.caps)?.streamHeaders.first.flatMap(AudioPackets.opusPreSkip(head:)) ?? 0
@@ -219,10 +235,12 @@ final class PassthroughSamples: SampleMaker {
                     leadIn = nil
                     return .sample(held)
                 }
+                if let held = gatedStart.flush() { return .sample(held) }
                 return .endOfRange
             }
         }
-        return leadingIn(edit.place(plain, sample: sample, layout: layout(size:)), sample: sample)
+        let placed = edit.place(plain, sample: sample, layout: layout(size:))
+        return gatedStart.isArmed ? gatedStart.admit(placed) : leadingIn(placed, sample: sample)
     }
 
     /// `made` (an audio packet after a seek into the track: leadIn), or the packet held before it (`made` then comes
@@ -325,6 +343,9 @@ final class VideoSamples: SampleMaker, @unchecked Sendable {
         segment.seeking(fromStart: (range.start.nanoseconds ?? 0) <= 0)
         return stop
     }
+
+    /// The selection and DecodeStop cut the range (every selected read has a selection: TrackPipeline.readFromStart).
+    func readingFromStart(_ range: MediaTimeRange) { segment.seeking(fromStart: true) }
 
     func select(_ selection: FrameSelection?) {
         gate.select(selection)

@@ -61,6 +61,12 @@ public final class TrackPipeline: @unchecked Sendable {
     private var rangeBeforeTrack = false
     /// MP4/MOV: what qtdemux leaves out at the end of a read (StoredSampleFeeder); nil for other containers.
     private let feeder: StoredSampleFeeder?
+    /// MPEG-PS: every range is read from the stream's beginning, cut by the sample maker, the demuxer never seeked
+    /// past it nor given a stop. mpegpsdemux 1.22 seeks by the pack headers' SCR and lands inside a GOP after the
+    /// range's start (ffmpeg's `-f mpeg`: a range from 1.0 s started at 2.133 s or delivered nothing), and it ends
+    /// a segment when any stream's timestamp passes the stop (GStreamer's PS: a frame of the range missing, those
+    /// before it decoded from the wrong references).
+    private let readsFromStart: Bool
 
     /// Only for a stuck pipeline: prerolls and seeks wait for the pipeline's verdict (Pipeline.waitAsyncDone).
     static let prerollTimeoutNs: UInt64 = Pipeline.stuckNs
@@ -82,6 +88,7 @@ public final class TrackPipeline: @unchecked Sendable {
         try Gst.initialize()
         self.source = source
         self.trackStart = trackStart
+        readsFromStart = source.container == .programStream
         let pipeline = try Pipeline()
         self.pipeline = pipeline
         let parser = try pipeline.addSourceAndParser(fd: source.fd)
@@ -115,7 +122,10 @@ public final class TrackPipeline: @unchecked Sendable {
         try pipeline.setState(GST_STATE_PAUSED, context: context)
         try pipeline.waitAsyncDone(timeoutNs: Self.prerollTimeoutNs, context: context)
         rangeBeforeTrack = Self.endsBefore(timeRange, trackStart)
-        if !rangeBeforeTrack {
+        if readsFromStart {
+            Self.armFromKeyFrame(samples, selection: selection, needed: neededSamples, lastNeeded: lastNeededSample)
+            if !rangeBeforeTrack { try Self.readFromStart(samples, sink: sink, range: timeRange, selection: selection) }
+        } else if !rangeBeforeTrack {
             try Self.seekAfterPreroll(pipeline, samples: samples, sink: sink, to: timeRange, selection: selection,
                                       context: context)
         }
@@ -146,6 +156,35 @@ public final class TrackPipeline: @unchecked Sendable {
                 ?? TrackError(.operationNotSupportedForAsset, "\(context): the demuxer refused to seek to \(timeRange.start)")
         }
         try pipeline.waitAsyncDone(timeoutNs: prerollTimeoutNs, context: context)
+    }
+
+    /// MPEG-PS (readsFromStart): the maker set for `range` without a seek. Decoded video needs a frame selection
+    /// to cut a range that starts after the beginning (the decoder's clipping sees the segment from the beginning).
+    private static func readFromStart(_ samples: any SampleMaker, sink: GstRef<GstElementObject>, range: MediaTimeRange,
+                                      selection: FrameSelection?) throws(TrackError) {
+        _ = samples.prerolled(sink: sink)
+        try checkCut(range, samples: samples, selection: selection)
+        _ = samples.seeking(to: range, stop: seekBounds(range).stop)
+        samples.readingFromStart(range)
+    }
+
+    /// MPEG-PS decoded video read from the beginning: unless the caller chose the samples to decode (ReadFrames),
+    /// the decoder is given only those the selection needs, from the key frame before its first frame (FrameIndex.plan,
+    /// one run): what comes before is dropped before the decoder (DecodeStop), not decoded.
+    private static func armFromKeyFrame(_ samples: any SampleMaker, selection: FrameSelection?, needed: [Int64]?,
+                                        lastNeeded: Int64?) {
+        guard needed == nil, let selection, let frames = selection.frames, !frames.isEmpty else { return }
+        let plan = selection.index.plan(Set(frames), maxSkip: .max)
+        guard plan.count == 1, let fromKeyFrame = plan[0].neededSamples else { return }
+        samples.arm(neededSamples: fromKeyFrame, lastNeededSample: lastNeeded)
+    }
+
+    /// Decoded video of an MPEG-PS without a frame index cannot be cut after its beginning: refused, not wrong.
+    private static func checkCut(_ range: MediaTimeRange, samples: any SampleMaker,
+                                 selection: FrameSelection?) throws(TrackError) {
+        guard samples is VideoSamples, selection == nil, seekRange(range) != nil else { return }
+        throw TrackError(.operationNotSupportedForAsset,
+                         "decoded MPEG-PS video can be read by time range only with a frame index, which this track does not have; read it from the start")
     }
 
     deinit { stop() }
@@ -216,12 +255,27 @@ public final class TrackPipeline: @unchecked Sendable {
         if rangeBeforeTrack { return }  // nothing displayed in the range: pull reports the end
         let bounds = Self.seekBounds(range)
         feeder?.seeking(stop: bounds.stop, completes: lastNeededSample == nil)
+        if readsFromStart {
+            Self.armFromKeyFrame(samples, selection: selection, needed: neededSamples, lastNeeded: lastNeededSample)
+            return try seekToBeginning(range, selection: selection)
+        }
         let stop = samples.seeking(to: range, stop: bounds.stop)
         let ok = pipeline.seek(flags: Self.seekFlags(samples), start: samples.seekStart(bounds.start),
                                        stopType: GST_SEEK_TYPE_SET, stop: stop ?? -1)  // -1: to the end (NONE would keep the last stop)
         guard ok else {
             throw pipeline.popError(context: context)
                 ?? TrackError(.operationNotSupportedForAsset, "the demuxer refused to seek to \(range.start)")
+        }
+    }
+
+    /// MPEG-PS (readsFromStart): a flush-seek to the stream's beginning, with no stop; the maker cuts `range`.
+    private func seekToBeginning(_ range: MediaTimeRange, selection: FrameSelection?) throws(TrackError) {
+        try Self.checkCut(range, samples: samples, selection: selection)
+        _ = samples.seeking(to: range, stop: Self.seekBounds(range).stop)
+        samples.readingFromStart(range)
+        guard pipeline.seek(flags: Self.seekFlags(samples), start: 0, stopType: GST_SEEK_TYPE_SET, stop: -1) else {
+            throw pipeline.popError(context: context)
+                ?? TrackError(.operationNotSupportedForAsset, "the demuxer refused to seek to the stream's beginning")
         }
     }
 
