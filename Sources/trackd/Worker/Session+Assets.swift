@@ -78,9 +78,10 @@ extension Session {
         }
 
         /// An elementary stream's frames timed by their durations (FrameIndex.untimed): for the track's description
-        /// only, never kept for reads nor given to the cache.
+        /// only, never kept for reads nor given to the cache; it tells carriesNoTimes that the track has no times.
         func untimed(source: MediaSource, trackID: UInt32) throws(TrackError) -> FrameIndex {
             let index = try FrameIndex.untimed(source: source, trackID: trackID) { slot.progress() }
+            timeless.withLock { $0[trackID] = true }  // every stored sample untimed (FrameIndex.untimed)
             Log.info("track \(trackID): timed \(index.frames.count) untimed frames by their durations")
             return index
         }
