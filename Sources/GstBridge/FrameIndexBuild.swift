@@ -29,10 +29,12 @@ extension FrameIndex {
 
     /// Whether `trackID` has stored samples and none of them carries a presentation time — an H.264 elementary
     /// stream, or one muxed into an MPEG-PS with no time in its PES headers: nothing places a passthrough range in
-    /// it (TrackPipeline.checkPlaced). Reads the stored samples up to the first timed one (a timed track's first).
-    public static func carriesNoTimes(source: MediaSource, trackID: UInt32) throws(TrackError) -> Bool {
+    /// it (TrackPipeline.checkPlaced). Reads the stored samples up to the first timed one (a timed track's first);
+    /// `progress` as in `build`.
+    public static func carriesNoTimes(source: MediaSource, trackID: UInt32,
+                                      progress: () -> Void = {}) throws(TrackError) -> Bool {
         var (samples, timed) = (0, false)
-        try forEachStoredSample(source: source, trackID: trackID, progress: {}) { (s) throws(TrackError) in
+        try forEachStoredSample(source: source, trackID: trackID, progress: progress) { (s) throws(TrackError) in
             samples += 1
             timed = s.presentationTime.nanoseconds != nil
             return !timed

@@ -67,7 +67,7 @@ extension Session {
             if built.withLock({ $0[trackID] }) != nil { return false }
             if let known = timeless.withLock({ $0[trackID] }) { return known }
             do {
-                let found = try FrameIndex.carriesNoTimes(source: source, trackID: trackID)
+                let found = try FrameIndex.carriesNoTimes(source: source, trackID: trackID) { slot.progress() }
                 timeless.withLock { $0[trackID] = found }
                 if found { Log.info("track \(trackID): no stored sample carries a presentation time") }
                 return found
