@@ -38,6 +38,19 @@ void swift_gst_pad_probe_info_replace_segment(GstPadProbeInfo *info, const GstSe
     }
     GST_PAD_PROBE_INFO_DATA(info) = event;
 }
+/// Gives `buffer` (writable; borrowed) one GstAudioClippingMeta of `start` and `end` samples: the one it has is set
+/// — a demuxer's or parser's, or StoredSampleFeeder's own on a buffer it chained itself, which passes its probe again
+/// — never a second one added: a decoder reads only the first, and a passthrough buffer would carry the trim twice.
+static void set_audio_clipping(GstBuffer *buffer, guint64 start, guint64 end) {
+    GstAudioClippingMeta *meta = gst_buffer_get_audio_clipping_meta(buffer);
+    if (meta == NULL) {
+        gst_buffer_add_audio_clipping_meta(buffer, GST_FORMAT_DEFAULT, start, end);
+        return;
+    }
+    meta->format = GST_FORMAT_DEFAULT;
+    meta->start = start;
+    meta->end = end;
+}
 GstFlowReturn swift_gst_pad_chain_stored(GstPad *pad, const guint8 *bytes, gsize size, GstClockTime pts,
                                          GstClockTime dts, GstClockTime duration, gboolean delta,
                                          guint64 clip_start, guint64 clip_end) {
@@ -47,13 +60,13 @@ GstFlowReturn swift_gst_pad_chain_stored(GstPad *pad, const guint8 *bytes, gsize
     GST_BUFFER_DTS(buffer) = dts;
     GST_BUFFER_DURATION(buffer) = duration;
     if (delta) GST_BUFFER_FLAG_SET(buffer, GST_BUFFER_FLAG_DELTA_UNIT);
-    if (clip_start != 0 || clip_end != 0) gst_buffer_add_audio_clipping_meta(buffer, GST_FORMAT_DEFAULT, clip_start, clip_end);
+    if (clip_start != 0 || clip_end != 0) set_audio_clipping(buffer, clip_start, clip_end);
     return gst_pad_chain(pad, buffer);
 }
 void swift_gst_pad_probe_info_clip_audio(GstPadProbeInfo *info, guint64 start, guint64 end, GstClockTime shift) {
     GstBuffer *buffer = gst_buffer_make_writable(GST_PAD_PROBE_INFO_BUFFER(info));
     GST_PAD_PROBE_INFO_DATA(info) = buffer;
-    gst_buffer_add_audio_clipping_meta(buffer, GST_FORMAT_DEFAULT, start, end);
+    set_audio_clipping(buffer, start, end);
     if (shift == 0) return;
     if (GST_BUFFER_PTS_IS_VALID(buffer)) GST_BUFFER_PTS(buffer) += shift;
     if (GST_BUFFER_DTS_IS_VALID(buffer)) GST_BUFFER_DTS(buffer) += shift;

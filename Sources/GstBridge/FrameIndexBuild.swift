@@ -21,9 +21,25 @@ extension FrameIndex {
                 throw TrackError(.fileFailedToParse, "sample \(stored.count) of track \(trackID) has no presentation time; frames cannot be indexed")
             }
             stored.append(StoredSample(presentationTime: pts, duration: s.duration.nanoseconds, isSync: s.isSync))
+            return true
         }
         guard !stored.isEmpty else { throw TrackError.trackHasNoFrames(trackID) }
         return FrameIndex(parsedSamples: stored)
+    }
+
+    /// Whether `trackID` has stored samples and none of them carries a presentation time — an H.264 elementary
+    /// stream, or one muxed into an MPEG-PS with no time in its PES headers: nothing places a passthrough range in
+    /// it (TrackPipeline.checkPlaced). Reads the stored samples up to the first timed one (a timed track's first);
+    /// `progress` as in `build`.
+    public static func carriesNoTimes(source: MediaSource, trackID: UInt32,
+                                      progress: () -> Void = {}) throws(TrackError) -> Bool {
+        var (samples, timed) = (0, false)
+        try forEachStoredSample(source: source, trackID: trackID, progress: progress) { (s) throws(TrackError) in
+            samples += 1
+            timed = s.presentationTime.nanoseconds != nil
+            return !timed
+        }
+        return samples > 0 && !timed
     }
 
     /// The frames of an elementary stream's track, which carry no timestamps — the parser gives each stored sample
@@ -40,15 +56,16 @@ extension FrameIndex {
             }
             stored.append(StoredSample(presentationTime: end, duration: duration, isSync: s.isSync))
             end = end.addingReportingOverflow(duration).partialValue
+            return true
         }
         guard !stored.isEmpty else { throw TrackError.trackHasNoFrames(trackID) }
         return FrameIndex(parsedSamples: stored)
     }
 
     /// Pulls every stored sample of `trackID` through the passthrough pipeline (demuxer and parser, no decoding), in
-    /// decode order, into `each`.
+    /// decode order, into `each`, until it returns false.
     static func forEachStoredSample(source: MediaSource, trackID: UInt32, progress: () -> Void,
-                                    _ each: (PulledSample) throws(TrackError) -> Void) throws(TrackError) {
+                                    _ each: (PulledSample) throws(TrackError) -> Bool) throws(TrackError) {
         let pipeline = try TrackPipeline(source: source, trackID: trackID, mode: .passthrough, timeRange: .everything)
         defer { pipeline.stop() }
         var timeouts = 0
@@ -56,7 +73,7 @@ extension FrameIndex {
             switch pipeline.pull(timeoutNs: 1_000_000_000) {
             case .sample(let s):
                 timeouts = 0
-                try each(s)
+                guard try each(s) else { return }
                 progress()
             case .endOfStream:
                 return

@@ -69,7 +69,7 @@ struct SampleLayout {
 /// timeline), in nanoseconds.
 public final class PulledSample: @unchecked Sendable {
     // @unchecked: immutable; the GstSample and its buffer are read-only once pulled, and refcounted thread-safely.
-    private let sample: GstRef<GstSampleObject>
+    let sample: GstRef<GstSampleObject>
     private let copy: CopyPlan
     /// Nanosecond timescale; .invalid when GStreamer has no timestamp.
     public let presentationTime: MediaTime

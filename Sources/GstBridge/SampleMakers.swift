@@ -113,12 +113,9 @@ final class PassthroughSamples: SampleMaker {
     let segment = StartSegment()
     /// The current range reads from the track's start.
     private var fromStart = true
-    /// Audio after a seek into the track: the demuxer starts at its own unit (an Ogg page, a Matroska cluster), up to
-    /// seconds before the range's start (ns); the packets before the last one starting at or before it are left out.
-    /// `held`: that packet so far; `after`: the packet after it, delivered next.
-    private var leadIn: (start: Int64, held: PulledSample?)?
-    private var afterLeadIn: PulledSample?
-    /// MPEG-PS, a range read from the stream's beginning (readingFromStart): its start.
+    /// Where a range that does not start at the track's start begins (SyncStartGate): audio after a seek into the
+    /// track (the demuxer starts at its own unit: an Ogg page, a Matroska cluster); MPEG-PS, every track of a range
+    /// read from the stream's beginning (readingFromStart).
     private let gatedStart = GatedStart()
 
     init(fd: Int32, trackID: UInt32) {
@@ -144,31 +141,23 @@ final class PassthroughSamples: SampleMaker {
     func seeking(to range: MediaTimeRange, stop: Int64?) -> Int64? {
         (end, rangeEnded) = (stop, false)
         fromStart = (range.start.nanoseconds ?? 0) <= 0
-        leadIn = fromStart ? nil : range.start.nanoseconds.map { ($0, nil) }
-        afterLeadIn = nil
         edit.seeking(fromStart: fromStart)
         matroska?.seeking()
         opus?.seeking()
         vorbis?.seeking(fromStart: fromStart)
         oggLast = nil
         segment.seeking(fromStart: fromStart)
-        gatedStart.arm(start: nil)
+        gatedStart.arm(start: fromStart ? nil : range.start.nanoseconds, audioOnly: true)
         return nil
     }
 
     func readingFromStart(_ range: MediaTimeRange) {
         segment.seeking(fromStart: true)
-        leadIn = nil  // the gate starts every track's range, audio too
-        gatedStart.arm(start: range.start.nanoseconds)
+        gatedStart.arm(start: range.start.nanoseconds)  // every track's range, audio too
     }
 
     func queued() -> PulledSample? {
-        if let next = gatedStart.queued() { return next }
-        if let after = afterLeadIn {
-            afterLeadIn = nil
-            return after
-        }
-        return edit.queued()
+        gatedStart.queued() ?? edit.queued()
     }
 
     /// Ogg Opus read to its end: oggdemux never pushes a last packet that the last page's granule position leaves
@@ -176,11 +165,7 @@ final class PassthroughSamples: SampleMaker {
     /// It is read from the file (OggLastPacket) and delivered where the packets before it end, lasting 0, trimmed
     /// whole at its end — when its page's granule position is exactly where those end (OpusHead's pre-skip on).
     func endOfInput() -> MadeSample {
-        if let held = leadIn?.held {  // the range starts after the last packet's start
-            leadIn = nil
-            return .sample(held)
-        }
-        if let held = gatedStart.flush() { return .sample(held) }
+        if let held = gatedStart.flush() { return .sample(held) }  // the stream ended before the range's start passed
         guard end == nil, !rangeEnded, let last = oggLast else { return .skip }
         oggLast = nil
         let preSkip = CapsView(last.caps)?.streamHeaders.first.flatMap(AudioPackets.opusPreSkip(head:)) ?? 0
@@ -231,35 +216,12 @@ final class PassthroughSamples: SampleMaker {
             let time = plain.decodeTime.isNumeric ? plain.decodeTime : plain.presentationTime
             if let ns = time.nanoseconds, ns >= end {
                 rangeEnded = true
-                if let held = leadIn?.held {
-                    leadIn = nil
-                    return .sample(held)
-                }
                 if let held = gatedStart.flush() { return .sample(held) }
                 return .endOfRange
             }
         }
         let placed = edit.place(plain, sample: sample, layout: layout(size:))
-        return gatedStart.isArmed ? gatedStart.admit(placed) : leadingIn(placed, sample: sample)
-    }
-
-    /// `made` (an audio packet after a seek into the track: leadIn), or the packet held before it (`made` then comes
-    /// next), or nothing while the packets start at or before the range's start. Every audio packet is a sync sample:
-    /// the range starts at the one at or before its start (PROTOCOL.md §12.7).
-    private func leadingIn(_ made: PulledSample, sample: GstRef<GstSampleObject>) -> MadeSample {
-        guard let start = leadIn?.start, CapsView(sample.caps)?.int("rate") != nil,
-              let pts = made.presentationTime.nanoseconds else {
-            leadIn = nil
-            return .sample(made)
-        }
-        if pts <= start {
-            leadIn = (start, made)
-            return .skip
-        }
-        defer { leadIn = nil }
-        guard let held = leadIn?.held else { return .sample(made) }
-        afterLeadIn = made
-        return .sample(held)
+        return gatedStart.admit(placed, isAudio: CapsView(sample.caps)?.int("rate") != nil)
     }
 
     /// How OpusTrims and VorbisPacketTimes remake `plain` (stored `sample`) with new times and trims; audio's DTS

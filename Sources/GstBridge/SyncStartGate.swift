@@ -1,12 +1,15 @@
 import MediaVocabulary
 
-/// MPEG-PS passthrough of a range that starts after the stream's beginning: the stream is read from its beginning
-/// (TrackPipeline.readsFromStart: no demuxer seek), and this gate lets out, in decode order, the stored samples from
-/// the last sync sample whose presentation time is at or before the range's start — what a seek with
-/// KEY_UNIT|SNAP_BEFORE gives for every other container. A sync sample at or before the start is held with the
-/// samples after it until one shows the start is passed (its decode time after the start, or a sync sample presented
-/// after it: no later sample can be a sync sample at or before the start); an earlier sync sample's run is then
-/// forgotten. A GOP at most is held.
+/// Where a passthrough range starts when the demuxer's own start is earlier than the range's: the stored samples, in
+/// decode order, from the last sync sample whose presentation time is at or before the range's start — what a seek
+/// with KEY_UNIT|SNAP_BEFORE gives for every other container. One rule for two cases (GatedStart): an MPEG-PS range
+/// read from the stream's beginning (TrackPipeline.readsFromStart: no demuxer seek), every track; and an audio track
+/// after a seek, where the demuxer starts at its own unit (an Ogg page, a Matroska cluster: up to seconds early) and
+/// every packet is a sync sample, so the range starts at the packet at or before its start (PROTOCOL.md §12.7).
+/// A sync sample at or before the start is held with the samples after it until one shows the start is passed (its
+/// decode time after the start, or a sync sample presented after it: no later sample can be a sync sample at or
+/// before the start); an earlier sync sample's run is then forgotten. A GOP (one packet, for audio) at most is held.
+/// A sample with no time proves nothing: it is held with the run before it, or dropped when none is held.
 struct SyncStartGate<Sample> {
     /// The range's start (stream time, ns).
     let start: Int64
@@ -42,19 +45,21 @@ struct SyncStartGate<Sample> {
     }
 }
 
-/// PassthroughSamples' gate for an MPEG-PS range read from the beginning (readingFromStart): armed with the range's
-/// start, it holds what a SyncStartGate holds and queues what it lets out ahead of the sample pulled.
+/// PassthroughSamples' gate: armed with a range's start, it holds what a SyncStartGate holds and queues what it lets
+/// out ahead of the sample pulled.
 final class GatedStart {
     private var gate: SyncStartGate<PulledSample>?
+    /// Only an audio track's packets are gated (every one a sync sample); another track's first sample disarms it.
+    private var audioOnly = false
     private var ahead: [PulledSample] = []
 
-    /// The next range starts at `start` (ns); nil or 0: nothing is held back.
-    func arm(start: Int64?) {
+    /// The next range starts at `start` (ns); nil or 0: nothing is held back. `audioOnly`: a range after a seek,
+    /// where only audio needs the gate (video starts at the key unit the seek found).
+    func arm(start: Int64?, audioOnly: Bool = false) {
         gate = start.flatMap { $0 > 0 ? SyncStartGate(start: $0) : nil }
+        self.audioOnly = audioOnly
         ahead = []
     }
-
-    var isArmed: Bool { gate != nil }
 
     /// A sample let out ahead, delivered before the next pull.
     func queued() -> PulledSample? { ahead.isEmpty ? nil : ahead.removeFirst() }
@@ -62,10 +67,15 @@ final class GatedStart {
     /// The stream or the range ended: the first sample held (the others queued), nil when none is.
     func flush() -> PulledSample? { release(gate?.flush() ?? []) }
 
-    /// The next stored sample (decode order), through the gate.
-    func admit(_ sample: PulledSample) -> MadeSample {
+    /// The next stored sample (decode order), through the gate; `isAudio`: whether it is an audio packet (a sync
+    /// sample whatever its flags), asked only while the gate is armed.
+    func admit(_ sample: PulledSample, isAudio: @autoclosure () -> Bool) -> MadeSample {
+        guard gate != nil else { return .sample(sample) }
+        let audio = isAudio()
+        if audioOnly, !audio { gate = nil }
         let decode = sample.decodeTime.isNumeric ? sample.decodeTime.nanoseconds : nil
-        let out = gate?.admit(sample, pts: sample.presentationTime.nanoseconds, dts: decode, sync: sample.isSync) ?? [sample]
+        let out = gate?.admit(sample, pts: sample.presentationTime.nanoseconds, dts: decode, sync: audio || sample.isSync)
+            ?? [sample]
         return release(out).map { .sample($0) } ?? .skip
     }
 

@@ -67,6 +67,8 @@ public final class TrackPipeline: @unchecked Sendable {
     /// a segment when any stream's timestamp passes the stop (GStreamer's PS: a frame of the range missing, those
     /// before it decoded from the wrong references).
     private let readsFromStart: Bool
+    /// Passthrough of a track whose stored samples carry no presentation times: its id (checkPlaced), else nil.
+    private let untimedTrack: UInt32?
 
     /// Only for a stuck pipeline: prerolls and seeks wait for the pipeline's verdict (Pipeline.waitAsyncDone).
     static let prerollTimeoutNs: UInt64 = Pipeline.stuckNs
@@ -81,10 +83,14 @@ public final class TrackPipeline: @unchecked Sendable {
     /// `selection` (decoded video): the frames the first range delivers, the others dropped before conversion, and
     /// their display intervals as durations (FrameGate); nil: every frame, the decoder's durations.
     /// `trackStart`: the track's first presentation time (ns; its time range's start): a range that ends at or
-    /// before it delivers nothing.
+    /// before it delivers nothing. `samplesUntimed` (passthrough): no stored sample of the track carries a
+    /// presentation time (FrameIndex.carriesNoTimes): every range but the whole track is refused (checkPlaced).
     public init(source: MediaSource, trackID: UInt32, mode: OutputMode, timeRange: MediaTimeRange,
                 neededSamples: [Int64]? = nil, lastNeededSample: Int64? = nil, selection: FrameSelection? = nil,
-                limits: DecodeLimits = DecodeLimits(), threads: Int? = nil, trackStart: Int64? = nil) throws(TrackError) {
+                limits: DecodeLimits = DecodeLimits(), threads: Int? = nil, trackStart: Int64? = nil,
+                samplesUntimed: Bool = false) throws(TrackError) {
+        untimedTrack = samplesUntimed ? trackID : nil
+        try Self.checkPlaced(timeRange, untimedTrack: untimedTrack)  // before any GStreamer object is made
         try Gst.initialize()
         self.source = source
         self.trackStart = trackStart
@@ -187,6 +193,15 @@ public final class TrackPipeline: @unchecked Sendable {
                          "decoded MPEG-PS video can be read by time range only with a frame index, which this track does not have; read it from the start")
     }
 
+    /// A passthrough range is placed by its samples' times (SyncStartGate finds its start by them, its end is a
+    /// decode time): in a track whose stored samples carry none, every range but the whole track (from 0, no end) is
+    /// refused, the same every time — never delivered empty or from wherever the demuxer's byte seek lands.
+    private static func checkPlaced(_ range: MediaTimeRange, untimedTrack: UInt32?) throws(TrackError) {
+        guard let trackID = untimedTrack, !isWholeTrack(range) else { return }
+        throw TrackError(.operationNotSupportedForAsset,
+                         "the stored samples of track \(trackID) carry no presentation times, so a passthrough time range cannot be placed in them; read the track whole, from 0 to its end")
+    }
+
     deinit { stop() }
 
     /// Whether `range` ends at or before `trackStart` (ns): nothing of the track is displayed in it.
@@ -229,6 +244,9 @@ public final class TrackPipeline: @unchecked Sendable {
         return bounds
     }
 
+    /// Whether `range` is everything from 0: no seek, no end.
+    public static func isWholeTrack(_ range: MediaTimeRange) -> Bool { seekRange(range) == nil }
+
     static func seekBounds(_ range: MediaTimeRange) -> (start: Int64, stop: Int64?) {
         let start = max(0, range.start.nanoseconds ?? 0)
         var stop: Int64?
@@ -248,6 +266,7 @@ public final class TrackPipeline: @unchecked Sendable {
     public func seek(to range: MediaTimeRange, neededSamples: [Int64]? = nil, lastNeededSample: Int64? = nil,
                      selection: FrameSelection? = nil) throws(TrackError) {
         if let failure { throw failure }
+        try Self.checkPlaced(range, untimedTrack: untimedTrack)
         samples.arm(neededSamples: neededSamples, lastNeededSample: lastNeededSample)
         samples.select(selection)
         if selection?.frames?.isEmpty == true { return }  // no frame to deliver: pull reports the end

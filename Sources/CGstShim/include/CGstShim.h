@@ -104,11 +104,11 @@ void swift_gst_pad_probe_info_replace_segment(GstPadProbeInfo *info, const GstSe
 GstFlowReturn swift_gst_pad_chain_stored(GstPad *pad, const guint8 *bytes, gsize size, GstClockTime pts,
                                          GstClockTime dts, GstClockTime duration, gboolean delta,
                                          guint64 clip_start, guint64 clip_end);
-/// Gives the probed buffer a GstAudioClippingMeta of `start` and `end` samples (GST_FORMAT_DEFAULT), making it
-/// writable first (a copy when it is shared: the probe's info then holds the copy), and moves its PTS and DTS
-/// `shift` ns later (its duration that much shorter; 0: unchanged) — a buffer clipped at the start is stamped
-/// where its first kept sample is, as oggdemux stamps Opus's. Needs C: the probe info's data and the buffer
-/// fields are macros.
+/// Gives the probed buffer a GstAudioClippingMeta of `start` and `end` samples (GST_FORMAT_DEFAULT; the one it has
+/// is set, never a second added), making it writable first (a copy when it is shared: the probe's info then holds
+/// the copy), and moves its PTS and DTS `shift` ns later (its duration that much shorter; 0: unchanged) — a buffer
+/// clipped at the start is stamped where its first kept sample is, as oggdemux stamps Opus's. Needs C: the probe
+/// info's data and the buffer fields are macros.
 void swift_gst_pad_probe_info_clip_audio(GstPadProbeInfo *info, guint64 start, guint64 end, GstClockTime shift);
 /// The probed buffer's GstAudioClippingMeta in samples (GST_FORMAT_DEFAULT): TRUE and its start and end, or FALSE
 /// when it has none in samples. Ownership: borrows the info and its buffer. Needs C: the probe info's data is a macro.

@@ -22,6 +22,8 @@ extension Session {
     /// supervisor's cache (shared by all workers, IndexCacheClient), else built and then given to the cache.
     final class FrameIndexes: Sendable {
         private let built = Mutex<[UInt32: FrameIndex]>([:])
+        /// Tracks found to carry (false) or not to carry (true) presentation times (carriesNoTimes).
+        private let timeless = Mutex<[UInt32: Bool]>([:])
         private let building = Mutex(())  // one build at a time: a second request for the track waits for the first
         /// The worker's slot: a parse-only pass marks progress for each sample, so that the watchdog does not take
         /// indexing a long file (at open, or at the first ReadFrames) for a stalled worker.
@@ -58,10 +60,28 @@ extension Session {
             }
         }
 
+        /// Whether no stored sample of the track carries a presentation time (FrameIndex.carriesNoTimes), found once
+        /// per track: false at once for a track with a frame index (every frame timed). A pass that fails answers
+        /// false (not kept): the read goes on and meets the failure itself.
+        func carriesNoTimes(source: MediaSource, trackID: UInt32) -> Bool {
+            if built.withLock({ $0[trackID] }) != nil { return false }
+            if let known = timeless.withLock({ $0[trackID] }) { return known }
+            do {
+                let found = try FrameIndex.carriesNoTimes(source: source, trackID: trackID) { slot.progress() }
+                timeless.withLock { $0[trackID] = found }
+                if found { Log.info("track \(trackID): no stored sample carries a presentation time") }
+                return found
+            } catch {
+                Log.warning("track \(trackID): whether its samples carry times is not known (\(error.message))")
+                return false
+            }
+        }
+
         /// An elementary stream's frames timed by their durations (FrameIndex.untimed): for the track's description
-        /// only, never kept for reads nor given to the cache.
+        /// only, never kept for reads nor given to the cache; it tells carriesNoTimes that the track has no times.
         func untimed(source: MediaSource, trackID: UInt32) throws(TrackError) -> FrameIndex {
             let index = try FrameIndex.untimed(source: source, trackID: trackID) { slot.progress() }
+            timeless.withLock { $0[trackID] = true }  // every stored sample untimed (FrameIndex.untimed)
             Log.info("track \(trackID): timed \(index.frames.count) untimed frames by their durations")
             return index
         }

@@ -125,7 +125,9 @@ extension Session: OutputOwner {
             pipeline = try TrackPipeline(source: asset.source, trackID: track.id, mode: mode, timeRange: first?.seek ?? range,
                                          lastNeededSample: first?.lastNeededSample, selection: first?.selection,
                                          limits: limits, threads: threads,
-                                         trackStart: asset.grid(track.id).nanoseconds(track.timeRangeStart))
+                                         trackStart: asset.grid(track.id).nanoseconds(track.timeRangeStart),
+                                         samplesUntimed: Self.isUntimedPassthrough(asset, track: track, mode: mode,
+                                                                                   range: range, randomAccess: randomAccess))
         } catch where error.knownCode == .invalidArgument {
             // Discovery found the track; the demuxer did not expose it this time: the file is damaged (or changed).
             throw TrackError(.fileFailedToParse,
@@ -133,6 +135,17 @@ extension Session: OutputOwner {
         }
         return try addOutput(OutputPlan(stream: .init(pipeline: pipeline, grid: grid), reading: reading),
                              assetID: request.assetID, requestID: requestID, mediaType: track.mediaType)
+    }
+
+    /// Whether `track` is read in passthrough and its stored samples carry no presentation times, so that only the
+    /// whole track can be read (TrackPipeline's `samplesUntimed`). Asked of MPEG-TS, MPEG-PS and elementary streams
+    /// (`spansPackets`: the times are the packets'), for a range other than the whole track or an output whose
+    /// ResetOutput ranges may be; a track with a frame index is timed, else one pass finds it out (FrameIndexes).
+    static func isUntimedPassthrough(_ asset: Asset, track: TrackDescription, mode: OutputMode, range: MediaTimeRange,
+                                     randomAccess: Bool) -> Bool {
+        guard case .passthrough = mode, asset.source.container.spansPackets,
+              randomAccess || !TrackPipeline.isWholeTrack(range) else { return false }
+        return asset.indexes.carriesNoTimes(source: asset.source, trackID: track.id)
     }
 
     /// What a CreateOutput's `settings` ask of `track`: decoded video, decoded audio, or (none) passthrough.
