@@ -12,10 +12,11 @@ import Synchronization
 ///   it one tick early. An open GOP's key frame without leading B-pictures (x264's, mostly) is shown at its decode
 ///   time, yet GstVideoDecoder keeps that decode time pending and gives it to the next frame shown, after a seek
 ///   (a range from just after the key frame delivered one frame early, the range's first frame cut). Such a key
-///   frame's PTS is taken away: the decoder times it like the others. It then times the frames after it by adding the frame duration, in whole nanoseconds (33 333 333 at 30 fps), which drifts
-///   below the ticks, so it let a frame pass that starts at the range's stop; on the decoder's output each frame's
-///   PTS is put back on the tick of the stream's frame rate nearest to it (avidemux's own times, ⌊n × 10⁹ × d / r⌋)
-///   and a frame then at or after the segment's stop is dropped.
+///   frame's PTS is taken away: the decoder times it like the others. It then times the frames after it by adding
+///   the frame duration, in whole nanoseconds (33 333 333 at 30 fps), which drifts below the ticks, so it let a
+///   frame pass that starts at the range's stop; on the decoder's output each frame's PTS is put back on the tick
+///   of the stream's frame rate nearest to it (avidemux's own times, ⌊n × 10⁹ × d / r⌋) and a frame then at or
+///   after the segment's stop is dropped (H.264: once an open GOP's key frame came).
 /// - A read that starts at such a key frame after a seek (a time range, or a reset, past the first GOP) cannot
 ///   decode its leading B-pictures (they refer to the GOP before, which the seek skipped; libav leaves MPEG-4's out
 ///   and makes H.264's of wrong pictures) nor know the times of what follows: the output fails with −11838 at the

@@ -65,7 +65,7 @@ public enum DecodeOrderTimes {
 
     /// Whether the first slice is of a non-IDR picture (NAL unit type 1, not 5); nil without a slice.
     static func h264IsNonIDR(_ bytes: [UInt8]) -> Bool? {
-        h264FirstSlice(bytes).map { $0.first! & 0x1F == 1 }
+        h264FirstSlice(bytes)?.first.map { $0 & 0x1F == 1 }
     }
 
     /// The first coded slice NAL unit (type 1 or 5), Annex B or length-prefixed (as h264IsBidirectional).
