@@ -3,25 +3,33 @@ import MediaIndex
 import MediaVocabulary
 import Synchronization
 
-/// Decoded AVI video of MPEG-4 Part 2 with B-pictures (a track without a frame index) in open GOPs (ffmpeg's `mpeg4`
-/// encoder without `-flags +cgop`): there the B-pictures decoded right after a key frame are shown before it.
+/// Decoded AVI video of MPEG-4 Part 2 or H.264 with B-pictures (a track without a frame index) in open GOPs (ffmpeg's
+/// `mpeg4` encoder without `-flags +cgop`; x264's `open-gop=1`, whose key frames are I-pictures that are not IDR):
+/// there the B-pictures decoded right after a key frame may be shown before it.
 /// - avidemux gives key frames alone a PTS, their decode time; GstVideoDecoder times the other frames by the lowest
 ///   decode time still pending, which is the n-th decode time for the n-th frame shown (PROTOCOL.md §7.2). An open
 ///   GOP's key frame is shown after its leading B-pictures, so its PTS was two ticks early and every frame after
-///   it one tick early. Such a key frame's PTS is taken away: the decoder times it like the others. It then times
-///   the frames after it by adding the frame duration, in whole nanoseconds (33 333 333 at 30 fps), which drifts
-///   below the ticks, so it let a frame pass that starts at the range's stop; on the decoder's output each frame's
-///   PTS is put back on the tick of the stream's frame rate nearest to it (avidemux's own times, ⌊n × 10⁹ × d / r⌋)
-///   and a frame then at or after the segment's stop is dropped.
+///   it one tick early. An open GOP's key frame without leading B-pictures (x264's, mostly) is shown at its decode
+///   time, yet GstVideoDecoder keeps that decode time pending and gives it to the next frame shown, after a seek
+///   (a range from just after the key frame delivered one frame early, the range's first frame cut). Such a key
+///   frame's PTS is taken away: the decoder times it like the others. It then times the frames after it by adding
+///   the frame duration, in whole nanoseconds (33 333 333 at 30 fps), which drifts below the ticks, so it let a
+///   frame pass that starts at the range's stop; on the decoder's output each frame's PTS is put back on the tick
+///   of the stream's frame rate nearest to it (avidemux's own times, ⌊n × 10⁹ × d / r⌋) and a frame then at or
+///   after the segment's stop is dropped (H.264: once an open GOP's key frame came).
 /// - A read that starts at such a key frame after a seek (a time range, or a reset, past the first GOP) cannot
-///   decode its leading B-pictures (they refer to the GOP before, which the seek skipped; libav leaves them out) nor
-///   know the times of what follows: the output fails with −11829 at the first leading B-picture, before any frame
-///   of the range is decoded, instead of delivering shifted frames.
+///   decode its leading B-pictures (they refer to the GOP before, which the seek skipped; libav leaves MPEG-4's out
+///   and makes H.264's of wrong pictures) nor know the times of what follows: the output fails with −11838 at the
+///   first leading B-picture, before any frame of the range is decoded, instead of delivering shifted frames.
 final class OpenGOPTimes: Sendable {
     private struct State {
-        var mpeg4 = false
-        /// The decoded frames' rate (their caps' framerate), when the track is MPEG-4 Part 2.
+        /// The stored track's codec, when it is one whose open GOPs this reads (`mp4v`, `avc1`).
+        var codec: FourCC?
+        /// The decoded frames' rate (their caps' framerate), when the track is such a codec.
         var rate: (n: guint64, d: guint64)?
+        /// Whether a key frame of an open GOP came (its PTS taken away). H.264's frames are put on the ticks only
+        /// then: a closed-GOP track's keep the decoder's times (a damaged one's concealed frames are not on them).
+        var openGOPs = false
         /// The decoded frames' segment's stop (clockTimeNone: none).
         var stop: GstClockTime = clockTimeNone
         /// What came since the last flush: nothing, a key frame of an open GOP (the next picture tells whether it
@@ -42,8 +50,9 @@ final class OpenGOPTimes: Sendable {
             if info.bufferTiming != nil { return buffer(info) }
             if info.eventType == GST_EVENT_CAPS {
                 let caps = info.caps.flatMap { CapsView($0) }
-                let mpeg4 = caps?.name == "video/mpeg" && caps?.int("mpegversion") == 4
-                state.withLock { $0.mpeg4 = mpeg4 }
+                let codec: FourCC? = caps?.name == "video/x-h264" ? "avc1"
+                    : caps?.name == "video/mpeg" && caps?.int("mpegversion") == 4 ? "mp4v" : nil
+                state.withLock { $0.codec = codec }
             } else if info.eventType == GST_EVENT_FLUSH_STOP {
                 state.withLock { $0.afterFlush = .nothing }
             }
@@ -57,7 +66,7 @@ final class OpenGOPTimes: Sendable {
         let mask = GST_PAD_PROBE_TYPE_BUFFER.rawValue | GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM.rawValue
         pad.addProbe(GstPadProbeType(rawValue: mask)) { [self] info in
             if let (pts, _) = info.bufferTiming {
-                let (rate, stop) = state.withLock { s in (s.mpeg4 ? s.rate : nil, s.stop) }
+                let (rate, stop) = state.withLock { s in (s.codec == "mp4v" || s.openGOPs ? s.rate : nil, s.stop) }
                 guard pts != clockTimeNone, let rate else { return GST_PAD_PROBE_OK }
                 let tick = gst_util_uint64_scale_round(pts, rate.n, rate.d * 1_000_000_000)
                 let snapped = gst_util_uint64_scale(tick, rate.d * 1_000_000_000, rate.n)
@@ -74,17 +83,19 @@ final class OpenGOPTimes: Sendable {
     }
 
     private func buffer(_ info: borrowing ProbeInfo) -> GstPadProbeReturn {
-        guard state.withLock({ $0.mpeg4 }), let (pts, _) = info.bufferTiming else { return GST_PAD_PROBE_OK }
+        guard let codec = state.withLock({ $0.codec }), let (pts, _) = info.bufferTiming else { return GST_PAD_PROBE_OK }
         let bytes = info.bufferBytes ?? []
-        let opensGOP = pts != clockTimeNone && DecodeOrderTimes.mpeg4OpensGOV(bytes) == true
+        let opensGOP = pts != clockTimeNone && DecodeOrderTimes.opensGOP(bytes, codec: codec) == true
         let leading = state.withLock { s in
-            let leading = s.afterFlush == .openKey && DecodeOrderTimes.isBidirectional(bytes, codec: "mp4v") == true
+            let leading = s.afterFlush == .openKey && DecodeOrderTimes.isBidirectional(bytes, codec: codec) == true
             s.afterFlush = s.afterFlush == .nothing && opensGOP ? .openKey : .other
+            s.openGOPs = s.openGOPs || opensGOP
             return leading
         }
         if leading {
             let at = info.bufferDTS.map { "\(Double($0) / 1e9) s" } ?? "its start"
-            AppMessage.post(bus, AppMessage.notSupported, text: "the AVI track is MPEG-4 Part 2 with B-pictures in open GOPs, "
+            let name = codec == "avc1" ? "H.264" : "MPEG-4 Part 2"
+            AppMessage.post(bus, AppMessage.notSupported, text: "the AVI track is \(name) with B-pictures in open GOPs, "
                 + "and the GOP the read starts in (decode time \(at)) shows pictures of the one before it: "
                 + "only a read from the track's start is exact")
             return info.refuse(GST_FLOW_ERROR)

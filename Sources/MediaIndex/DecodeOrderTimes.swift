@@ -22,14 +22,10 @@ public enum DecodeOrderTimes {
     /// length-prefixed (4 bytes, as h264parse gives AVI's stream in `avc` form) unless the bytes start with a start
     /// code (Annex B).
     static func h264IsBidirectional(_ bytes: [UInt8]) -> Bool? {
-        let annexB = bytes.starts(with: [0, 0, 1]) || bytes.starts(with: [0, 0, 0, 1])
-        for unit in annexB ? H264Pictures.annexBUnits(bytes) : lengthPrefixedUnits(bytes) {
-            guard let header = unit.first, [1, 5].contains(header & 0x1F) else { continue }
-            var reader = RBSPReader(unit.dropFirst())
-            guard reader.ue() != nil, let type = reader.ue() else { return nil }
-            return type % 5 == 1
-        }
-        return nil
+        guard let unit = h264FirstSlice(bytes) else { return nil }
+        var reader = RBSPReader(unit.dropFirst())
+        guard reader.ue() != nil, let type = reader.ue() else { return nil }
+        return type % 5 == 1
     }
 
     /// NAL units each after a 4-byte big-endian length; the last one may be cut short (only a unit's first bytes are
@@ -54,6 +50,30 @@ public enum DecodeOrderTimes {
             i += 1
         }
         return nil
+    }
+
+    /// Whether a key frame's sample opens an open GOP, one whose pictures may refer to the GOP before: H.264 (`avc1`,
+    /// `avc3`) a picture that is not IDR (its first slice's NAL unit type is 1: x264's `open-gop=1` recovery point),
+    /// MPEG-4 Part 2 (`mp4v`) a GOV header with closed_gov 0 (mpeg4OpensGOV). nil: another codec, or no picture.
+    public static func opensGOP(_ bytes: [UInt8], codec: FourCC) -> Bool? {
+        switch codec.description {
+        case "avc1", "avc3": return h264IsNonIDR(bytes)
+        case "mp4v": return mpeg4OpensGOV(bytes)
+        default: return nil
+        }
+    }
+
+    /// Whether the first slice is of a non-IDR picture (NAL unit type 1, not 5); nil without a slice.
+    static func h264IsNonIDR(_ bytes: [UInt8]) -> Bool? {
+        h264FirstSlice(bytes)?.first.map { $0 & 0x1F == 1 }
+    }
+
+    /// The first coded slice NAL unit (type 1 or 5), Annex B or length-prefixed (as h264IsBidirectional).
+    static func h264FirstSlice(_ bytes: [UInt8]) -> ArraySlice<UInt8>? {
+        let annexB = bytes.starts(with: [0, 0, 1]) || bytes.starts(with: [0, 0, 0, 1])
+        return (annexB ? H264Pictures.annexBUnits(bytes) : lengthPrefixedUnits(bytes)).first { unit in
+            unit.first.map { [1, 5].contains($0 & 0x1F) } == true
+        }
     }
 
     /// Whether an MPEG-4 Part 2 sample opens an open GOP: its GOV header (start code 00 00 01 B3, before the first

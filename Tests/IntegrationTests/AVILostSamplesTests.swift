@@ -75,26 +75,12 @@ struct AVILostSamplesTests {
         for (start, end) in Self.ranges(key: 28) {
             let what = "frames \(start)..<\(end ?? 60)"
             let asset = try Asset(path: file, socketPath: daemon.socketPath)
-            let output = try AssetReaderTrackOutput(track: try #require(asset.tracks(withMediaType: .video).first),
-                                                    outputSettings: Self.y420)
-            let reader = AssetReader(asset: asset)
-            try reader.setTimeRange(Self.range(start, end))
-            try reader.add(output)
-            var samples: [SampleBuffer] = []
-            if try reader.startReading() {
-                while let s = try output.copyNextSampleBuffer() { samples.append(s) }
-            }
+            let read = try AVIOpenGOPTests.read(asset, AVIOpenGOPTests.range(start, end ?? 60))
             if start > 28 {
-                #expect(reader.status == .failed && reader.error?.knownCode == .operationNotSupportedForAsset && samples.isEmpty,
-                        "\(what): \(reader.status), \(String(describing: reader.error)), \(samples.count) frames")
+                AVIOpenGOPTests.expectRefused(read, what)
                 continue
             }
-            #expect(reader.status == .completed, "\(what): \(String(describing: reader.error))")
-            let wanted = Int(start)..<Int(end ?? 60)
-            #expect(samples.map { md5Hex($0.packedBytes()) } == oracle[wanted].map(\.md5), "\(what): frames differ from ffmpeg's")
-            #expect(samples.map(\.presentationTimeStamp) == wanted.map { MediaTime(value: Int64($0), timescale: 30) },
-                    "\(what): times \(samples.map(\.presentationTimeStamp))")
-            #expect(output.samplesLost == 0, "\(what): lost \(output.samplesLost)")
+            AVIOpenGOPTests.expectExact(read, Int(start)..<Int(end ?? 60), oracle, what)
         }
     }
 

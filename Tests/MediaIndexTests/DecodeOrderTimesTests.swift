@@ -33,4 +33,19 @@ import Testing
         #expect(DecodeOrderTimes.isBidirectional([0, 0, 0, 1] + b6, codec: "avc1") == true)
         #expect(DecodeOrderTimes.isBidirectional(prefixed(p), codec: "hvc1") == nil)
     }
+
+    /// H.264 key frames open an open GOP when their picture is not IDR (the first slice's NAL unit type 1, not 5),
+    /// whatever comes before it (access unit delimiter, SEI); MPEG-4 Part 2 by its GOV header; other codecs: nil.
+    @Test func openGOPKeyFrames() {
+        // I slice: first_mb_in_slice ue 0 = "1", slice_type ue 7 = "0001000".
+        let idr: [UInt8] = [0x65, 0b1000_1000, 0], recovery: [UInt8] = [0x61, 0b1000_1000, 0]
+        let sei: [UInt8] = [0x06, 0x06, 0x01, 0x80]
+        let prefixed = { (nal: [UInt8]) -> [UInt8] in [0, 0, 0, UInt8(nal.count)] + nal }
+        #expect(DecodeOrderTimes.opensGOP(prefixed(sei) + prefixed(recovery), codec: "avc1") == true)
+        #expect(DecodeOrderTimes.opensGOP(prefixed(sei) + prefixed(idr), codec: "avc1") == false)
+        #expect(DecodeOrderTimes.opensGOP([0, 0, 0, 1, 0x09, 0xF0, 0, 0, 1] + recovery, codec: "avc1") == true)
+        #expect(DecodeOrderTimes.opensGOP(prefixed(sei), codec: "avc1") == nil)
+        #expect(DecodeOrderTimes.opensGOP([0, 0, 1, 0xB3, 0x00, 0x08, 0x00, 0x40, 0, 0, 1, 0xB6, 0x10], codec: "mp4v") == true)
+        #expect(DecodeOrderTimes.opensGOP(prefixed(recovery), codec: "hvc1") == nil)
+    }
 }

@@ -21,6 +21,9 @@ public enum Probe {
         public var duration: Int64?
         /// Audio: the frames decoded from this packet (after ffmpeg's skipping).
         public var samples: Int?
+        /// Video: whether libav marks the picture a key frame (`key_frame`), and its `pict_type` ("I", "P", "B").
+        public var keyframe: Bool = false
+        public var pictureType: String?
     }
 
     /// `stream` as ffprobe's -select_streams names it ("v:0", "a:0").
@@ -50,7 +53,8 @@ public enum Probe {
         let json = try probe(file, ["-select_streams", stream, "-show_frames"])
         return (json["frames"] as? [[String: Any]] ?? []).map { f in
             Frame(pts: int(f["pts"]) ?? int(f["best_effort_timestamp"]), duration: int(f["duration"] ?? f["pkt_duration"]),
-                  samples: int(f["nb_samples"]).map(Int.init))
+                  samples: int(f["nb_samples"]).map(Int.init), keyframe: int(f["key_frame"]) == 1,
+                  pictureType: f["pict_type"] as? String)
         }
     }
 
