@@ -4,13 +4,15 @@ import Testing
 import TrackClient
 
 /// Decoded audio read from a time range is the same slice of ffmpeg's whole-file decode, on ffmpeg-made Vorbis
-/// (libvorbis) and Opus (libopus) files in Ogg with 250 ms pages, of a gated stereo tone (libvorbis switches between
-/// short and long blocks). Each range is whole frames at the track's rate, a table of starts: 0, a packet boundary,
-/// mid-packet, spanning a page boundary, near the end, up to the end and past it. The whole read (no range) is
-/// ffmpeg's frames one after the other from ffmpeg's first PTS, without a gap. Every range gives min(length, total − start) frames, its first PTS is its start (an integer in
-/// 1/rate), and its samples are the whole decode's at the same positions (ffmpeg's frame k at its first frame's PTS +
-/// k): trackd must decode what comes before a range start (Vorbis: the previous block's overlap; Opus: 80 ms, RFC 7845
-/// §4.6) and cut at the range's frames.
+/// (libvorbis; Matroska with 250 ms clusters, Ogg with 250 ms pages) and Opus (libopus; WebM and Matroska with 250 ms
+/// clusters, Ogg with 250 ms pages) files of a gated stereo tone (libvorbis switches between short and long blocks).
+/// Each range is whole frames at the track's rate, a table of starts: 0, a packet boundary, mid-packet, over a page
+/// or cluster boundary, near the end, up to the end and past it. The whole read (no range) is ffmpeg's frames one
+/// after the other from ffmpeg's first PTS (exactly in Ogg's 1/rate; within half a tick in Matroska, whose
+/// milliseconds are not frames: MatroskaAudioGrid), without a gap. Every range gives min(length, total − start)
+/// frames, its first PTS is its start (an integer in 1/rate), and its samples are the whole decode's at the same
+/// positions: trackd decodes what comes before a range start (Vorbis: the previous block's overlap; Opus: more than
+/// the 80 ms of RFC 7845 §4.6) and cuts at the range's frames.
 /// - Opus, 16-bit: the bytes of ffmpeg's libopus decode (`-c:a libopus -request_sample_fmt s16 -apply_phase_inv 0`:
 ///   GStreamer's opusdec is libopus too, with intensity-stereo phase inversion off; both decode the whole stream to
 ///   the same bytes).
@@ -24,9 +26,12 @@ struct AudioRangesTests {
         ["-f", "lavfi", "-i", "aevalsrc=0.5*sin(2*PI*440*t)*lt(mod(t\\,0.1)\\,0.05)|0.3*sin(2*PI*660*t):s=\(rate):d=3"]
     }
     static let vorbis = source(44100) + ["-c:a", "libvorbis"], opus = source(48000) + ["-c:a", "libopus"]
-    static let pages = ["-page_duration", "250000"]
+    static let clusters = ["-cluster_time_limit", "250"], pages = ["-page_duration", "250000"]
     static let files: [String: String] = [
+        "vorbis-mka": Media.make("ranges-vorbis.mka", vorbis + clusters),
         "vorbis-ogg": Media.make("ranges-vorbis.ogg", vorbis + pages),
+        "opus-webm": Media.make("ranges-opus.webm", opus + clusters),
+        "opus-mka": Media.make("ranges-opus.mka", opus + clusters),
         "opus-ogg": Media.make("ranges-opus.opus", opus + pages),
     ]
 
@@ -87,12 +92,14 @@ struct AudioRangesTests {
         let anchor = try #require(wholeRead.first?.presentationTimeStamp)
         let origin = anchor.value * rate / Int64(anchor.timescale)
         let ffmpegFirst = try #require(frames.first?.pts) * base.num * rate  // × 1/(den × rate) s
-        #expect(2 * abs(origin * base.den - ffmpegFirst) <= base.num * rate, "\(name): first PTS \(anchor), ffmpeg's \(ffmpegFirst)/\(base.den * rate)")
+        #expect(2 * abs(origin * base.den - ffmpegFirst) <= base.num * rate,
+                "\(name): first PTS \(anchor), ffmpeg's \(ffmpegFirst)/\(base.den * rate)")
         let gaps = zip(wholeRead, wholeRead.dropFirst()).filter {
             $0.presentationTimeStamp.value * rate / Int64($0.presentationTimeStamp.timescale) + Int64($0.numberOfSamples)
                 != $1.presentationTimeStamp.value * rate / Int64($1.presentationTimeStamp.timescale)
         }
-        #expect(gaps.isEmpty, "\(name): \(gaps.count) samples do not start where the one before ends, e.g. \(gaps.first.map { "\($0.1.presentationTimeStamp) after \($0.0.presentationTimeStamp) + \($0.0.numberOfSamples)" } ?? "")")
+        let gap = gaps.first.map { "\($0.1.presentationTimeStamp) after \($0.0.presentationTimeStamp) + \($0.0.numberOfSamples)" }
+        #expect(gaps.isEmpty, "\(name): \(gaps.count) samples do not start where the one before ends, e.g. \(gap ?? "")")
         try #require(whole.count == theirs.count, "\(name): the whole read \(whole.count) bytes, ffmpeg's \(theirs.count)")
         let wholeWorst = Self.maxDifference(whole, theirs, float: !isOpus)
         #expect(isOpus ? whole == theirs : wholeWorst < 2e-5, "\(name): the whole read up to \(wholeWorst) from ffmpeg's decode")
@@ -118,15 +125,18 @@ struct AudioRangesTests {
     /// The largest difference between the samples both hold (full scale 1 for float, 32 768 for 16-bit).
     static func maxDifference(_ a: [UInt8], _ b: [UInt8], float: Bool) -> Double {
         if float {
-            let x = a.withUnsafeBytes { Array($0.bindMemory(to: Float.self)) }, y = b.withUnsafeBytes { Array($0.bindMemory(to: Float.self)) }
+            let x = a.withUnsafeBytes { Array($0.bindMemory(to: Float.self)) }
+            let y = b.withUnsafeBytes { Array($0.bindMemory(to: Float.self)) }
             return Double(zip(x, y).map { abs($0 - $1) }.max() ?? 0)
         }
-        let x = a.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }, y = b.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
+        let x = a.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
+        let y = b.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
         return Double(zip(x, y).map { abs(Int($0) - Int($1)) }.max() ?? 0)
     }
 
     static func difference(_ a: [UInt8], _ b: [UInt8], float: Bool) -> String {
         let firstDiffering = a.indices.first { $0 < b.count && a[$0] != b[$0] }
-        return "\(a.count) bytes, the whole decode's \(b.count); first differing byte \(firstDiffering ?? -1), up to \(maxDifference(a, b, float: float)) apart"
+        return "\(a.count) bytes, the whole decode's \(b.count); first differing byte \(firstDiffering ?? -1), "
+            + "up to \(maxDifference(a, b, float: float)) apart"
     }
 }
