@@ -47,8 +47,9 @@ struct AudioRangesTests {
          ("past-end", total - 1000, 5000)]
     }
 
+    /// The track's first audio output, read over `range` (in 1/`rate`; nil: the whole track).
     static func read(_ daemon: Daemon, _ file: String, _ range: (first: Int64, frames: Int64)?, rate: Int32,
-                     _ settings: [String: SettingValue]) throws -> [SampleBuffer] {
+                     _ settings: [String: SettingValue]?) throws -> [SampleBuffer] {
         let asset = try Asset(path: file, socketPath: daemon.socketPath)
         let track = try #require(asset.tracks(withMediaType: .audio).first)
         let output = try AssetReaderTrackOutput(track: track, outputSettings: settings)
