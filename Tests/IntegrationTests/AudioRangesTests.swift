@@ -5,7 +5,8 @@ import TrackClient
 
 /// Decoded audio read from a time range is the same slice of ffmpeg's whole-file decode, on ffmpeg-made Vorbis
 /// (libvorbis; Matroska with 250 ms clusters, Ogg with 250 ms pages) and Opus (libopus; WebM and Matroska with 250 ms
-/// clusters, Ogg with 250 ms pages) files of a gated stereo tone (libvorbis switches between short and long blocks).
+/// clusters, Ogg with 250 ms pages) files of a gated stereo tone (libvorbis switches between short and long blocks),
+/// and GStreamer's Vorbis in Matroska (vorbisenc, matroskamux).
 /// Each range is whole frames at the track's rate, a table of starts: 0, a packet boundary, mid-packet, over a page
 /// or cluster boundary, near the end, up to the end and past it. The whole read (no range) is ffmpeg's frames one
 /// after the other from ffmpeg's first PTS (exactly in Ogg's 1/rate; within half a tick in Matroska, whose
@@ -33,7 +34,14 @@ struct AudioRangesTests {
         "opus-webm": Media.make("ranges-opus.webm", opus + clusters),
         "opus-mka": Media.make("ranges-opus.mka", opus + clusters),
         "opus-ogg": Media.make("ranges-opus.opus", opus + pages),
+        // GStreamer's encoder and muxer (vorbisenc, matroskamux): the same grid from another encoder.
+        "vorbis-gst-mka": Media.makeWithGStreamer("ranges-vorbis-gst.mka", gst(44100, 882) + ["vorbisenc", "!", "matroskamux"]),
     ]
+    /// 3 s of GStreamer's ticks (a 1 kHz beep every second), stereo.
+    static func gst(_ rate: Int, _ frames: Int) -> [String] {
+        ["audiotestsrc", "wave=ticks", "num-buffers=\(3 * rate / frames)", "samplesperbuffer=\(frames)", "!",
+         "audio/x-raw,rate=\(rate),channels=2", "!"]
+    }
 
     /// The table: (name, first frame, frames) at the track's rate, from ffmpeg's decoded frames: `bounds` are where
     /// each decoded packet starts (frames from the first), `total` the frame count.
