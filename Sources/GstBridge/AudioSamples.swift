@@ -13,6 +13,8 @@ final class AudioSamples: SampleMaker {
     private let restorer: ClipRestorer
     /// Widens the decoder's first segment back to the stream's start while a range reads from there (StartSegment).
     private let startSegment: StartSegment
+    /// Matroska Vorbis and Opus: the frames decoded packets start on (their times are whole ticks).
+    private let grid: MatroskaAudioGrid?
     /// The current range (reader timeRange, then each reset's), in nanoseconds.
     private var range: (start: Int64, duration: Int64?)
     /// How far the track's buffer timestamps run ahead of its timeline (ns; the edit list's media start, e.g. AAC
@@ -39,8 +41,9 @@ final class AudioSamples: SampleMaker {
     private(set) var samplesUndecodable: UInt64 = 0
 
     init(request: AudioOutputRequest, channelOrder: ChannelOrder?, restorer: ClipRestorer, range: MediaTimeRange,
-         startSegment: StartSegment) {
+         startSegment: StartSegment, grid: MatroskaAudioGrid?) {
         self.request = request
+        self.grid = grid
         self.channelOrder = channelOrder
         self.restorer = restorer
         self.startSegment = startSegment
@@ -63,8 +66,10 @@ final class AudioSamples: SampleMaker {
     func seeking(to range: MediaTimeRange, stop: Int64?) -> Int64? {
         self.range = TrackPipeline.trimRange(range)
         replan()
-        guard let plan, inputRate > 0 else { return stop.map { $0 + stopLead } }
-        return plan.seekStop(inputRate: inputRate).map { $0 + stopLead }
+        // Matroska: a block's time can be up to a tick after its first frame (MatroskaAudioGrid).
+        let lead = stopLead + (grid?.tick ?? 0)
+        guard let plan, inputRate > 0 else { return stop.map { $0 + lead } }
+        return plan.seekStop(inputRate: inputRate).map { $0 + lead }
     }
 
     /// The seek starts at the plan's first input frame (earlier than the range: AudioRangePlan).
@@ -206,14 +211,18 @@ final class AudioSamples: SampleMaker {
         if let end = restorer.clippedEnd(pts: pts, duration: duration, segment: segment, tolerance: frameNs),
            let endNs = streamTime(end, segment: segment).nanoseconds {
             // Clipped by the decoder: its frames end where the input packet ends.
-            first = Int64((Double(endNs) * Double(rate) / 1e9).rounded()) - Int64(frames)
+            first = snap(Int64((Double(endNs) * Double(rate) / 1e9).rounded()), rate) - Int64(frames)
         } else if let segment, pts == GstClockTime(segment.start), duration != GstClockTime.max, duration < frameNs {
             // What gst_audio_buffer_clip's rounding kept of a packet that ends at the segment start (AAC priming
             // before an edit list: a buffer of 1 frame and 1 ns at the start): frames before the start.
             first -= Int64(frames)
+        } else if pts != GstClockTime(segment?.start ?? 0) {  // a buffer cut at the segment start starts there
+            first = snap(first, rate)
         }
         return (first, abs(ns - first * 1_000_000_000 / Int64(rate)) <= 1)
     }
+
+    private func snap(_ frame: Int64, _ rate: Int) -> Int64 { grid?.snap(frame, rate: rate) ?? frame }
 
     /// The frame the sample's segment stops at (its stop's stream time × rate, rounded), or nil without a stop.
     /// GstAudioDecoder clips a buffer that runs past the stop with gst_audio_buffer_clip, which rounds the frames to

@@ -29,18 +29,7 @@ struct VorbisRangesTests {
 
     static func read(_ daemon: Daemon, _ file: String, _ range: (Int64, Int64), _ settings: [String: SettingValue]?)
         throws -> [SampleBuffer] {
-        let asset = try Asset(path: file, socketPath: daemon.socketPath)
-        let track = try #require(asset.tracks(withMediaType: .audio).first)
-        let output = try AssetReaderTrackOutput(track: track, outputSettings: settings)
-        let reader = AssetReader(asset: asset)
-        try reader.add(output)
-        try reader.setTimeRange(MediaTimeRange(start: MediaTime(value: range.0, timescale: 100),
-                                               duration: MediaTime(value: range.1, timescale: 100)))
-        #expect(try reader.startReading(), "\(String(describing: reader.error))")
-        var samples: [SampleBuffer] = []
-        while let s = try output.copyNextSampleBuffer() { samples.append(s) }
-        #expect(reader.status == .completed, "\(String(describing: reader.error))")
-        return samples
+        try AudioRangesTests.read(daemon, file, range, rate: 100, settings)
     }
 
     @Test(arguments: passthroughFiles.keys.sorted()) func passthroughIsFFprobesPackets(_ name: String) throws {

@@ -1,0 +1,78 @@
+import CGStreamer
+import MediaIndex
+import MediaVocabulary
+import Synchronization
+
+/// Decoded Vorbis and Opus from Matroska/WebM start where their packets start. Matroska stores a block's time in
+/// whole ticks (milliseconds in the files ffmpeg and GStreamer make), so a decoded packet's time is up to half a tick
+/// off its first frame, and Opus's up to a whole tick (matroskademux subtracts the exact CodecDelay, 6.5 ms, from a
+/// block time ffmpeg rounded after adding the delay rounded to 7 ms): read as frames, ffmpeg's 960-frame packets at
+/// 648, 1608 … came as 696, 1656 …, 48 frames late, with a 48-frame hole after the first, and every range after a
+/// seek was cut 48 frames off its place; Vorbis's blocks came a few frames early or late, each.
+///
+/// The packets of both codecs start on a grid: Vorbis's on multiples of a quarter of its short block from the
+/// stream's start (a packet decodes to a quarter of the block before it plus a quarter of its own, Vorbis I §1.3.2;
+/// a block time of 0 is the first packet's, in every muxer's files), Opus's on multiples of 2.5 ms, its shortest
+/// frame (120 frames at 48 kHz), from minus the CodecDelay. A decoded packet whose time is within a tick of a grid
+/// point, and nearer to it than to any other, starts there (AudioSamples.firstFrame): its frames follow the last
+/// packet's without a hole, and a range after a seek gets the whole decode's frames.
+final class MatroskaAudioGrid: Sendable {
+    /// At `rate` frames per second (nil: the decoder's own): packets start on offset + k × period frames.
+    private struct Grid: Sendable {
+        var rate: Int64?
+        var period: Int64
+        var offset: Int64
+    }
+    /// The Matroska tick (ns).
+    let tick: Int64
+    /// The track's CodecDelay (ns; 0 without one).
+    private let delay: Int64
+    private let grid = Mutex<Grid?>(nil)
+
+    private init(tick: Int64, delay: Int64) {
+        self.tick = tick
+        self.delay = delay
+    }
+
+    /// For track `trackID` of `fd` when the file is Matroska/WebM; nil for every other container.
+    static func forFile(fd: Int32, trackID: UInt32) -> MatroskaAudioGrid? {
+        guard TrackTimescale.container(fd: fd) == .matroska,
+              let grid = TrackTimescale.read(fd: fd).first(where: { $0.kind == .any })?.grid else { return nil }
+        let tick = grid.isNanoseconds ? 1 : 1_000_000_000 * grid.tick / Int64(grid.timescale)
+        return MatroskaAudioGrid(tick: tick, delay: MatroskaCodecDelay.delay(fd: fd, trackNumber: trackID) ?? 0)
+    }
+
+    /// Reads the codec from the CAPS events passing `pad` (the decoder branch's input).
+    func attach(to pad: GstRef<GstPadObject>) {
+        pad.addProbe(GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM) { [self] info in
+            if let caps = CapsView(info.caps) { grid.withLock { $0 = Self.grid(caps, delay: delay) } }
+            return GST_PAD_PROBE_OK
+        }
+    }
+
+    private static func grid(_ caps: CapsView, delay: Int64) -> Grid? {
+        switch caps.name {
+        case "audio/x-vorbis":
+            guard let blocks = VorbisBlocks(headers: caps.streamHeaders) else { return nil }
+            return Grid(rate: nil, period: Int64(blocks.short / 4), offset: 0)
+        case "audio/x-opus":
+            // Opus's clock is 48 kHz; a decoder at another rate has 2.5 ms as frames of its own.
+            return Grid(rate: 48000, period: 120, offset: -delay * 48000 / 1_000_000_000)
+        default: return nil
+        }
+    }
+
+    /// `frame` (at `rate`), the start or end of a decoded packet read from its time: the grid point within a tick of
+    /// it and less than half a period away, or `frame` itself.
+    func snap(_ frame: Int64, rate: Int) -> Int64 {
+        guard let g = grid.withLock({ $0 }), rate > 0 else { return frame }
+        let from = g.rate ?? Int64(rate)
+        guard Int64(rate) * g.period % from == 0, Int64(rate) * g.period / from > 1 else { return frame }
+        let period = Int64(rate) * g.period / from, offset = g.offset * Int64(rate) / from
+        var r = (frame - offset) % period
+        if r < 0 { r += period }
+        let nearest = 2 * r <= period ? frame - r : frame - r + period
+        let reach = (tick * Int64(rate) + 999_999_999) / 1_000_000_000  // a tick, in frames (rounded up)
+        return abs(nearest - frame) <= reach && 2 * abs(nearest - frame) < period ? nearest : frame
+    }
+}
