@@ -27,7 +27,7 @@ extension FrameIndex {
         return FrameIndex(parsedSamples: stored)
     }
 
-    /// The indexes of several tracks of an MPEG-TS or MPEG-PS from one parse-only pass over the file
+    /// The indexes of several tracks of an MPEG-TS from one parse-only pass over the file
     /// (StoredSamplesPass), each the one `build` makes of the track alone. A track is left out of the answer when
     /// this pass does not index it — the pass failed or was refused (another container), the track was not found,
     /// has no frames or a sample without a presentation time —: `build` then indexes it alone and says why.
@@ -46,7 +46,7 @@ extension FrameIndex {
         return indexes
     }
 
-    /// Pulls every stored sample of each of `trackIDs` of an MPEG-TS or MPEG-PS in one pass over the file
+    /// Pulls every stored sample of each of `trackIDs` of an MPEG-TS in one pass over the file
     /// (StoredSamplesPass: the samples a one-track passthrough read gives, each track's in its decode order, each
     /// track's on a thread of its own) into `each`. Returns the tracks found in the file; nil when the file is of
     /// another container.

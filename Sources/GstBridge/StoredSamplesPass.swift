@@ -4,7 +4,7 @@ import MediaIndex
 import Synchronization
 import TrackdProtocol
 
-/// One parse-only pass over an MPEG-TS or MPEG-PS for several of its tracks: trackdfdsrc ! parsebin, each wanted
+/// One parse-only pass over an MPEG-TS for several of its tracks: trackdfdsrc ! parsebin, each wanted
 /// track's pad to an appsink of its own with PassthroughChain's sample maker — the stored samples, times and flags a
 /// one-track passthrough read of the whole track gives — instead of one pass over the file per track (the demuxer
 /// and every track's parser run in each: a TS of video and two audio tracks cost 3× one of a single track).
@@ -55,10 +55,11 @@ final class StoredSamplesPass: @unchecked Sendable {
     /// No sample from any track for this long: the pass is stuck (FrameIndex.forEachStoredSample's 30 s).
     static let stuckNs: UInt64 = 30_000_000_000
 
-    /// The pipeline for `trackIDs` of `source`, which must be an MPEG-TS or MPEG-PS (nil otherwise), not started.
+    /// The pipeline for `trackIDs` of `source`, which must be an MPEG-TS (nil otherwise), not started. (Not an
+    /// MPEG-PS: mpegpsdemux's stream ids are no numbers, so its tracks are numbered in the order parsebin exposes
+    /// their pads, which differs from run to run between two audio tracks.)
     init?(source: MediaSource, trackIDs: [UInt32]) throws(TrackError) {
-        let container = source.container
-        guard container == .transportStream || container == .programStream, !trackIDs.isEmpty else { return nil }
+        guard source.container == .transportStream, !trackIDs.isEmpty else { return nil }
         try Gst.initialize()
         self.source = source
         context = "Cannot index tracks \(trackIDs.map(String.init).joined(separator: ", "))"
@@ -68,7 +69,6 @@ final class StoredSamplesPass: @unchecked Sendable {
         parser.exposeContainerFramed()
         pipeline.ignoreMissingPlugins = true
         var targets: [UInt32: GstRef<GstPadObject>] = [:]
-        var pictureTimes: [UInt32: ProgramStreamVideoTimes] = [:]
         for trackID in Set(trackIDs).sorted() {
             let appsink = try makeAppSink()
             appsink.set("async", bool: false)
@@ -77,19 +77,8 @@ final class StoredSamplesPass: @unchecked Sendable {
             samples.segment.attach(to: appsink.staticPad("sink"))
             branches.append(Branch(trackID: trackID, sink: appsink, samples: samples))
             targets[trackID] = appsink.staticPad("sink")
-            if pipeline.programStreamVideo != nil { pictureTimes[trackID] = ProgramStreamVideoTimes() }
         }
-        if container == .programStream {
-            // One probe widens the demuxer's segments for every pad (StartSegment.widened: a widened one is kept).
-            branches[0].samples.segment.attachToDemuxer(in: parser)
-            // Each range read from the beginning, as TrackPipeline reads an MPEG-PS (readFromStart).
-            for branch in branches {
-                _ = branch.samples.seeking(to: .everything, stop: TrackPipeline.seekBounds(.everything).stop)
-                branch.samples.readingFromStart(.everything)
-            }
-        }
-        router = PadRouter(targets: targets, bus: pipeline.bus, requiredType: nil, clock: pipeline.matroskaClock,
-                           pictureTimes: pictureTimes)
+        router = PadRouter(targets: targets, bus: pipeline.bus, requiredType: nil, clock: nil, pictureTimes: [:])
         router.attach(to: parser)
     }
 
