@@ -1,4 +1,5 @@
 import MediaIndex
+import Synchronization
 import TrackdProtocol
 
 /// Where a track's frame index comes from in the worker (the index type, its rules and the MP4 table reader are in
@@ -17,10 +18,10 @@ extension FrameIndex {
         var stored: [StoredSample] = []
         let decodeOrder = source.container == .avi
         try forEachStoredSample(source: source, trackID: trackID, progress: progress) { (s) throws(TrackError) in
-            guard let pts = s.presentationTime.nanoseconds ?? (decodeOrder ? presentedInDecodeOrder(s) : nil) else {
+            guard let sample = storedSample(s, decodeOrder: decodeOrder) else {
                 throw TrackError(.fileFailedToParse, "sample \(stored.count) of track \(trackID) has no presentation time; frames cannot be indexed")
             }
-            stored.append(StoredSample(presentationTime: pts, duration: s.duration.nanoseconds, isSync: s.isSync))
+            stored.append(sample)
             return true
         }
         guard !stored.isEmpty else { throw TrackError.trackHasNoFrames(trackID) }
@@ -40,6 +41,43 @@ extension FrameIndex {
             return !timed
         }
         return samples > 0 && !timed
+    }
+
+    /// The indexes of several tracks of an MPEG-TS from one parse-only pass over the file
+    /// (StoredSamplesPass), each the one `build` makes of the track alone. A track is left out of the answer when
+    /// this pass does not index it — the pass failed or was refused (another container), the track was not found,
+    /// has no frames or a sample without a presentation time —: `build` then indexes it alone and says why.
+    public static func buildAll(source: MediaSource, trackIDs: [UInt32],
+                                progress: @escaping @Sendable () -> Void = {}) -> [UInt32: FrameIndex] {
+        let collected = CollectedSamples()  // appended by each track's own thread
+        let found = try? forEachStoredSample(source: source, trackIDs: trackIDs, progress: progress) { trackID, s in
+            collected.add(storedSample(s, decodeOrder: false), trackID)
+        }
+        guard let found else { return [:] }
+        var indexes: [UInt32: FrameIndex] = [:]
+        let (samples, untimed) = collected.state.withLock { ($0.samples, $0.untimed) }
+        for (trackID, stored) in samples where found.contains(trackID) && !untimed.contains(trackID) && !stored.isEmpty {
+            indexes[trackID] = FrameIndex(parsedSamples: stored)
+        }
+        return indexes
+    }
+
+    /// Pulls every stored sample of each of `trackIDs` of an MPEG-TS in one pass over the file
+    /// (StoredSamplesPass: the samples a one-track passthrough read gives, each track's in its decode order, each
+    /// track's on a thread of its own) into `each`. Returns the tracks found in the file; nil when the file is of
+    /// another container.
+    @discardableResult
+    public static func forEachStoredSample(source: MediaSource, trackIDs: [UInt32], progress: @escaping @Sendable () -> Void = {},
+                                           _ each: @escaping @Sendable (UInt32, PulledSample) -> Void) throws(TrackError) -> Set<UInt32>? {
+        guard let pass = try StoredSamplesPass(source: source, trackIDs: trackIDs) else { return nil }
+        return try pass.run(progress: progress, each)
+    }
+
+    /// A pulled sample as the index stores it; nil when it has no presentation time (an AVI sample whose decode
+    /// order is its presentation order gets its decode time when `decodeOrder`).
+    private static func storedSample(_ s: PulledSample, decodeOrder: Bool) -> StoredSample? {
+        guard let pts = s.presentationTime.nanoseconds ?? (decodeOrder ? presentedInDecodeOrder(s) : nil) else { return nil }
+        return StoredSample(presentationTime: pts, duration: s.duration.nanoseconds, isSync: s.isSync)
     }
 
     /// The frames of an elementary stream's track, which carry no timestamps — the parser gives each stored sample
@@ -99,5 +137,21 @@ extension TrackError {
     /// Indexing found no stored frame in the track: the one error that says so (callers compare with it).
     public static func trackHasNoFrames(_ trackID: UInt32) -> TrackError {
         TrackError(.operationNotSupportedForAsset, "track \(trackID) has no frames")
+    }
+}
+
+/// The stored samples of several tracks as their threads give them (FrameIndex.buildAll), and the tracks that had a
+/// sample without a presentation time (not indexed).
+private final class CollectedSamples: Sendable {
+    struct State: Sendable {
+        var samples: [UInt32: [FrameIndex.StoredSample]] = [:]
+        var untimed: Set<UInt32> = []
+    }
+    let state = Mutex(State())
+
+    func add(_ sample: FrameIndex.StoredSample?, _ trackID: UInt32) {
+        state.withLock { s in
+            if let sample { s.samples[trackID, default: []].append(sample) } else { s.untimed.insert(trackID) }
+        }
     }
 }

@@ -27,7 +27,7 @@ struct OutputBranch {
 /// before it are still pulled first, and the EOS can complete a preroll — with the default, a stream that ends
 /// before the pipeline prerolled (a truncated MP4's few video samples, then EOS) blocks its streaming thread in
 /// appsink's EOS handler until the queue is pulled, which the worker does only after ASYNC_DONE: a deadlock.
-private func makeAppSink() throws(TrackError) -> GstRef<GstElementObject> {
+func makeAppSink() throws(TrackError) -> GstRef<GstElementObject> {
     let appsink = try makeElement("appsink")
     appsink.set("wait-on-eos", bool: false)
     appsink.set("sync", bool: false)

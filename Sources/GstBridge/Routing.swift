@@ -6,37 +6,45 @@ import CGstShim
 import TrackdProtocol
 import Synchronization
 
-/// Routes parsebin's pads: the pad of the wanted track is linked to `target`; every other pad gets a probe that
+/// Routes parsebin's pads: the pad of each wanted track is linked to its target; every other pad gets a probe that
 /// drops its buffers (answering OK, so the demuxer neither stops with not-linked nor blocks on a sink that prerolls
 /// — in pull mode one streaming thread serves all tracks, and a prerolling fakesink would hold it).
 final class PadRouter: @unchecked Sendable {
     // @unchecked: the references are set once in init; `linked`/`order` live in the Mutex.
-    private let wantedTrack: UInt32
-    private let target: GstRef<GstPadObject>
+    /// The wanted tracks' targets, by track id.
+    private let targets: [UInt32: GstRef<GstPadObject>]
     /// The pipeline's bus, for AppMessage (not the pipeline: parsebin, which holds this router, is in it).
     private let bus: GstRef<GstBusObject>
     /// Decoding: the media type the track must have (nil for passthrough).
     private let requiredType: MediaType?
     /// Matroska: the track's pad goes through its clock first.
     private let clock: MatroskaClock?
-    /// MPEG-PS: the track's pad goes through what times its untimed MPEG video pictures.
-    private let pictureTimes: ProgramStreamVideoTimes?
+    /// MPEG-PS: each wanted track's pad goes through what times its untimed MPEG video pictures (one per track).
+    private let pictureTimes: [UInt32: ProgramStreamVideoTimes]
     private struct State: Sendable {
         var order = 0
-        var linked = false
+        var linked: Set<UInt32> = []
         var reported = false
     }
     private let state = Mutex(State())
 
-    init(wantedTrack: UInt32, target: GstRef<GstPadObject>, bus: GstRef<GstBusObject>, requiredType: MediaType?,
-         clock: MatroskaClock?, pictureTimes: ProgramStreamVideoTimes?) {
-        self.wantedTrack = wantedTrack
-        self.target = target
+    convenience init(wantedTrack: UInt32, target: GstRef<GstPadObject>, bus: GstRef<GstBusObject>, requiredType: MediaType?,
+                     clock: MatroskaClock?, pictureTimes: ProgramStreamVideoTimes?) {
+        self.init(targets: [wantedTrack: target], bus: bus, requiredType: requiredType, clock: clock,
+                  pictureTimes: pictureTimes.map { [wantedTrack: $0] } ?? [:])
+    }
+
+    init(targets: [UInt32: GstRef<GstPadObject>], bus: GstRef<GstBusObject>, requiredType: MediaType?,
+         clock: MatroskaClock?, pictureTimes: [UInt32: ProgramStreamVideoTimes]) {
+        self.targets = targets
         self.bus = bus
         self.requiredType = requiredType
         self.clock = clock
         self.pictureTimes = pictureTimes
     }
+
+    /// The wanted tracks whose pads were linked so far.
+    var linkedTracks: Set<UInt32> { state.withLock { $0.linked } }
 
     /// Connects pad-added and no-more-pads of `parsebin`.
     func attach(to parsebin: GstRef<GstElementObject>) {
@@ -50,12 +58,8 @@ final class PadRouter: @unchecked Sendable {
             return s.order
         }
         let id = containerTrackID(pad) ?? UInt32(order)
-        let take = id == wantedTrack && state.withLock { s in
-            if s.linked { return false }
-            s.linked = true
-            return true
-        }
-        guard take else {
+        let take = targets[id] != nil && state.withLock { s in s.linked.insert(id).inserted }
+        guard take, let target = targets[id] else {
             dropBuffersAndCheck(pad)
             return
         }
@@ -69,7 +73,7 @@ final class PadRouter: @unchecked Sendable {
             }
         }
         clock?.attach(to: pad)
-        pictureTimes?.attach(to: pad)
+        pictureTimes[id]?.attach(to: pad)
         let result = pad.link(to: target)
         if result != GST_PAD_LINK_OK {
             pad.dropBuffers()
@@ -79,16 +83,17 @@ final class PadRouter: @unchecked Sendable {
 
     private func noMorePads() { checkLinked() }
 
-    /// Posts noSuchTrack once when no pad was linked. parsebin 1.22 does not emit no-more-pads, but it exposes a
-    /// group's pads all at once before data flows: data on an unwanted pad while nothing is linked means the wanted
-    /// track does not exist.
+    /// Posts noSuchTrack once when a wanted track's pad was not linked. parsebin 1.22 does not emit no-more-pads,
+    /// but it exposes a group's pads all at once before data flows: data on an unwanted pad while a wanted track is
+    /// not linked means that track does not exist.
     private func checkLinked() {
-        let post = state.withLock { s in
-            defer { if !s.linked { s.reported = true } }
-            return !s.linked && !s.reported
+        let missing = state.withLock { s -> UInt32? in
+            guard !s.reported, let id = targets.keys.sorted().first(where: { !s.linked.contains($0) }) else { return nil }
+            s.reported = true
+            return id
         }
-        if post {
-            AppMessage.post(bus, AppMessage.noSuchTrack, text: "the asset has no track with id \(wantedTrack)")
+        if let missing {
+            AppMessage.post(bus, AppMessage.noSuchTrack, text: "the asset has no track with id \(missing)")
         }
     }
 

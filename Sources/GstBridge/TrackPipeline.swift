@@ -334,6 +334,12 @@ public final class TrackPipeline: @unchecked Sendable {
         return (bounds.start, bounds.stop.map { $0 - bounds.start })
     }
 
+    /// A passthrough output's format: the stored codec, the size and the codec configuration of `view`.
+    static func passthroughFormat(_ view: CapsView?) -> OutputFormat {
+        OutputFormat(format: view?.codec ?? "????", width: UInt32(max(0, view?.int("width") ?? 0)),
+                     height: UInt32(max(0, view?.int("height") ?? 0)), codecConfig: view?.codecConfiguration ?? [])
+    }
+
     private static func negotiatedFormat(sink: GstRef<GstElementObject>, mode: OutputMode) -> OutputFormat {
         let view = CapsView(sink.staticPad("sink").currentCaps)
         let width = UInt32(max(0, view?.int("width") ?? 0))
@@ -342,8 +348,7 @@ public final class TrackPipeline: @unchecked Sendable {
         case .decode(let request):
             return OutputFormat(format: request.pixelFormat.code, width: width, height: height, codecConfig: [])
         case .passthrough:
-            return OutputFormat(format: view?.codec ?? "????", width: width, height: height,
-                                codecConfig: view?.codecConfiguration ?? [])
+            return passthroughFormat(view)
         case .audio:
             return OutputFormat(format: "lpcm", width: 0, height: 0, codecConfig: [])
         }

@@ -14,15 +14,7 @@ import TrackClient
     ] + TimescaleTests.x264 + ["-c:a", "aac", "-ac", "2"])
 
     /// The PCR base (90 kHz) of the first packet that carries a PCR.
-    static func firstPCR(_ bytes: [UInt8]) -> Int64? {
-        for at in stride(from: 0, to: bytes.count - 188 + 1, by: 188) where bytes[at] == 0x47 {
-            let adaptation = (bytes[at + 3] >> 4) & 2 != 0
-            guard adaptation, bytes[at + 4] >= 7, bytes[at + 5] & 0x10 != 0 else { continue }
-            let b = bytes[(at + 6)..<(at + 11)].map(Int64.init)
-            return b[0] << 25 | b[1] << 17 | b[2] << 9 | b[3] << 1 | b[4] >> 7
-        }
-        return nil
-    }
+    static func firstPCR(_ bytes: [UInt8]) -> Int64? { TransportStream.firstPCR(bytes) }
 
     /// ffprobe's packets of `stream` (v:0, a:0): pts and dts as integers in the time_base (1/90000).
     static func packets(_ stream: String) throws -> [(pts: Int64, dts: Int64)] {

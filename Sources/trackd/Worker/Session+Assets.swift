@@ -36,26 +36,17 @@ extension Session {
             return try building.withLock { (_: inout ()) throws(TrackError) -> FrameIndex in
                 if let index = built.withLock({ $0[trackID] }) { return index }
                 let before = source.status()
-                let key = before.map { IndexCacheClient.key($0, trackID: trackID) }
-                if let key, let index = IndexCacheClient.get(key) {
-                    Log.info("frame index for track \(trackID): from the cache (\(index.frames.count) frames)")
-                    Event.frameIndex(track: trackID, source: "cache", frames: index.frames.count).emit()
-                    built.withLock { $0[trackID] = index }
-                    return index
-                }
-                let index: FrameIndex
+                if let index = fromCache(before, trackID: trackID) { return index }
                 if let fromTables = FrameIndex.fromContainer(source: source, trackID: trackID) {
-                    index = fromTables
-                    Log.info("frame index for track \(trackID): made from the container's sample tables (\(index.frames.count) frames)")
-                    Event.frameIndex(track: trackID, source: "sample-tables", frames: index.frames.count).emit()
-                } else {
-                    index = try FrameIndex.build(source: source, trackID: trackID) { slot.progress() }
-                    Log.info("frame index for track \(trackID): made by a parse-only pass (\(index.frames.count) frames)")
-                    Event.frameIndex(track: trackID, source: "parse-pass", frames: index.frames.count).emit()
+                    Log.info("frame index for track \(trackID): made from the container's sample tables (\(fromTables.frames.count) frames)")
+                    Event.frameIndex(track: trackID, source: "sample-tables", frames: fromTables.frames.count).emit()
+                    keep(fromTables, trackID: trackID, source: source, before: before)
+                    return fromTables
                 }
-                built.withLock { $0[trackID] = index }
-                // Only when the file did not change while it was read (else the key would not match the frames).
-                if let key, source.status() == before { IndexCacheClient.put(key, index) }
+                let index = try FrameIndex.build(source: source, trackID: trackID) { slot.progress() }
+                Log.info("frame index for track \(trackID): made by a parse-only pass (\(index.frames.count) frames)")
+                Event.frameIndex(track: trackID, source: "parse-pass", frames: index.frames.count).emit()
+                keep(index, trackID: trackID, source: source, before: before)
                 return index
             }
         }
@@ -75,6 +66,44 @@ extension Session {
                 Log.warning("track \(trackID): whether its samples carry times is not known (\(error.message))")
                 return false
             }
+        }
+
+        /// The indexes of several tracks of an MPEG-TS, ahead of `index`: those neither kept nor in the
+        /// cache are made by one parse-only pass over the file for all of them (FrameIndex.buildAll), not one pass
+        /// per track. A track that pass leaves out is indexed alone by `index` when it is asked for.
+        func prepare(source: MediaSource, trackIDs: [UInt32]) {
+            building.withLock { _ in
+                let before = source.status()
+                let wanted = trackIDs.filter { trackID in
+                    built.withLock { $0[trackID] } == nil && fromCache(before, trackID: trackID) == nil
+                }
+                guard wanted.count > 1 else { return }
+                let slot = slot
+                let made = FrameIndex.buildAll(source: source, trackIDs: wanted) { slot.progress() }
+                for (trackID, index) in made.sorted(by: { $0.key < $1.key }) {
+                    Log.info("frame index for track \(trackID): made by a parse-only pass of tracks \(wanted.map(String.init).joined(separator: ", ")) (\(index.frames.count) frames)")
+                    Event.frameIndex(track: trackID, source: "parse-pass", frames: index.frames.count).emit()
+                    keep(index, trackID: trackID, source: source, before: before)
+                }
+            }
+        }
+
+        /// The track's index from the supervisor's cache (kept), for a file whose fstat gave `before`; nil: a miss.
+        private func fromCache(_ before: MediaSource.FileStatus?, trackID: UInt32) -> FrameIndex? {
+            guard let key = before.map({ IndexCacheClient.key($0, trackID: trackID) }), let index = IndexCacheClient.get(key) else {
+                return nil
+            }
+            Log.info("frame index for track \(trackID): from the cache (\(index.frames.count) frames)")
+            Event.frameIndex(track: trackID, source: "cache", frames: index.frames.count).emit()
+            built.withLock { $0[trackID] = index }
+            return index
+        }
+
+        /// Keeps a made index, and gives it to the cache — only when the file did not change while it was read
+        /// (else the key would not match the frames).
+        private func keep(_ index: FrameIndex, trackID: UInt32, source: MediaSource, before: MediaSource.FileStatus?) {
+            built.withLock { $0[trackID] = index }
+            if let before, source.status() == before { IndexCacheClient.put(IndexCacheClient.key(before, trackID: trackID), index) }
         }
 
         /// An elementary stream's frames timed by their durations (FrameIndex.untimed): for the track's description
