@@ -5,6 +5,7 @@
 // Callbacks that GStreamer runs on its streaming threads (pad-added, pad probes) only touch small context objects
 // that are protected by a Mutex.
 import CGStreamer
+import MediaIndex
 import CGstShim
 import TrackdProtocol
 
@@ -206,12 +207,27 @@ func monotonicNs() -> UInt64 { UInt64(g_get_monotonic_time()) &* 1000 }
 
 // ── Track identity ─────────────────────────────────────────────────────────────────────────────────────────────────
 
-/// The container's track id of a parsebin pad: demuxers end the stream id in the track number (qtdemux "/%03u" of
-/// the track_ID, matroskademux the TrackNumber). nil when the stream id has no numeric last component (elementary
-/// streams): callers then use the 1-based pad order.
-func containerTrackID(_ pad: GstRef<GstPadObject>) -> UInt32? {
-    guard let id = pad.streamID else { return nil }
-    guard let last = id.split(separator: "/").last, !last.isEmpty, last.allSatisfy(\.isASCII),
-          last.allSatisfy(\.isNumber), let n = UInt32(last), n > 0 else { return nil }
-    return n
+/// The container's track id of a parsebin pad, from the last component of its stream id — the id ffprobe gives the
+/// stream: qtdemux writes the track_ID and matroskademux the TrackNumber in decimal ("/%03u"); tsdemux writes the PID
+/// and mpegpsdemux the PES stream id in hex ("/%08x", "/%02x"), so an MPEG-TS track is its PID and an MPEG-PS track
+/// is 0x100 + the stream id for MPEG audio and video (0xC0–0xEF: ffmpeg's start code, 0x1C0–0x1EF) and the
+/// substream id of private stream 1 otherwise. (Read as decimal, a PID such as 0x100 became 100 and 0x1E1 none;
+/// with no number, parsebin's pad order numbered an MPEG-PS's tracks, and it differs from run to run between two
+/// audio tracks.) nil when the stream id has no such last component (elementary streams): callers then use the
+/// 1-based pad order.
+func containerTrackID(_ pad: GstRef<GstPadObject>, container: TrackTimescale.Container) -> UInt32? {
+    guard let id = pad.streamID, let last = id.split(separator: "/").last, !last.isEmpty, last.allSatisfy(\.isASCII) else {
+        return nil
+    }
+    switch container {
+    case .transportStream:
+        guard last.count == 8, let pid = UInt32(last, radix: 16), pid > 0 else { return nil }
+        return pid
+    case .programStream:
+        guard last.count == 2, let streamID = UInt32(last, radix: 16), streamID > 0 else { return nil }
+        return (0xC0...0xEF).contains(streamID) ? 0x100 + streamID : streamID
+    default:
+        guard last.allSatisfy(\.isNumber), let n = UInt32(last), n > 0 else { return nil }
+        return n
+    }
 }

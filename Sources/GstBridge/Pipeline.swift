@@ -1,4 +1,5 @@
 import CGStreamer
+import MediaIndex
 import CGstShim
 import TrackdProtocol
 
@@ -18,6 +19,9 @@ final class Pipeline {
     /// MPEG-PS: what times the MPEG-1/2 pictures their PES headers leave untimed (ProgramStreamVideoTimes); the
     /// track's pad is given to it.
     private(set) var programStreamVideo: ProgramStreamVideoTimes?
+    /// The source's container by its first bytes (TrackTimescale.container): how its pads' stream ids name tracks
+    /// (containerTrackID).
+    private(set) var container: TrackTimescale.Container = .other
 
     init() throws(TrackError) {
         guard let p = unsafe gst_pipeline_new(nil) else { throw TrackError(.unknown, "gst_pipeline_new failed") }
@@ -49,7 +53,8 @@ final class Pipeline {
         parser.recordFirstError()  // and those it drops
         self.parser = parser
         matroskaClock = MatroskaClock.forFile(fd: fd)
-        programStreamVideo = ProgramStreamVideoTimes.forFile(fd: fd)
+        container = TrackTimescale.container(fd: fd)
+        programStreamVideo = container == .programStream ? ProgramStreamVideoTimes() : nil
         return parser
     }
 

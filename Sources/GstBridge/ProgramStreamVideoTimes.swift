@@ -19,11 +19,6 @@ final class ProgramStreamVideoTimes: Sendable {
     /// at most 140 bytes), its extensions and a GOP header — well inside this.
     static let headerBytes = 4096
 
-    /// Times for the pipeline reading `fd`, when the file is an MPEG-PS; nil for every other container.
-    static func forFile(fd: Int32) -> ProgramStreamVideoTimes? {
-        TrackTimescale.container(fd: fd) == .programStream ? ProgramStreamVideoTimes() : nil
-    }
-
     /// Times the pictures passing `pad` (the track's pad of parsebin, before it is linked).
     func attach(to pad: GstRef<GstPadObject>) {
         let mask = GST_PAD_PROBE_TYPE_BUFFER.rawValue | GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM.rawValue

@@ -2,6 +2,7 @@
 // (Unmanaged.passRetained) together with a destroy notify that releases it, so it lives exactly as long as the
 // signal handler or probe that uses it.
 import CGStreamer
+import MediaIndex
 import CGstShim
 import TrackdProtocol
 import Synchronization
@@ -21,6 +22,8 @@ final class PadRouter: @unchecked Sendable {
     private let clock: MatroskaClock?
     /// MPEG-PS: each wanted track's pad goes through what times its untimed MPEG video pictures (one per track).
     private let pictureTimes: [UInt32: ProgramStreamVideoTimes]
+    /// How the source's stream ids name tracks (containerTrackID).
+    private let container: TrackTimescale.Container
     private struct State: Sendable {
         var order = 0
         var linked: Set<UInt32> = []
@@ -28,15 +31,16 @@ final class PadRouter: @unchecked Sendable {
     }
     private let state = Mutex(State())
 
-    convenience init(wantedTrack: UInt32, target: GstRef<GstPadObject>, bus: GstRef<GstBusObject>, requiredType: MediaType?,
-                     clock: MatroskaClock?, pictureTimes: ProgramStreamVideoTimes?) {
-        self.init(targets: [wantedTrack: target], bus: bus, requiredType: requiredType, clock: clock,
-                  pictureTimes: pictureTimes.map { [wantedTrack: $0] } ?? [:])
+    /// Routes the wanted track of `pipeline`'s parsebin, with the pipeline's Matroska clock and MPEG-PS picture times.
+    convenience init(wantedTrack: UInt32, target: GstRef<GstPadObject>, pipeline: Pipeline, requiredType: MediaType?) {
+        self.init(targets: [wantedTrack: target], bus: pipeline.bus, requiredType: requiredType, clock: pipeline.matroskaClock,
+                  pictureTimes: pipeline.programStreamVideo.map { [wantedTrack: $0] } ?? [:], container: pipeline.container)
     }
 
     init(targets: [UInt32: GstRef<GstPadObject>], bus: GstRef<GstBusObject>, requiredType: MediaType?,
-         clock: MatroskaClock?, pictureTimes: [UInt32: ProgramStreamVideoTimes]) {
+         clock: MatroskaClock?, pictureTimes: [UInt32: ProgramStreamVideoTimes], container: TrackTimescale.Container) {
         self.targets = targets
+        self.container = container
         self.bus = bus
         self.requiredType = requiredType
         self.clock = clock
@@ -57,7 +61,7 @@ final class PadRouter: @unchecked Sendable {
             s.order += 1
             return s.order
         }
-        let id = containerTrackID(pad) ?? UInt32(order)
+        let id = containerTrackID(pad, container: container) ?? UInt32(order)
         let take = targets[id] != nil && state.withLock { s in s.linked.insert(id).inserted }
         guard take, let target = targets[id] else {
             dropBuffersAndCheck(pad)

@@ -78,7 +78,8 @@ final class StoredSamplesPass: @unchecked Sendable {
             branches.append(Branch(trackID: trackID, sink: appsink, samples: samples))
             targets[trackID] = appsink.staticPad("sink")
         }
-        router = PadRouter(targets: targets, bus: pipeline.bus, requiredType: nil, clock: nil, pictureTimes: [:])
+        router = PadRouter(targets: targets, bus: pipeline.bus, requiredType: nil, clock: nil, pictureTimes: [:],
+                           container: pipeline.container)
         router.attach(to: parser)
     }
 

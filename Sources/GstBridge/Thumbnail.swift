@@ -85,8 +85,8 @@ private struct ImageChain {
         stop.attach(to: queue.staticPad("sink"))
         gate.attach(to: convert.staticPad("sink"))
         gate.countConversions(at: filter.staticPad("sink"))  // what came out of the converter
-        PadRouter(wantedTrack: trackID, target: queue.staticPad("sink"), bus: pipeline.bus, requiredType: .video,
-                  clock: pipeline.matroskaClock, pictureTimes: pipeline.programStreamVideo).attach(to: parser)
+        PadRouter(wantedTrack: trackID, target: queue.staticPad("sink"), pipeline: pipeline, requiredType: .video)
+            .attach(to: parser)
     }
 
     /// Seeks (accurate) to `ns` and takes the prerolled PNG; nil at the end (no frame).

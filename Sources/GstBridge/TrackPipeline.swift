@@ -115,8 +115,8 @@ public final class TrackPipeline: @unchecked Sendable {
         samples = branch.samples
         if source.container == .programStream { branch.start.attachToDemuxer(in: parser) }
         if case .decode(let request) = mode { rowAlignment = request.bytesPerRowAlignment } else { rowAlignment = 1 }
-        PadRouter(wantedTrack: trackID, target: branch.target.staticPad("sink"), bus: pipeline.bus, requiredType: branch.requiredType,
-                  clock: pipeline.matroskaClock, pictureTimes: pipeline.programStreamVideo).attach(to: parser)
+        PadRouter(wantedTrack: trackID, target: branch.target.staticPad("sink"), pipeline: pipeline,
+                  requiredType: branch.requiredType).attach(to: parser)
         var decodes = true
         if case .passthrough = mode { decodes = false }
         feeder = StoredSampleFeeder.forFile(fd: source.fd, trackID: trackID, decoded: decodes)

@@ -15,7 +15,9 @@ import TrackClient
     static let file = Media.makeWithGStreamer("ps-untimed.mpg", ["filesrc", "location=\(elementary)", "!", "h264parse",
                                                                  "!", "mpegpsmux"])
     static let message = "decoded MPEG-PS video can be read by time range only with a frame index, which this track does not have; read it from the start"
-    static let untimed = "the stored samples of track 1 carry no presentation times, so a passthrough time range cannot be placed in them; read the track whole, from 0 to its end"
+    static func untimed(_ track: AssetTrack) -> String {
+        "the stored samples of track \(track.trackID) carry no presentation times, so a passthrough time range cannot be placed in them; read the track whole, from 0 to its end"
+    }
     /// From 0.1 s for 0.3 s; from 0 for 0.3 s (an end the samples cannot place either); from 0.5 s to the end.
     static let ranges = [MediaTimeRange(start: MediaTime(value: 1, timescale: 10), duration: MediaTime(value: 3, timescale: 10)),
                          MediaTimeRange(start: .zero, duration: MediaTime(value: 3, timescale: 10)),
@@ -73,7 +75,7 @@ import TrackClient
         let track = try #require(asset.tracks(withMediaType: .video).first)
         for range in Self.ranges {
             let first = try #require(try Self.refused(asset, track, range: range, settings: nil), "\(kind) \(range)")
-            #expect(first.code == -11838 && first.message == Self.untimed, "\(kind) \(range): \(first)")
+            #expect(first.code == -11838 && first.message == Self.untimed(track), "\(kind) \(range): \(first)")
             let second = try Self.refused(asset, track, range: range, settings: nil)
             #expect(second == first, "\(kind) \(range), the second attempt: \(String(describing: second))")
         }
@@ -97,6 +99,6 @@ import TrackClient
         var after = 0
         while try output.copyNextSampleBuffer() != nil { after += 1 }
         #expect(after == 0 && reader.status == .failed, "\(after) samples, \(reader.status)")
-        #expect(reader.error?.code == -11838 && reader.error?.message == Self.untimed, "\(String(describing: reader.error))")
+        #expect(reader.error?.code == -11838 && reader.error?.message == Self.untimed(track), "\(String(describing: reader.error))")
     }
 }

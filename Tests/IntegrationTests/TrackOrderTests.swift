@@ -73,4 +73,28 @@ struct TrackOrderTests {
         }
         #expect(daemon.events("asset-from-cache").count == 2, "the later opens use the cache: \(daemon.log)")
     }
+
+    /// An MPEG-TS and an MPEG-PS with video and two audio tracks: the ids are ffprobe's (PID; PES start code), each
+    /// id the same track on every open. The PS's two MP2 tracks were numbered by parsebin's pad order, which differs
+    /// from run to run, so track 3 was one audio stream on some opens and the other on the rest.
+    static let streams = ["ts", "mpg"]
+
+    @Test(arguments: streams) func transportAndProgramStreamIDsAreFFprobes(container: String) throws {
+        let file = Media.make("three-tracks-\(container).\(container)", [
+            "-f", "lavfi", "-i", "testsrc2=size=160x120:rate=25:duration=1",
+            "-f", "lavfi", "-i", "sine=frequency=440:duration=1",
+            "-f", "lavfi", "-i", "sine=frequency=880:sample_rate=22050:duration=1",
+            "-map", "0", "-map", "1", "-map", "2", "-c:a", "mp2",
+        ] + (container == "mpg" ? ["-c:v", "mpeg2video", "-f", "mpeg"] : ["-c:v", "libx264", "-preset", "veryfast"]))
+        let oracle = try probe(file).sorted { $0.id < $1.id }
+        #expect(oracle.count == 3 && Set(oracle.map(\.id)).count == 3, "ffprobe: \(oracle)")
+        let daemon = try Daemon(extraArgs: ["--index-cache-bytes", "0"])
+        defer { daemon.stop() }
+        for attempt in 0..<6 {
+            let asset = try Asset(path: file, socketPath: daemon.socketPath)
+            let tracks = asset.tracks.map { (id: $0.trackID, sampleRate: $0.sampleRate) }
+            #expect(tracks.map(\.id) == oracle.map(\.id), "open \(attempt): \(tracks), ffprobe \(oracle)")
+            #expect(tracks.map(\.sampleRate) == oracle.map(\.sampleRate), "open \(attempt): \(tracks), ffprobe \(oracle)")
+        }
+    }
 }
