@@ -22,9 +22,13 @@ threads=${THREADS:-$(nproc)}
 av51=${AV51:-$REPO/.build/venv-av-system/bin/python}
 export GST_PLUGIN_PATH=$out
 
-build() {
+build() {  # only what is older than its sources: a new plugin file makes GStreamer scan its registry again
   need cc pkg-config
   mkdir -p "$out"
+  if [[ $out/appsink-decode -nt $here/appsink-decode.c && $out/libtrackdavdec.so -nt $here/trackdavdec.c &&
+    $out/appsink-decode -nt $here/avdec-common.h && $out/libtrackdavdec.so -nt $here/avdec-common.h ]]; then
+    return
+  fi
   local flags=(-O2 -g -Wall -Wextra -Wno-missing-field-initializers)
   # shellcheck disable=SC2046  # pkg-config's flags are meant to split
   cc "${flags[@]}" -o "$out/appsink-decode" "$here/appsink-decode.c" -pthread \
@@ -112,17 +116,20 @@ for (clip, name), v in runs.items():
 PY
 }
 
+# perf of one decode per harness: the share of each thread (libav's frame threads, the streaming thread, the main
+# thread) and library, and the hottest symbols outside libavcodec (Debian ships it without symbols).
 profile() {
   need perf
   local clip=${1:-$REPO/build/bench/1080p30-600f-bframes.mp4} name cmd data
   while IFS='|' read -r name cmd; do
-    case $name in avdec_h264 | trackdavdec-copy | appsink-decode) ;; *) continue ;; esac
+    case $name in avdec_h264 | trackdavdec-copy | trackdavdec-direct | appsink-decode) ;; *) continue ;; esac
     data=$out/perf-$name.data
     perf record -q -g -o "$data" -- bash -c "$(declare -f gst_decode); $cmd" >/dev/null 2>&1
-    echo "== $name: by DSO"
-    perf report -i "$data" --no-children --sort dso --stdio 2>/dev/null | grep -E '^ +[0-9]' | head -12
-    echo "== $name: by symbol"
-    perf report -i "$data" --no-children --sort dso,symbol --stdio -g none 2>/dev/null | grep -E '^ +[0-9]' | head -25
+    echo "== $name: by thread and library"
+    perf report -i "$data" --no-children --sort pid,dso --stdio -g none 2>/dev/null | grep -E '^ +[0-9]' | head -12
+    echo "== $name: hottest symbols outside libavcodec"
+    perf report -i "$data" --no-children --sort dso,symbol --stdio -g none 2>/dev/null | grep -E '^ +[0-9]' |
+      grep -v libavcodec | head -12
   done < <(rows "$clip")
 }
 
