@@ -3,7 +3,8 @@
 # with and without gst-libav (issue #26; docs/records/decode-path.md "A decoder of trackd's own on libavcodec").
 # Not part of make bench.
 #   run.sh build            compile appsink-decode and the trackdavdec plugin (build/avdec/libtrackdavdec.so)
-#   run.sh check [CLIP...]  md5 of every decoded frame: trackdavdec (copy, direct, wrap) and avdec_h264 against ffmpeg
+#   run.sh check [CLIP...]  md5 of every decoded frame: trackdavdec (copy, direct, wrap) and avdec_h264 against ffmpeg,
+#                           and of the frames after a flushing seek in mid-decode (seek-decode) against ffmpeg -ss
 #   run.sh time [CLIP...]   each row's CPU (user + system of the whole process) and wall, RUNS runs in turn, medians
 #                           (CPU holds on a busy machine; wall and CPUs busy only on a quiet one)
 #   run.sh perf [CLIP]      perf record -g of avdec_h264, trackdavdec and appsink-decode; top DSOs and symbols
@@ -26,13 +27,17 @@ build() {  # only what is older than its sources: a new plugin file makes GStrea
   need cc pkg-config
   mkdir -p "$out"
   if [[ $out/appsink-decode -nt $here/appsink-decode.c && $out/libtrackdavdec.so -nt $here/trackdavdec.c &&
-    $out/appsink-decode -nt $here/avdec-common.h && $out/libtrackdavdec.so -nt $here/avdec-common.h ]]; then
+    $out/appsink-decode -nt $here/avdec-common.h && $out/libtrackdavdec.so -nt $here/avdec-common.h &&
+    $out/seek-decode -nt $here/seek-decode.c ]]; then
     return
   fi
   local flags=(-O2 -g -Wall -Wextra -Wno-missing-field-initializers)
   # shellcheck disable=SC2046  # pkg-config's flags are meant to split
   cc "${flags[@]}" -o "$out/appsink-decode" "$here/appsink-decode.c" -pthread \
     $(pkg-config --cflags --libs gstreamer-1.0 gstreamer-app-1.0 libavcodec libavutil libswscale)
+  # shellcheck disable=SC2046
+  cc "${flags[@]}" -o "$out/seek-decode" "$here/seek-decode.c" \
+    $(pkg-config --cflags --libs gstreamer-1.0 gstreamer-app-1.0 gstreamer-video-1.0)
   # shellcheck disable=SC2046
   cc "${flags[@]}" -shared -fPIC -o "$out/libtrackdavdec.so" "$here/trackdavdec.c" \
     $(pkg-config --cflags --libs gstreamer-1.0 gstreamer-video-1.0 libavcodec libavutil libswscale)
@@ -45,10 +50,10 @@ gst_decode() {  # CLIP DECODER... : the decode to a fakesink
 
 # ffmpeg's frames as YV12 (its yuv420p with the two chroma planes swapped): the md5 of every byte. videoconvert's
 # I420 -> YV12 only moves planes, and it reads the GstVideoMeta that output=direct's padded buffers need.
-ffmpeg_yv12_md5() {
+ffmpeg_yv12_md5() {  # CLIP [SECONDS: from there on, ffmpeg's accurate -ss]
   local clip=$1 w h
   IFS=x read -r w h < <(ffprobe -v error -select_streams v:0 -show_entries stream=width,height -of csv=p=0:s=x "$clip")
-  ffmpeg -v error -i "$clip" -map 0:v:0 -fps_mode passthrough -f rawvideo -pix_fmt yuv420p - |
+  ffmpeg -v error ${2:+-ss "$2"} -i "$clip" -map 0:v:0 -fps_mode passthrough -f rawvideo -pix_fmt yuv420p - |
     /usr/bin/python3 -c '
 import hashlib, sys
 w, h = int(sys.argv[1]), int(sys.argv[2])
@@ -70,6 +75,13 @@ check() {
       got=$(gst-launch-1.0 -q filesrc location="$clip" ! qtdemux ! h264parse ! $d ! videoconvert \
         ! video/x-raw,format=YV12 ! fdsink fd=1 | md5sum | cut -d' ' -f1)
       echo "$(basename "$clip") $d: $([[ $got == "$want" ]] && echo "same bytes as ffmpeg ($got)" || echo "DIFFERS")"
+    done
+    # A flush in mid-decode: 45 frames, then a flushing accurate seek to 10 s; the rest against ffmpeg -ss 10.
+    want=$(ffmpeg_yv12_md5 "$clip" 10)
+    for d in "trackdavdec max-threads=$threads" "trackdavdec max-threads=$threads output=direct" avdec_h264; do
+      got=$("$out/seek-decode" "$clip" "$d" 45 10 2>/dev/null | md5sum | cut -d' ' -f1)
+      echo "$(basename "$clip") $d, seek to 10 s after 45 frames:" \
+        "$([[ $got == "$want" ]] && echo "same bytes as ffmpeg -ss 10 ($got)" || echo "DIFFERS")"
     done
   done
 }
