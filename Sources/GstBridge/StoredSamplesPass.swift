@@ -55,9 +55,8 @@ final class StoredSamplesPass: @unchecked Sendable {
     /// No sample from any track for this long: the pass is stuck (FrameIndex.forEachStoredSample's 30 s).
     static let stuckNs: UInt64 = 30_000_000_000
 
-    /// The pipeline for `trackIDs` of `source`, which must be an MPEG-TS (nil otherwise), not started. (Not an
-    /// MPEG-PS: mpegpsdemux's stream ids are no numbers, so its tracks are numbered in the order parsebin exposes
-    /// their pads, which differs from run to run between two audio tracks.)
+    /// The pipeline for `trackIDs` of `source`, which must be an MPEG-TS (nil otherwise), not started. (An MPEG-PS
+    /// is still indexed a track at a time: its one-pass index has not been compared with the per-track one.)
     init?(source: MediaSource, trackIDs: [UInt32]) throws(TrackError) {
         guard source.container == .transportStream, !trackIDs.isEmpty else { return nil }
         try Gst.initialize()
