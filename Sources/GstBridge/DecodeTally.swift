@@ -11,8 +11,10 @@ import Synchronization
 /// a GOP: GstVideoDecoder drops the reference pictures it decodes there) is not tallied. A sample without a PTS
 /// (AVI's avidemux times key frames only) is placed by its DTS: GstVideoDecoder gives each frame it outputs without
 /// a PTS the lowest decode time still pending, so the frames it keeps inside the segment are as many as the samples
-/// whose decode times lie there (those past the stop, up to the next key frame, are decoded and clipped). A flush (a
-/// seek) discards what is in flight: the counts start again.
+/// whose decode times lie there (those past the stop, up to the next key frame, are decoded and clipped). So an AVI
+/// track with B-pictures (`decodeTimes`) is tallied also when decoding starts before the segment (its seeks start
+/// before the range, OpenGOPTimes): the frames kept are those whose decode times lie in it. A flush (a seek) discards
+/// what is in flight: the counts start again.
 final class DecodeTally: @unchecked Sendable {
     // @unchecked: all state is behind the Mutex.
     private struct State: @unchecked Sendable {  // GstSegment is plain values
@@ -25,6 +27,9 @@ final class DecodeTally: @unchecked Sendable {
         var beforeStart = false
     }
     private let state = Mutex(State())
+    private let decodeTimes: Bool
+
+    init(decodeTimes: Bool = false) { self.decodeTimes = decodeTimes }
 
     /// Samples given to the decoder that it made no frame of, all ranges.
     var undecodable: UInt64 { state.withLock { $0.undecodable } }
@@ -40,7 +45,7 @@ final class DecodeTally: @unchecked Sendable {
                 let time = timing.pts != clockTimeNone ? timing.pts : info.bufferDTS ?? clockTimeNone
                 state.withLock { s in
                     switch Self.place(time, in: s) {
-                    case .before: s.beforeStart = true
+                    case .before: s.beforeStart = !decodeTimes
                     case .inside: if !decodeOnly { s.entered += 1 }
                     case .after: break
                     }

@@ -17,10 +17,15 @@ import Synchronization
 ///   frame pass that starts at the range's stop; on the decoder's output each frame's PTS is put back on the tick
 ///   of the stream's frame rate nearest to it (avidemux's own times, ⌊n × 10⁹ × d / r⌋) and a frame then at or
 ///   after the segment's stop is dropped (H.264: once an open GOP's key frame came).
-/// - A read that starts at such a key frame after a seek (a time range, or a reset, past the first GOP) cannot
-///   decode its leading B-pictures (they refer to the GOP before, which the seek skipped; libav leaves MPEG-4's out
-///   and makes H.264's of wrong pictures) nor know the times of what follows: the output fails with −11838 at the
-///   first leading B-picture, before any frame of the range is decoded, instead of delivering shifted frames.
+/// - A read after a seek (a time range, or a reset) that the demuxer starts at such a key frame cannot decode its
+///   leading B-pictures (they refer to the GOP before, which the seek skipped; libav makes H.264's of wrong pictures
+///   and leaves MPEG-4's out, and either way the decoder then times every frame after them wrong). So the seek
+///   starts `leadingFrames` frames before the range (`seekStart`, the seek's segment given the range's start back,
+///   `attach`): the key frame the demuxer starts at is then shown at or before the range's start, and its leading
+///   B-pictures before it. They are dropped before the decoder, and the key frame, held back until the next picture
+///   that is not one, is given the decode time of the last of them, which the decoder gives it (`release`). A leading
+///   B-picture that would be shown in the range (more than `leadingFrames` of them) fails the output with −11838
+///   before any frame of the range is decoded, instead of delivering it wrong.
 final class OpenGOPTimes: Sendable {
     private struct State {
         /// The stored track's codec, when it is one whose open GOPs this reads (`mp4v`, `avc1`).
@@ -32,15 +37,55 @@ final class OpenGOPTimes: Sendable {
         var openGOPs = false
         /// The decoded frames' segment's stop (clockTimeNone: none).
         var stop: GstClockTime = clockTimeNone
-        /// What came since the last flush: nothing, a key frame of an open GOP (the next picture tells whether it
-        /// has leading B-pictures), or anything else.
+        /// What came since the last flush: nothing, a key frame of an open GOP and the B-pictures decoded right after
+        /// it (its leading ones; the next picture tells whether there are more), or anything else.
         var afterFlush: AfterFlush = .other
+        /// The start of the range the last seek was for (ns), and whether its flush came: the next segment is the
+        /// seek's, given this start (clockTimeNone: no seek shifted).
+        var rangeStart: GstClockTime = clockTimeNone
+        var flushed = false
+        /// The decoder's segment's start (ns): a leading B-picture decoded after it is shown in the range.
+        var segmentStart: GstClockTime = 0
+        /// The key frame held back (Held), and whether it is being chained (its own probe lets it pass).
+        var held: Held?
+        var injecting = false
     }
     private enum AfterFlush { case nothing, openKey, other }
+    /// An open GOP's key frame met first after a flush, held back while its leading B-pictures pass (dropped), then
+    /// chained before the next picture with the decode time of the last of them (`release`).
+    private struct Held {
+        var bytes: [UInt8]
+        var decodeTime: GstClockTime
+        var duration: GstClockTime
+    }
+    private enum Step { case hold, dropLeading, refuse, release, pass }
     private let state = Mutex(State())
     private let bus: GstRef<GstBusObject>  // the pipeline's, for AppMessage
 
+    /// How many frames before a range its seek starts: at least as many as an open GOP's key frame has leading
+    /// B-pictures — H.264 reorders at most 16 frames (`max_num_reorder_frames`), ffmpeg's MPEG-4 encoder makes at
+    /// most 16 B-frames in a row.
+    static let leadingFrames: guint64 = 16
+
     init(bus: GstRef<GstBusObject>) { self.bus = bus }
+
+    /// The position to seek the demuxer to (ACCURATE) for a range starting at `start` (ns): `leadingFrames` frames
+    /// earlier at the decoded frames' rate (0 before the rate is known), so that avidemux, which starts at the last
+    /// key frame before the position, starts at one shown no later than `start`. The seek's segment is given
+    /// `start` back (`attach`). Another codec's seek is left as it is.
+    func seekStart(_ start: Int64) -> Int64 {
+        state.withLock { s in
+            guard start > 0, s.codec != nil else {
+                s.rangeStart = clockTimeNone
+                return start
+            }
+            s.rangeStart = GstClockTime(start)
+            s.flushed = false
+            guard let rate = s.rate else { return 0 }
+            let lead = gst_util_uint64_scale_ceil(Self.leadingFrames, rate.d * 1_000_000_000, rate.n)
+            return start - Int64(clamping: min(lead, GstClockTime(start)))
+        }
+    }
 
     /// `pad`: the decoder branch's input, before anything that reads the buffers' PTS (DecodeStop).
     func attach(to pad: GstRef<GstPadObject>) {
@@ -54,7 +99,25 @@ final class OpenGOPTimes: Sendable {
                     : caps?.name == "video/mpeg" && caps?.int("mpegversion") == 4 ? "mp4v" : nil
                 state.withLock { $0.codec = codec }
             } else if info.eventType == GST_EVENT_FLUSH_STOP {
-                state.withLock { $0.afterFlush = .nothing }
+                state.withLock { s in
+                    (s.afterFlush, s.held) = (.nothing, nil)
+                    s.flushed = s.rangeStart != clockTimeNone
+                }
+            } else if info.eventType == GST_EVENT_EOS {
+                _ = release(info)  // a key frame held at the end: its leading B-pictures were the last pictures
+            } else if var segment = info.segment, segment.format == GST_FORMAT_TIME {
+                let start = state.withLock { s in
+                    guard s.flushed, s.rangeStart != clockTimeNone, segment.start < s.rangeStart else {
+                        s.segmentStart = segment.start
+                        return clockTimeNone
+                    }
+                    (s.flushed, s.segmentStart) = (false, s.rangeStart)
+                    return s.rangeStart
+                }
+                if start != clockTimeNone {
+                    (segment.start, segment.time, segment.position) = (start, start, start)
+                    info.replaceSegment(segment)
+                }
             }
             return GST_PAD_PROBE_OK
         }
@@ -83,24 +146,64 @@ final class OpenGOPTimes: Sendable {
     }
 
     private func buffer(_ info: borrowing ProbeInfo) -> GstPadProbeReturn {
-        guard let codec = state.withLock({ $0.codec }), let (pts, _) = info.bufferTiming else { return GST_PAD_PROBE_OK }
+        guard let codec = state.withLock({ $0.injecting ? nil : $0.codec }), let (pts, duration) = info.bufferTiming else {
+            return GST_PAD_PROBE_OK  // another codec, or the held key frame passing (release)
+        }
         let bytes = info.bufferBytes ?? []
         let opensGOP = pts != clockTimeNone && DecodeOrderTimes.opensGOP(bytes, codec: codec) == true
-        let leading = state.withLock { s in
-            let leading = s.afterFlush == .openKey && DecodeOrderTimes.isBidirectional(bytes, codec: codec) == true
-            s.afterFlush = s.afterFlush == .nothing && opensGOP ? .openKey : .other
+        let dts = info.bufferDTS ?? clockTimeNone
+        let step: Step = state.withLock { s in
             s.openGOPs = s.openGOPs || opensGOP
-            return leading
+            if s.afterFlush == .nothing && opensGOP {
+                s.afterFlush = .openKey
+                s.held = Held(bytes: bytes, decodeTime: dts, duration: duration)
+                return .hold
+            }
+            guard s.afterFlush == .openKey else {
+                s.afterFlush = .other
+                return .pass
+            }
+            if DecodeOrderTimes.isBidirectional(bytes, codec: codec) == true {
+                // The j-th leading B-picture is decoded j frames after the key frame, and the j leading ones are
+                // shown from the key frame's decode time on: the last of them no earlier than this one's decode
+                // time − 1 frame, in the range when this decode time is after the range's start.
+                guard dts == clockTimeNone || dts <= s.segmentStart else { return .refuse }
+                s.held?.decodeTime = dts
+                return .dropLeading
+            }
+            s.afterFlush = .other
+            return .release
         }
-        if leading {
-            let at = info.bufferDTS.map { "\(Double($0) / 1e9) s" } ?? "its start"
+        switch step {
+        case .hold, .dropLeading: return GST_PAD_PROBE_DROP
+        case .refuse:
+            let at = "\(Double(dts) / 1e9) s"
             let name = codec == "avc1" ? "H.264" : "MPEG-4 Part 2"
             AppMessage.post(bus, AppMessage.notSupported, text: "the AVI track is \(name) with B-pictures in open GOPs, "
-                + "and the GOP the read starts in (decode time \(at)) shows pictures of the one before it: "
-                + "only a read from the track's start is exact")
+                + "and more than \(Self.leadingFrames) of them (decoded up to \(at)) are shown before a key frame and refer to "
+                + "the GOP before it: a range starting among them cannot be decoded; read the track from its start")
             return info.refuse(GST_FLOW_ERROR)
+        case .release:
+            let flow = release(info)
+            guard flow == GST_FLOW_OK else { return info.refuse(flow) }
+        case .pass: break
         }
-        if opensGOP { info.setBufferTimes(pts: clockTimeNone, dts: info.bufferDTS ?? clockTimeNone) }
+        if opensGOP { info.setBufferTimes(pts: clockTimeNone, dts: dts) }
         return GST_PAD_PROBE_OK
+    }
+
+    /// Chains the held key frame (if any) into the probed pad, before what passes: untimed, at the decode time of its
+    /// last leading B-picture (its own without one), so that the decoder, which gives the n-th frame shown the n-th
+    /// decode time pending, shows it at its time.
+    private func release(_ info: borrowing ProbeInfo) -> GstFlowReturn {
+        guard let held = state.withLock({ s in
+            defer { s.held = nil }
+            s.injecting = s.held != nil
+            return s.held
+        }) else { return GST_FLOW_OK }
+        defer { state.withLock { $0.injecting = false } }
+        let time = { (t: GstClockTime) in t == clockTimeNone ? nil : Int64(clamping: t) }
+        return info.chain(held.bytes, pts: nil, dts: time(held.decodeTime), duration: time(held.duration), sync: true,
+                          clip: (0, 0))
     }
 }

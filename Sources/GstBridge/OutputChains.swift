@@ -110,7 +110,7 @@ struct VideoChain {
         // On the converter branch's input, before FrameGate (probes run in the order they were added): every decoded
         // frame counts against the budget, delivered or not.
         DecodeGuard(limits: limits, audio: false, trackID: trackID, bus: pipeline.bus).attach(to: convertQueue)
-        let tally = DecodeTally()  // also before FrameGate: every frame out of the decoder
+        let tally = DecodeTally(decodeTimes: avi && !decodeOrder)  // also before FrameGate: every frame out of the decoder
         tally.attach(input: queue.staticPad("src"), output: convertQueue.staticPad("sink"))
         let restorer = ClipRestorer()
         let queueSrc = queue.staticPad("src")
@@ -121,6 +121,7 @@ struct VideoChain {
         if decodeOrder { DecodeOrderPresentation().attach(to: queue.staticPad("sink")) }
         if avi && !decodeOrder {
             let times = OpenGOPTimes(bus: pipeline.bus)
+            pipeline.openGOPTimes = times
             times.attach(to: queue.staticPad("sink"))
             times.snap(at: convertQueue.staticPad("sink"))  // before FrameGate (probes run in the order they were added)
         }

@@ -19,6 +19,9 @@ final class Pipeline {
     /// MPEG-PS: what times the MPEG-1/2 pictures their PES headers leave untimed (ProgramStreamVideoTimes); the
     /// track's pad is given to it.
     private(set) var programStreamVideo: ProgramStreamVideoTimes?
+    /// Decoded AVI video with B-pictures (OpenGOPTimes): its ACCURATE seeks start before the range, and the seek's
+    /// segment is given the range's start back.
+    var openGOPTimes: OpenGOPTimes?
     /// The source's container by its first bytes (TrackTimescale.container): how its pads' stream ids name tracks
     /// (containerTrackID).
     private(set) var container: TrackTimescale.Container = .other
@@ -59,10 +62,14 @@ final class Pipeline {
     }
 
     /// A flushing seek in time at rate 1 to `start` (and `stop` with `stopType` SET; -1: none), in the track's
-    /// times — Matroska's through its clock; false when refused.
+    /// times — Matroska's through its clock, decoded AVI video with B-pictures' from before the range
+    /// (OpenGOPTimes.seekStart); false when refused.
     func seek(flags: guint, start: Int64, stopType: GstSeekType, stop: Int64) -> Bool {
-        guard let clock = matroskaClock else { return element.seek(flags: flags, start: start, stopType: stopType, stop: stop) }
         let accurate = flags & GST_SEEK_FLAG_ACCURATE.rawValue != 0
+        if let times = openGOPTimes, accurate {
+            return element.seek(flags: flags, start: times.seekStart(start), stopType: stopType, stop: stop)
+        }
+        guard let clock = matroskaClock else { return element.seek(flags: flags, start: start, stopType: stopType, stop: stop) }
         let positions = clock.seekPositions(start: start, stop: stopType == GST_SEEK_TYPE_SET ? stop : nil, accurate: accurate)
         return element.seek(flags: flags, start: positions.start, stopType: stopType, stop: positions.stop ?? -1)
     }
