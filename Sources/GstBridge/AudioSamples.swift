@@ -66,8 +66,8 @@ final class AudioSamples: SampleMaker {
     func seeking(to range: MediaTimeRange, stop: Int64?) -> Int64? {
         self.range = TrackPipeline.trimRange(range)
         replan()
-        // Matroska: a block's time can be up to a tick after its first frame (MatroskaAudioGrid).
-        let lead = stopLead + (grid?.tick ?? 0)
+        // Matroska: a block's stored time can be up to a tick and the CodecDelay after its first frame (MatroskaAudioGrid).
+        let lead = stopLead + (grid?.stopLead ?? 0)
         guard let plan, inputRate > 0 else { return stop.map { $0 + lead } }
         return plan.seekStop(inputRate: inputRate).map { $0 + lead }
     }

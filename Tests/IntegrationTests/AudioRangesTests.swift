@@ -36,6 +36,8 @@ struct AudioRangesTests {
         "opus-ogg": Media.make("ranges-opus.opus", opus + pages),
         // GStreamer's encoder and muxer (vorbisenc, matroskamux): the same grid from another encoder.
         "vorbis-gst-mka": Media.makeWithGStreamer("ranges-vorbis-gst.mka", gst(44100, 882) + ["vorbisenc", "!", "matroskamux"]),
+        // GStreamer's Opus in WebM (opusenc, webmmux): its last block's DiscardPadding is a clipping meta's end.
+        "opus-gst-webm": Media.makeWithGStreamer("ranges-opus-gst.webm", gst(48000, 960) + ["opusenc", "!", "webmmux"]),
     ]
     /// 3 s of GStreamer's ticks (a 1 kHz beep every second), stereo.
     static func gst(_ rate: Int, _ frames: Int) -> [String] {
