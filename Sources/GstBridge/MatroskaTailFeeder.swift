@@ -3,21 +3,23 @@ import MediaIndex
 import Synchronization
 import SystemCalls
 
-/// Decoded Opus from Matroska/WebM: the blocks stored at or after the file's Duration, which matroskademux 1.22
+/// Opus from Matroska/WebM, decoded or passthrough: the blocks stored at or after the file's Duration, which matroskademux 1.22
 /// never pushes after a seek, chained into the decoder's input at the demuxer's EOS. Every seek's stop is the
 /// Duration at most (gst_segment_do_seek clamps it; no stop at all becomes the Duration), and the demuxer ends the
 /// stream at the first block whose *stored* time — before it subtracts the CodecDelay — reaches the stop. GStreamer's
 /// webmmux stores Opus's last block at the Duration (a 3 s file: 3.000 s; its frames start 6.5 ms earlier and end
-/// at 3.000 s after its DiscardPadding), so every decoded range to the end lost that packet: 2688 of 3000 frames.
+/// at 3.000 s after its DiscardPadding), so every range to the end lost that packet (decoded: 2688 of 3000 frames).
 /// A block is chained as matroskademux would have pushed it (its time less the CodecDelay, its DiscardPadding as a
 /// clipping meta's end in 48 kHz samples) when it starts before the segment's stop and after the last block that
-/// passed; a read without a seek gets it from the demuxer and nothing is chained.
+/// passed; a read without a seek gets it from the demuxer and nothing is chained. Ranges another element ends early
+/// (DecodeStop's EOS, `completes` false) get nothing.
 final class MatroskaTailFeeder: Sendable {
     private struct State: Sendable {
         var tail: [MatroskaTail.Block]?
         /// The newest PTS (ns) that passed since the last flush, and the segment's stop (ns; nil: none).
         var lastPTS: Int64?
         var stop: Int64?
+        var armed = true
     }
     private let fd: Int32
     private let trackID: UInt32
@@ -30,7 +32,12 @@ final class MatroskaTailFeeder: Sendable {
         (self.fd, self.trackID, self.delay) = (fd, trackID, delay)
     }
 
-    /// Watches the buffers and events entering the decoder (`pad`: the decoder branch's input).
+    /// The next range runs to the demuxer's EOS (`completes`), or something else ends it early on purpose.
+    func seeking(completes: Bool) {
+        state.withLock { $0.armed = completes }
+    }
+
+    /// Watches the buffers and events entering the output's branch (`pad`: the decoder's input, or appsink's).
     func attach(to pad: GstRef<GstPadObject>) {
         let mask = GST_PAD_PROBE_TYPE_BUFFER.rawValue | GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM.rawValue
             | GST_PAD_PROBE_TYPE_EVENT_FLUSH.rawValue
@@ -54,6 +61,7 @@ final class MatroskaTailFeeder: Sendable {
     /// At the demuxer's EOS: chains the tail blocks it left out, before the EOS passes.
     private func complete(_ info: borrowing ProbeInfo) {
         let (tail, last, stop) = state.withLock { s in
+            guard s.armed else { return ([MatroskaTail.Block](), Int64?.none, Int64?.none) }
             if s.tail == nil { s.tail = MatroskaTail.blocks(fd: fd, trackNumber: trackID) }
             return (s.tail ?? [], s.lastPTS, s.stop)
         }

@@ -192,7 +192,6 @@ struct AudioChain {
         let start = StartSegment()  // the decoder keeps what comes before the first segment's start (MPEG-TS)
         start.attach(to: queue.staticPad("sink"))
         OpusDelayClipping(fd: fd, trackID: trackID)?.attach(to: queue.staticPad("sink"))
-        MatroskaTailFeeder(fd: fd, trackID: trackID)?.attach(to: queue.staticPad("sink"))
         let grid = MatroskaAudioGrid.forFile(fd: fd, trackID: trackID)
         grid?.attach(to: queue.staticPad("sink"))
         let samples = AudioSamples(request: request, channelOrder: channelOrder, restorer: restorer, range: range,
