@@ -22,14 +22,9 @@ public enum MatroskaTail {
     /// at or after its Duration, in stored order; none without a Duration, with a Cluster of unknown size, or laced.
     public static func blocks(fd: Int32, trackNumber: UInt32) -> [Block] {
         let file = FileDescriptor(taking: fd)
-        let found = blocks(file, trackNumber: trackNumber)
+        let size = try? file.regularFileSize()
         _ = file.take()  // the caller's descriptor: not closed here
-        return found
-    }
-
-    private static func blocks(_ file: borrowing FileDescriptor, trackNumber: UInt32) -> [Block] {
-        guard let size = try? file.regularFileSize(), size > 12, size <= UInt64(Int.max) else { return [] }
-        let fd = file.rawValue
+        guard let size, size > 12, size <= UInt64(Int.max) else { return [] }
         func read(_ count: Int, at offset: Int) -> [UInt8] {
             let file = FileDescriptor(taking: fd)
             let bytes = (try? [UInt8](preading: file, count: min(count, Int(size) - offset), at: offset)) ?? []
@@ -42,9 +37,10 @@ public enum MatroskaTail {
         var scale: Int64 = 1_000_000, durationTicks: Double?, lastCluster: (body: Int, end: Int)?
         var at = segment.body
         while at < Int(size) {  // the Segment's top-level elements, by their sizes
-            guard let (id, headerLength, length) = elementHeader(read(12, at: at)) else { break }
-            let body = at + headerLength
-            guard let length, length <= Int(size) - body else { return [] }  // unknown size: not walked
+            guard let (id, bodyAt, bodySize) = TrackTimescale.ebmlHeader(read(12, at: at), 0) else { break }
+            let body = at + bodyAt
+            guard let bodySize, bodySize <= UInt64(Int(size) - body) else { return [] }  // unknown size: not walked
+            let length = Int(bodySize)
             if id == 0x1549A966 {  // Info: TimestampScale, Duration (a float of ticks)
                 let info = read(min(length, 4096), at: body)
                 for (child, start, end) in ContainerMetadata.ebmlChildren(info, 0, info.count) {
@@ -60,12 +56,22 @@ public enum MatroskaTail {
               lastCluster.end - lastCluster.body <= maxClusterBytes else { return [] }
         let durationNs = Int64((durationTicks * Double(scale)).rounded())
         let cluster = read(lastCluster.end - lastCluster.body, at: lastCluster.body)
+        return blocks(cluster: cluster, trackNumber: trackNumber, scale: scale, from: durationNs).map {
+            var block = $0
+            block.offset += lastCluster.body
+            return block
+        }
+    }
+
+    /// The blocks of track `trackNumber` in a Cluster's body stored at or after `from` ns (offsets in `cluster`).
+    private static func blocks(cluster: [UInt8], trackNumber: UInt32, scale: Int64, from: Int64) -> [Block] {
         var clusterTicks: Int64 = 0, found: [Block] = []
         for (id, start, end) in ContainerMetadata.ebmlChildren(cluster, 0, cluster.count) {
             var block: Block?
             switch id {
             case 0xE7:  // Timestamp
-                guard let value = TrackTimescale.ebmlUnsigned(cluster, start, end), value < UInt64(Int64.max) / UInt64(scale) else { return [] }
+                guard let value = TrackTimescale.ebmlUnsigned(cluster, start, end),
+                      value < UInt64(Int64.max) / UInt64(scale) else { return [] }
                 clusterTicks = Int64(value)
             case 0xA3:  // SimpleBlock
                 block = Self.block(cluster, start, end, track: trackNumber, clusterTicks: clusterTicks, scale: scale)
@@ -82,10 +88,7 @@ public enum MatroskaTail {
                 }
             default: continue
             }
-            if var block, block.time >= durationNs {
-                block.offset += lastCluster.body
-                found.append(block)
-            }
+            if let block, block.time >= from { found.append(block) }
         }
         return found
     }
@@ -112,22 +115,5 @@ public enum MatroskaTail {
         case 8: return Double(bitPattern: raw)
         default: return nil
         }
-    }
-
-    /// An element's id, header length and body size (nil: unknown size) from its first bytes.
-    static func elementHeader(_ b: [UInt8]) -> (id: UInt32, headerLength: Int, size: Int?)? {
-        guard let first = b.first, first != 0 else { return nil }
-        let idLength = first.leadingZeroBitCount + 1
-        guard idLength <= 4, idLength < b.count, b[idLength] != 0 else { return nil }
-        let id = b[0..<idLength].reduce(UInt32(0)) { $0 << 8 | UInt32($1) }
-        let sizeLength = b[idLength].leadingZeroBitCount + 1
-        guard idLength + sizeLength <= b.count else { return nil }
-        var size = UInt64(b[idLength] & (0xFF >> sizeLength))
-        var allOnes = size == UInt64(0xFF >> sizeLength)
-        for byte in b[idLength + 1..<idLength + sizeLength] {
-            size = size << 8 | UInt64(byte)
-            allOnes = allOnes && byte == 0xFF
-        }
-        return (id, idLength + sizeLength, allOnes || size > UInt64(Int.max / 2) ? nil : Int(size))
     }
 }
