@@ -24,7 +24,7 @@ struct AudioRangePlan: Equatable {
     /// Frames decoded and dropped before a range besides the resampler's reach, by the decoder's input (`codec`:
     /// its caps' name; nil: unknown): enough for the decoder's output from the range's first frame on
     /// to be the whole decode's, bit for bit.
-    /// - FLAC, PCM, A-law, µ-law: 0. Every frame decodes alone (FLAC's predictors restart in each frame).
+    /// - PCM: 0. Every frame decodes alone, and the seek lands on the frame (AudioTests: WAV ranges exact).
     /// - Vorbis: 8192, the longest block Vorbis I allows. A packet's output is the overlap of its block with the one
     ///   before (§1.3.2): the first packet after a seek makes nothing, the second the whole decode's frames.
     /// - Opus: 48000. RFC 7845 §4.6 asks for 80 ms, enough to sound right, not to be exact: CELT predicts each band's
@@ -33,13 +33,16 @@ struct AudioRangePlan: Equatable {
     ///   in libopus's float arithmetic the error falls under the state's rounding after about 25 frames of 20 ms
     ///   (0.5 s), or 160 of 2.5 ms (0.4 s). Measured on libopus stereo in Matroska: 8192 frames (170 ms, 8 frames)
     ///   left the 16-bit output up to 10 LSB off; a second, twice the convergence, none.
-    /// - AAC and MP3, anything else: 48000, as for Opus. AAC's output depends on the packet before (the MDCT
-    ///   overlap, 1024 frames), but HE-AAC's SBR and PS code envelopes as differences from the previous frame's, a
-    ///   chain with no bound; MP3's bit reservoir reaches 511 bytes back (a frame or two), but mpg123's and
-    ///   FFmpeg's synthesis filters keep state too. Neither is measured in AudioRangesTests, so neither is cut.
+    /// - FLAC: 48000. Its frames decode alone, but with no pre-roll a range at 1.0 s of ffmpeg's 4608-frame native
+    ///   FLAC had the right count and other samples (AudioTests.timeRangesAreSampleExact): the first buffer after a
+    ///   seek is not where the range needs it, and FLAC's frames may be up to 65535 frames long.
+    /// - AAC, MP3 and anything else: 48000. AAC's output depends on the packet before (the MDCT overlap, 1024
+    ///   frames), but HE-AAC's SBR and PS code envelopes as differences from the previous frame's, a chain with no
+    ///   bound; MP3's bit reservoir reaches 511 bytes back (a frame or two), but the decoders' synthesis filters keep
+    ///   state too. No exact range test covers either, so neither is cut.
     static func decoderPreroll(codec: String?) -> Int64 {
         switch codec {
-        case "audio/x-flac", "audio/x-raw", "audio/x-alaw", "audio/x-mulaw": 0
+        case "audio/x-raw": 0
         case "audio/x-vorbis": 8192
         default: 48000
         }

@@ -14,7 +14,7 @@ import TrackClient
 /// milliseconds are not frames: MatroskaAudioGrid), without a gap. Every range gives min(length, total − start)
 /// frames, its first PTS is its start (an integer in 1/rate), and its samples are the whole decode's at the same
 /// positions: trackd decodes what comes before a range start (Vorbis: the previous block's overlap; Opus: more than
-/// the 80 ms of RFC 7845 §4.6; FLAC: nothing) and cuts at the range's frames.
+/// the 80 ms of RFC 7845 §4.6; AudioRangePlan.decoderPreroll) and cuts at the range's frames.
 /// - Opus, 16-bit: the bytes of ffmpeg's libopus decode (`-c:a libopus -request_sample_fmt s16 -apply_phase_inv 0`:
 ///   GStreamer's opusdec is libopus too, with intensity-stereo phase inversion off; both decode the whole stream to
 ///   the same bytes).
@@ -40,7 +40,7 @@ struct AudioRangesTests {
         "opus-ogg": Media.make("ranges-opus.opus", opus + pages),
         // GStreamer's encoder and muxer (vorbisenc, matroskamux): the same grid from another encoder.
         "vorbis-gst-mka": Media.makeWithGStreamer("ranges-vorbis-gst.mka", gst(44100, 882) + ["vorbisenc", "!", "matroskamux"]),
-        // FLAC (no state across frames: decoded from the range's frame on, AudioRangePlan.decoderPreroll 0).
+        // FLAC: frames that decode alone (AudioRangePlan.decoderPreroll).
         "flac": Media.make("ranges-flac.flac", flac),
         // GStreamer's Opus in WebM (opusenc, webmmux): its last block is stored at the file's Duration (MatroskaTail).
         "opus-gst-webm": Media.makeWithGStreamer("ranges-opus-gst.webm", gst(48000, 960) + ["opusenc", "!", "webmmux"]),
