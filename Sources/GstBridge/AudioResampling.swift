@@ -30,8 +30,8 @@ struct AudioRangePlan: Equatable {
     /// - Opus: 48000. RFC 7845 §4.6 asks for 80 ms, enough to sound right, not to be exact: CELT predicts each band's
     ///   energy from the previous frame's (inter-frame prediction, coefficient 0.5 for 20 ms frames up to 0.9 for
     ///   2.5 ms ones), so a decoder started from a reset state converges geometrically and never exactly in theory;
-    ///   in libopus's float arithmetic the error falls under the state's rounding after about 25 frames of 20 ms
-    ///   (0.5 s), or 160 of 2.5 ms (0.4 s). Measured on libopus stereo in Matroska: 8192 frames (170 ms, 8 frames)
+    ///   by those coefficients, an error of tens of log-energy units falls under float rounding after about 25
+    ///   frames of 20 ms (0.5 s) or 160 of 2.5 ms (0.4 s) — an estimate, not a measurement. Measured on libopus stereo in Matroska: 8192 frames (170 ms, 8 frames)
     ///   left the 16-bit output up to 10 LSB off; a second, twice the convergence, none.
     /// - FLAC: 48000. Its frames decode alone, but with no pre-roll a range at 1.0 s of ffmpeg's 4608-frame native
     ///   FLAC had the right count and other samples (AudioTests.timeRangesAreSampleExact): the first buffer after a
