@@ -10,8 +10,8 @@ import TrackdProtocol
 /// filter's history). So a range is read from an earlier input frame, `firstInput`, with a fresh resampler:
 /// `firstInput` is a whole number of the resampler's phase periods from the track's start (in/gcd input frames make
 /// out/gcd output frames, phase 0 again), so the resampler is in the phase the whole read has there; and it is at
-/// least the filter's reach plus `decoderPreroll` frames before the range, so that by the range's first frame both
-/// the decoder and the filter see exactly the input the whole read saw. The frames before the range are made and
+/// least the filter's reach plus the codec's `decoderPreroll` frames before the range, so that by the range's first
+/// frame both the decoder and the filter see exactly the input the whole read saw. The frames before the range are made and
 /// dropped (AudioSamples' trimming). Measured: every range of a 44.1 kHz stereo source resampled to 22050, 48000 and
 /// 8000 Hz, and 48 kHz 5.1 to 44100 Hz, equals the whole read from the range's first frame on.
 struct AudioRangePlan: Equatable {
@@ -21,20 +21,40 @@ struct AudioRangePlan: Equatable {
     /// The input frame after the last one the range needs (nil: to the end).
     let inputEnd: Int64?
 
-    /// Frames decoded and dropped before a range besides the resampler's reach: enough for any decoder whose
-    /// output depends on a bounded number of earlier packets (AAC needs one 1024-frame packet, MP3 its bit reservoir
-    /// of up to two 1152-frame frames, Vorbis the block before). Opus's state converges rather than restarts: RFC
-    /// 7845 §4.6 asks for 80 ms, after which libopus's 16-bit output is near the whole decode's; measured on
-    /// libopus stereo in Matroska, 8192 frames (170 ms) left it up to 10 LSB off, a second none.
-    static let decoderPreroll: Int64 = 48000
+    /// Frames decoded and dropped before a range besides the resampler's reach, by the decoder's input (`codec`:
+    /// its caps' name; nil: unknown): enough for the decoder's output from the range's first frame on
+    /// to be the whole decode's, bit for bit.
+    /// - PCM: 0. Every frame decodes alone, and the seek lands on the frame (AudioTests: WAV ranges exact).
+    /// - Vorbis: 8192, the longest block Vorbis I allows. A packet's output is the overlap of its block with the one
+    ///   before (§1.3.2): the first packet after a seek makes nothing, the second the whole decode's frames.
+    /// - Opus: 48000. RFC 7845 §4.6 asks for 80 ms, enough to sound right, not to be exact: CELT predicts each band's
+    ///   energy from the previous frame's (inter-frame prediction, coefficient 0.5 for 20 ms frames up to 0.9 for
+    ///   2.5 ms ones), so a decoder started from a reset state converges geometrically and never exactly in theory;
+    ///   by those coefficients, an error of tens of log-energy units falls under float rounding after about 25
+    ///   frames of 20 ms (0.5 s) or 160 of 2.5 ms (0.4 s) — an estimate, not a measurement. Measured on libopus stereo in Matroska: 8192 frames (170 ms, 8 frames)
+    ///   left the 16-bit output up to 10 LSB off; a second, twice the convergence, none.
+    /// - FLAC: 48000. Its frames decode alone, but with no pre-roll a range at 1.0 s of ffmpeg's 4608-frame native
+    ///   FLAC had the right count and other samples (AudioTests.timeRangesAreSampleExact): the first buffer after a
+    ///   seek is not where the range needs it, and FLAC's frames may be up to 65535 frames long.
+    /// - AAC, MP3 and anything else: 48000. AAC's output depends on the packet before (the MDCT overlap, 1024
+    ///   frames), but HE-AAC's SBR and PS code envelopes as differences from the previous frame's, a chain with no
+    ///   bound; MP3's bit reservoir reaches 511 bytes back (a frame or two), but the decoders' synthesis filters keep
+    ///   state too. No exact range test covers either, so neither is cut.
+    static func decoderPreroll(codec: String?) -> Int64 {
+        switch codec {
+        case "audio/x-raw": 0
+        case "audio/x-vorbis": 8192
+        default: 48000
+        }
+    }
 
     /// `window`: the range's output frames [first, end); `latency`: the resampler's reach in input frames (0 when
     /// the rate does not change).
-    init(window: (first: Int64, end: Int64?), inputRate: Int, outputRate: Int, latency: Int) {
+    init(window: (first: Int64, end: Int64?), inputRate: Int, outputRate: Int, latency: Int, preroll: Int64) {
         let (inRate, outRate) = (Int64(inputRate), Int64(outputRate))
         let divisor = gcd(inRate, outRate)
         let (inPeriod, outPeriod) = (inRate / divisor, outRate / divisor)
-        let history = Int64(latency) + 2 + Self.decoderPreroll
+        let history = Int64(latency) + 2 + preroll
         let wanted = window.first * inRate / outRate - history
         let periods = wanted > 0 ? wanted / inPeriod : 0
         firstInput = periods * inPeriod

@@ -1,5 +1,6 @@
 import CGStreamer
 import CGstShim
+import Synchronization
 import TrackdProtocol
 
 /// Decoded audio: linear PCM, one plane (interleaved) or one per channel (GstAudioMeta's offsets), and the frame
@@ -15,6 +16,8 @@ final class AudioSamples: SampleMaker {
     private let startSegment: StartSegment
     /// Matroska Vorbis and Opus: the frames decoded packets start on (their times are whole ticks).
     private let grid: MatroskaAudioGrid?
+    /// The decoder's input caps' name (its codec: AudioRangePlan.decoderPreroll).
+    private let codec: InputCodec
     /// The current range (reader timeRange, then each reset's), in nanoseconds.
     private var range: (start: Int64, duration: Int64?)
     /// How far the track's buffer timestamps run ahead of its timeline (ns; the edit list's media start, e.g. AAC
@@ -41,9 +44,10 @@ final class AudioSamples: SampleMaker {
     private(set) var samplesUndecodable: UInt64 = 0
 
     init(request: AudioOutputRequest, channelOrder: ChannelOrder?, restorer: ClipRestorer, range: MediaTimeRange,
-         startSegment: StartSegment, grid: MatroskaAudioGrid?) {
+         startSegment: StartSegment, grid: MatroskaAudioGrid?, codec: InputCodec) {
         self.request = request
         self.grid = grid
+        self.codec = codec
         self.channelOrder = channelOrder
         self.restorer = restorer
         self.startSegment = startSegment
@@ -66,8 +70,8 @@ final class AudioSamples: SampleMaker {
     func seeking(to range: MediaTimeRange, stop: Int64?) -> Int64? {
         self.range = TrackPipeline.trimRange(range)
         replan()
-        // Matroska: a block's time can be up to a tick after its first frame (MatroskaAudioGrid).
-        let lead = stopLead + (grid?.tick ?? 0)
+        // Matroska: a block's stored time can be up to a tick and the CodecDelay after its first frame (MatroskaAudioGrid).
+        let lead = stopLead + (grid?.stopLead ?? 0)
         guard let plan, inputRate > 0 else { return stop.map { $0 + lead } }
         return plan.seekStop(inputRate: inputRate).map { $0 + lead }
     }
@@ -84,7 +88,8 @@ final class AudioSamples: SampleMaker {
 
     private func replan() {
         plan = inputRate > 0 ? AudioRangePlan(window: Self.window(range, rate: outputRate), inputRate: inputRate,
-                                              outputRate: outputRate, latency: latency) : nil
+                                              outputRate: outputRate, latency: latency,
+                                              preroll: AudioRangePlan.decoderPreroll(codec: codec.name)) : nil
         resampler = nil
         drained = false
         rangeEnded = false
@@ -249,5 +254,19 @@ final class AudioSamples: SampleMaker {
         // Exact, in the output rate's timescale (frame numbers).
         return (skip, keep, (MediaTime(value: first.frame + Int64(skip), timescale: Int32(clamping: rate)),
                              MediaTime(value: Int64(keep), timescale: Int32(clamping: rate))))
+    }
+}
+
+/// The codec entering a decoder: the name of the caps its input's CAPS events carry (nil until the first).
+final class InputCodec: Sendable {
+    private let current = Mutex<String?>(nil)
+    var name: String? { current.withLock { $0 } }
+
+    /// Reads the CAPS events passing `pad` (the decoder branch's input).
+    func attach(to pad: GstRef<GstPadObject>) {
+        pad.addProbe(GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM) { [self] info in
+            if let caps = CapsView(info.caps) { current.withLock { $0 = caps.name } }
+            return GST_PAD_PROBE_OK
+        }
     }
 }

@@ -42,6 +42,11 @@ final class MatroskaAudioGrid: Sendable {
         return MatroskaAudioGrid(tick: tick, delay: MatroskaCodecDelay.delay(fd: fd, trackNumber: trackID) ?? 0)
     }
 
+    /// How much later than a range's last frame the demuxer's stop must be (ns): a block's time can be up to a tick
+    /// after its first frame, and matroskademux 1.22 ends a stream at the first block whose *stored* time reaches the
+    /// stop — the time before it subtracts the CodecDelay, its first frame's time plus the delay (6.5 ms for Opus).
+    var stopLead: Int64 { tick + delay }
+
     /// Reads the codec from the CAPS events passing `pad` (the decoder branch's input).
     func attach(to pad: GstRef<GstPadObject>) {
         pad.addProbe(GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM) { [self] info in

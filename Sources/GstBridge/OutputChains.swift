@@ -195,8 +195,10 @@ struct AudioChain {
         OpusDelayClipping(fd: fd, trackID: trackID)?.attach(to: queue.staticPad("sink"))
         let grid = MatroskaAudioGrid.forFile(fd: fd, trackID: trackID)
         grid?.attach(to: queue.staticPad("sink"))
+        let codec = InputCodec()
+        codec.attach(to: queue.staticPad("sink"))
         let samples = AudioSamples(request: request, channelOrder: channelOrder, restorer: restorer, range: range,
-                                   startSegment: start, grid: grid)
+                                   startSegment: start, grid: grid, codec: codec)
         return OutputBranch(target: queue, appsink: appsink, requiredType: .audio, samples: samples, start: start)
     }
 }

@@ -61,6 +61,8 @@ public final class TrackPipeline: @unchecked Sendable {
     private var rangeBeforeTrack = false
     /// MP4/MOV: what qtdemux leaves out at the end of a read (StoredSampleFeeder); nil for other containers.
     private let feeder: StoredSampleFeeder?
+    /// Matroska Opus: the blocks stored at the file's Duration, which matroskademux leaves out after a seek.
+    private let tailFeeder: MatroskaTailFeeder?
     /// MPEG-PS: every range is read from the stream's beginning, cut by the sample maker, the demuxer never seeked
     /// past it nor given a stop. mpegpsdemux 1.22 seeks by the pack headers' SCR and lands inside a GOP after the
     /// range's start (ffmpeg's `-f mpeg`: a range from 1.0 s started at 2.133 s or delivered nothing), and it ends
@@ -122,6 +124,9 @@ public final class TrackPipeline: @unchecked Sendable {
         feeder = StoredSampleFeeder.forFile(fd: source.fd, trackID: trackID, decoded: decodes)
         feeder?.attach(to: branch.target.staticPad("sink"))
         feeder?.seeking(stop: Self.seekBounds(timeRange).stop, completes: lastNeededSample == nil)
+        tailFeeder = MatroskaTailFeeder(fd: source.fd, trackID: trackID)
+        tailFeeder?.attach(to: branch.target.staticPad("sink"))
+        tailFeeder?.seeking(completes: lastNeededSample == nil)
 
         let context = "Cannot read track \(trackID)"
         self.context = context
@@ -274,6 +279,7 @@ public final class TrackPipeline: @unchecked Sendable {
         if rangeBeforeTrack { return }  // nothing displayed in the range: pull reports the end
         let bounds = Self.seekBounds(range)
         feeder?.seeking(stop: bounds.stop, completes: lastNeededSample == nil)
+        tailFeeder?.seeking(completes: lastNeededSample == nil)
         if readsFromStart {
             Self.armFromKeyFrame(samples, selection: selection, needed: neededSamples, lastNeeded: lastNeededSample)
             return try seekToBeginning(range, selection: selection)

@@ -189,6 +189,13 @@ public enum TrackTimescale {
     /// The element at `at`: its id (with the length marker, as the spec writes ids), where its body starts and
     /// where it ends (nil: unknown size, or beyond the bytes read).
     static func ebmlElement(_ b: [UInt8], _ at: Int) -> (id: UInt32, body: Int, end: Int?)? {
+        guard let header = ebmlHeader(b, at) else { return nil }
+        guard let size = header.size, size <= UInt64(b.count - header.body) else { return (header.id, header.body, nil) }
+        return (header.id, header.body, header.body + Int(size))
+    }
+
+    /// The element header at `at`: its id, where its body starts and its size (nil: unknown, all ones).
+    static func ebmlHeader(_ b: [UInt8], _ at: Int) -> (id: UInt32, body: Int, size: UInt64?)? {
         guard at < b.count, b[at] != 0 else { return nil }
         let idLength = b[at].leadingZeroBitCount + 1
         guard idLength <= 4, at + idLength < b.count else { return nil }
@@ -203,9 +210,7 @@ public enum TrackTimescale {
             size = size << 8 | UInt64(byte)
             allOnes = allOnes && byte == 0xFF
         }
-        let body = sizeAt + sizeLength
-        guard !allOnes, size <= UInt64(b.count - body) else { return (id, body, nil) }
-        return (id, body, body + Int(size))
+        return (id, sizeAt + sizeLength, allOnes ? nil : size)
     }
 
     /// A big-endian unsigned integer element body of 1–8 bytes.

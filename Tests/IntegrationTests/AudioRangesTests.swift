@@ -4,19 +4,21 @@ import Testing
 import TrackClient
 
 /// Decoded audio read from a time range is the same slice of ffmpeg's whole-file decode, on ffmpeg-made Vorbis
-/// (libvorbis; Matroska with 250 ms clusters, Ogg with 250 ms pages) and Opus (libopus; WebM and Matroska with 250 ms
-/// clusters, Ogg with 250 ms pages) files of a gated stereo tone (libvorbis switches between short and long blocks),
-/// and GStreamer's Vorbis in Matroska (vorbisenc, matroskamux).
+/// (libvorbis; Matroska with 250 ms clusters, Ogg with 250 ms pages), Opus (libopus; WebM and Matroska with 250 ms
+/// clusters, Ogg with 250 ms pages) and FLAC (native, 1152-frame frames) files of a gated stereo tone (libvorbis
+/// switches between short and long blocks), and GStreamer's Vorbis in Matroska (vorbisenc, matroskamux) and Opus in
+/// WebM (opusenc, webmmux: its last block is stored at the file's Duration).
 /// Each range is whole frames at the track's rate, a table of starts: 0, a packet boundary, mid-packet, over a page
 /// or cluster boundary, near the end, up to the end and past it. The whole read (no range) is ffmpeg's frames one
 /// after the other from ffmpeg's first PTS (exactly in Ogg's 1/rate; within half a tick in Matroska, whose
 /// milliseconds are not frames: MatroskaAudioGrid), without a gap. Every range gives min(length, total − start)
 /// frames, its first PTS is its start (an integer in 1/rate), and its samples are the whole decode's at the same
 /// positions: trackd decodes what comes before a range start (Vorbis: the previous block's overlap; Opus: more than
-/// the 80 ms of RFC 7845 §4.6) and cuts at the range's frames.
+/// the 80 ms of RFC 7845 §4.6; AudioRangePlan.decoderPreroll) and cuts at the range's frames.
 /// - Opus, 16-bit: the bytes of ffmpeg's libopus decode (`-c:a libopus -request_sample_fmt s16 -apply_phase_inv 0`:
 ///   GStreamer's opusdec is libopus too, with intensity-stereo phase inversion off; both decode the whole stream to
 ///   the same bytes).
+/// - FLAC, 32-bit float: as Vorbis (the whole read is the oracle for the range's bytes, ffmpeg's within the bound).
 /// - Vorbis, 32-bit float: libvorbis (GStreamer's vorbisdec) against ffmpeg's own Vorbis decoder differs in float
 ///   rounding only, within 2 × 10⁻⁵ of full scale (AudioCountsTests); the exact oracle for the range's bytes is then
 ///   the same decoder's whole decode, trackd's reading of the track from 0 with no range, itself ffmpeg's count and
@@ -27,6 +29,8 @@ struct AudioRangesTests {
         ["-f", "lavfi", "-i", "aevalsrc=0.5*sin(2*PI*440*t)*lt(mod(t\\,0.1)\\,0.05)|0.3*sin(2*PI*660*t):s=\(rate):d=3"]
     }
     static let vorbis = source(44100) + ["-c:a", "libvorbis"], opus = source(48000) + ["-c:a", "libopus"]
+    /// 1152-frame FLAC frames: more than 52 packets in 3 s (the table's mid-packet range).
+    static let flac = source(44100) + ["-c:a", "flac", "-frame_size", "1152"]
     static let clusters = ["-cluster_time_limit", "250"], pages = ["-page_duration", "250000"]
     static let files: [String: String] = [
         "vorbis-mka": Media.make("ranges-vorbis.mka", vorbis + clusters),
@@ -36,6 +40,10 @@ struct AudioRangesTests {
         "opus-ogg": Media.make("ranges-opus.opus", opus + pages),
         // GStreamer's encoder and muxer (vorbisenc, matroskamux): the same grid from another encoder.
         "vorbis-gst-mka": Media.makeWithGStreamer("ranges-vorbis-gst.mka", gst(44100, 882) + ["vorbisenc", "!", "matroskamux"]),
+        // FLAC: frames that decode alone (AudioRangePlan.decoderPreroll).
+        "flac": Media.make("ranges-flac.flac", flac),
+        // GStreamer's Opus in WebM (opusenc, webmmux): its last block is stored at the file's Duration (MatroskaTail).
+        "opus-gst-webm": Media.makeWithGStreamer("ranges-opus-gst.webm", gst(48000, 960) + ["opusenc", "!", "webmmux"]),
     ]
     /// 3 s of GStreamer's ticks (a 1 kHz beep every second), stereo.
     static func gst(_ rate: Int, _ frames: Int) -> [String] {

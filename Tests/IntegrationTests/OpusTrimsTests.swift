@@ -90,6 +90,34 @@ struct OpusTrimsTests {
         #expect(count == theirs.reduce(0) { $0 + ($1.samples ?? 0) }, "\(name): \(count) frames decoded")
     }
 
+    /// A passthrough range to the end (and past it) from inside the fifth packet before the last, and from inside the
+    /// last: that packet and every one after it, at ffprobe's PTS with its bytes, the last one with ffprobe's discard_padding as its end
+    /// trim — in GStreamer's WebM too, whose last block is stored at the file's Duration (MatroskaTail).
+    @Test(arguments: ["gst-webm", "ffmpeg-webm", "gst-ogg", "ffmpeg-ogg"]) func passthroughRangeToTheEndEndsOnTheLastPacket(_ name: String) throws {
+        let file = try #require(Self.files[name]).file
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        let packets = try Probe.packets(file, "a:0")
+        let base = try Probe.timeBase(file, "a:0")
+        try #require(packets.count > 10)
+        for (from, seconds): (Int, Int64) in [(packets.count - 5, 1), (packets.count - 5, 10), (packets.count - 1, 1)] {
+            let startPTS = try #require(packets[from].pts)
+            let start = MediaTime(value: startPTS * base.num + 1, timescale: Int32(base.den))  // one tick inside it
+            let range = MediaTimeRange(start: start, duration: MediaTime(value: seconds, timescale: 1))
+            let stored = try LostSamplesTests.read(daemon, file, .audio, nil, range: range).samples
+            try #require(stored.count == packets.count - from,
+                         "\(name) from \(from) +\(seconds) s: \(stored.count) samples, want \(packets.count - from)")
+            for (i, (s, p)) in zip(stored, packets[from...]).enumerated() {
+                #expect(PacketTimesTests.same(s.presentationTimeStamp, p.pts, base),
+                        "\(name) \(from + i): PTS \(s.presentationTimeStamp), ffprobe \(p.pts ?? -1) × \(base)")
+                #expect(s.packedBytes().count == p.size, "\(name) \(from + i): \(s.packedBytes().count) bytes, ffprobe \(p.size)")
+            }
+            let padding = try #require(packets.last?.skip?.end)
+            #expect(padding > 0 && Self.frames(stored.last?.trimDurationAtEnd) == padding,
+                    "\(name): end trim \(String(describing: stored.last?.trimDurationAtEnd)), ffprobe's discard_padding \(padding)")
+        }
+    }
+
     /// GStreamer's opusenc with 2.5 ms frames ends an Ogg stream on a packet that is all padding (120 of 120):
     /// oggdemux does not push it, ffprobe lists it (`duration=1`, `discard_padding=120`). Every packet is delivered,
     /// at ffprobe's PTS with its bytes, the last one trimmed whole at its end.

@@ -1,0 +1,119 @@
+import SystemCalls
+
+/// A Matroska track's blocks stored at or after the Segment's Duration, in its last Cluster: GStreamer's webmmux
+/// ends Opus with a block stored at the Duration itself (a 3 s file: Duration 3.000 s, last block 3.000 s — its
+/// frames start the 6.5 ms CodecDelay earlier), which matroskademux 1.22 never pushes after a seek (its stop is the
+/// Duration at most, and a block stored at or after the stop ends the stream).
+public enum MatroskaTail {
+    /// One unlaced block: its stored time (ns; the CodecDelay not subtracted), BlockDuration and DiscardPadding
+    /// (ns; nil and 0 when absent), and where its frame's bytes are in the file.
+    public struct Block: Sendable, Equatable {
+        public var time: Int64
+        public var duration: Int64?
+        public var discardPadding: Int64
+        public var offset: Int
+        public var size: Int
+    }
+
+    /// The last Cluster read whole at most (a few seconds of audio are far less).
+    static let maxClusterBytes = 16 << 20
+
+    /// The blocks of track `trackNumber` of the Matroska file `fd` (read with pread; the caller keeps it open) stored
+    /// at or after its Duration, in stored order; none without a Duration, with a Cluster of unknown size, or laced.
+    public static func blocks(fd: Int32, trackNumber: UInt32) -> [Block] {
+        let file = FileDescriptor(taking: fd)
+        let size = try? file.regularFileSize()
+        _ = file.take()  // the caller's descriptor: not closed here
+        guard let size, size > 12, size <= UInt64(Int.max) else { return [] }
+        func read(_ count: Int, at offset: Int) -> [UInt8] {
+            let file = FileDescriptor(taking: fd)
+            let bytes = (try? [UInt8](preading: file, count: min(count, Int(size) - offset), at: offset)) ?? []
+            _ = file.take()
+            return bytes
+        }
+        let head = read(TrackTimescale.headBytes, at: 0)
+        guard let header = TrackTimescale.ebmlElement(head, 0), header.id == 0x1A45DFA3, let headerEnd = header.end,
+              let segment = TrackTimescale.ebmlElement(head, headerEnd), segment.id == 0x18538067 else { return [] }
+        var scale: Int64 = 1_000_000, durationTicks: Double?, lastCluster: (body: Int, end: Int)?
+        var at = segment.body
+        while at < Int(size) {  // the Segment's top-level elements, by their sizes
+            guard let (id, bodyAt, bodySize) = TrackTimescale.ebmlHeader(read(12, at: at), 0) else { break }
+            let body = at + bodyAt
+            guard let bodySize, bodySize <= UInt64(Int(size) - body) else { return [] }  // unknown size: not walked
+            let length = Int(bodySize)
+            if id == 0x1549A966 {  // Info: TimestampScale, Duration (a float of ticks)
+                let info = read(min(length, 4096), at: body)
+                for (child, start, end) in ContainerMetadata.ebmlChildren(info, 0, info.count) {
+                    if child == 0x2AD7B1, let value = TrackTimescale.ebmlUnsigned(info, start, end), value > 0,
+                       value <= 1_000_000_000 { scale = Int64(value) }
+                    if child == 0x4489 { durationTicks = float(info, start, end) }
+                }
+            }
+            if id == 0x1F43B675 { lastCluster = (body, body + length) }
+            at = body + length
+        }
+        guard let durationTicks, durationTicks > 0, durationTicks * Double(scale) < 9e18, let lastCluster,
+              lastCluster.end - lastCluster.body <= maxClusterBytes else { return [] }
+        let durationNs = Int64((durationTicks * Double(scale)).rounded())
+        let cluster = read(lastCluster.end - lastCluster.body, at: lastCluster.body)
+        return blocks(cluster: cluster, trackNumber: trackNumber, scale: scale, from: durationNs).map {
+            var block = $0
+            block.offset += lastCluster.body
+            return block
+        }
+    }
+
+    /// The blocks of track `trackNumber` in a Cluster's body stored at or after `from` ns (offsets in `cluster`).
+    private static func blocks(cluster: [UInt8], trackNumber: UInt32, scale: Int64, from: Int64) -> [Block] {
+        var clusterTicks: Int64 = 0, found: [Block] = []
+        for (id, start, end) in ContainerMetadata.ebmlChildren(cluster, 0, cluster.count) {
+            var block: Block?
+            switch id {
+            case 0xE7:  // Timestamp
+                guard let value = TrackTimescale.ebmlUnsigned(cluster, start, end),
+                      value < UInt64(Int64.max) / UInt64(scale) else { return [] }
+                clusterTicks = Int64(value)
+            case 0xA3:  // SimpleBlock
+                block = Self.block(cluster, start, end, track: trackNumber, clusterTicks: clusterTicks, scale: scale)
+            case 0xA0:  // BlockGroup: Block, BlockDuration, DiscardPadding
+                let fields = ContainerMetadata.ebmlChildren(cluster, start, end)
+                guard let inner = fields.first(where: { $0.0 == 0xA1 }) else { continue }
+                block = Self.block(cluster, inner.1, inner.2, track: trackNumber, clusterTicks: clusterTicks, scale: scale)
+                if let f = fields.first(where: { $0.0 == 0x9B }), let ticks = TrackTimescale.ebmlUnsigned(cluster, f.1, f.2),
+                   ticks < UInt64(Int64.max) / UInt64(scale) { block?.duration = Int64(ticks) * scale }
+                if let f = fields.first(where: { $0.0 == 0x75A2 }), let raw = TrackTimescale.ebmlUnsigned(cluster, f.1, f.2) {
+                    let bits = (f.2 - f.1) * 8  // a signed integer of 1–8 bytes
+                    let value = bits == 64 ? Int64(bitPattern: raw) : Int64(raw) - (raw >> (bits - 1) == 1 ? Int64(1) << bits : 0)
+                    block?.discardPadding = max(0, value)
+                }
+            default: continue
+            }
+            if let block, block.time >= from { found.append(block) }
+        }
+        return found
+    }
+
+    /// An unlaced block of track `track` in `b[from..<to]` (a Block or SimpleBlock body), its offset in `b`.
+    private static func block(_ b: [UInt8], _ from: Int, _ to: Int, track: UInt32, clusterTicks: Int64,
+                              scale: Int64) -> Block? {
+        guard from < to, b[from] != 0 else { return nil }
+        let numberLength = b[from].leadingZeroBitCount + 1
+        guard numberLength <= 8, from + numberLength + 3 <= to else { return nil }
+        let number = b[from + 1..<from + numberLength].reduce(UInt64(b[from] & (0xFF >> numberLength))) { $0 << 8 | UInt64($1) }
+        let at = from + numberLength
+        let relative = Int64(Int16(bitPattern: UInt16(b[at]) << 8 | UInt16(b[at + 1])))
+        guard number == UInt64(track), b[at + 2] & 0x06 == 0, clusterTicks + relative >= 0 else { return nil }  // unlaced
+        return Block(time: (clusterTicks + relative) * scale, duration: nil, discardPadding: 0, offset: at + 3,
+                     size: to - at - 3)
+    }
+
+    /// A float element body (4 or 8 bytes, big-endian).
+    private static func float(_ b: [UInt8], _ from: Int, _ to: Int) -> Double? {
+        guard let raw = TrackTimescale.ebmlUnsigned(b, from, to) else { return nil }
+        switch to - from {
+        case 4: return Double(Float(bitPattern: UInt32(raw)))
+        case 8: return Double(bitPattern: raw)
+        default: return nil
+        }
+    }
+}
