@@ -19,9 +19,10 @@ final class Pipeline {
     /// MPEG-PS: what times the MPEG-1/2 pictures their PES headers leave untimed (ProgramStreamVideoTimes); the
     /// track's pad is given to it.
     private(set) var programStreamVideo: ProgramStreamVideoTimes?
-    /// The source's container by its first bytes (TrackTimescale.container): how its pads' stream ids name tracks
-    /// (containerTrackID).
-    private(set) var container: TrackTimescale.Container = .other
+    /// How the source's pads' stream ids name tracks (containerTrackID): its container by its first bytes
+    /// (TrackTimescale.container), and an Ogg's streams.
+    private(set) var numbering = TrackNumbering()
+    var container: TrackTimescale.Container { numbering.container }
 
     init() throws(TrackError) {
         guard let p = unsafe gst_pipeline_new(nil) else { throw TrackError(.unknown, "gst_pipeline_new failed") }
@@ -53,7 +54,7 @@ final class Pipeline {
         parser.recordFirstError()  // and those it drops
         self.parser = parser
         matroskaClock = MatroskaClock.forFile(fd: fd)
-        container = TrackTimescale.container(fd: fd)
+        numbering = TrackNumbering(fd: fd)
         programStreamVideo = container == .programStream ? ProgramStreamVideoTimes() : nil
         return parser
     }

@@ -83,7 +83,7 @@ final class StoredSamplesPass: @unchecked Sendable {
         if programStream { branches[0].samples.segment.attachToDemuxer(in: parser) }  // one widening serves all
         let pictureTimes = programStream ? targets.mapValues { _ in ProgramStreamVideoTimes() } : [:]
         router = PadRouter(targets: targets, bus: pipeline.bus, requiredType: nil, clock: nil, pictureTimes: pictureTimes,
-                           container: pipeline.container)
+                           numbering: pipeline.numbering)
         router.attach(to: parser)
     }
 
