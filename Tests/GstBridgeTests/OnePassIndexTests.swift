@@ -23,16 +23,19 @@ import TrackdProtocol
         "-map", "0", "-map", "1", "-map", "2", "-c:v", "libx264", "-bf", "2", "-g", "15",
         "-c:a:0", "aac", "-c:a:1", "mp2",
     ])
-    /// GStreamer's mpegtsmux: H.264 with B-frames, MP2 at 48 kHz and AAC at 44.1 kHz.
-    static let gstreamerTS = Media.makeWithGStreamer("onepass-gst.ts", [
-        "videotestsrc", "num-buffers=60", "!", "video/x-raw,width=160,height=120,framerate=30/1", "!", "x264enc",
-        "bframes=2", "key-int-max=15", "!", "h264parse", "!", "mux.",
-        "audiotestsrc", "num-buffers=80", "samplesperbuffer=1152", "!", "audio/x-raw,rate=48000", "!", "avenc_mp2", "!",
-        "mpegaudioparse", "!", "mux.",
-        "audiotestsrc", "num-buffers=70", "samplesperbuffer=1152", "freq=660", "!", "audio/x-raw,rate=44100", "!",
-        "avenc_aac", "!", "aacparse", "!", "mux.",
-        "mpegtsmux", "name=mux",
-    ])
+    /// GStreamer: H.264 with B-frames, MP2 at 48 kHz and `secondAudio` (an encoder and its parser) at 44.1 kHz into
+    /// `mux`.
+    static func gstreamerFile(_ name: String, secondAudio: [String], mux: String) -> String {
+        Media.makeWithGStreamer(name, [
+            "videotestsrc", "num-buffers=60", "!", "video/x-raw,width=160,height=120,framerate=30/1", "!", "x264enc",
+            "bframes=2", "key-int-max=15", "!", "h264parse", "!", "mux.",
+            "audiotestsrc", "num-buffers=80", "samplesperbuffer=1152", "!", "audio/x-raw,rate=48000", "!", "avenc_mp2",
+            "!", "mpegaudioparse", "!", "mux.",
+            "audiotestsrc", "num-buffers=70", "samplesperbuffer=1152", "freq=660", "!", "audio/x-raw,rate=44100", "!",
+        ] + secondAudio + ["!", "mux.", mux, "name=mux"])
+    }
+    /// GStreamer's mpegtsmux: the second audio track AAC.
+    static let gstreamerTS = gstreamerFile("onepass-gst.ts", secondAudio: ["avenc_aac", "!", "aacparse"], mux: "mpegtsmux")
     /// ffmpeg's `-f mpeg`: MPEG-2 video with B-frames (several pictures to a PES) and two MP2 tracks, at 48 and
     /// 44.1 kHz.
     static let ffmpegPS = Media.make("onepass-mpeg2-mp2-mp2.mpg", [
@@ -41,16 +44,8 @@ import TrackdProtocol
         "-f", "lavfi", "-i", "sine=frequency=660:sample_rate=44100:duration=2",
         "-map", "0", "-map", "1", "-map", "2", "-c:v", "mpeg2video", "-bf", "2", "-g", "15", "-c:a", "mp2", "-f", "mpeg",
     ])
-    /// GStreamer's mpegpsmux: H.264 with B-frames and two MP2 tracks (48 and 44.1 kHz).
-    static let gstreamerPS = Media.makeWithGStreamer("onepass-gst.mpg", [
-        "videotestsrc", "num-buffers=60", "!", "video/x-raw,width=160,height=120,framerate=30/1", "!", "x264enc",
-        "bframes=2", "key-int-max=15", "!", "h264parse", "!", "mux.",
-        "audiotestsrc", "num-buffers=80", "samplesperbuffer=1152", "!", "audio/x-raw,rate=48000", "!", "avenc_mp2", "!",
-        "mpegaudioparse", "!", "mux.",
-        "audiotestsrc", "num-buffers=70", "samplesperbuffer=1152", "freq=660", "!", "audio/x-raw,rate=44100", "!",
-        "avenc_mp2", "!", "mpegaudioparse", "!", "mux.",
-        "mpegpsmux", "name=mux",
-    ])
+    /// GStreamer's mpegpsmux: the second audio track MP2 too.
+    static let gstreamerPS = gstreamerFile("onepass-gst.mpg", secondAudio: ["avenc_mp2", "!", "mpegaudioparse"], mux: "mpegpsmux")
     static let files = [ffmpegTS, gstreamerTS, ffmpegPS, gstreamerPS]
 
     /// Where GStreamer starts `path`'s timeline, in 90 kHz ticks: a TS's first PCR, a PS's first SCR.
