@@ -97,6 +97,12 @@ void swift_gst_pad_probe_info_set_times(GstPadProbeInfo *info, GstClockTime pts,
     GST_BUFFER_PTS(buffer) = pts;
     GST_BUFFER_DTS(buffer) = dts;
 }
+void swift_gst_pad_probe_info_set_delta(GstPadProbeInfo *info, gboolean delta) {
+    GstBuffer *buffer = gst_buffer_make_writable(GST_PAD_PROBE_INFO_BUFFER(info));
+    GST_PAD_PROBE_INFO_DATA(info) = buffer;
+    if (delta) GST_BUFFER_FLAG_SET(buffer, GST_BUFFER_FLAG_DELTA_UNIT);
+    else GST_BUFFER_FLAG_UNSET(buffer, GST_BUFFER_FLAG_DELTA_UNIT);
+}
 GstPadProbeReturn swift_gst_pad_probe_refuse(GstPadProbeInfo *info, GstFlowReturn flow) {
     if (GST_PAD_PROBE_INFO_DATA(info) != NULL) {
         gst_mini_object_unref(GST_MINI_OBJECT_CAST(GST_PAD_PROBE_INFO_DATA(info)));

@@ -43,7 +43,13 @@ extension FrameIndex {
         return samples > 0 && !timed
     }
 
-    /// The indexes of several tracks of an MPEG-TS from one parse-only pass over the file
+    /// Whether `container`'s tracks are indexed together by one pass over the file (buildAll): an MPEG-TS or
+    /// MPEG-PS, whose track ids are the same on every open (the PID, the PES stream id).
+    public static func indexedInOnePass(_ container: TrackTimescale.Container) -> Bool {
+        container == .transportStream || container == .programStream
+    }
+
+    /// The indexes of several tracks of an MPEG-TS or MPEG-PS from one parse-only pass over the file
     /// (StoredSamplesPass), each the one `build` makes of the track alone. A track is left out of the answer when
     /// this pass does not index it — the pass failed or was refused (another container), the track was not found,
     /// has no frames or a sample without a presentation time —: `build` then indexes it alone and says why.
@@ -62,7 +68,7 @@ extension FrameIndex {
         return indexes
     }
 
-    /// Pulls every stored sample of each of `trackIDs` of an MPEG-TS in one pass over the file
+    /// Pulls every stored sample of each of `trackIDs` of an MPEG-TS or MPEG-PS in one pass over the file
     /// (StoredSamplesPass: the samples a one-track passthrough read gives, each track's in its decode order, each
     /// track's on a thread of its own) into `each`. Returns the tracks found in the file; nil when the file is of
     /// another container.

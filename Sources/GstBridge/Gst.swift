@@ -207,19 +207,42 @@ func monotonicNs() -> UInt64 { UInt64(g_get_monotonic_time()) &* 1000 }
 
 // ── Track identity ─────────────────────────────────────────────────────────────────────────────────────────────────
 
+/// How a source's pads name its tracks (containerTrackID): its container by its first bytes and, for an Ogg, the
+/// serial numbers of its logical streams in the order their first pages come (OggLastPacket.streamSerials).
+struct TrackNumbering: Sendable {
+    var container: TrackTimescale.Container = .other
+    var oggSerials: [UInt32] = []
+
+    init() {}
+
+    /// The numbering of the file `fd` (read with pread; the caller keeps it open).
+    init(fd: Int32) {
+        container = TrackTimescale.container(fd: fd)
+        oggSerials = container == .other && OggLastPacket.isOgg(fd: fd) ? OggLastPacket.streamSerials(fd: fd) : []
+    }
+}
+
 /// The container's track id of a parsebin pad, from the last component of its stream id — the id ffprobe gives the
 /// stream: qtdemux writes the track_ID and matroskademux the TrackNumber in decimal ("/%03u"); tsdemux writes the PID
 /// and mpegpsdemux the PES stream id in hex ("/%08x", "/%02x"), so an MPEG-TS track is its PID and an MPEG-PS track
 /// is 0x100 + the stream id for MPEG audio and video (0xC0–0xEF: ffmpeg's start code, 0x1C0–0x1EF) and the
 /// substream id of private stream 1 otherwise. (Read as decimal, a PID such as 0x100 became 100 and 0x1E1 none;
 /// with no number, parsebin's pad order numbered an MPEG-PS's tracks, and it differs from run to run between two
-/// audio tracks.) nil when the stream id has no such last component (elementary streams): callers then use the
-/// 1-based pad order.
-func containerTrackID(_ pad: GstRef<GstPadObject>, container: TrackTimescale.Container) -> UInt32? {
+/// audio tracks.) oggdemux writes the stream's serial number in hex ("/%08x"), which ffprobe does not give as an id:
+/// an Ogg track is numbered from 1 in ffprobe's stream order, the order of the streams' first pages (by pad order,
+/// two Vorbis tracks swapped between opens, and a serial whose hex had only decimal digits was read as a decimal
+/// number). nil when the stream id has no such last component (elementary streams) or names an Ogg stream not among
+/// the file's first pages (a later chain's): callers then use the 1-based pad order.
+func containerTrackID(_ pad: GstRef<GstPadObject>, numbering: TrackNumbering) -> UInt32? {
     guard let id = pad.streamID, let last = id.split(separator: "/").last, !last.isEmpty, last.allSatisfy(\.isASCII) else {
         return nil
     }
-    switch container {
+    if !numbering.oggSerials.isEmpty {
+        guard last.count == 8, let serial = UInt32(last, radix: 16),
+              let at = numbering.oggSerials.firstIndex(of: serial) else { return nil }
+        return UInt32(at + 1)
+    }
+    switch numbering.container {
     case .transportStream:
         guard last.count == 8, let pid = UInt32(last, radix: 16), pid > 0 else { return nil }
         return pid

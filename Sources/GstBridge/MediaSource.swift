@@ -101,7 +101,7 @@ public final class MediaSource: Sendable {
             throw TrackError(.fileFailedToParse, "\(context): no stream found; the demuxer made no progress for \(Self.discoveryTimeoutNs / 1_000_000_000) s")
         }
         return try Self.describe(entries, parser: parser, containerTimes: pipeline.matroskaClock != nil,
-                                 container: pipeline.container, context: context)
+                                 numbering: pipeline.numbering, context: context)
     }
 
     /// Waits until every stream is exposed and described (see discover); true when the deadline came first.
@@ -191,10 +191,10 @@ public final class MediaSource: Sendable {
     /// `containerTimes`: the buffers' times are the tracks' own (Matroska: MatroskaClock), not their segments'
     /// stream times.
     private static func describe(_ entries: [DiscoveryState.Entry], parser: GstRef<GstElementObject>, containerTimes: Bool,
-                                 container: TrackTimescale.Container, context: String) throws(TrackError) -> (duration: MediaTime, tracks: [TrackDescription]) {
+                                 numbering: TrackNumbering, context: String) throws(TrackError) -> (duration: MediaTime, tracks: [TrackDescription]) {
         var tracks: [TrackDescription] = []
         for entry in entries {
-            let id = containerTrackID(entry.pad, container: container) ?? UInt32(entry.order)
+            let id = containerTrackID(entry.pad, numbering: numbering) ?? UInt32(entry.order)
             // A sparse (subtitle) track's first sample is not waited for: whether it came before discovery ended is
             // the machine's timing, so its time does not describe the track (its time range starts at 0; the worker
             // puts it where the container's edit list says).

@@ -22,9 +22,10 @@ final class Pipeline {
     /// Decoded AVI video with B-pictures (OpenGOPTimes): its ACCURATE seeks start before the range, and the seek's
     /// segment is given the range's start back.
     var openGOPTimes: OpenGOPTimes?
-    /// The source's container by its first bytes (TrackTimescale.container): how its pads' stream ids name tracks
-    /// (containerTrackID).
-    private(set) var container: TrackTimescale.Container = .other
+    /// How the source's pads' stream ids name tracks (containerTrackID): its container by its first bytes
+    /// (TrackTimescale.container), and an Ogg's streams.
+    private(set) var numbering = TrackNumbering()
+    var container: TrackTimescale.Container { numbering.container }
 
     init() throws(TrackError) {
         guard let p = unsafe gst_pipeline_new(nil) else { throw TrackError(.unknown, "gst_pipeline_new failed") }
@@ -56,7 +57,7 @@ final class Pipeline {
         parser.recordFirstError()  // and those it drops
         self.parser = parser
         matroskaClock = MatroskaClock.forFile(fd: fd)
-        container = TrackTimescale.container(fd: fd)
+        numbering = TrackNumbering(fd: fd)
         programStreamVideo = container == .programStream ? ProgramStreamVideoTimes() : nil
         return parser
     }

@@ -129,6 +129,18 @@ private final class SignalBox: Sendable {
         unsafe swift_gst_pad_probe_info_pts_from_dts(info)
     }
 
+    /// Whether the probed buffer is flagged DELTA_UNIT (not a sync sample); nil when no buffer passes.
+    var bufferIsDelta: Bool? {
+        guard let buffer = unsafe buffer else { return nil }
+        return unsafe swift_gst_buffer_is_delta_unit(buffer) != 0
+    }
+
+    /// Flags the probed buffer DELTA_UNIT or clears the flag (made writable first).
+    func setBufferDelta(_ delta: Bool) {
+        guard unsafe buffer != nil else { return }
+        unsafe swift_gst_pad_probe_info_set_delta(info, delta ? 1 : 0)
+    }
+
     /// Gives the probed buffer `pts` and `dts` (GST_CLOCK_TIME_NONE: none; swift_gst_pad_probe_info_set_times).
     func setBufferTimes(pts: GstClockTime, dts: GstClockTime) {
         guard unsafe buffer != nil else { return }

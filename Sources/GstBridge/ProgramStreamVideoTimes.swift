@@ -7,7 +7,10 @@ import Synchronization
 /// (MPEGVideoTimes), on the track's pad of parsebin — after the parser, before anything else sees the stream — so
 /// that passthrough samples carry ffprobe's times, the track's frame index can be made (every frame has a PTS), and
 /// DecodeStop and the decoder see the times the index has. A flush forgets what came before: the first pictures
-/// after a seek stay untimed until a PES header states a time.
+/// after a seek stay untimed until a PES header states a time. Each picture is also a sync sample exactly when its
+/// header says it is an I-picture: mpegvideoparse leaves the last picture of a stream, which it finishes at the end
+/// without reading its header, unflagged (a sync sample), also when it is a P- or B-picture (ffmpeg's `-f mpeg` with
+/// B-frames ends on one).
 final class ProgramStreamVideoTimes: Sendable {
     private struct State: Sendable {
         var times = MPEGVideoTimes()
@@ -41,6 +44,9 @@ final class ProgramStreamVideoTimes: Sendable {
                 let newPTS = placed.pts.flatMap { GstClockTime(exactly: Self.onTicks($0)) } ?? pts
                 let newDTS = placed.dts.flatMap { GstClockTime(exactly: Self.onTicks($0)) } ?? dts
                 if newPTS != pts || newDTS != dts { info.setBufferTimes(pts: newPTS, dts: newDTS) }
+                if let picture = MPEGVideoTimes.picture(in: bytes), info.bufferIsDelta == picture.isIntra {
+                    info.setBufferDelta(!picture.isIntra)
+                }
             }
             return GST_PAD_PROBE_OK
         }

@@ -23,7 +23,7 @@ final class PadRouter: @unchecked Sendable {
     /// MPEG-PS: each wanted track's pad goes through what times its untimed MPEG video pictures (one per track).
     private let pictureTimes: [UInt32: ProgramStreamVideoTimes]
     /// How the source's stream ids name tracks (containerTrackID).
-    private let container: TrackTimescale.Container
+    private let numbering: TrackNumbering
     private struct State: Sendable {
         var order = 0
         var linked: Set<UInt32> = []
@@ -34,13 +34,13 @@ final class PadRouter: @unchecked Sendable {
     /// Routes the wanted track of `pipeline`'s parsebin, with the pipeline's Matroska clock and MPEG-PS picture times.
     convenience init(wantedTrack: UInt32, target: GstRef<GstPadObject>, pipeline: Pipeline, requiredType: MediaType?) {
         self.init(targets: [wantedTrack: target], bus: pipeline.bus, requiredType: requiredType, clock: pipeline.matroskaClock,
-                  pictureTimes: pipeline.programStreamVideo.map { [wantedTrack: $0] } ?? [:], container: pipeline.container)
+                  pictureTimes: pipeline.programStreamVideo.map { [wantedTrack: $0] } ?? [:], numbering: pipeline.numbering)
     }
 
     init(targets: [UInt32: GstRef<GstPadObject>], bus: GstRef<GstBusObject>, requiredType: MediaType?,
-         clock: MatroskaClock?, pictureTimes: [UInt32: ProgramStreamVideoTimes], container: TrackTimescale.Container) {
+         clock: MatroskaClock?, pictureTimes: [UInt32: ProgramStreamVideoTimes], numbering: TrackNumbering) {
         self.targets = targets
-        self.container = container
+        self.numbering = numbering
         self.bus = bus
         self.requiredType = requiredType
         self.clock = clock
@@ -61,7 +61,7 @@ final class PadRouter: @unchecked Sendable {
             s.order += 1
             return s.order
         }
-        let id = containerTrackID(pad, container: container) ?? UInt32(order)
+        let id = containerTrackID(pad, numbering: numbering) ?? UInt32(order)
         let take = targets[id] != nil && state.withLock { s in s.linked.insert(id).inserted }
         guard take, let target = targets[id] else {
             dropBuffersAndCheck(pad)

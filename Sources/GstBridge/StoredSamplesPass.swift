@@ -4,10 +4,12 @@ import MediaIndex
 import Synchronization
 import TrackdProtocol
 
-/// One parse-only pass over an MPEG-TS for several of its tracks: trackdfdsrc ! parsebin, each wanted
+/// One parse-only pass over an MPEG-TS or MPEG-PS for several of its tracks: trackdfdsrc ! parsebin, each wanted
 /// track's pad to an appsink of its own with PassthroughChain's sample maker — the stored samples, times and flags a
 /// one-track passthrough read of the whole track gives — instead of one pass over the file per track (the demuxer
-/// and every track's parser run in each: a TS of video and two audio tracks cost 3× one of a single track).
+/// and every track's parser run in each: a TS of video and two audio tracks cost 3× one of a single track). An
+/// MPEG-PS's branches get what its one-track read has: each track's own ProgramStreamVideoTimes on its pad, and the
+/// demuxer's segments widened to the stream's beginning (StartSegment.attachToDemuxer).
 ///
 /// One streaming thread feeds every appsink, so none of them may preroll (async off: the pipeline goes to PLAYING
 /// at once; a prerolled sink would hold the thread the others wait for), and each appsink is pulled by a thread of
@@ -55,10 +57,10 @@ final class StoredSamplesPass: @unchecked Sendable {
     /// No sample from any track for this long: the pass is stuck (FrameIndex.forEachStoredSample's 30 s).
     static let stuckNs: UInt64 = 30_000_000_000
 
-    /// The pipeline for `trackIDs` of `source`, which must be an MPEG-TS (nil otherwise), not started. (An MPEG-PS
-    /// is still indexed a track at a time: its one-pass index has not been compared with the per-track one.)
+    /// The pipeline for `trackIDs` of `source`, which must be an MPEG-TS or MPEG-PS (nil otherwise:
+    /// FrameIndex.indexedInOnePass), not started.
     init?(source: MediaSource, trackIDs: [UInt32]) throws(TrackError) {
-        guard source.container == .transportStream, !trackIDs.isEmpty else { return nil }
+        guard FrameIndex.indexedInOnePass(source.container), !trackIDs.isEmpty else { return nil }
         try Gst.initialize()
         self.source = source
         context = "Cannot index tracks \(trackIDs.map(String.init).joined(separator: ", "))"
@@ -77,8 +79,11 @@ final class StoredSamplesPass: @unchecked Sendable {
             branches.append(Branch(trackID: trackID, sink: appsink, samples: samples))
             targets[trackID] = appsink.staticPad("sink")
         }
-        router = PadRouter(targets: targets, bus: pipeline.bus, requiredType: nil, clock: nil, pictureTimes: [:],
-                           container: pipeline.container)
+        let programStream = source.container == .programStream
+        if programStream { branches[0].samples.segment.attachToDemuxer(in: parser) }  // one widening serves all
+        let pictureTimes = programStream ? targets.mapValues { _ in ProgramStreamVideoTimes() } : [:]
+        router = PadRouter(targets: targets, bus: pipeline.bus, requiredType: nil, clock: nil, pictureTimes: pictureTimes,
+                           numbering: pipeline.numbering)
         router.attach(to: parser)
     }
 

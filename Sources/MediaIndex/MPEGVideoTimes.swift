@@ -14,10 +14,12 @@
 /// one without a duration; a sample whose bytes hold no picture header keeps the times it has. Times and durations are nanoseconds (GStreamer's).
 public struct MPEGVideoTimes: Sendable {
     /// What a sample's picture header says: `temporalReference` (10 bits, display order within the group, modulo
-    /// 1024) and whether a group-of-pictures header (00 00 01 B8) comes before the picture in the sample.
+    /// 1024), whether a group-of-pictures header (00 00 01 B8) comes before the picture in the sample, and whether
+    /// its `picture_coding_type` is I (1): a picture decoded without another, a sync sample.
     public struct Picture: Equatable, Sendable {
         public var temporalReference: Int
         public var startsGroup: Bool
+        public var isIntra = false
     }
 
     /// The latest picture of the current group with a presentation time: that time and its temporal reference.
@@ -77,7 +79,8 @@ public struct MPEGVideoTimes: Sendable {
             guard bytes[i] == 0, bytes[i + 1] == 0, bytes[i + 2] == 1 else { i += 1; continue }
             switch bytes[i + 3] {
             case 0xB8: startsGroup = true
-            case 0x00: return Picture(temporalReference: Int(bytes[i + 4]) << 2 | Int(bytes[i + 5]) >> 6, startsGroup: startsGroup)
+            case 0x00: return Picture(temporalReference: Int(bytes[i + 4]) << 2 | Int(bytes[i + 5]) >> 6, startsGroup: startsGroup,
+                                      isIntra: (bytes[i + 5] >> 3) & 7 == 1)
             default: break
             }
             i += 4

@@ -91,6 +91,30 @@ public enum OggLastPacket {
         return head.count == 27 && head.starts(with: Array("OggS".utf8)) && head[4] == 0
     }
 
+    /// The serial numbers of an Ogg file's logical streams, in the order their first pages (BOS) come at its start
+    /// (`head`: its first bytes), which is ffprobe's stream order: every BOS page of a chain comes before any other
+    /// page (RFC 3533). Empty when `head` does not start with a page.
+    public static func streamSerials(head: [UInt8]) -> [UInt32] {
+        var (serials, at): ([UInt32], Int) = ([], 0)
+        while let p = page(head, at: at), p.isFirst {
+            if !serials.contains(p.serial) { serials.append(p.serial) }
+            at = p.body.upperBound
+        }
+        return serials
+    }
+
+    /// streamSerials of the Ogg file `fd`, from its first 64 KiB (a BOS page holds one header packet: a chain's
+    /// first pages are a few hundred bytes; read with pread, the caller keeps it open).
+    public static func streamSerials(fd: Int32) -> [UInt32] {
+        let file = FileDescriptor(taking: fd)
+        var head: [UInt8] = []
+        if let size = try? file.regularFileSize(), size > 27 {
+            head = (try? [UInt8](preading: file, count: Int(min(size, 65_536)), at: 0)) ?? []
+        }
+        _ = file.take()  // the caller's descriptor: not closed here
+        return streamSerials(head: head)
+    }
+
     /// lastPacket of the Ogg file `fd` (read with pread; the caller keeps it open).
     public static func lastPacket(fd: Int32, serial: UInt32? = nil) -> (packet: [UInt8], granule: Int64)? {
         let file = FileDescriptor(taking: fd)

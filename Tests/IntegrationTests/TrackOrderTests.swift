@@ -97,4 +97,43 @@ struct TrackOrderTests {
             #expect(tracks.map(\.sampleRate) == oracle.map(\.sampleRate), "open \(attempt): \(tracks), ffprobe \(oracle)")
         }
     }
+
+    /// Containers whose streams ffprobe gives no id (Ogg, AVI): tracks are numbered from 1 in ffprobe's stream order —
+    /// an Ogg's streams in the order of their first pages, an AVI's in its header's — the same on every open, whatever
+    /// order parsebin exposes their pads in. Two tracks of one kind tell apart by their rate and channels (ffprobe's).
+    /// Two Vorbis tracks in an Ogg swapped ids between opens (pad order); an Ogg serial number whose hex has only
+    /// decimal digits (ffmpeg's `-serial_offset 0x12345678`: 12345678 read as a decimal number) named its track
+    /// by that number, and one with a letter (0x1234567a) by pad order.
+    static let numbered: [String: [String]] = [
+        "vorbis.ogg": ["-map", "0", "-map", "1", "-c:a", "libvorbis"],
+        "opus-decimal-serials.ogg": ["-map", "0", "-map", "1", "-ac:a:1", "2", "-c:a", "libopus", "-fflags", "+bitexact",
+                                     "-serial_offset", String(0x12345678)],
+        "opus-hex-serials.ogg": ["-map", "1", "-map", "0", "-ac:a:0", "2", "-c:a", "libopus", "-fflags", "+bitexact",
+                                 "-serial_offset", String(0x12345679)],
+        "mp3.avi": ["-map", "2", "-map", "0", "-map", "1", "-c:v", "mpeg4", "-c:a", "libmp3lame"],
+        "pcm.avi": ["-map", "1", "-map", "0", "-c:a", "pcm_s16le"],
+    ]
+
+    @Test(arguments: numbered.keys.sorted()) func numberedTracksAreInFFprobesOrder(name: String) throws {
+        let file = Media.make("numbered-\(name)", [
+            "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000:duration=1",
+            "-f", "lavfi", "-i", "sine=frequency=660:sample_rate=\(name.hasPrefix("opus") ? 48000 : 22050):duration=1",
+            "-f", "lavfi", "-i", "testsrc2=size=160x120:rate=25:duration=1",
+        ] + (Self.numbered[name] ?? []))
+        let r = try run("ffprobe", ["-v", "error", "-show_entries", "stream=index,sample_rate,channels", "-of", "json", file])
+        let streams = try #require((try JSONSerialization.jsonObject(with: r.stdout) as? [String: Any])?["streams"] as? [[String: Any]])
+        let oracle = streams.map { s in
+            ((s["sample_rate"] as? String).flatMap { UInt32($0) } ?? 0, (s["channels"] as? Int).map(UInt32.init) ?? 0)
+        }
+        #expect(oracle.count >= 2 && Set(oracle.map { "\($0)" }).count == oracle.count, "ffprobe: \(oracle)")
+        let daemon = try Daemon(extraArgs: ["--index-cache-bytes", "0"])
+        defer { daemon.stop() }
+        for attempt in 0..<6 {
+            let asset = try Asset(path: file, socketPath: daemon.socketPath)
+            let tracks = asset.tracks.map { (id: $0.trackID, rate: $0.sampleRate, channels: $0.channelCount) }
+            #expect(tracks.map(\.id) == Array(1...UInt32(oracle.count)), "\(name) open \(attempt): \(tracks)")
+            #expect(tracks.map { "\($0.rate)/\($0.channels)" } == oracle.map { "\($0.0)/\($0.1)" },
+                    "\(name) open \(attempt): \(tracks), ffprobe \(oracle)")
+        }
+    }
 }

@@ -21,6 +21,8 @@ import Testing
         #expect(fields(Self.picture(1023)) == [1023, 0])
         #expect(MPEGVideoTimes.picture(in: [0, 0, 1, 0xB7]) == nil)
         #expect(MPEGVideoTimes.picture(in: [0, 0, 1, 0x00, 0x01]) == nil)
+        // picture_coding_type: 1 I, 2 P, 3 B (with every temporal reference bit set around it).
+        #expect([1, 2, 3].map { MPEGVideoTimes.picture(in: Self.picture(1023, type: $0))?.isIntra } == [true, false, false])
     }
 
     /// ffmpeg's `-f mpeg` without B-pictures: PES PTS on the first picture of each PES only; the others are one

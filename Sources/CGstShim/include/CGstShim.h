@@ -123,6 +123,9 @@ void swift_gst_pad_probe_info_pts_from_dts(GstPadProbeInfo *info);
 /// Gives the probed buffer `pts` and `dts` (GST_CLOCK_TIME_NONE: none), made writable first as above. Needs C: the
 /// probe info's data and the buffer fields are macros.
 void swift_gst_pad_probe_info_set_times(GstPadProbeInfo *info, GstClockTime pts, GstClockTime dts);
+/// Sets or clears the probed buffer's DELTA_UNIT flag (made writable first). Needs C: GST_BUFFER_FLAG_SET and the
+/// probe info's data are macros.
+void swift_gst_pad_probe_info_set_delta(GstPadProbeInfo *info, gboolean delta);
 /// Refuses the probed buffer, buffer list or event: unrefs it, makes `flow` the result its sender sees
 /// (GST_PAD_PROBE_INFO_FLOW_RETURN) and returns GST_PAD_PROBE_HANDLED. Needs C: function-like macros.
 GstPadProbeReturn swift_gst_pad_probe_refuse(GstPadProbeInfo *info, GstFlowReturn flow);

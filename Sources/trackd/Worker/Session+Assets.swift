@@ -68,7 +68,7 @@ extension Session {
             }
         }
 
-        /// The indexes of several tracks of an MPEG-TS, ahead of `index`: those neither kept nor in the
+        /// The indexes of several tracks of an MPEG-TS or MPEG-PS, ahead of `index`: those neither kept nor in the
         /// cache are made by one parse-only pass over the file for all of them (FrameIndex.buildAll), not one pass
         /// per track. A track that pass leaves out is indexed alone by `index` when it is asked for.
         func prepare(source: MediaSource, trackIDs: [UInt32]) {

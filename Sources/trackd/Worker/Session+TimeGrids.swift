@@ -57,13 +57,13 @@ extension Session {
     /// In an MPEG-TS, an MPEG-PS or an elementary stream, which state no duration (the demuxer's is an estimate from
     /// the PCRs or SCRs and the byte rate), every audio and video track's time range is its packets' (`spansPackets`);
     /// an elementary stream's packets have no timestamps, and are timed by their durations (`FrameIndex.untimed`).
-    /// An MPEG-TS's tracks are indexed by one pass over the file (`FrameIndexes.prepare`).
+    /// An MPEG-TS's or MPEG-PS's tracks are indexed by one pass over the file (`FrameIndexes.prepare`).
     static func withFrameTiming(_ tracks: [TrackDescription], grids: [UInt32: TimeGrid], source: MediaSource,
                                 indexes: FrameIndexes) -> [TrackDescription] {
         let container = source.container
         let indexed = tracks.filter { $0.mediaType == .video || (container.spansPackets && $0.mediaType == .audio) }
-        // An MPEG-TS's tracks in one pass over the file, not one each.
-        if container == .transportStream {
+        // An MPEG-TS's or MPEG-PS's tracks in one pass over the file, not one each.
+        if FrameIndex.indexedInOnePass(container) {
             indexes.prepare(source: source, trackIDs: indexed.map(\.id))
         }
         return tracks.map { track in
