@@ -69,8 +69,9 @@ public final class TrackPipeline: @unchecked Sendable {
     /// a segment when any stream's timestamp passes the stop (GStreamer's PS: a frame of the range missing, those
     /// before it decoded from the wrong references).
     private let readsFromStart: Bool
-    /// Passthrough of a track whose stored samples carry no presentation times: its id (checkPlaced), else nil.
-    private let untimedTrack: UInt32?
+    /// A read of a track whose stored samples carry no presentation times: its id and what is read, "passthrough"
+    /// or "decoded" (checkPlaced); else nil.
+    private let untimedTrack: (id: UInt32, reading: String)?
 
     /// Only for a stuck pipeline: prerolls and seeks wait for the pipeline's verdict (Pipeline.waitAsyncDone).
     static let prerollTimeoutNs: UInt64 = Pipeline.stuckNs
@@ -85,13 +86,16 @@ public final class TrackPipeline: @unchecked Sendable {
     /// `selection` (decoded video): the frames the first range delivers, the others dropped before conversion, and
     /// their display intervals as durations (FrameGate); nil: every frame, the decoder's durations.
     /// `trackStart`: the track's first presentation time (ns; its time range's start): a range that ends at or
-    /// before it delivers nothing. `samplesUntimed` (passthrough): no stored sample of the track carries a
-    /// presentation time (FrameIndex.carriesNoTimes): every range but the whole track is refused (checkPlaced).
+    /// before it delivers nothing. `samplesUntimed` (passthrough, or decoded video of an elementary stream): no
+    /// stored sample of the track carries a presentation time (FrameIndex.carriesNoTimes): every range but the whole
+    /// track is refused (checkPlaced).
     public init(source: MediaSource, trackID: UInt32, mode: OutputMode, timeRange: MediaTimeRange,
                 neededSamples: [Int64]? = nil, lastNeededSample: Int64? = nil, selection: FrameSelection? = nil,
                 limits: DecodeLimits = DecodeLimits(), threads: Int? = nil, trackStart: Int64? = nil,
                 samplesUntimed: Bool = false) throws(TrackError) {
-        untimedTrack = samplesUntimed ? trackID : nil
+        if case .passthrough = mode { untimedTrack = samplesUntimed ? (trackID, "passthrough") : nil } else {
+            untimedTrack = samplesUntimed ? (trackID, "decoded") : nil
+        }
         try Self.checkPlaced(timeRange, untimedTrack: untimedTrack)  // before any GStreamer object is made
         try Gst.initialize()
         self.source = source
@@ -200,11 +204,13 @@ public final class TrackPipeline: @unchecked Sendable {
 
     /// A passthrough range is placed by its samples' times (SyncStartGate finds its start by them, its end is a
     /// decode time): in a track whose stored samples carry none, every range but the whole track (from 0, no end) is
-    /// refused, the same every time — never delivered empty or from wherever the demuxer's byte seek lands.
-    private static func checkPlaced(_ range: MediaTimeRange, untimedTrack: UInt32?) throws(TrackError) {
-        guard let trackID = untimedTrack, !isWholeTrack(range) else { return }
+    /// refused, the same every time — never delivered empty or from wherever the demuxer's byte seek lands. So is a
+    /// decoded one of an elementary stream: after the parser's byte seek the decoder's times are estimates (a frame
+    /// at the range's start instead of its own, an extra frame at the end), exact only from the stream's beginning.
+    private static func checkPlaced(_ range: MediaTimeRange, untimedTrack: (id: UInt32, reading: String)?) throws(TrackError) {
+        guard let (trackID, reading) = untimedTrack, !isWholeTrack(range) else { return }
         throw TrackError(.operationNotSupportedForAsset,
-                         "the stored samples of track \(trackID) carry no presentation times, so a passthrough time range cannot be placed in them; read the track whole, from 0 to its end")
+                         "the stored samples of track \(trackID) carry no presentation times, so a \(reading) time range cannot be placed in them; read the track whole, from 0 to its end")
     }
 
     deinit { stop() }

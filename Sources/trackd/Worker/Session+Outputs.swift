@@ -126,8 +126,8 @@ extension Session: OutputOwner {
                                          lastNeededSample: first?.lastNeededSample, selection: first?.selection,
                                          limits: limits, threads: threads,
                                          trackStart: asset.grid(track.id).nanoseconds(track.timeRangeStart),
-                                         samplesUntimed: Self.isUntimedPassthrough(asset, track: track, mode: mode,
-                                                                                   range: range, randomAccess: randomAccess))
+                                         samplesUntimed: Self.isUntimedRead(asset, track: track, mode: mode, range: range,
+                                                                            randomAccess: randomAccess))
         } catch where error.knownCode == .invalidArgument {
             // Discovery found the track; the demuxer did not expose it this time: the file is damaged (or changed).
             throw TrackError(.fileFailedToParse,
@@ -137,14 +137,20 @@ extension Session: OutputOwner {
                              assetID: request.assetID, requestID: requestID, mediaType: track.mediaType)
     }
 
-    /// Whether `track` is read in passthrough and its stored samples carry no presentation times, so that only the
-    /// whole track can be read (TrackPipeline's `samplesUntimed`). Asked of MPEG-TS, MPEG-PS and elementary streams
-    /// (`spansPackets`: the times are the packets'), for a range other than the whole track or an output whose
-    /// ResetOutput ranges may be; a track with a frame index is timed, else one pass finds it out (FrameIndexes).
-    static func isUntimedPassthrough(_ asset: Asset, track: TrackDescription, mode: OutputMode, range: MediaTimeRange,
-                                     randomAccess: Bool) -> Bool {
-        guard case .passthrough = mode, asset.source.container.spansPackets,
-              randomAccess || !TrackPipeline.isWholeTrack(range) else { return false }
+    /// Whether `track`'s stored samples carry no presentation times, so that only the whole track can be read
+    /// (TrackPipeline's `samplesUntimed`): asked in passthrough of MPEG-TS, MPEG-PS and elementary streams
+    /// (`spansPackets`: the times are the packets'), and of an elementary stream's decoded video (decoded MPEG-PS
+    /// video without an index is refused by TrackPipeline.checkCut), for a range other than the whole track or an
+    /// output whose ResetOutput ranges may be; a track with a frame index is timed, else one pass finds it out
+    /// (FrameIndexes).
+    static func isUntimedRead(_ asset: Asset, track: TrackDescription, mode: OutputMode, range: MediaTimeRange,
+                              randomAccess: Bool) -> Bool {
+        switch mode {
+        case .passthrough: guard asset.source.container.spansPackets else { return false }
+        case .decode: guard asset.source.container == .elementaryStream else { return false }
+        case .audio: return false
+        }
+        guard randomAccess || !TrackPipeline.isWholeTrack(range) else { return false }
         return asset.indexes.carriesNoTimes(source: asset.source, trackID: track.id)
     }
 
