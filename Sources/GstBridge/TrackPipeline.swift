@@ -67,8 +67,14 @@ public final class TrackPipeline: @unchecked Sendable {
     /// past it nor given a stop. mpegpsdemux 1.22 seeks by the pack headers' SCR and lands inside a GOP after the
     /// range's start (ffmpeg's `-f mpeg`: a range from 1.0 s started at 2.133 s or delivered nothing), and it ends
     /// a segment when any stream's timestamp passes the stop (GStreamer's PS: a frame of the range missing, those
-    /// before it decoded from the wrong references).
+    /// before it decoded from the wrong references). So is decoded video of an elementary stream with a frame
+    /// selection: its samples carry no times, and the decoder times its frames exactly only from the beginning
+    /// (after the parser's byte seek, by an estimate).
     private let readsFromStart: Bool
+    /// Decoded video of an elementary stream read from its beginning: every stored sample is decoded (DecodeStop
+    /// judges samples by their times, and after a seek the parser times the first one, at 0, only), the selection
+    /// cuts the range.
+    private let decodesEverySample: Bool
     /// A read of a track whose stored samples carry no presentation times: its id and what is read, "passthrough"
     /// or "decoded" (checkPlaced); else nil.
     private let untimedTrack: (id: UInt32, reading: String)?
@@ -100,7 +106,10 @@ public final class TrackPipeline: @unchecked Sendable {
         try Gst.initialize()
         self.source = source
         self.trackStart = trackStart
-        readsFromStart = source.container == .programStream
+        var decodesByIndex = false
+        if case .decode = mode { decodesByIndex = selection != nil }
+        decodesEverySample = source.container == .elementaryStream && decodesByIndex
+        readsFromStart = source.container == .programStream || decodesEverySample
         let pipeline = try Pipeline()
         self.pipeline = pipeline
         let parser = try pipeline.addSourceAndParser(fd: source.fd)
@@ -109,7 +118,8 @@ public final class TrackPipeline: @unchecked Sendable {
             try PassthroughChain.build(pipeline, parser: parser, fd: source.fd, trackID: trackID)
         case .decode(let request):
             try VideoChain().build(pipeline, request: request, threads: threads, limits: limits, trackID: trackID,
-                                   stop: DecodeStop(needed: neededSamples, lastNeeded: lastNeededSample),
+                                   stop: decodesEverySample ? DecodeStop(needed: nil, lastNeeded: nil)
+                                       : DecodeStop(needed: neededSamples, lastNeeded: lastNeededSample),
                                    // An AVI track with a frame index holds no B-picture (FrameIndex.build).
                                    selection: selection, decodeOrder: source.container == .avi && selection != nil,
                                    avi: source.container == .avi)
@@ -138,7 +148,9 @@ public final class TrackPipeline: @unchecked Sendable {
         try pipeline.waitAsyncDone(timeoutNs: Self.prerollTimeoutNs, context: context)
         rangeBeforeTrack = Self.endsBefore(timeRange, trackStart)
         if readsFromStart {
-            Self.armFromKeyFrame(samples, selection: selection, needed: neededSamples, lastNeeded: lastNeededSample)
+            if !decodesEverySample {
+                Self.armFromKeyFrame(samples, selection: selection, needed: neededSamples, lastNeeded: lastNeededSample)
+            }
             if !rangeBeforeTrack { try Self.readFromStart(samples, sink: sink, range: timeRange, selection: selection) }
         } else if !rangeBeforeTrack {
             try Self.seekAfterPreroll(pipeline, samples: samples, sink: sink, to: timeRange, selection: selection,
@@ -278,7 +290,9 @@ public final class TrackPipeline: @unchecked Sendable {
                      selection: FrameSelection? = nil) throws(TrackError) {
         if let failure { throw failure }
         try Self.checkPlaced(range, untimedTrack: untimedTrack)
-        samples.arm(neededSamples: neededSamples, lastNeededSample: lastNeededSample)
+        if decodesEverySample { samples.arm(neededSamples: nil, lastNeededSample: nil) } else {
+            samples.arm(neededSamples: neededSamples, lastNeededSample: lastNeededSample)
+        }
         samples.select(selection)
         if selection?.frames?.isEmpty == true { return }  // no frame to deliver: pull reports the end
         rangeBeforeTrack = Self.endsBefore(range, trackStart)
@@ -287,7 +301,9 @@ public final class TrackPipeline: @unchecked Sendable {
         feeder?.seeking(stop: bounds.stop, completes: lastNeededSample == nil)
         tailFeeder?.seeking(completes: lastNeededSample == nil)
         if readsFromStart {
-            Self.armFromKeyFrame(samples, selection: selection, needed: neededSamples, lastNeeded: lastNeededSample)
+            if !decodesEverySample {
+                Self.armFromKeyFrame(samples, selection: selection, needed: neededSamples, lastNeeded: lastNeededSample)
+            }
             return try seekToBeginning(range, selection: selection)
         }
         let stop = samples.seeking(to: range, stop: bounds.stop)
