@@ -88,9 +88,11 @@ extension FrameIndex {
 
     /// The frames of an elementary stream's track, which carry no timestamps — the parser gives each stored sample
     /// only a duration, one frame at the rate the stream states — timed as the decoder times them: the first at 0,
-    /// each of the others where the one before it ends. Only for the track's timing (FrameTiming: its span and frame
-    /// rate): the times are in decode order, so in a stream with B-frames a frame's decode position is not that of
-    /// the picture shown at its time, and ReadFrames cannot use this index. Thrown when a sample has no duration.
+    /// each of the others where the one before it ends. For the track's timing (FrameTiming: its span and frame
+    /// rate) and for cutting decoded ranges read from the stream's beginning (the frames' times, each one frame
+    /// long): the times are in decode order, so in a stream with B-frames a frame's decode position is not that of
+    /// the picture shown at its time, and ReadFrames, which plans by stored samples, cannot use this index. Thrown
+    /// when a sample has no duration.
     public static func untimed(source: MediaSource, trackID: UInt32, progress: () -> Void = {}) throws(TrackError) -> FrameIndex {
         var stored: [StoredSample] = []
         var end: Int64 = 0

@@ -67,10 +67,17 @@ public final class TrackPipeline: @unchecked Sendable {
     /// past it nor given a stop. mpegpsdemux 1.22 seeks by the pack headers' SCR and lands inside a GOP after the
     /// range's start (ffmpeg's `-f mpeg`: a range from 1.0 s started at 2.133 s or delivered nothing), and it ends
     /// a segment when any stream's timestamp passes the stop (GStreamer's PS: a frame of the range missing, those
-    /// before it decoded from the wrong references).
+    /// before it decoded from the wrong references). So is decoded video of an elementary stream with a frame
+    /// selection: its samples carry no times, and the decoder times its frames exactly only from the beginning
+    /// (after the parser's byte seek, by an estimate).
     private let readsFromStart: Bool
-    /// Passthrough of a track whose stored samples carry no presentation times: its id (checkPlaced), else nil.
-    private let untimedTrack: UInt32?
+    /// Decoded video of an elementary stream read from its beginning: every stored sample is decoded (DecodeStop
+    /// judges samples by their times, and after a seek the parser times the first one, at 0, only), the selection
+    /// cuts the range.
+    private let decodesEverySample: Bool
+    /// A read of a track whose stored samples carry no presentation times: its id and what is read, "passthrough"
+    /// or "decoded" (checkPlaced); else nil.
+    private let untimedTrack: (id: UInt32, reading: String)?
 
     /// Only for a stuck pipeline: prerolls and seeks wait for the pipeline's verdict (Pipeline.waitAsyncDone).
     static let prerollTimeoutNs: UInt64 = Pipeline.stuckNs
@@ -85,18 +92,24 @@ public final class TrackPipeline: @unchecked Sendable {
     /// `selection` (decoded video): the frames the first range delivers, the others dropped before conversion, and
     /// their display intervals as durations (FrameGate); nil: every frame, the decoder's durations.
     /// `trackStart`: the track's first presentation time (ns; its time range's start): a range that ends at or
-    /// before it delivers nothing. `samplesUntimed` (passthrough): no stored sample of the track carries a
-    /// presentation time (FrameIndex.carriesNoTimes): every range but the whole track is refused (checkPlaced).
+    /// before it delivers nothing. `samplesUntimed` (passthrough, or decoded video of an elementary stream): no
+    /// stored sample of the track carries a presentation time (FrameIndex.carriesNoTimes): every range but the whole
+    /// track is refused (checkPlaced).
     public init(source: MediaSource, trackID: UInt32, mode: OutputMode, timeRange: MediaTimeRange,
                 neededSamples: [Int64]? = nil, lastNeededSample: Int64? = nil, selection: FrameSelection? = nil,
                 limits: DecodeLimits = DecodeLimits(), threads: Int? = nil, trackStart: Int64? = nil,
                 samplesUntimed: Bool = false) throws(TrackError) {
-        untimedTrack = samplesUntimed ? trackID : nil
+        if case .passthrough = mode { untimedTrack = samplesUntimed ? (trackID, "passthrough") : nil } else {
+            untimedTrack = samplesUntimed ? (trackID, "decoded") : nil
+        }
         try Self.checkPlaced(timeRange, untimedTrack: untimedTrack)  // before any GStreamer object is made
         try Gst.initialize()
         self.source = source
         self.trackStart = trackStart
-        readsFromStart = source.container == .programStream
+        var decodesByIndex = false
+        if case .decode = mode { decodesByIndex = selection != nil }
+        decodesEverySample = source.container == .elementaryStream && decodesByIndex
+        readsFromStart = source.container == .programStream || decodesEverySample
         let pipeline = try Pipeline()
         self.pipeline = pipeline
         let parser = try pipeline.addSourceAndParser(fd: source.fd)
@@ -105,7 +118,8 @@ public final class TrackPipeline: @unchecked Sendable {
             try PassthroughChain.build(pipeline, parser: parser, fd: source.fd, trackID: trackID)
         case .decode(let request):
             try VideoChain().build(pipeline, request: request, threads: threads, limits: limits, trackID: trackID,
-                                   stop: DecodeStop(needed: neededSamples, lastNeeded: lastNeededSample),
+                                   stop: decodesEverySample ? DecodeStop(needed: nil, lastNeeded: nil)
+                                       : DecodeStop(needed: neededSamples, lastNeeded: lastNeededSample),
                                    // An AVI track with a frame index holds no B-picture (FrameIndex.build).
                                    selection: selection, decodeOrder: source.container == .avi && selection != nil,
                                    avi: source.container == .avi)
@@ -134,7 +148,9 @@ public final class TrackPipeline: @unchecked Sendable {
         try pipeline.waitAsyncDone(timeoutNs: Self.prerollTimeoutNs, context: context)
         rangeBeforeTrack = Self.endsBefore(timeRange, trackStart)
         if readsFromStart {
-            Self.armFromKeyFrame(samples, selection: selection, needed: neededSamples, lastNeeded: lastNeededSample)
+            if !decodesEverySample {
+                Self.armFromKeyFrame(samples, selection: selection, needed: neededSamples, lastNeeded: lastNeededSample)
+            }
             if !rangeBeforeTrack { try Self.readFromStart(samples, sink: sink, range: timeRange, selection: selection) }
         } else if !rangeBeforeTrack {
             try Self.seekAfterPreroll(pipeline, samples: samples, sink: sink, to: timeRange, selection: selection,
@@ -200,11 +216,13 @@ public final class TrackPipeline: @unchecked Sendable {
 
     /// A passthrough range is placed by its samples' times (SyncStartGate finds its start by them, its end is a
     /// decode time): in a track whose stored samples carry none, every range but the whole track (from 0, no end) is
-    /// refused, the same every time — never delivered empty or from wherever the demuxer's byte seek lands.
-    private static func checkPlaced(_ range: MediaTimeRange, untimedTrack: UInt32?) throws(TrackError) {
-        guard let trackID = untimedTrack, !isWholeTrack(range) else { return }
+    /// refused, the same every time — never delivered empty or from wherever the demuxer's byte seek lands. So is a
+    /// decoded one of an elementary stream: after the parser's byte seek the decoder's times are estimates (a frame
+    /// at the range's start instead of its own, an extra frame at the end), exact only from the stream's beginning.
+    private static func checkPlaced(_ range: MediaTimeRange, untimedTrack: (id: UInt32, reading: String)?) throws(TrackError) {
+        guard let (trackID, reading) = untimedTrack, !isWholeTrack(range) else { return }
         throw TrackError(.operationNotSupportedForAsset,
-                         "the stored samples of track \(trackID) carry no presentation times, so a passthrough time range cannot be placed in them; read the track whole, from 0 to its end")
+                         "the stored samples of track \(trackID) carry no presentation times, so a \(reading) time range cannot be placed in them; read the track whole, from 0 to its end")
     }
 
     deinit { stop() }
@@ -272,7 +290,9 @@ public final class TrackPipeline: @unchecked Sendable {
                      selection: FrameSelection? = nil) throws(TrackError) {
         if let failure { throw failure }
         try Self.checkPlaced(range, untimedTrack: untimedTrack)
-        samples.arm(neededSamples: neededSamples, lastNeededSample: lastNeededSample)
+        if decodesEverySample { samples.arm(neededSamples: nil, lastNeededSample: nil) } else {
+            samples.arm(neededSamples: neededSamples, lastNeededSample: lastNeededSample)
+        }
         samples.select(selection)
         if selection?.frames?.isEmpty == true { return }  // no frame to deliver: pull reports the end
         rangeBeforeTrack = Self.endsBefore(range, trackStart)
@@ -281,7 +301,9 @@ public final class TrackPipeline: @unchecked Sendable {
         feeder?.seeking(stop: bounds.stop, completes: lastNeededSample == nil)
         tailFeeder?.seeking(completes: lastNeededSample == nil)
         if readsFromStart {
-            Self.armFromKeyFrame(samples, selection: selection, needed: neededSamples, lastNeeded: lastNeededSample)
+            if !decodesEverySample {
+                Self.armFromKeyFrame(samples, selection: selection, needed: neededSamples, lastNeeded: lastNeededSample)
+            }
             return try seekToBeginning(range, selection: selection)
         }
         let stop = samples.seeking(to: range, stop: bounds.stop)

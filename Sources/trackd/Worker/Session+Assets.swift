@@ -24,6 +24,9 @@ extension Session {
         private let built = Mutex<[UInt32: FrameIndex]>([:])
         /// Tracks found to carry (false) or not to carry (true) presentation times (carriesNoTimes).
         private let timeless = Mutex<[UInt32: Bool]>([:])
+        /// Elementary streams' untimed frames timed by their durations (`untimed`), apart from `built`: ReadFrames
+        /// cannot use them.
+        private let timedByDurations = Mutex<[UInt32: FrameIndex]>([:])
         private let building = Mutex(())  // one build at a time: a second request for the track waits for the first
         /// The worker's slot: a parse-only pass marks progress for each sample, so that the watchdog does not take
         /// indexing a long file (at open, or at the first ReadFrames) for a stalled worker.
@@ -107,9 +110,12 @@ extension Session {
         }
 
         /// An elementary stream's frames timed by their durations (FrameIndex.untimed): for the track's description
-        /// only, never kept for reads nor given to the cache; it tells carriesNoTimes that the track has no times.
+        /// and for decoded reads from the stream's beginning (TrackPipeline's `readsFromStart`), never used by
+        /// ReadFrames nor given to the cache; it tells carriesNoTimes that the track has no times.
         func untimed(source: MediaSource, trackID: UInt32) throws(TrackError) -> FrameIndex {
+            if let index = timedByDurations.withLock({ $0[trackID] }) { return index }
             let index = try FrameIndex.untimed(source: source, trackID: trackID) { slot.progress() }
+            timedByDurations.withLock { $0[trackID] = index }
             timeless.withLock { $0[trackID] = true }  // every stored sample untimed (FrameIndex.untimed)
             Log.info("track \(trackID): timed \(index.frames.count) untimed frames by their durations")
             return index

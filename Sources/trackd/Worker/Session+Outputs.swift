@@ -126,8 +126,8 @@ extension Session: OutputOwner {
                                          lastNeededSample: first?.lastNeededSample, selection: first?.selection,
                                          limits: limits, threads: threads,
                                          trackStart: asset.grid(track.id).nanoseconds(track.timeRangeStart),
-                                         samplesUntimed: Self.isUntimedPassthrough(asset, track: track, mode: mode,
-                                                                                   range: range, randomAccess: randomAccess))
+                                         samplesUntimed: first == nil && Self.isUntimedRead(asset, track: track, mode: mode,
+                                                                                            range: range, randomAccess: randomAccess))
         } catch where error.knownCode == .invalidArgument {
             // Discovery found the track; the demuxer did not expose it this time: the file is damaged (or changed).
             throw TrackError(.fileFailedToParse,
@@ -137,14 +137,20 @@ extension Session: OutputOwner {
                              assetID: request.assetID, requestID: requestID, mediaType: track.mediaType)
     }
 
-    /// Whether `track` is read in passthrough and its stored samples carry no presentation times, so that only the
-    /// whole track can be read (TrackPipeline's `samplesUntimed`). Asked of MPEG-TS, MPEG-PS and elementary streams
-    /// (`spansPackets`: the times are the packets'), for a range other than the whole track or an output whose
-    /// ResetOutput ranges may be; a track with a frame index is timed, else one pass finds it out (FrameIndexes).
-    static func isUntimedPassthrough(_ asset: Asset, track: TrackDescription, mode: OutputMode, range: MediaTimeRange,
-                                     randomAccess: Bool) -> Bool {
-        guard case .passthrough = mode, asset.source.container.spansPackets,
-              randomAccess || !TrackPipeline.isWholeTrack(range) else { return false }
+    /// Whether `track`'s stored samples carry no presentation times, so that only the whole track can be read
+    /// (TrackPipeline's `samplesUntimed`): asked in passthrough of MPEG-TS, MPEG-PS and elementary streams
+    /// (`spansPackets`: the times are the packets'), and of an elementary stream's decoded video without a frame index
+    /// (decoded MPEG-PS video without one is refused by TrackPipeline.checkCut), for a range other than the whole track or an
+    /// output whose ResetOutput ranges may be; a track with a frame index is timed, else one pass finds it out
+    /// (FrameIndexes).
+    static func isUntimedRead(_ asset: Asset, track: TrackDescription, mode: OutputMode, range: MediaTimeRange,
+                              randomAccess: Bool) -> Bool {
+        switch mode {
+        case .passthrough: guard asset.source.container.spansPackets else { return false }
+        case .decode: guard asset.source.container == .elementaryStream else { return false }
+        case .audio: return false
+        }
+        guard randomAccess || !TrackPipeline.isWholeTrack(range) else { return false }
         return asset.indexes.carriesNoTimes(source: asset.source, trackID: track.id)
     }
 
@@ -170,8 +176,14 @@ extension Session: OutputOwner {
 
     /// The frame index a decoded video output selects its frames by; nil (GStreamer's own clipping, the decoder's
     /// durations) when the track's index cannot be made.
+    /// An elementary stream's untimed frames are timed by their durations (FrameIndex.untimed), as the decoder times
+    /// them when it reads the stream from its beginning, which such a read does (TrackPipeline's `readsFromStart`).
     func decodedFrameIndex(_ asset: Asset, trackID: UInt32) -> FrameIndex? {
         do {
+            if asset.source.container == .elementaryStream, let track = asset.tracks.first(where: { $0.id == trackID }),
+               let untimed = try? asset.indexes.untimed(source: asset.source, trackID: trackID) {
+                return Self.ending(untimed, at: track, grid: asset.grid(trackID))
+            }
             return try frameIndex(asset, trackID: trackID)
         } catch {
             Log.warning("decoded output of track \(trackID): no frame index (\(error.message)); ranges follow the decoder's clipping")
