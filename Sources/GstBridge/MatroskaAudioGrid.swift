@@ -3,19 +3,20 @@ import MediaIndex
 import MediaVocabulary
 import Synchronization
 
-/// Decoded Vorbis and Opus from Matroska/WebM start where their packets start. Matroska stores a block's time in
+/// Decoded Vorbis, Opus and FLAC from Matroska/WebM start where their packets start. Matroska stores a block's time in
 /// whole ticks (milliseconds in the files ffmpeg and GStreamer make), so a decoded packet's time is up to half a tick
 /// off its first frame, and Opus's up to a whole tick (matroskademux subtracts the exact CodecDelay, 6.5 ms, from a
 /// block time ffmpeg rounded after adding the delay rounded to 7 ms): read as frames, ffmpeg's 960-frame packets at
 /// 648, 1608 … came as 696, 1656 …, 48 frames late, with a 48-frame hole after the first, and every range after a
 /// seek was cut 48 frames off its place; Vorbis's blocks came a few frames early or late, each.
 ///
-/// The packets of both codecs start on a grid: Vorbis's on multiples of a quarter of its short block from the
-/// stream's start (a packet decodes to a quarter of the block before it plus a quarter of its own, Vorbis I §1.3.2;
-/// a block time of 0 is the first packet's, in every muxer's files), Opus's on multiples of 2.5 ms, its shortest
-/// frame (120 frames at 48 kHz), from minus the CodecDelay. A decoded packet whose time is within a tick of a grid
-/// point, and nearer to it than to any other, starts there (AudioSamples.firstFrame): its frames follow the last
-/// packet's without a hole, and a range after a seek gets the whole decode's frames.
+/// The packets of these codecs start on a grid: Vorbis's on multiples of a quarter of its short block from the stream's
+/// start (a packet decodes to a quarter of the block before it plus a quarter of its own, Vorbis I §1.3.2; a block time
+/// of 0 is the first packet's, in every muxer's files), Opus's on multiples of 2.5 ms, its shortest frame (120 frames
+/// at 48 kHz), from minus the CodecDelay; FLAC's with a fixed block size on multiples of it from the stream's start
+/// (ffmpeg's 1152-frame frames came up to 22 frames off: 1147 after 0 + 1152). A decoded packet whose time is within a
+/// tick of a grid point, and nearer to it than to any other, starts there (AudioSamples.firstFrame): its frames follow
+/// the last packet's without a hole, and a range after a seek gets the whole decode's frames.
 final class MatroskaAudioGrid: Sendable {
     /// At `rate` frames per second (nil: the decoder's own): packets start on offset + k × period frames.
     private struct Grid: Sendable {
@@ -63,6 +64,9 @@ final class MatroskaAudioGrid: Sendable {
         case "audio/x-opus":
             // Opus's clock is 48 kHz; a decoder at another rate has 2.5 ms as frames of its own.
             return Grid(rate: 48000, period: 120, offset: -delay * 48000 / 1_000_000_000)
+        case "audio/x-flac":
+            // A fixed block size: frame n starts at n × the block size (RFC 9639 §9.1.5).
+            return caps.flacFixedBlockSize.map { Grid(rate: nil, period: Int64($0), offset: 0) }
         default: return nil
         }
     }
