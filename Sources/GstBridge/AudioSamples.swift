@@ -14,7 +14,7 @@ final class AudioSamples: SampleMaker {
     private let restorer: ClipRestorer
     /// Widens the decoder's first segment back to the stream's start while a range reads from there (StartSegment).
     private let startSegment: StartSegment
-    /// Matroska Vorbis and Opus: the frames decoded packets start on (their times are whole ticks).
+    /// Matroska audio: the frames decoded packets start on (their times are whole ticks; MatroskaAudioGrid).
     private let grid: MatroskaAudioGrid?
     /// The decoder's input caps' name (its codec: AudioRangePlan.decoderPreroll).
     private let codec: InputCodec

@@ -74,6 +74,14 @@ struct CapsView {
         return flacStreamInfo ?? []
     }
 
+    /// FLAC's block size when every frame but the last has it (STREAMINFO's minimum and maximum block size equal,
+    /// RFC 9639 §8.2: libFLAC's and ffmpeg's encoders); nil for a variable block size or without STREAMINFO.
+    var flacFixedBlockSize: Int? {
+        guard let info = flacStreamInfo, info.count >= 4 else { return nil }
+        let minimum = Int(info[0]) << 8 | Int(info[1]), maximum = Int(info[2]) << 8 | Int(info[3])
+        return minimum == maximum && minimum > 0 ? minimum : nil
+    }
+
     /// STREAMINFO from a `streamheader` buffer that is its metadata block (type 0, length 34), or Ogg FLAC's mapping
     /// header (0x7F "FLAC", version, header count, "fLaC", then that block).
     private var flacStreamInfo: [UInt8]? {

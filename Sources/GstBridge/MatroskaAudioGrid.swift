@@ -3,25 +3,30 @@ import MediaIndex
 import MediaVocabulary
 import Synchronization
 
-/// Decoded Vorbis and Opus from Matroska/WebM start where their packets start. Matroska stores a block's time in
-/// whole ticks (milliseconds in the files ffmpeg and GStreamer make), so a decoded packet's time is up to half a tick
-/// off its first frame, and Opus's up to a whole tick (matroskademux subtracts the exact CodecDelay, 6.5 ms, from a
-/// block time ffmpeg rounded after adding the delay rounded to 7 ms): read as frames, ffmpeg's 960-frame packets at
-/// 648, 1608 … came as 696, 1656 …, 48 frames late, with a 48-frame hole after the first, and every range after a
-/// seek was cut 48 frames off its place; Vorbis's blocks came a few frames early or late, each.
+/// Decoded Vorbis, Opus, FLAC, AAC and MP3 from Matroska/WebM start where their packets start. Matroska stores a
+/// block's time in whole ticks (milliseconds in the files ffmpeg and GStreamer make), so a decoded packet's time is
+/// up to half a tick off its first frame, and Opus's up to a whole tick (matroskademux subtracts the exact
+/// CodecDelay, 6.5 ms, from a block time ffmpeg rounded after adding the delay rounded to 7 ms): read as frames,
+/// ffmpeg's 960-frame packets at 648, 1608 … came as 696, 1656 …, 48 frames late, with a 48-frame hole after the
+/// first, and every range after a seek was cut 48 frames off its place; Vorbis's blocks came a few frames early or
+/// late, each.
 ///
-/// The packets of both codecs start on a grid: Vorbis's on multiples of a quarter of its short block from the
-/// stream's start (a packet decodes to a quarter of the block before it plus a quarter of its own, Vorbis I §1.3.2;
-/// a block time of 0 is the first packet's, in every muxer's files), Opus's on multiples of 2.5 ms, its shortest
-/// frame (120 frames at 48 kHz), from minus the CodecDelay. A decoded packet whose time is within a tick of a grid
+/// The packets of these codecs start on a grid: Vorbis's on multiples of a quarter of its short block from the
+/// stream's start (a packet decodes to a quarter of the block before it plus a quarter of its own, Vorbis I §1.3.2; a
+/// block time of 0 is the first packet's, in every muxer's files), Opus's on multiples of 2.5 ms, its shortest frame
+/// (120 frames at 48 kHz), from minus the CodecDelay; FLAC's with a fixed block size on multiples of it from the
+/// stream's start (ffmpeg's 1152-frame frames came up to 22 frames off: 1147 after 0 + 1152), AAC's and MP3's on
+/// multiples of their frame length from minus the CodecDelay. A decoded packet whose time is within a tick of a grid
 /// point, and nearer to it than to any other, starts there (AudioSamples.firstFrame): its frames follow the last
 /// packet's without a hole, and a range after a seek gets the whole decode's frames.
 final class MatroskaAudioGrid: Sendable {
-    /// At `rate` frames per second (nil: the decoder's own): packets start on offset + k × period frames.
+    /// At `rate` frames per second (nil: the decoder's own): packets start on offset + k × period frames, less
+    /// `lead` (ns: a CodecDelay, for a grid at the decoder's rate).
     private struct Grid: Sendable {
         var rate: Int64?
         var period: Int64
         var offset: Int64
+        var lead: Int64 = 0
     }
     /// The Matroska tick (ns).
     let tick: Int64
@@ -63,8 +68,28 @@ final class MatroskaAudioGrid: Sendable {
         case "audio/x-opus":
             // Opus's clock is 48 kHz; a decoder at another rate has 2.5 ms as frames of its own.
             return Grid(rate: 48000, period: 120, offset: -delay * 48000 / 1_000_000_000)
+        case "audio/x-flac":
+            // A fixed block size: frame n starts at n × the block size (RFC 9639 §9.1.5).
+            return caps.flacFixedBlockSize.map { Grid(rate: nil, period: Int64($0), offset: 0) }
+        case "audio/mpeg":
+            // At the decoder's rate: the demuxer's AAC rate can be SBR's doubled one (ffmpeg writes 88200 for LC).
+            let period: Int64
+            switch caps.int("mpegversion") {
+            case 1 where caps.int("layer") == 3: period = (caps.int("rate") ?? 0) >= 32000 ? 1152 : 576  // MPEG-2: half
+            case 2, 4: period = aacFrameLength(config: caps.bufferBytes("codec_data"))
+            default: return nil
+            }
+            return Grid(rate: nil, period: period, offset: 0, lead: delay)
         default: return nil
         }
+    }
+
+    /// An AAC packet's frames at the AudioSpecificConfig's rate: 960 when an AAC Main/LC/SSR/LTP config sets
+    /// frameLengthFlag (ISO/IEC 14496-3 §1.6.2.1, §4.4.1), else 1024 (SBR's 2048 output frames are 2 grid periods).
+    private static func aacFrameLength(config: [UInt8]) -> Int64 {
+        guard config.count >= 2 else { return 1024 }
+        let objectType = config[0] >> 3, frequencyIndex = (config[0] & 7) << 1 | config[1] >> 7
+        return (1...4).contains(objectType) && frequencyIndex != 15 && config[1] >> 2 & 1 == 1 ? 960 : 1024
     }
 
     /// `frame` (at `rate`), the start or end of a decoded packet read from its time: the grid point within a tick of
@@ -73,7 +98,8 @@ final class MatroskaAudioGrid: Sendable {
         guard let g = grid.withLock({ $0 }), rate > 0 else { return frame }
         let from = g.rate ?? Int64(rate)
         guard Int64(rate) * g.period % from == 0, Int64(rate) * g.period / from > 1 else { return frame }
-        let period = Int64(rate) * g.period / from, offset = g.offset * Int64(rate) / from
+        let period = Int64(rate) * g.period / from
+        let offset = g.offset * Int64(rate) / from - g.lead * Int64(rate) / 1_000_000_000
         var r = (frame - offset) % period
         if r < 0 { r += period }
         let nearest = 2 * r <= period ? frame - r : frame - r + period

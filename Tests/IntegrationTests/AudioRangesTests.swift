@@ -5,9 +5,10 @@ import TrackClient
 
 /// Decoded audio read from a time range is the same slice of ffmpeg's whole-file decode, on ffmpeg-made Vorbis
 /// (libvorbis; Matroska with 250 ms clusters, Ogg with 250 ms pages), Opus (libopus; WebM and Matroska with 250 ms
-/// clusters, Ogg with 250 ms pages) and FLAC (native, 1152-frame frames) files of a gated stereo tone (libvorbis
-/// switches between short and long blocks), and GStreamer's Vorbis in Matroska (vorbisenc, matroskamux) and Opus in
-/// WebM (opusenc, webmmux: its last block is stored at the file's Duration).
+/// clusters, Ogg with 250 ms pages) and FLAC (16-bit, 1152-frame frames; native and Matroska with 250 ms clusters)
+/// files of a gated stereo tone (libvorbis switches between short and long blocks), and GStreamer's Vorbis in
+/// Matroska (vorbisenc, matroskamux), an ffmpeg-made AAC-LC in Matroska, FLAC in Matroska (flacenc, matroskamux) and
+/// Opus in WebM (opusenc, webmmux: its last block is stored at the file's Duration).
 /// Each range is whole frames at the track's rate, a table of starts: 0, a packet boundary, mid-packet, over a page
 /// or cluster boundary, near the end, up to the end and past it. The whole read (no range) is ffmpeg's frames one
 /// after the other from ffmpeg's first PTS (exactly in Ogg's 1/rate; within half a tick in Matroska, whose
@@ -18,7 +19,9 @@ import TrackClient
 /// - Opus, 16-bit: the bytes of ffmpeg's libopus decode (`-c:a libopus -request_sample_fmt s16 -apply_phase_inv 0`:
 ///   GStreamer's opusdec is libopus too, with intensity-stereo phase inversion off; both decode the whole stream to
 ///   the same bytes).
-/// - FLAC, 32-bit float: as Vorbis (the whole read is the oracle for the range's bytes, ffmpeg's within the bound).
+/// - FLAC, 16-bit: lossless, so the bytes of ffmpeg's decode (`-f s16le`), the whole read's and every range's.
+/// - AAC-LC in Matroska (ffmpeg's encoder, `-aac_pns 0`), 32-bit float: the bytes of ffmpeg's decode (GStreamer's
+///   avdec_aac is the same decoder).
 /// - Vorbis, 32-bit float: libvorbis (GStreamer's vorbisdec) against ffmpeg's own Vorbis decoder differs in float
 ///   rounding only, within 2 × 10⁻⁵ of full scale (AudioCountsTests); the exact oracle for the range's bytes is then
 ///   the same decoder's whole decode, trackd's reading of the track from 0 with no range, itself ffmpeg's count and
@@ -29,8 +32,12 @@ struct AudioRangesTests {
         ["-f", "lavfi", "-i", "aevalsrc=0.5*sin(2*PI*440*t)*lt(mod(t\\,0.1)\\,0.05)|0.3*sin(2*PI*660*t):s=\(rate):d=3"]
     }
     static let vorbis = source(44100) + ["-c:a", "libvorbis"], opus = source(48000) + ["-c:a", "libopus"]
-    /// 1152-frame FLAC frames: more than 52 packets in 3 s (the table's mid-packet range).
-    static let flac = source(44100) + ["-c:a", "flac", "-frame_size", "1152"]
+    /// 16-bit 1152-frame FLAC frames: more than 52 packets in 3 s (the table's mid-packet range); lossless, so both
+    /// decoders' 16-bit samples are the same bytes.
+    static let flac = source(44100) + ["-c:a", "flac", "-sample_fmt", "s16", "-frame_size", "1152"]
+    /// AAC-LC (ffmpeg's encoder, 1024-frame packets) without perceptual noise substitution, whose noise after a seek
+    /// is not the whole read's (docs/PROTOCOL.md §10.4).
+    static let aac = source(44100) + ["-c:a", "aac", "-aac_pns", "0"]
     static let clusters = ["-cluster_time_limit", "250"], pages = ["-page_duration", "250000"]
     static let files: [String: String] = [
         "vorbis-mka": Media.make("ranges-vorbis.mka", vorbis + clusters),
@@ -42,6 +49,12 @@ struct AudioRangesTests {
         "vorbis-gst-mka": Media.makeWithGStreamer("ranges-vorbis-gst.mka", gst(44100, 882) + ["vorbisenc", "!", "matroskamux"]),
         // FLAC: frames that decode alone (AudioRangePlan.decoderPreroll).
         "flac": Media.make("ranges-flac.flac", flac),
+        // FLAC in Matroska: block times in milliseconds, frames on the block-size grid (MatroskaAudioGrid).
+        "flac-mka": Media.make("ranges-flac.mka", flac + clusters),
+        "flac-gst-mka": Media.makeWithGStreamer("ranges-flac-gst.mka",
+                                                gst(44100, 1152) + ["flacenc", "blocksize=1152", "!", "matroskamux"]),
+        // AAC in Matroska: packets on the 1024-frame grid (MatroskaAudioGrid).
+        "aac-mka": Media.make("ranges-aac.mka", aac + clusters),
         // GStreamer's Opus in WebM (opusenc, webmmux): its last block is stored at the file's Duration (MatroskaTail).
         "opus-gst-webm": Media.makeWithGStreamer("ranges-opus-gst.webm", gst(48000, 960) + ["opusenc", "!", "webmmux"]),
     ]
@@ -85,6 +98,10 @@ struct AudioRangesTests {
     @Test(arguments: files.keys.sorted()) func rangesAreSlicesOfTheWholeDecode(_ name: String) throws {
         let file = try #require(Self.files[name])
         let isOpus = name.hasPrefix("opus")
+        // Compared byte for byte with ffmpeg's decode: Opus and FLAC as 16-bit, AAC as float (GStreamer's avdec_aac is
+        // ffmpeg's aac decoder).
+        let sixteen = isOpus || name.hasPrefix("flac")
+        let sameDecoder = sixteen || name.hasPrefix("aac")
         let daemon = try Daemon()
         defer { daemon.stop() }
         let rate: Int64 = isOpus ? 48000 : 44100, channels = 2
@@ -93,13 +110,13 @@ struct AudioRangesTests {
         let sizes = frames.map { Int64($0.samples ?? 0) }
         let bounds = sizes.reduce(into: [Int64(0)]) { $0.append($0.last! + $1) }
         let total = bounds.last!
-        let bits = isOpus ? 16 : 32
-        let settings: [String: SettingValue] = [SettingsKey.formatID: .int(0x6C70_636D), SettingsKey.isFloat: .bool(!isOpus),
+        let bits = sixteen ? 16 : 32
+        let settings: [String: SettingValue] = [SettingsKey.formatID: .int(0x6C70_636D), SettingsKey.isFloat: .bool(!sixteen),
                                                 SettingsKey.bitDepth: .int(Int64(bits))]
         // GStreamer's opusdec leaves libopus's intensity-stereo phase inversion off; ffmpeg's libopus turns it on.
         let opusDecoder = ["-c:a", "libopus", "-request_sample_fmt", "s16", "-apply_phase_inv", "0"]
         let theirs = try [UInt8](run("ffmpeg", ["-v", "error"] + (isOpus ? opusDecoder : [])
-                                 + ["-i", file, "-map", "0:a:0", "-f", isOpus ? "s16le" : "f32le", "-"]).stdout)
+                                 + ["-i", file, "-map", "0:a:0", "-f", sixteen ? "s16le" : "f32le", "-"]).stdout)
         let frameBytes = channels * bits / 8
         try #require(theirs.count == Int(total) * frameBytes, "\(name): ffmpeg's decode \(theirs.count) bytes, \(total) frames")
         // The whole read (no range): ffmpeg's frames, one after the other from ffmpeg's first frame's PTS (exact in
@@ -118,8 +135,8 @@ struct AudioRangesTests {
         let gap = gaps.first.map { "\($0.1.presentationTimeStamp) after \($0.0.presentationTimeStamp) + \($0.0.numberOfSamples)" }
         #expect(gaps.isEmpty, "\(name): \(gaps.count) samples do not start where the one before ends, e.g. \(gap ?? "")")
         try #require(whole.count == theirs.count, "\(name): the whole read \(whole.count) bytes, ffmpeg's \(theirs.count)")
-        let wholeWorst = Self.maxDifference(whole, theirs, float: !isOpus)
-        #expect(isOpus ? whole == theirs : wholeWorst < 2e-5, "\(name): the whole read up to \(wholeWorst) from ffmpeg's decode")
+        let wholeWorst = Self.maxDifference(whole, theirs, float: !sixteen)
+        #expect(sameDecoder ? whole == theirs : wholeWorst < 2e-5, "\(name): the whole read up to \(wholeWorst) from ffmpeg's decode")
         for (range, start, length) in Self.ranges(bounds: bounds, total: total, rate: rate) {
             let first = origin + start
             let ours = try Self.read(daemon, file, (first, length), rate: Int32(rate), settings)
@@ -131,8 +148,8 @@ struct AudioRangesTests {
             #expect(count == min(length, total - start), "\(name) \(range): \(count) frames, want \(min(length, total - start))")
             #expect(pts.map { $0.value * rate == first * Int64($0.timescale) } == true,
                     "\(name) \(range): first PTS \(String(describing: pts)), want \(first)/\(rate)")
-            #expect(bytes == exact, "\(name) \(range) at \(first): \(Self.difference(bytes, exact, float: !isOpus))")
-            if !isOpus {
+            #expect(bytes == exact, "\(name) \(range) at \(first): \(Self.difference(bytes, exact, float: !sixteen))")
+            if !sameDecoder {
                 let worst = Self.maxDifference(bytes, Array(theirs[from..<to]), float: true)
                 #expect(bytes.count == to - from && worst < 2e-5, "\(name) \(range): up to \(worst) from ffmpeg's decode")
             }
