@@ -69,6 +69,16 @@ final class OpenGOPTimes: Sendable {
 
     init(bus: GstRef<GstBusObject>) { self.bus = bus }
 
+    /// Installs the rule on a decoder branch of `pipeline` (a decoded range's, GenerateImage's): `input`, the decoder
+    /// branch's input, before DecodeStop (`attach`); `output`, the decoded frames' way to the converter, before
+    /// FrameGate (`snap`); the pipeline's ACCURATE seeks start before the range (`seekStart`).
+    static func install(in pipeline: Pipeline, input: GstRef<GstPadObject>, output: GstRef<GstPadObject>) {
+        let times = OpenGOPTimes(bus: pipeline.bus)
+        pipeline.openGOPTimes = times
+        times.attach(to: input)
+        times.snap(at: output)
+    }
+
     /// The position to seek the demuxer to (ACCURATE) for a range starting at `start` (ns): `leadingFrames` frames
     /// earlier at the decoded frames' rate (0 before the rate is known), so that avidemux, which starts at the last
     /// key frame before the position, starts at one shown no later than `start`. The seek's segment is given
@@ -85,6 +95,16 @@ final class OpenGOPTimes: Sendable {
             let lead = gst_util_uint64_scale_ceil(Self.leadingFrames, rate.d * 1_000_000_000, rate.n)
             return start - Int64(clamping: min(lead, GstClockTime(start)))
         }
+    }
+
+    /// The last tick of the decoded frames' rate before `end` (ns; avidemux's time of the frame shown just before
+    /// it): where GenerateImage seeks for a time at or after the end. A seek to `end` − 1 ns gives no frame on these
+    /// tracks (the decoder cuts the last frame there: its end, by the decoder's times, is not after `end` − 1). nil
+    /// before the rate is known.
+    func lastTick(before end: Int64) -> Int64? {
+        guard end > 0, let rate = state.withLock({ $0.rate }) else { return nil }
+        let ticks = gst_util_uint64_scale_ceil(GstClockTime(end), rate.n, rate.d * 1_000_000_000)
+        return ticks == 0 ? nil : Int64(clamping: gst_util_uint64_scale(ticks - 1, rate.d * 1_000_000_000, rate.n))
     }
 
     /// `pad`: the decoder branch's input, before anything that reads the buffers' PTS (DecodeStop).

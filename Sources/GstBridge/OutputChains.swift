@@ -119,11 +119,8 @@ struct VideoChain {
         stop.deliver(selection)
         // Both before DecodeStop, which reads the buffers' PTS.
         if decodeOrder { DecodeOrderPresentation().attach(to: queue.staticPad("sink")) }
-        if avi && !decodeOrder {
-            let times = OpenGOPTimes(bus: pipeline.bus)
-            pipeline.openGOPTimes = times
-            times.attach(to: queue.staticPad("sink"))
-            times.snap(at: convertQueue.staticPad("sink"))  // before FrameGate (probes run in the order they were added)
+        if avi && !decodeOrder {  // before FrameGate too (probes run in the order they were added)
+            OpenGOPTimes.install(in: pipeline, input: queue.staticPad("sink"), output: convertQueue.staticPad("sink"))
         }
         stop.attach(to: queue.staticPad("sink"))
         let start = StartSegment()  // attached to mpegpsdemux's pads only (TrackPipeline)

@@ -18,7 +18,8 @@ public struct PNGImage: Sendable {
 /// the index's rule (`FrameIndex.frameDisplayed(at:)`, the one ReadFrames and decoded ranges follow; past the end:
 /// the last frame): an ACCURATE seek to that frame's own PTS, and every other decoded frame dropped before
 /// conversion (FrameGate). Without one, the frame with the largest PTS ≤ time by an ACCURATE seek (the decoder drops
-/// every frame that ends before the segment start, by the container's durations). With an index, the decoder is
+/// every frame that ends before the segment start, by the container's durations); AVI video without one (B-pictures)
+/// by the seek and times of its decoded ranges (OpenGOPTimes). With an index, the decoder is
 /// handed no H.264 picture that no other refers to but the frame's own, and nothing after it (DecodeStop).
 ///
 ///   trackdfdsrc ! parsebin ─(track pad)→ [DecodeStop] queue ! decodebin ─→ [FrameGate] videoconvert ! capsfilter(RGB) ! pngenc ! appsink
@@ -47,9 +48,10 @@ public func generatePNG(source: MediaSource, trackID: UInt32, at time: MediaTime
         throw TrackError(.decodeFailed, "\(context): frame \(frame) was not produced by the decoder")
     }
     if let result = try chain.frame(at: target, pipeline, context: context) { return result }
-    // Past the last frame: the frame displayed just before the end.
-    if let duration = pipeline.duration, duration > 0,
-       duration <= target, let result = try chain.frame(at: duration - 1, pipeline, context: context) {
+    // Past the last frame: the frame displayed just before the end (AVI with B-pictures: at its tick, OpenGOPTimes).
+    if let duration = pipeline.duration, duration > 0, duration <= target,
+       let result = try chain.frame(at: pipeline.openGOPTimes?.lastTick(before: duration) ?? duration - 1, pipeline,
+                                    context: context) {
         return result
     }
     throw TrackError(.invalidArgument, "\(context): no frame at \(time)")
@@ -81,6 +83,10 @@ private struct ImageChain {
         (frameLimit.videoBudgetPixels, frameLimit.audioBudgetSamples) = (.max, .max)
         DecodeGuard(limits: frameLimit, audio: false, trackID: trackID, bus: pipeline.bus).attach(to: convert)
         restorer.attach(to: queue.staticPad("src"))
+        // AVI without a frame index (B-pictures): the ranges' rule, before DecodeStop and FrameGate.
+        if pipeline.container == .avi && preroll == nil {
+            OpenGOPTimes.install(in: pipeline, input: queue.staticPad("sink"), output: convert.staticPad("sink"))
+        }
         stop.deliver(preroll)
         stop.attach(to: queue.staticPad("sink"))
         gate.attach(to: convert.staticPad("sink"))
