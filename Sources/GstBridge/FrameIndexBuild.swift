@@ -91,13 +91,17 @@ extension FrameIndex {
     /// each of the others where the one before it ends. For the track's timing (FrameTiming: its span and frame
     /// rate) and for cutting decoded ranges read from the stream's beginning (the frames' times, each one frame
     /// long): the times are in decode order, so in a stream with B-frames a frame's decode position is not that of
-    /// the picture shown at its time, and ReadFrames, which plans by stored samples, cannot use this index. Thrown
-    /// when a sample has no duration.
+    /// the picture shown at its time, and ReadFrames, which plans by stored samples, cannot use this index. MPEG-4
+    /// Part 2, whose parser gives no durations, is timed by its headers' rate (timedByVOPs). Thrown when a sample has
+    /// no duration otherwise.
     public static func untimed(source: MediaSource, trackID: UInt32, progress: () -> Void = {}) throws(TrackError) -> FrameIndex {
         var stored: [StoredSample] = []
+        var vops = MPEG4VOPTimes()  // MPEG-4 Part 2, whose parser gives no durations: its VOPs' times
         var end: Int64 = 0
         try forEachStoredSample(source: source, trackID: trackID, progress: progress) { (s) throws(TrackError) in
-            guard let duration = s.duration.nanoseconds, duration > 0, !s.presentationTime.isValid else {
+            let duration = s.duration.nanoseconds ?? 0
+            let timedByVOPs = s.format == "mp4v" && duration <= 0 && vops.see(s.leadingBytes(4096))
+            guard duration > 0 || timedByVOPs, !s.presentationTime.isValid else {
                 throw TrackError(.fileFailedToParse, "sample \(stored.count) of track \(trackID) has a timestamp or no duration; it is not an untimed stream")
             }
             stored.append(StoredSample(presentationTime: end, duration: duration, isSync: s.isSync))
@@ -105,7 +109,21 @@ extension FrameIndex {
             return true
         }
         guard !stored.isEmpty else { throw TrackError.trackHasNoFrames(trackID) }
-        return FrameIndex(parsedSamples: stored)
+        if vops.times.isEmpty { return FrameIndex(parsedSamples: stored) }
+        return try timedByVOPs(stored, vops, trackID: trackID)
+    }
+
+    /// An MPEG-4 Part 2 stream's frames, which its parser gives no duration, each one frame of the rate its VOL and
+    /// VOPs state, where the decoder's is the same (MPEG4VOPTimes.frameTicks): frame n at n frames. Thrown when there
+    /// is none (no fixed_vop_rate and VOPs not one tick apart) or a sample of the stream has a duration.
+    private static func timedByVOPs(_ stored: [StoredSample], _ vops: MPEG4VOPTimes,
+                                    trackID: UInt32) throws(TrackError) -> FrameIndex {
+        guard let frame = vops.frameNanoseconds, frame > 0, vops.times.count == stored.count else {
+            throw TrackError(.fileFailedToParse, "the MPEG-4 Part 2 stream of track \(trackID) states no frame rate its decoder times it by: its VOL has no fixed_vop_rate and its VOPs are not one tick apart")
+        }
+        return FrameIndex(parsedSamples: stored.enumerated().map { n, sample in
+            StoredSample(presentationTime: Int64(n) * frame, duration: frame, isSync: sample.isSync)
+        })
     }
 
     /// Pulls every stored sample of `trackID` through the passthrough pipeline (demuxer and parser, no decoding), in

@@ -180,6 +180,11 @@ struct RBSPReader {
     private var bytes: [UInt8] = []
     private var bit = 0
 
+    /// A stream without emulation prevention (MPEG-4 Part 2): its bytes as they are.
+    init(unescaped payload: ArraySlice<UInt8>) {
+        bytes = Array(payload)
+    }
+
     init(_ payload: ArraySlice<UInt8>) {
         var zeros = 0
         bytes.reserveCapacity(payload.count)

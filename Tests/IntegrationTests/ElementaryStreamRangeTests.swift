@@ -3,15 +3,18 @@ import TestSupport
 import Testing
 import TrackClient
 
-/// Decoded video of an elementary stream (ffmpeg's `-f h264`, `-f hevc`, `-f mpeg2video`, two B-frames; no stored
-/// sample carries a time) is read from the stream's beginning, where the decoder times frame n at n frame durations of
-/// ⌊10⁹ × den / num⌋ ns for the rate ffprobe states (PROTOCOL.md §7.2; ffprobe's frames, where it times them, are one
-/// frame apart in its time_base), and cut by the frame index those durations make (§12.7): each range — from inside
-/// a frame, from a frame's start, to the end, past the end, from 0, after the end — is the frames ffmpeg decodes
-/// (framemd5) whose display interval on that timeline meets the range, each lasting one frame, the same as a
-/// ResetOutput range. `-f m4v`, whose parser gives its frames no duration (so no index), is read whole or not at all:
-/// every other range fails with −11838 naming the track, the same on every attempt, before any frame, in
-/// CreateOutput and as a ResetOutput range, where a reset to the whole track reads every frame again.
+/// Decoded video of an elementary stream (ffmpeg's `-f h264`, `-f hevc`, `-f m4v`, `-f mpeg2video`, two B-frames; no
+/// stored sample carries a time) is read from the stream's beginning, where the decoder times frame n at n frame
+/// durations of ⌊10⁹ × den / num⌋ ns for the rate ffprobe states (PROTOCOL.md §7.2: the parser's, or for MPEG-4 Part
+/// 2 its VOL's and VOPs'; ffprobe's frames, where it times them, are one frame apart in its time_base), and cut by the
+/// frame index those durations make (§12.7): each range — from inside a frame, from a frame's start, to the end, past
+/// the end, from 0, after the end — is the frames ffmpeg decodes (framemd5) whose display interval on that timeline
+/// meets the range, each lasting one frame, the same as a ResetOutput range; the track lasts its frames at that rate.
+/// An `-f m4v` stream whose VOL fixes no rate and whose VOPs are not one tick apart (a frame dropped; 30000/1001 fps,
+/// 1001 ticks apart, which ffprobe times but the decoder does not) has no rate to time its frames by, so no index: it
+/// is read whole or not at all: every other range fails with −11838 naming the
+/// track, the same on every attempt, before any frame, in CreateOutput and as a ResetOutput range, where a reset to
+/// the whole track reads every frame again.
 @Suite(.timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs) struct ElementaryStreamRangeTests {
     static let source = ["-f", "lavfi", "-i", "testsrc2=size=160x90:rate=30:duration=2"]
     static let files: [String: String] = [
@@ -20,6 +23,12 @@ import TrackClient
                                                    "-pix_fmt", "yuv420p", "-f", "hevc"]),
         "m4v": Media.make("range.m4v", source + ["-c:v", "mpeg4", "-bf", "2", "-g", "12", "-f", "m4v"]),
         "m2v": Media.make("range.m2v", source + ["-c:v", "mpeg2video", "-bf", "2", "-g", "12", "-f", "mpeg2video"]),
+        // Frame 5 dropped, the others keep their times (VOPs not evenly spaced).
+        "m4v-gap": Media.make("range-gap.m4v", source + ["-vf", "select='not(eq(n\\,5))'", "-fps_mode", "vfr", "-c:v", "mpeg4",
+                                                         "-bf", "2", "-g", "12", "-f", "m4v"]),
+        // 30000/1001 fps: VOPs 1001 ticks of 30000 apart, no fixed_vop_rate; the decoder times frames 1/30000 s apart.
+        "m4v-ntsc": Media.make("range-ntsc.m4v", ["-f", "lavfi", "-i", "testsrc2=size=160x90:rate=30000/1001:duration=2",
+                                                  "-c:v", "mpeg4", "-bf", "2", "-g", "12", "-f", "m4v"]),
     ]
     static func s(_ value: Int64, _ timescale: Int32) -> MediaTime { MediaTime(value: value, timescale: timescale) }
     /// From 0.51 s (inside frame 15) for 0.05 s; from frame 15's start (15 frames of 33333333 ns) for 0.5 s; from
@@ -101,9 +110,12 @@ import TrackClient
         }
     }
 
-    @Test(arguments: ["h264", "hevc", "m2v"]) func decodedRangesAreFfmpegsFrames(kind: String) throws {
+    @Test(arguments: ["h264", "hevc", "m4v", "m2v"]) func decodedRangesAreFfmpegsFrames(kind: String) throws {
         let (oracle, daemon, asset, track) = try Self.open(kind)
         defer { daemon.stop() }
+        let ns = { (value: Int64) in MediaTime(value: value, timescale: 1_000_000_000) }
+        #expect(track.duration == ns(Int64(oracle.md5s.count) * oracle.frame), "\(kind) duration \(track.duration)")
+        #expect(track.minFrameDuration == ns(oracle.frame), "\(kind) minFrameDuration \(track.minFrameDuration)")
         for range in Self.ranges {
             let output = try AssetReaderTrackOutput(track: track, outputSettings: TimescaleTests.y420)
             let reader = AssetReader(asset: asset)
@@ -122,11 +134,17 @@ import TrackClient
         #expect(reader.status == .reading, "\(kind): \(String(describing: reader.error))")
     }
 
-    /// MPEG-4 Part 2 (`-f m4v`): mpeg4videoparse gives its frames no duration, so they have no index to cut by.
-    @Test func decodedRangesOfAStreamWithoutAnIndexAreRefused() throws {
-        let kind = "m4v"
-        let (oracle, daemon, asset, track) = try Self.open(kind)
+    /// MPEG-4 Part 2 (`-f m4v`) with a frame dropped, or at 30000/1001 fps: no fixed_vop_rate, VOPs not one tick
+    /// apart, so no rate, no index.
+    @Test(arguments: [("m4v-gap", 59), ("m4v-ntsc", 60)]) func decodedRangesOfAStreamWithoutAnIndexAreRefused(kind: String, count: Int) throws {
+        let file = try #require(Self.files[kind])
+        let md5s = try Oracle.frameMD5(file, pixFmt: "yuv420p").map(\.md5)
+        try #require(md5s.count == count, "ffmpeg: \(md5s.count) frames")
+        let daemon = try Daemon()
         defer { daemon.stop() }
+        let asset = try Asset(path: file, socketPath: daemon.socketPath)
+        let track = try #require(asset.tracks(withMediaType: .video).first)
+        #expect(!track.duration.isNumeric, "\(kind): duration \(track.duration)")
         for range in Self.ranges {
             let first = try #require(try ProgramStreamRefusalTests.refused(asset, track, range: range), "\(kind) \(range)")
             #expect(first.code == -11838 && first.message == Self.message(track), "\(kind) \(range): \(first)")
@@ -136,9 +154,12 @@ import TrackClient
         // A random-access output: the whole track, again after a ResetOutput to the whole track, then a ResetOutput
         // range, which fails the output with the refusal's error instead of delivering frames at guessed times.
         let (reader, output) = try Self.randomAccess(asset, track)
-        try Self.readRange(output, .everything, oracle, "\(kind) whole")
-        try output.reset(forReadingTimeRanges: [.everything])
-        try Self.readRange(output, .everything, oracle, "\(kind) whole again")
+        for pass in ["whole", "whole again"] {
+            if pass != "whole" { try output.reset(forReadingTimeRanges: [.everything]) }
+            var frames: [String] = []
+            while let s = try output.copyNextSampleBuffer() { frames.append(md5Hex(s.packedBytes())) }
+            #expect(frames == md5s, "\(kind) \(pass): \(frames.count) frames")
+        }
         #expect(reader.status == .reading, "\(kind): \(String(describing: reader.error))")
         try output.reset(forReadingTimeRanges: [Self.ranges[0]])
         var after = 0

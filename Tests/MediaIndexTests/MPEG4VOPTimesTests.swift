@@ -1,0 +1,70 @@
+import Foundation
+import MediaIndex
+import TestSupport
+import Testing
+
+/// An MPEG-4 Part 2 elementary stream's times from its headers (MPEG4VOPTimes), against ffprobe's frame times.
+@Suite(.timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs) struct MPEG4VOPTimesTests {
+    static let source = ["-f", "lavfi", "-i", "testsrc2=size=160x90:rate=30:duration=2"]
+    static let even = Media.make("vop-times.m4v", source + ["-c:v", "mpeg4", "-bf", "2", "-g", "12", "-f", "m4v"])
+    /// Frame 5 dropped: the VOPs keep their times, one gap of two frames.
+    static let gap = Media.make("vop-times-gap.m4v", source + ["-vf", "select='not(eq(n\\,5))'", "-fps_mode", "vfr",
+                                                               "-c:v", "mpeg4", "-bf", "2", "-g", "12", "-f", "m4v"])
+    /// 30000/1001 fps: resolution 30000, VOPs 1001 ticks apart, where libav's decoder times frames 1/30000 s apart.
+    static let ntsc = Media.make("vop-times-ntsc.m4v", ["-f", "lavfi", "-i", "testsrc2=size=160x90:rate=30000/1001:duration=2",
+                                                        "-c:v", "mpeg4", "-bf", "2", "-g", "12", "-f", "m4v"])
+
+    /// The stream's samples as its parser cuts them: each begins at the start code after a VOP's (the headers before
+    /// a VOP — VOL, GOV — belong to its sample).
+    static func samples(_ bytes: [UInt8]) -> [[UInt8]] {
+        var starts = [0], afterVOP = false
+        for i in 0..<max(0, bytes.count - 3) where bytes[i] == 0 && bytes[i + 1] == 0 && bytes[i + 2] == 1 {
+            if afterVOP, i > 0 { starts.append(i) }
+            afterVOP = bytes[i + 3] == 0xB6
+        }
+        return zip(starts, starts.dropFirst() + [bytes.count]).map { Array(bytes[$0..<$1]) }
+    }
+
+    /// Every VOP's time, read in decode order, is one of ffprobe's frame times (its time_base converted to the VOL's
+    /// resolution); the rate is one tick (ffmpeg's encoder at 30 fps: resolution 30, no fixed_vop_rate) where they
+    /// are one tick apart, none with a gap nor 1001 ticks apart (the decoder's rate is not theirs).
+    @Test(arguments: [(even, 30, true), (gap, 30, false), (ntsc, 30000, false)])
+    func vopTimesAreFfprobes(file: String, resolution want: Int64, oneTickApart: Bool) throws {
+        var times = MPEG4VOPTimes()
+        let samples = Self.samples(Array(try Data(contentsOf: URL(fileURLWithPath: file))))
+        var read = 0
+        for sample in samples where times.see(sample) { read += 1 }
+        #expect(read == samples.count, "\(file): \(samples.count - read) samples without a VOP")
+        let resolution = Int64(try #require(times.resolution))
+        let frames = try Probe.frames(file, "v:0")
+        let r = try run("ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries", "stream=time_base", "-of", "csv=p=0", file])
+        let base = r.text.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: "/").compactMap { Int64($0) }
+        try #require(base.count == 2 && base[0] > 0, "ffprobe: \(r.text)")
+        let expected = try frames.map { try #require($0.pts) * base[0] * resolution / base[1] }
+        #expect(times.times.count == samples.count && times.times.sorted() == expected.sorted(), "\(file): \(times.times)")
+        #expect(resolution == want && times.fixedIncrement == nil)
+        #expect(times.frameTicks == (oneTickApart ? 1 : nil) && times.frameNanoseconds == (oneTickApart ? 33_333_333 : nil))
+    }
+
+    /// A VOL with fixed_vop_rate: its fixed_vop_time_increment (15 bits for resolution 30000) is the frame, whatever
+    /// the VOPs say.
+    @Test func fixedRate() {
+        let bin = { (value: Int, width: Int) -> String in
+            let digits = String(value, radix: 2)
+            return String(repeating: "0", count: width - digits.count) + digits
+        }
+        let vol = "0" + bin(1, 8) + "0" + "0001" + "0" + "00" + "1" + bin(30000, 16) + "1" + "1" + bin(1001, 15) + "1"
+        let vop = "00" + "0" + "1" + bin(0, 15) + "1"
+        let bytes = { (bits: String) -> [UInt8] in
+            let padded = bits + String(repeating: "1", count: (8 - bits.count % 8) % 8)
+            return stride(from: 0, to: padded.count, by: 8).map { i in
+                UInt8(String(padded.dropFirst(i).prefix(8)), radix: 2) ?? 0
+            }
+        }
+        var times = MPEG4VOPTimes()
+        let read = times.see([0, 0, 1, 0x20] + bytes(vol) + [0, 0, 1, 0xB6] + bytes(vop))
+        #expect(read)
+        #expect(times.resolution == 30000 && times.fixedIncrement == 1001 && times.times == [0])
+        #expect(times.frameTicks == 1001 && times.frameNanoseconds == 33_366_666)
+    }
+}
