@@ -236,6 +236,21 @@ static gboolean decide_allocation(GstBaseTransform *trans, GstQuery *query) {
     return TRUE;
 }
 
+// What the decoder is offered when this element converts (`decide` set; passed through, the query goes on to
+// videoconvert and appsink): GstVideoFilter's pool of system memory, from the allocator of DecodedCopies.c, so that
+// the decoder's pictures reach this element without a copy (that file says why there would be one).
+static gboolean propose_allocation(GstBaseTransform *trans, GstQuery *decide, GstQuery *query) {
+    if (decide != NULL && gst_query_get_n_allocation_params(query) == 0) {
+        GstAllocationParams params;
+        gst_allocation_params_init(&params);
+        params.align = 15;  // GstVideoFilter's
+        GstAllocator *allocator = swift_gst_decoded_allocator();
+        gst_query_add_allocation_param(query, allocator, &params);
+        gst_object_unref(allocator);
+    }
+    return GST_BASE_TRANSFORM_CLASS(trackd_swscale_parent_class)->propose_allocation(trans, decide, query);
+}
+
 // ── conversion ──────────────────────────────────────────────────────────────────────────────────────────────────
 
 static void free_converters(TrackdSwscale *self) {
@@ -408,6 +423,7 @@ static void trackd_swscale_class_init(TrackdSwscaleClass *klass) {
     trans_class->transform_caps = transform_caps;
     trans_class->fixate_caps = fixate_caps;
     trans_class->decide_allocation = decide_allocation;
+    trans_class->propose_allocation = propose_allocation;
     trans_class->passthrough_on_same_caps = TRUE;
     filter_class->set_info = set_info;
     filter_class->transform_frame = transform_frame;

@@ -29,6 +29,11 @@ gboolean swift_gst_register_fdsrc(void);
 gboolean swift_gst_register_swscale(void);
 /// TRUE when trackdswscale makes `format` (a GstVideoFormat name). Needs C: the element's own format table.
 gboolean swift_gst_swscale_makes(const char *format);
+/// The allocator trackdswscale offers the decoder (DecodedCopies.c): a copy of a whole memory is a read-only view of
+/// the same bytes, copied on write. A new reference. Needs C: a GstAllocator subclass.
+GstAllocator *swift_gst_decoded_allocator(void);
+/// How many such views its copies have made in this process.
+guint64 swift_gst_decoded_views(void);
 
 // ── the worker sandbox: load before the seccomp filter what GStreamer would otherwise dlopen() lazily ────────
 
