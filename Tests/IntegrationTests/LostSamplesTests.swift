@@ -91,12 +91,26 @@ struct LostSamplesTests {
         #expect(decoded.lost > 0 && decoded.samples.count + Int(decoded.lost) == listed.video,
                 "\(percent)%: \(decoded.samples.count) frames + \(decoded.lost) lost, \(listed.video) listed")
         #expect(decoded.status.samplesLost == decoded.lost, "\(percent)% Status: \(decoded.status.samplesLost)")
+        Self.expectLogged(decoded.lost, daemon, "\(percent)% decoded")
         print("cut at \(percent)%: ffmpeg \(oracle.count) frames, trackd \(decoded.samples.count), lost \(decoded.lost) of \(listed.video)")
         for (type, count) in [(MediaType.video, listed.video), (.audio, listed.audio)] {
             let stored = try Self.read(daemon, file, type, nil)
             #expect(stored.lost > 0 && stored.samples.count + Int(stored.lost) == count,
                     "\(percent)% \(type): \(stored.samples.count) samples + \(stored.lost) lost, \(count) listed")
             #expect(stored.status.samplesLost == stored.lost, "\(percent)% \(type) Status: \(stored.status.samplesLost)")
+            Self.expectLogged(stored.lost, daemon, "\(percent)% \(type)")
         }
+    }
+
+    /// The daemon's log has a line counting `lost` stored samples, split into the two causes (PROTOCOL.md §12.5).
+    private static func expectLogged(_ lost: UInt64, _ daemon: Daemon, _ what: String) {
+        let logged = waitUntil(timeout: .seconds(10)) {
+            daemon.log.split(separator: "\n").contains { line in
+                guard let r = line.range(of: ": \(lost) stored samples lost (") else { return false }
+                let causes = line[r.upperBound...].split(whereSeparator: { !$0.isNumber }).compactMap { UInt64($0) }
+                return causes.count == 2 && causes[0] + causes[1] == lost
+            }
+        }
+        #expect(logged, "\(what): the log lacks a line counting \(lost) lost samples:\n\(daemon.log)")
     }
 }
