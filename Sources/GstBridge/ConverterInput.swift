@@ -36,6 +36,28 @@ enum ConverterInput {
         }
     }
 
+    /// A raw MPEG-4 Part 2 stream (`-f m4v`) with a frame index: the CAPS event entering the decoder branch at `pad`
+    /// states the rate the index times its frames by (FrameIndex.untimed, from the VOL and VOPs), resolution / ticks
+    /// — mpeg4videoparse states none, and libav's decoder then times frames by resolution / fixed_vop_time_increment,
+    /// or 1/resolution s apart without fixed_vop_rate (at 30000/1001 fps, 1/30000 s instead of 1001/30000). With the
+    /// rate in its input caps it times frame k at k × ⌊10⁹ × ticks / resolution⌋ ns, the index's times. Every path that
+    /// decodes such a track (decoded ranges and their resets: VideoChain; images: ImageChain) states it here.
+    static func stateRawMPEG4Rate(_ index: FrameIndex?, in pipeline: Pipeline, at pad: GstRef<GstPadObject>) {
+        guard pipeline.container == .elementaryStream, let frame = index?.frames.first?.duration, frame > 0 else { return }
+        pad.addProbe(GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM) { info in
+            guard let caps = info.caps, let view = CapsView(caps), view.codec == "mp4v",
+                  view.fraction("framerate") == nil else { return GST_PAD_PROBE_OK }
+            var vol = MPEG4VOPTimes()
+            _ = vol.see(view.codecConfiguration)  // the VOL: its resolution (a VOP follows in the stream, not here)
+            guard let resolution = vol.resolution.map(Int64.init) else { return GST_PAD_PROBE_OK }
+            // frame = ⌊10⁹ × ticks / resolution⌋ (MPEG4VOPTimes.frameNanoseconds): ticks is the ceiling of the inverse.
+            let ticks = (frame * resolution + 999_999_999) / 1_000_000_000
+            guard ticks > 0, ticks <= Int64(Int32.max) else { return GST_PAD_PROBE_OK }
+            info.replaceCaps(caps.with("framerate", fraction: Int32(resolution), Int32(ticks)))
+            return GST_PAD_PROBE_OK
+        }
+    }
+
     /// TrackdAppliesPreferredTrackTransform: the elements that turn each frame clockwise by `degrees` (0: none), to go
     /// before the converter — so scaling and conversion see the upright frame, and Width/Height are its size.
     /// videoflip takes what decoders usually give (I420, NV12, 4:2:2 and 4:4:4 up to 12 bits, gray, packed RGB) as it

@@ -114,12 +114,12 @@ extension FrameIndex {
     }
 
     /// An MPEG-4 Part 2 stream's frames, which its parser gives no duration, each one frame of the rate its VOL and
-    /// VOPs state, where the decoder's is the same (MPEG4VOPTimes.frameTicks): frame n at n frames. Thrown when there
-    /// is none (no fixed_vop_rate and VOPs not one tick apart) or a sample of the stream has a duration.
+    /// VOPs state (MPEG4VOPTimes.frameTicks; the decoder is told it, ConverterInput.stateRawMPEG4Rate): frame n at n
+    /// frames. Thrown when there is none (no fixed_vop_rate and VOPs not evenly spaced) or a sample has a duration.
     private static func timedByVOPs(_ stored: [StoredSample], _ vops: MPEG4VOPTimes,
                                     trackID: UInt32) throws(TrackError) -> FrameIndex {
         guard let frame = vops.frameNanoseconds, frame > 0, vops.times.count == stored.count else {
-            throw TrackError(.fileFailedToParse, "the MPEG-4 Part 2 stream of track \(trackID) states no frame rate its decoder times it by: its VOL has no fixed_vop_rate and its VOPs are not one tick apart")
+            throw TrackError(.fileFailedToParse, "the MPEG-4 Part 2 stream of track \(trackID) states no frame rate its decoder times it by: its VOL has no fixed_vop_rate and its VOPs are not evenly spaced")
         }
         return FrameIndex(parsedSamples: stored.enumerated().map { n, sample in
             StoredSample(presentationTime: Int64(n) * frame, duration: frame, isSync: sample.isSync)

@@ -105,6 +105,7 @@ struct VideoChain {
         try pipeline.addChain([convertQueue] + ConverterInput.turn(degrees: request.rotation) + converters + [filter, appsink])
         if let matrix = request.untaggedMatrix { ConverterInput.assume(matrix, at: convertQueue.staticPad("sink")) }
         ConverterInput.stateStreamColour(at: queue.staticPad("sink"))
+        ConverterInput.stateRawMPEG4Rate(selection?.index, in: pipeline, at: queue.staticPad("sink"))
         DecodeLinker(target: convertQueue.staticPad("sink"), bus: pipeline.bus, rawName: "video/x-raw")
             .attach(to: decodebin)
         // On the converter branch's input, before FrameGate (probes run in the order they were added): every decoded

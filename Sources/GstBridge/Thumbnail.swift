@@ -83,6 +83,7 @@ private struct ImageChain {
         (frameLimit.videoBudgetPixels, frameLimit.audioBudgetSamples) = (.max, .max)
         DecodeGuard(limits: frameLimit, audio: false, trackID: trackID, bus: pipeline.bus).attach(to: convert)
         restorer.attach(to: queue.staticPad("src"))
+        ConverterInput.stateRawMPEG4Rate(preroll?.index, in: pipeline, at: queue.staticPad("sink"))
         // AVI without a frame index (B-pictures): the ranges' rule, before DecodeStop and FrameGate.
         if pipeline.container == .avi && preroll == nil {
             OpenGOPTimes.install(in: pipeline, input: queue.staticPad("sink"), output: convert.staticPad("sink"))

@@ -38,16 +38,19 @@ public struct MPEG4VOPTimes: Sendable {
         return false
     }
 
-    /// The duration of a frame in ticks, where the VOPs' times (ffprobe's) and the decoder's agree — libav's decoder
-    /// times frames by its rate, resolution / fixed_vop_time_increment, or resolution / 1 without fixed_vop_rate:
-    /// fixed_vop_time_increment when the VOL fixes the rate, else 1 when every VOP is one tick after the one shown
-    /// before it (ffmpeg's encoder at an integer rate: resolution 30, no fixed_vop_rate). nil otherwise (VOPs 1001
-    /// ticks of 30000 apart, or not evenly spaced: the decoder's times are not the VOPs') or before a VOP.
+    /// The duration of a frame in ticks: fixed_vop_time_increment when the VOL fixes the rate, else the one tick count
+    /// every VOP is after the one shown before it (a constant rate: ffmpeg's encoder at 30 fps, resolution 30, one
+    /// tick; at 30000/1001, resolution 30000, 1001 ticks). nil when they are not evenly spaced (a frame dropped) or
+    /// before a VOP. The decoder times frames by this rate when the caps before it state it
+    /// (ConverterInput.stateRawMPEG4Rate); by its own, resolution / 1 without fixed_vop_rate, they would not be these.
     public var frameTicks: Int64? {
         if let fixedIncrement, fixedIncrement > 0 { return Int64(fixedIncrement) }
         guard resolution != nil, !times.isEmpty else { return nil }
         let sorted = times.sorted()
-        return zip(sorted.dropFirst(), sorted).allSatisfy({ $0 - $1 == 1 }) ? 1 : nil
+        let steps = Set(zip(sorted.dropFirst(), sorted).map { $0 - $1 })
+        if steps.isEmpty { return 1 }  // one VOP: one tick, the decoder's own rate
+        guard steps.count == 1, let step = steps.first, step > 0 else { return nil }
+        return step
     }
 
     /// The duration of a frame in nanoseconds, ⌊10⁹ × frameTicks / resolution⌋; nil without one.

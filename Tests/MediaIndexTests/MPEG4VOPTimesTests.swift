@@ -10,7 +10,7 @@ import Testing
     /// Frame 5 dropped: the VOPs keep their times, one gap of two frames.
     static let gap = Media.make("vop-times-gap.m4v", source + ["-vf", "select='not(eq(n\\,5))'", "-fps_mode", "vfr",
                                                                "-c:v", "mpeg4", "-bf", "2", "-g", "12", "-f", "m4v"])
-    /// 30000/1001 fps: resolution 30000, VOPs 1001 ticks apart, where libav's decoder times frames 1/30000 s apart.
+    /// 30000/1001 fps: resolution 30000, VOPs 1001 ticks apart.
     static let ntsc = Media.make("vop-times-ntsc.m4v", ["-f", "lavfi", "-i", "testsrc2=size=160x90:rate=30000/1001:duration=2",
                                                         "-c:v", "mpeg4", "-bf", "2", "-g", "12", "-f", "m4v"])
 
@@ -26,10 +26,10 @@ import Testing
     }
 
     /// Every VOP's time, read in decode order, is one of ffprobe's frame times (its time_base converted to the VOL's
-    /// resolution); the rate is one tick (ffmpeg's encoder at 30 fps: resolution 30, no fixed_vop_rate) where they
-    /// are one tick apart, none with a gap nor 1001 ticks apart (the decoder's rate is not theirs).
-    @Test(arguments: [(even, 30, true), (gap, 30, false), (ntsc, 30000, false)])
-    func vopTimesAreFfprobes(file: String, resolution want: Int64, oneTickApart: Bool) throws {
+    /// resolution); the frame is the tick count they are apart (ffmpeg's encoder, no fixed_vop_rate: one tick of 30
+    /// at 30 fps, 1001 of 30000 at 30000/1001 fps), none with a gap (not evenly spaced).
+    @Test(arguments: [(even, 30 as Int64, 1 as Int64?, 33_333_333 as Int64?), (gap, 30, nil, nil), (ntsc, 30000, 1001, 33_366_666)])
+    func vopTimesAreFfprobes(file: String, resolution want: Int64, ticks: Int64?, nanoseconds: Int64?) throws {
         var times = MPEG4VOPTimes()
         let samples = Self.samples(Array(try Data(contentsOf: URL(fileURLWithPath: file))))
         var read = 0
@@ -43,7 +43,9 @@ import Testing
         let expected = try frames.map { try #require($0.pts) * base[0] * resolution / base[1] }
         #expect(times.times.count == samples.count && times.times.sorted() == expected.sorted(), "\(file): \(times.times)")
         #expect(resolution == want && times.fixedIncrement == nil)
-        #expect(times.frameTicks == (oneTickApart ? 1 : nil) && times.frameNanoseconds == (oneTickApart ? 33_333_333 : nil))
+        #expect(times.frameTicks == ticks && times.frameNanoseconds == nanoseconds, "\(file): \(String(describing: times.frameTicks))")
+        // Where there is a frame, every VOP is a whole number of frames after the first, as ffprobe's r_frame_rate.
+        if let ticks, let first = expected.min() { #expect(expected.allSatisfy { ($0 - first) % ticks == 0 }) }
     }
 
     /// A VOL with fixed_vop_rate: its fixed_vop_time_increment (15 bits for resolution 30000) is the frame, whatever
