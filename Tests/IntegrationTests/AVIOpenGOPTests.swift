@@ -127,10 +127,7 @@ struct AVIOpenGOPTests {
     func imagesAreExact(_ variant: String) throws {
         let closed = variant.hasPrefix("closed-") ? String(variant.dropFirst("closed-".count)) : nil
         let file = closed.map(AVILostSamplesTests.file) ?? Self.file(variant)
-        let keys = try Self.keyFrames(file)
-        let size = 320 * 240 * 3
-        let oracle = try Oracle.rawFrames(file, ["-vsync", "passthrough", "-pix_fmt", "rgb24"], frameSize: size)
-        try #require(oracle.count == 60 && keys.count > 1, "ffmpeg decodes \(oracle.count) frames, key frames \(keys)")
+        let (keys, oracle) = try Self.rgbOracle(file)
         let daemon = try Daemon()
         defer { daemon.stop() }
         let asset = try Asset(path: file, socketPath: daemon.socketPath)
@@ -154,15 +151,74 @@ struct AVIOpenGOPTests {
             #expect(image.actualTime == MediaTime(value: Int64(frame), timescale: 30), "\(what): \(image.actualTime)")
             let png = dir + "/frame.png"
             _ = FileManager.default.createFile(atPath: png, contents: Data(image.png))
-            let ours = [UInt8](try run("ffmpeg", ["-v", "error", "-i", png, "-f", "rawvideo", "-pix_fmt", "rgb24", "-"]).stdout)
-            try #require(ours.count == size, "\(what): \(ours.count) bytes of RGB")
-            let near = max(0, frame - 2)...min(59, frame + 2)
-            let distances = near.map { Self.distance(ours, oracle[$0]) }
-            let nearest = near.lowerBound + distances.indices.min { distances[$0] < distances[$1] }!
-            #expect(nearest == frame && distances[frame - near.lowerBound] < 3,
-                    "\(what): nearest ffmpeg frame \(nearest), distances to frames \(near): \(distances)")
+            Self.expectNearest(try Self.rgb(png, what), frame, oracle, what)
         }
         print("open-GOP AVI (\(variant)): \(times.count) images")
+    }
+
+    /// `trackctl frame --time` and `contact-sheet` on these tracks (no frame index: ReadFrames refuses them −11829)
+    /// give the exact frames too, from a decoded range starting at the time: `frame` at a time on the GOP before a key
+    /// frame, its leading B-pictures, the key frame, after it, the end and past the end writes the PNG nearest ffmpeg's
+    /// RGB frame shown then (mean < 3, as `imagesAreExact`) and prints that frame's index and tick; a 4-frame contact
+    /// sheet is the 2×2 grid whose tiles are ffmpeg's frames shown at the slices' centres (0.25, 0.75, 1.25, 1.75 s,
+    /// rounded to the track's timescale, 1/30, halves away from zero as §7.1 rounds every time: frames 8, 23, 38, 53).
+    @Test(arguments: ["leading", "mpeg4"]) func trackctlImagesAreExact(_ variant: String) throws {
+        let file = Self.file(variant)
+        let (keys, oracle) = try Self.rgbOracle(file)
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        let dir = Env.tempDir("open-gop-trackctl")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        // (time as trackctl's N/D in 1/120 s, the frame shown then)
+        let key = keys[1].dts
+        var times: [(Int64, Int)] = [(0, 0), (237, 59), (238, 59), (400, 59)]
+        for tick in key - 1...key + 3 { times.append((4 * tick + 1, Int(tick))) }
+        for (time, frame) in times {
+            let what = "\(variant) frame at \(time)/120 s"
+            let png = dir + "/frame.png"
+            let r = try daemon.trackctl(["frame", file, "--time", "\(time)/120", "--output", png])
+            #expect(r.status == 0, "\(what): \(r.stderr)")
+            let tick = String(format: "%.6f", Double(frame) / 30)
+            #expect(r.text.contains("320x240 PNG, frame \(frame) at \(tick) s"), "\(what): \(r.text)")
+            Self.expectNearest(try Self.rgb(png, what), frame, oracle, what)
+        }
+
+        let sheet = dir + "/sheet.png"
+        let r = try daemon.trackctl(["contact-sheet", file, "--count", "4", "--output", sheet])
+        #expect(r.status == 0 && r.text.contains("4 frames of track") && r.text.contains("2 columns x 2 rows"), "\(r.text) \(r.stderr)")
+        let (width, height) = (12 + 2 * 332, 40 + 2 * (240 + 34))
+        let pixels = [UInt8](try run("ffmpeg", ["-v", "error", "-i", sheet, "-f", "rawvideo", "-pix_fmt", "rgb24", "-"]).stdout)
+        try #require(pixels.count == width * height * 3, "the sheet is \(pixels.count) bytes of RGB, not \(width)x\(height)")
+        for (i, frame) in [8, 23, 38, 53].enumerated() {
+            let (x0, y0) = (12 + (i % 2) * 332, 40 + (i / 2) * (240 + 34))
+            var tile: [UInt8] = []
+            for y in y0..<y0 + 240 { tile += pixels[(y * width + x0) * 3..<(y * width + x0 + 320) * 3] }
+            Self.expectNearest(tile, frame, oracle, "\(variant) sheet tile \(i)")
+        }
+    }
+
+    /// The file's key frames and ffmpeg's 60 frames of it as RGB (rgb24, 320×240).
+    static func rgbOracle(_ file: String) throws -> (keys: [(dts: Int64, leading: Bool)], frames: [[UInt8]]) {
+        let keys = try keyFrames(file)
+        let oracle = try Oracle.rawFrames(file, ["-vsync", "passthrough", "-pix_fmt", "rgb24"], frameSize: 320 * 240 * 3)
+        try #require(oracle.count == 60 && keys.count > 1, "ffmpeg decodes \(oracle.count) frames, key frames \(keys)")
+        return (keys, oracle)
+    }
+
+    /// A 320×240 image file as RGB (rgb24), decoded by ffmpeg.
+    static func rgb(_ image: String, _ what: String) throws -> [UInt8] {
+        let rgb = [UInt8](try run("ffmpeg", ["-v", "error", "-i", image, "-f", "rawvideo", "-pix_fmt", "rgb24", "-"]).stdout)
+        try #require(rgb.count == 320 * 240 * 3, "\(what): \(rgb.count) bytes of RGB")
+        return rgb
+    }
+
+    /// Of ffmpeg's frames from 2 before to 2 after `frame`, `rgb` is nearest that one, within 3 code values on average.
+    static func expectNearest(_ rgb: [UInt8], _ frame: Int, _ oracle: [[UInt8]], _ what: String) {
+        let near = max(0, frame - 2)...min(59, frame + 2)
+        let distances = near.map { distance(rgb, oracle[$0]) }
+        let nearest = near.lowerBound + distances.indices.min { distances[$0] < distances[$1] }!
+        #expect(nearest == frame && distances[frame - near.lowerBound] < 3,
+                "\(what): nearest ffmpeg frame \(nearest), distances to frames \(near): \(distances)")
     }
 
     /// The mean absolute difference of two images' bytes.

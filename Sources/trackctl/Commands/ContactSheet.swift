@@ -8,8 +8,9 @@ import Glibc
 
 /// What `trackctl contact-sheet` (`ContactSheetCommand`) draws: N evenly spaced exact frames of a video track in a
 /// grid, each captioned with its presentation time and frame index, under a header line naming the file. The frames
-/// come from TrackClient's exact random access (`Asset.frames(at:)`, decoded by trackd to BGRA at the tile size); cairo
-/// composes the sheet and draws the text; `ImageFile` writes it.
+/// come from TrackClient's exact random access (`Asset.frames(at:)`; decoded ranges on a track without a frame index:
+/// `ShownFrame`), decoded by trackd to BGRA at the tile size; cairo composes the sheet and draws the text; `ImageFile`
+/// writes it.
 ///
 /// Geometry (all in pixels; `trackctl contact-sheet --help` documents it, the tests check it):
 /// - a tile's picture is `tileWidth` (320) wide and TH = the even number nearest 320 × display height / display
@@ -68,7 +69,7 @@ enum ContactSheet {
     }
 
     /// Composes the sheet; its status is cairo's of the first thing that failed.
-    static func draw(_ g: Geometry, frames: [IndexedFrame], rotation: Int, headline: String) -> CairoCanvas {
+    static func draw(_ g: Geometry, frames: [ShownFrame], rotation: Int, headline: String) -> CairoCanvas {
         let sheet = CairoCanvas(width: g.width, height: g.height)
         sheet.setColor(0.11, 0.11, 0.12)
         sheet.paint()

@@ -18,6 +18,9 @@ struct FrameCommand: Command {
               Writes the frame displayed at --time (not the nearest keyframe; a time at or after the end names the
               last frame) at the track's size, decoded by trackd as BGRA and turned upright by the track's rotation
               (--rotation keep: as coded). PNG is encoded by cairo (libpng), JPEG by libjpeg-turbo (quality 92).
+              On a track without a frame index (an AVI stream with B-pictures: `frames` fails -11829) the frame is
+              the first of a decoded range starting at --time, as GenerateImage finds it; its index is counted in
+              ticks of the track's frame rate.
             """,
         examples: ["trackctl frame clip.mp4 --time 2.5 --output frame.png",
                    "trackctl frame clip.mp4 --time 1001/30000 --output - > frame.png"])
@@ -42,7 +45,7 @@ struct FrameCommand: Command {
         let settings = Rotation.settings(applyRotation).merging([
             SettingsKey.pixelFormatType: .int(Int64((FourCC("BGRA") as FourCC).rawValue)),
         ]) { $1 }
-        let frame: IndexedFrame
+        let frame: ShownFrame
         do {
             frame = try Self.frame(asset, track, at: time, settings: settings)
         } catch {
@@ -58,20 +61,24 @@ struct FrameCommand: Command {
     }
 
     /// The frame shown at `time`; at or after the track's end (where ReadFrames answers -11901) the last frame, as
-    /// AVAssetImageGenerator clamps.
+    /// AVAssetImageGenerator clamps. On a track without a frame index, `ShownFrame.unindexed`.
     static func frame(_ asset: Asset, _ track: AssetTrack, at time: MediaTime,
-                      settings: [String: SettingValue]) throws(TrackError) -> IndexedFrame {
+                      settings: [String: SettingValue]) throws(TrackError) -> ShownFrame {
         let end = track.timeRangeStart.isNumeric && track.duration.isNumeric
             ? track.timeRangeStart.seconds + track.duration.seconds : Double.infinity
         let frames: [IndexedFrame]
-        if time.seconds >= end {
-            let count = try asset.frameCount(track: track)
-            frames = try asset.frames(atIndices: [max(count, 1) - 1], track: track, outputSettings: settings)
-        } else {
-            frames = try asset.frames(at: [time], track: track, outputSettings: settings)
+        do {
+            if time.seconds >= end {
+                let count = try asset.frameCount(track: track)
+                frames = try asset.frames(atIndices: [max(count, 1) - 1], track: track, outputSettings: settings)
+            } else {
+                frames = try asset.frames(at: [time], track: track, outputSettings: settings)
+            }
+        } catch where error.knownCode == .fileFailedToParse {
+            return try ShownFrame.unindexed(time, asset, track, settings: settings)
         }
         guard let first = frames.first else { throw TrackError(.unknown, "trackd returned no frame for \(time)") }
-        return first
+        return ShownFrame(index: first.index, sample: first.sample)
     }
 }
 
