@@ -16,7 +16,8 @@ public struct PNGImage: Sendable {
 
 /// The frame displayed at `time`, converted to RGB and encoded by pngenc. With the track's frame `index`, that is
 /// the index's rule (`FrameIndex.frameDisplayed(at:)`, the one ReadFrames and decoded ranges follow; past the end:
-/// the last frame): an ACCURATE seek to that frame's own PTS, and every other decoded frame dropped before
+/// the last frame): an ACCURATE seek to that frame's own PTS (an elementary stream's: to 0, its untimed index's
+/// frames read from the beginning, as its decoded ranges are), and every other decoded frame dropped before
 /// conversion (FrameGate). Without one, the frame with the largest PTS ≤ time by an ACCURATE seek (the decoder drops
 /// every frame that ends before the segment start, by the container's durations); AVI video without one (B-pictures)
 /// by the seek and times of its decoded ranges (OpenGOPTimes). With an index, the decoder is
@@ -40,9 +41,16 @@ public func generatePNG(source: MediaSource, trackID: UInt32, at time: MediaTime
         let frame = index.frameDisplayed(at: max(0, index.streamTime(time) ?? 0)) ?? index.frames.count - 1
         let selection = FrameSelection(index: index, frames: [frame])
         chain.gate.select(selection)
-        chain.stop.deliver(selection)  // the frame is the last sample it needs in decode order: EOS after it
-        chain.stop.arm(needed: nil, lastNeeded: index.frames[frame].presentationTime)
-        if let result = try chain.frame(at: index.frames[frame].presentationTime, pipeline, context: context) {
+        // An elementary stream's samples carry no times and the decoder times its frames exactly only from the
+        // beginning (after the parser's byte seek, by an estimate): read from there, every sample decoded
+        // (DecodeStop judges samples by their times; after the seek the parser times the first one only).
+        let fromStart = source.container == .elementaryStream
+        if !fromStart {
+            chain.stop.deliver(selection)  // the frame is the last sample it needs in decode order: EOS after it
+            chain.stop.arm(needed: nil, lastNeeded: index.frames[frame].presentationTime)
+        }
+        if let result = try chain.frame(at: fromStart ? 0 : index.frames[frame].presentationTime, pipeline,
+                                        context: context) {
             return result
         }
         throw TrackError(.decodeFailed, "\(context): frame \(frame) was not produced by the decoder")
@@ -88,7 +96,7 @@ private struct ImageChain {
         if pipeline.container == .avi && preroll == nil {
             OpenGOPTimes.install(in: pipeline, input: queue.staticPad("sink"), output: convert.staticPad("sink"))
         }
-        stop.deliver(preroll)
+        stop.deliver(pipeline.container == .elementaryStream ? nil : preroll)
         stop.attach(to: queue.staticPad("sink"))
         gate.attach(to: convert.staticPad("sink"))
         gate.countConversions(at: filter.staticPad("sink"))  // what came out of the converter

@@ -140,18 +140,9 @@ struct AVIOpenGOPTests {
             for tick in key.dts - 1...key.dts + 3 { times += [(4 * tick, Int(tick)), (4 * tick + 1, Int(tick))] }
         }
         for (time, frame) in times {
-            let what = "\(variant) image at \(time)/120 s"
-            let image: GeneratedImage
-            do {
-                image = try asset.generateImage(track: track, at: MediaTime(value: time, timescale: 120))
-            } catch {
-                Issue.record("\(what): \(error)")
-                continue
-            }
-            #expect(image.actualTime == MediaTime(value: Int64(frame), timescale: 30), "\(what): \(image.actualTime)")
-            let png = dir + "/frame.png"
-            _ = FileManager.default.createFile(atPath: png, contents: Data(image.png))
-            Self.expectNearest(try Self.rgb(png, what), frame, oracle, what)
+            try Self.expectImage(asset, track, at: MediaTime(value: time, timescale: 120), frame: frame,
+                                 shownAt: MediaTime(value: Int64(frame), timescale: 30), oracle, dir: dir,
+                                 "\(variant) image at \(time)/120 s")
         }
         print("open-GOP AVI (\(variant)): \(times.count) images")
     }
@@ -205,11 +196,28 @@ struct AVIOpenGOPTests {
         return (keys, oracle)
     }
 
-    /// A 320×240 image file as RGB (rgb24), decoded by ffmpeg.
-    static func rgb(_ image: String, _ what: String) throws -> [UInt8] {
+    /// A 320×240 (or `width`×`height`) image file as RGB (rgb24), decoded by ffmpeg.
+    static func rgb(_ image: String, _ what: String, width: Int = 320, height: Int = 240) throws -> [UInt8] {
         let rgb = [UInt8](try run("ffmpeg", ["-v", "error", "-i", image, "-f", "rawvideo", "-pix_fmt", "rgb24", "-"]).stdout)
-        try #require(rgb.count == 320 * 240 * 3, "\(what): \(rgb.count) bytes of RGB")
+        try #require(rgb.count == width * height * 3, "\(what): \(rgb.count) bytes of RGB")
         return rgb
+    }
+
+    /// GenerateImage of `track` at `time`: the frame `frame`, reported `shownAt`, its PNG nearest ffmpeg's frame
+    /// `frame` of `oracle` (expectNearest; images `width`×`height`, written in `dir`).
+    static func expectImage(_ asset: Asset, _ track: AssetTrack, at time: MediaTime, frame: Int, shownAt: MediaTime,
+                            _ oracle: [[UInt8]], dir: String, width: Int = 320, height: Int = 240, _ what: String) throws {
+        let image: GeneratedImage
+        do {
+            image = try asset.generateImage(track: track, at: time)
+        } catch {
+            Issue.record("\(what): \(error)")
+            return
+        }
+        #expect(image.actualTime == shownAt, "\(what): \(image.actualTime)")
+        let png = dir + "/frame.png"
+        _ = FileManager.default.createFile(atPath: png, contents: Data(image.png))
+        expectNearest(try rgb(png, what, width: width, height: height), frame, oracle, what)
     }
 
     /// Of ffmpeg's frames from 2 before to 2 after `frame`, `rgb` is nearest that one, within 3 code values on average.

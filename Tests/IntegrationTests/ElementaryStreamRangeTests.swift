@@ -133,6 +133,29 @@ import TrackClient
         #expect(reader.status == .reading, "\(kind): \(String(describing: reader.error))")
     }
 
+    /// GenerateImage reads the stream from its beginning and picks the frame by the same index (§8): in the middle
+    /// of frame k, on its start, in the last frame and past the end, the PNG is nearest ffmpeg's frame k (rgb24, mean
+    /// abs difference < 3, AVIOpenGOPTests.expectNearest) and actualTime is k frames exactly.
+    @Test(arguments: ["h264", "hevc", "m4v", "m4v-ntsc", "m2v"]) func imagesAreFfmpegsFrames(kind: String) throws {
+        let (oracle, daemon, asset, track) = try Self.open(kind)
+        defer { daemon.stop() }
+        let file = try #require(Self.files[kind])
+        let rgb = try Oracle.rawFrames(file, ["-vsync", "passthrough", "-pix_fmt", "rgb24"], frameSize: 160 * 90 * 3)
+        try #require(rgb.count == 60, "ffmpeg decodes \(rgb.count) frames")
+        let dir = Env.tempDir("elementary-image")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let frame = oracle.frame
+        // (time in ns, the frame shown then): mid-frame, on a frame's start, the last frame, past the end.
+        let times: [(Int64, Int)] = [(0, 0), (frame / 2, 0), (frame + frame / 2, 1), (15 * frame + frame / 2, 15),
+                                     (16 * frame, 16), (31 * frame + 1, 31), (45 * frame, 45), (59 * frame + frame / 2, 59),
+                                     (60 * frame - 1, 59), (2_500_000_000, 59)]
+        let ns = { (value: Int64) in MediaTime(value: value, timescale: 1_000_000_000) }
+        for (time, k) in times {
+            try AVIOpenGOPTests.expectImage(asset, track, at: ns(time), frame: k, shownAt: ns(Int64(k) * frame), rgb,
+                                            dir: dir, width: 160, height: 90, "\(kind) image at \(time) ns")
+        }
+    }
+
     /// MPEG-4 Part 2 (`-f m4v`) with a frame dropped: no fixed_vop_rate, VOPs not evenly spaced, so no rate, no index.
     @Test func decodedRangesOfAStreamWithoutAnIndexAreRefused() throws {
         let (kind, count) = ("m4v-gap", 59)

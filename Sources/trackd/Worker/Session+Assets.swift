@@ -208,7 +208,7 @@ extension Session {
         }
         let index: FrameIndex?
         do {
-            index = try frameIndex(asset, trackID: request.trackID)
+            index = try decodingFrameIndex(asset, trackID: request.trackID)
         } catch where error == .trackHasNoFrames(request.trackID) {
             // Said here: with nothing to decode, the image pipeline would wait for a preroll that never comes
             // (decodebin exposes no pad without data) until the watchdog ended the worker.

@@ -176,19 +176,24 @@ extension Session: OutputOwner {
 
     /// The frame index a decoded video output selects its frames by; nil (GStreamer's own clipping, the decoder's
     /// durations) when the track's index cannot be made.
-    /// An elementary stream's untimed frames are timed by their durations (FrameIndex.untimed), as the decoder times
-    /// them when it reads the stream from its beginning, which such a read does (TrackPipeline's `readsFromStart`).
     func decodedFrameIndex(_ asset: Asset, trackID: UInt32) -> FrameIndex? {
         do {
-            if asset.source.container == .elementaryStream, let track = asset.tracks.first(where: { $0.id == trackID }),
-               let untimed = try? asset.indexes.untimed(source: asset.source, trackID: trackID) {
-                return Self.ending(untimed, at: track, grid: asset.grid(trackID))
-            }
-            return try frameIndex(asset, trackID: trackID)
+            return try decodingFrameIndex(asset, trackID: trackID)
         } catch {
             Log.warning("decoded output of track \(trackID): no frame index (\(error.message)); ranges follow the decoder's clipping")
             return nil
         }
+    }
+
+    /// The frame index decoded ranges and images select their frames by: the track's (frameIndex), or an elementary
+    /// stream's untimed frames timed by their durations (FrameIndex.untimed), as the decoder times them when it reads
+    /// the stream from its beginning, which such a decode does (TrackPipeline's `readsFromStart`, generatePNG).
+    func decodingFrameIndex(_ asset: Asset, trackID: UInt32) throws(TrackError) -> FrameIndex {
+        if asset.source.container == .elementaryStream, let track = asset.tracks.first(where: { $0.id == trackID }),
+           let untimed = try? asset.indexes.untimed(source: asset.source, trackID: trackID) {
+            return Self.ending(untimed, at: track, grid: asset.grid(trackID))
+        }
+        return try frameIndex(asset, trackID: trackID)
     }
 
     /// The track's frame index, its last frame displayed until the track's end (FrameIndex.endingAt: the end of its
