@@ -62,6 +62,11 @@ public enum TrackTimescale {
         public var spansPackets: Bool {
             self == .transportStream || self == .programStream || self == .elementaryStream
         }
+
+        /// Whether an audio or video track ends at the end of its last packet (presentation time + duration, in
+        /// presentation order; PROTOCOL.md §8): a track whose time range spans its packets, and a Matroska track,
+        /// whose Info/Duration is the segment's, measured from 0 whatever the track's first timestamp.
+        public var endsAtLastPacket: Bool { spansPackets || self == .matroska }
     }
 
     /// The container of the file `fd` (the caller keeps it open), by its first bytes.

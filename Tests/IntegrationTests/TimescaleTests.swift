@@ -126,7 +126,8 @@ import TrackClient
     /// lasts until the track's end — also where the frame rate varies (a VFR MP4 with B-frames, whose frames last
     /// 1/30, 0.533 and 0.1 s; the same stream in Matroska, whose block durations are nominal) and where Matroska's
     /// block durations (33 ms at 0, 33, 67 ms) overlap the next frame.
-    @Test(arguments: ["vfr-mp4", "vfr-mkv", "mp4", "mkv", "webm-vp9"]) func decodedDurationsAreDisplayIntervals(kind: String) throws {
+    @Test(arguments: ["vfr-mp4", "vfr-mkv", "mp4", "mkv", "webm-vp9", "mkv-offset", "mkv-remux", "mkv-gst"])
+    func decodedDurationsAreDisplayIntervals(kind: String) throws {
         let (probe, daemon, asset, track) = try Self.open(kind)
         defer { daemon.stop() }
         let samples = try Self.read(asset, track, Self.y420)
@@ -140,6 +141,47 @@ import TrackClient
         }
         if kind.hasPrefix("vfr") {  // the file is what it is meant to be: a frame of 0.533 s among ones of 1/30 s
             #expect(samples.contains { abs($0.duration.seconds - 0.533) < 0.002 }, "\(kind): \(samples.map(\.duration))")
+        }
+    }
+
+    /// A Matroska track ends at its last packet's end (PROTOCOL.md §7.2, §8), also where its first timestamp is not 0
+    /// (Info/Duration is the segment's, from 0): `timeRangeStart + duration` is the last frame's pts + duration
+    /// (ffprobe's `-show_frames`, the latest in presentation order) and the audio track's the last packet's
+    /// (`-show_packets`), integers in the stream's time_base; the video's nominalFrameRate is its frames per that span.
+    @Test(arguments: ["mkv-offset", "mkv-remux", "mkv-gst"]) func matroskaTracksEndAtTheirLastPacket(kind: String) throws {
+        let file = try #require(Self.files[kind])
+        /// The stream's time_base denominator (its numerator is 1 in Matroska), and the entries' (pts, duration).
+        func probe(_ stream: String, _ entry: String, _ duration: String) throws -> (den: Int64, times: [(Int64, Int64)]) {
+            let r = try run("ffprobe", ["-v", "error", "-select_streams", stream, "-show_entries",
+                                        "stream=time_base:\(entry)=pts,\(duration)", "-of", "json", file])
+            #expect(r.status == 0, "ffprobe: \(r.stderr)")
+            let json = try #require(try JSONSerialization.jsonObject(with: Data(r.text.utf8)) as? [String: Any])
+            let base = try #require(((json["streams"] as? [[String: Any]])?.first?["time_base"] as? String)?.split(separator: "/"))
+            try #require(base.first == "1", "\(kind) \(stream): time_base \(base)")
+            let list = json[entry == "frame" ? "frames" : "packets"] as? [[String: Any]] ?? []
+            let int = { (o: [String: Any], k: String) -> Int64? in (o[k] as? NSNumber)?.int64Value }
+            return (try #require(Int64(base[1])), list.compactMap { o in int(o, "pts").map { ($0, int(o, duration) ?? 0) } })
+        }
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        let asset = try Asset(path: file, socketPath: daemon.socketPath)
+        var checked = [(MediaType, String)]([(.video, "v:0")])
+        if kind == "mkv-remux" { checked.append((.audio, "a:0")) }
+        for (type, stream) in checked {
+            let track = try #require(asset.tracks(withMediaType: type).first, "\(kind): no \(type) track")
+            let (den, times) = type == .video ? try probe(stream, "frame", "pkt_duration") : try probe(stream, "packet", "duration")
+            let last = try #require(times.max { $0.0 < $1.0 }, "\(kind) \(stream): ffprobe listed none")
+            try #require(track.timeRangeStart.timescale == Int32(den) && track.duration.timescale == Int32(den),
+                         "\(kind) \(stream): \(track.timeRangeStart), \(track.duration) vs 1/\(den)")
+            #expect(track.timeRangeStart.value + track.duration.value == last.0 + last.1,
+                    "\(kind) \(stream): \(track.timeRangeStart) + \(track.duration) vs ffprobe's last \(last) in 1/\(den)")
+            if type == .video {
+                let rate = Double(times.count) * Double(den) / Double(track.duration.value)
+                #expect(abs(Double(track.nominalFrameRate) - rate) < 1e-3, "\(kind): \(track.nominalFrameRate) fps, \(times.count) frames")
+            }
+        }
+        if kind == "mkv-offset" {  // the file is what it is meant to be: its first frame at 0.5 s
+            #expect(asset.tracks(withMediaType: .video).first?.timeRangeStart == MediaTime(value: 500, timescale: 1000))
         }
     }
 

@@ -57,11 +57,12 @@ extension Session {
     /// In an MPEG-TS, an MPEG-PS or an elementary stream, which state no duration (the demuxer's is an estimate from
     /// the PCRs or SCRs and the byte rate), every audio and video track's time range is its packets' (`spansPackets`);
     /// an elementary stream's packets have no timestamps, and are timed by their durations (`FrameIndex.untimed`).
+    /// A Matroska audio or video track ends at its last packet's end (`endingAtLastPacket`).
     /// An MPEG-TS's or MPEG-PS's tracks are indexed by one pass over the file (`FrameIndexes.prepare`).
     static func withFrameTiming(_ tracks: [TrackDescription], grids: [UInt32: TimeGrid], source: MediaSource,
                                 indexes: FrameIndexes) -> [TrackDescription] {
         let container = source.container
-        let indexed = tracks.filter { $0.mediaType == .video || (container.spansPackets && $0.mediaType == .audio) }
+        let indexed = tracks.filter { $0.mediaType == .video || (container.endsAtLastPacket && $0.mediaType == .audio) }
         // An MPEG-TS's or MPEG-PS's tracks in one pass over the file, not one each.
         if FrameIndex.indexedInOnePass(container) {
             indexes.prepare(source: source, trackIDs: indexed.map(\.id))
@@ -84,11 +85,14 @@ extension Session {
                 return track
             }
             // The last frame is displayed until the track's end when the container's edit ends inside it (MP4/MOV;
-            // FrameIndex.endingAt), as decoded reads show it. A container that states no end spans its packets.
-            let shown = container.spansPackets ? index : ending(index, at: track, grid: grid)
+            // FrameIndex.endingAt), as decoded reads show it. A container that states no end spans its packets; a
+            // Matroska track ends at its last packet's end.
+            let shown = container.endsAtLastPacket ? index : ending(index, at: track, grid: grid)
             guard let timing = FrameTiming(shown, grid: grid), timing.span > 0 else { return track }
             var timed = track
-            if container.spansPackets { timed = spanningPackets(timed, timing) }
+            if container.spansPackets { timed = spanningPackets(timed, timing) } else if container.endsAtLastPacket {
+                timed = endingAtLastPacket(timed, timing)
+            }
             if track.mediaType == .video {
                 timed.nominalFrameRate = timing.nominalFrameRate
                 timed.minFrameDuration = timing.minFrameDuration
@@ -104,6 +108,20 @@ extension Session {
         var track = track
         track.timeRangeStart = MediaTime(value: timing.start, timescale: timing.timescale)
         track.duration = MediaTime(value: timing.span, timescale: timing.timescale)
+        return track
+    }
+
+    /// `track` (Matroska, WebM) ending at the end of its last stored packet (`timing`, from its frame index): its
+    /// duration that end minus its `timeRangeStart`, where Info/Duration is the segment's, from 0 (a track whose
+    /// first frame is at 0.5 s would end 0.5 s after its last frame). Its whole packet span when the start is not on
+    /// the index's grid; unchanged when that end is not after the start.
+    static func endingAtLastPacket(_ track: TrackDescription, _ timing: FrameTiming) -> TrackDescription {
+        let start = track.timeRangeStart
+        guard start.isNumeric, start.timescale == timing.timescale else { return spanningPackets(track, timing) }
+        let duration = timing.start + timing.span - start.value
+        guard duration > 0 else { return track }
+        var track = track
+        track.duration = MediaTime(value: duration, timescale: timing.timescale)
         return track
     }
 
