@@ -58,7 +58,8 @@ enum IndexCacheClient {
     static func getDescription(_ key: IndexCacheWire.FileKey) -> AssetOpened? {
         guard let blob = getBlob(key), let payload = IndexCacheWire.decodeDescription(blob) else { return nil }
         let stamp = descriptionStamp
-        guard payload.count > stamp.count, payload[0] == UInt8(stamp.count), payload[1...stamp.count].elementsEqual(stamp),
+        guard stamp.count < 256, payload.count > stamp.count, payload[0] == UInt8(stamp.count),
+              payload[1...stamp.count].elementsEqual(stamp),
               case .assetOpened(let opened)? = try? Codec.decodePayload(type: .assetOpened, payload,
                                                                         from: stamp.count + 1, to: payload.count)
         else { return nil }
