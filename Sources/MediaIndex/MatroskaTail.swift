@@ -103,8 +103,10 @@ public enum MatroskaTail {
         let at = from + numberLength
         let relative = Int64(Int16(bitPattern: UInt16(b[at]) << 8 | UInt16(b[at + 1])))
         guard number == UInt64(track), b[at + 2] & 0x06 == 0, clusterTicks + relative >= 0 else { return nil }  // unlaced
-        return Block(time: (clusterTicks + relative) * scale, duration: nil, discardPadding: 0, offset: at + 3,
-                     size: to - at - 3)
+        // The Cluster's Timestamp is bounded by Int64.max / scale, but the block's 16-bit offset can carry past it.
+        let (time, overflow) = (clusterTicks + relative).multipliedReportingOverflow(by: scale)
+        guard !overflow else { return nil }
+        return Block(time: time, duration: nil, discardPadding: 0, offset: at + 3, size: to - at - 3)
     }
 
     /// A float element body (4 or 8 bytes, big-endian).

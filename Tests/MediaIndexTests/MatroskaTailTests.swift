@@ -1,0 +1,58 @@
+import Foundation
+import MediaIndex
+import TestSupport
+import Testing
+
+/// MatroskaTail on Matroska files built in the test (IntegrationTests' AudioRangesTests and OpusTrimsTests: GStreamer's
+/// WebM Opus, whose last block is stored at the Duration, against ffmpeg).
+@Suite(.timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs) struct MatroskaTailTests {
+    /// An EBML element: its id, its size as an 8-byte vint, its body.
+    static func element(_ id: [UInt8], _ body: [UInt8]) -> [UInt8] {
+        id + [0x01] + (0..<7).map { UInt8(truncatingIfNeeded: UInt64(body.count) >> (8 * (6 - UInt64($0)))) } + body
+    }
+
+    static func unsigned(_ v: UInt64) -> [UInt8] { (0..<8).map { UInt8(truncatingIfNeeded: v >> (8 * (7 - UInt64($0)))) } }
+
+    /// A file of one Cluster at `clusterTicks` holding one unlaced SimpleBlock of track 1 at `relative` ticks.
+    static func file(scale: UInt64, durationTicks: Double, clusterTicks: UInt64, relative: Int16,
+                     payload: [UInt8]) -> [UInt8] {
+        let info = element([0x15, 0x49, 0xA9, 0x66], element([0x2A, 0xD7, 0xB1], unsigned(scale))
+            + element([0x44, 0x89], unsigned(durationTicks.bitPattern)))
+        let r = UInt16(bitPattern: relative)
+        let block = [0x81, UInt8(r >> 8), UInt8(r & 0xFF), 0x80] + payload
+        let cluster = element([0x1F, 0x43, 0xB6, 0x75], element([0xE7], unsigned(clusterTicks)) + element([0xA3], block))
+        return element([0x1A, 0x45, 0xDF, 0xA3], element([0x42, 0x82], Array("webm".utf8)))
+            + element([0x18, 0x53, 0x80, 0x67], info + cluster)
+    }
+
+    static func blocks(_ bytes: [UInt8]) throws -> [MatroskaTail.Block] {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("tail-\(UUID().uuidString).mkv").path
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        try #require(fd >= 0)
+        defer { close(fd) }
+        return MatroskaTail.blocks(fd: fd, trackNumber: 1)
+    }
+
+    /// A block stored at the Duration is found, at its time in ns, with its frame's place in the file.
+    @Test func aBlockAtTheDurationIsFound() throws {
+        let payload: [UInt8] = [0xFC, 1, 2, 3, 4]
+        let bytes = Self.file(scale: 1_000_000, durationTicks: 3000, clusterTicks: 3000, relative: 0, payload: payload)
+        let found = try Self.blocks(bytes)
+        try #require(found.count == 1, "\(found)")
+        #expect(found[0].time == 3_000_000_000)
+        #expect(Array(bytes[found[0].offset..<found[0].offset + found[0].size]) == payload)
+        #expect(try Self.blocks(Self.file(scale: 1_000_000, durationTicks: 3000, clusterTicks: 2990, relative: 0,
+                                          payload: payload)).isEmpty, "a block before the Duration is not the tail's")
+    }
+
+    /// A Cluster Timestamp just under Int64.max / TimestampScale with a block 32767 ticks after it: the block's time
+    /// does not fit in 64 bits, and the block is left out (a hostile file is no trap).
+    @Test func aBlockTimePastInt64IsLeftOut() throws {
+        let scale: UInt64 = 1_000_000_000
+        let bytes = Self.file(scale: scale, durationTicks: 1, clusterTicks: UInt64(Int64.max) / scale - 1,
+                              relative: .max, payload: [0xFC, 1])
+        #expect(try Self.blocks(bytes).isEmpty)
+    }
+}
