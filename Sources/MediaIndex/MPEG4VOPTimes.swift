@@ -53,10 +53,12 @@ public struct MPEG4VOPTimes: Sendable {
         return step
     }
 
-    /// The duration of a frame in nanoseconds, ⌊10⁹ × frameTicks / resolution⌋; nil without one.
+    /// The duration of a frame in nanoseconds, ⌊10⁹ × frameTicks / resolution⌋; nil without one, or when it does not
+    /// fit in 64 bits (VOPs whose modulo_time_base puts them days apart).
     public var frameNanoseconds: Int64? {
         guard let ticks = frameTicks, let resolution, resolution > 0 else { return nil }
-        return 1_000_000_000 * ticks / Int64(resolution)
+        let (product, overflow) = ticks.multipliedReportingOverflow(by: 1_000_000_000)
+        return overflow ? nil : product / Int64(resolution)
     }
 
     /// video_object_layer(), up to vop_time_increment_resolution and fixed_vop_rate (ISO/IEC 14496-2 6.2.3).

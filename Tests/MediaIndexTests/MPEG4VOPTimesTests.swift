@@ -50,23 +50,49 @@ import Testing
 
     /// A VOL with fixed_vop_rate: its fixed_vop_time_increment (15 bits for resolution 30000) is the frame, whatever
     /// the VOPs say.
+    /// `value` in `width` bits, as a string of 0s and 1s.
+    static func bin(_ value: Int, _ width: Int) -> String {
+        let digits = String(value, radix: 2)
+        return String(repeating: "0", count: width - digits.count) + digits
+    }
+
+    /// A string of 0s and 1s as bytes, the last one padded with 1s.
+    static func bytes(_ bits: String) -> [UInt8] {
+        let padded = Array((bits + String(repeating: "1", count: (8 - bits.count % 8) % 8)).utf8)
+        return stride(from: 0, to: padded.count, by: 8).map { i in
+            padded[i..<i + 8].reduce(UInt8(0)) { $0 << 1 | ($1 == UInt8(ascii: "1") ? 1 : 0) }
+        }
+    }
+
+    /// A VOL header of `resolution` ticks a second, with fixed_vop_rate and `fixed` as its increment when given.
+    static func vol(_ resolution: Int, fixed: (increment: Int, bits: Int)? = nil) -> [UInt8] {
+        let rate = fixed.map { "1" + bin($0.increment, $0.bits) } ?? "0"
+        return [0, 0, 1, 0x20] + bytes("0" + bin(1, 8) + "0" + "0001" + "0" + "00" + "1" + bin(resolution, 16) + "1" + rate + "1")
+    }
+
+    /// A VOP of `type` whose modulo_time_base adds `seconds`, at `increment` of `bits` bits.
+    static func vop(type: Int, seconds: Int, increment: Int, bits: Int) -> [UInt8] {
+        [0, 0, 1, 0xB6] + bytes(bin(type, 2) + String(repeating: "1", count: seconds) + "0" + "1" + bin(increment, bits) + "1")
+    }
+
+    /// A VOL with fixed_vop_rate: its fixed_vop_time_increment (15 bits for resolution 30000) is the frame, whatever
+    /// the VOPs say.
     @Test func fixedRate() {
-        let bin = { (value: Int, width: Int) -> String in
-            let digits = String(value, radix: 2)
-            return String(repeating: "0", count: width - digits.count) + digits
-        }
-        let vol = "0" + bin(1, 8) + "0" + "0001" + "0" + "00" + "1" + bin(30000, 16) + "1" + "1" + bin(1001, 15) + "1"
-        let vop = "00" + "0" + "1" + bin(0, 15) + "1"
-        let bytes = { (bits: String) -> [UInt8] in
-            let padded = bits + String(repeating: "1", count: (8 - bits.count % 8) % 8)
-            return stride(from: 0, to: padded.count, by: 8).map { i in
-                UInt8(String(padded.dropFirst(i).prefix(8)), radix: 2) ?? 0
-            }
-        }
         var times = MPEG4VOPTimes()
-        let read = times.see([0, 0, 1, 0x20] + bytes(vol) + [0, 0, 1, 0xB6] + bytes(vop))
+        let read = times.see(Self.vol(30000, fixed: (1001, 15)) + Self.vop(type: 0, seconds: 0, increment: 0, bits: 15))
         #expect(read)
         #expect(times.resolution == 30000 && times.fixedIncrement == 1001 && times.times == [0])
         #expect(times.frameTicks == 1001 && times.frameNanoseconds == 33_366_666)
+    }
+
+    /// Two VOPs 150 000 s apart at 65 535 ticks a second: a step of 9.8 × 10⁹ ticks, whose nanoseconds do not fit in
+    /// 64 bits — no frame duration (a hostile stream is no trap).
+    @Test func aStepPastInt64IsNoDuration() {
+        var times = MPEG4VOPTimes()
+        let first = times.see(Self.vol(65535) + Self.vop(type: 0, seconds: 0, increment: 0, bits: 16))
+        let second = times.see(Self.vop(type: 0, seconds: 150_000, increment: 0, bits: 16))
+        #expect(first && second)
+        #expect(times.frameTicks == Int64(150_000) * 65535, "\(times.times)")
+        #expect(times.frameNanoseconds == nil)
     }
 }
