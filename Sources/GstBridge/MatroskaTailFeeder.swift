@@ -60,12 +60,11 @@ final class MatroskaTailFeeder: Sendable {
 
     /// At the demuxer's EOS: chains the tail blocks it left out, before the EOS passes.
     private func complete(_ info: borrowing ProbeInfo) {
-        let (tail, last, stop) = state.withLock { s in
-            guard s.armed else { return ([MatroskaTail.Block](), Int64?.none, Int64?.none) }
-            if s.tail == nil { s.tail = MatroskaTail.blocks(fd: fd, trackNumber: trackID) }
-            return (s.tail ?? [], s.lastPTS, s.stop)
-        }
-        guard let last else { return }  // nothing passed: the range is not at the end
+        let (armed, known, last, stop) = state.withLock { s in (s.armed, s.tail, s.lastPTS, s.stop) }
+        guard armed, let last else { return }  // nothing passed: the range is not at the end
+        // Read once, outside the lock (file reads; the probe's other events need not wait for them).
+        let tail = known ?? MatroskaTail.blocks(fd: fd, trackNumber: trackID)
+        if known == nil { state.withLock { $0.tail = tail } }
         for block in tail {
             let pts = max(0, block.time - delay)
             guard pts > last, stop.map({ pts < $0 }) ?? true, let bytes = read(block) else { continue }
