@@ -51,7 +51,9 @@ enum ConverterInput {
             _ = vol.see(view.codecConfiguration)  // the VOL: its resolution (a VOP follows in the stream, not here)
             guard let resolution = vol.resolution.map(Int64.init) else { return GST_PAD_PROBE_OK }
             // frame = ⌊10⁹ × ticks / resolution⌋ (MPEG4VOPTimes.frameNanoseconds): ticks is the ceiling of the inverse.
-            let ticks = (frame * resolution + 999_999_999) / 1_000_000_000
+            let (product, overflow) = frame.multipliedReportingOverflow(by: resolution)
+            guard !overflow, product <= Int64.max - 999_999_999 else { return GST_PAD_PROBE_OK }
+            let ticks = (product + 999_999_999) / 1_000_000_000
             guard ticks > 0, ticks <= Int64(Int32.max) else { return GST_PAD_PROBE_OK }
             info.replaceCaps(caps.with("framerate", fraction: Int32(resolution), Int32(ticks)))
             return GST_PAD_PROBE_OK
