@@ -101,6 +101,40 @@ struct FrameTimingTests {
         #expect(frames.map { md5Hex($0.sample.packedBytes()) } == indices.map { md5Hex(decoded.samples[Int($0)].packedBytes()) })
     }
 
+    /// MPEG-PS (ffmpeg's `-f mpeg`, MPEG-2 video) at the same variable rate. Intra-only pictures of over 6 KB each
+    /// start a PES of their own (ffmpeg's packs hold 2 KB), so every picture's PES states its PTS: the times are the
+    /// muxer's, none placed (PROTOCOL.md §7.2, "MPEG-1/2 video in an MPEG-PS"). On trackd's timeline (ffprobe's less
+    /// the first pack's SCR): minFrameDuration 3000/90000, nominalFrameRate 50 over the span, every decoded frame
+    /// ffmpeg's at its packet's PTS lasting until the next one (the last its packet's duration), every stored sample
+    /// at its packet's PTS.
+    @Test func programStreamVFRIsFFprobes() throws {
+        let file = Media.make("timing-vfr.mpg", Self.source + Self.vfr + ["-c:v", "mpeg2video", "-g", "1", "-q:v", "2", "-f", "mpeg"])
+        let packets = try Probe.packets(file, "v:0")
+        let pts = packets.compactMap(\.pts)
+        try #require(packets.count == 50 && pts.count == 50, "ffprobe: \(packets.count) packets, \(pts.count) with a PTS")
+        let want = try Self.expected(file)
+        #expect(want.base == (1, 90000) && want.minDelta == 3000, "\(want.base), \(want.minDelta)")
+        let time = try MPEGStreamDurationTests.timeline(file)
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        let asset = try Asset(path: file, socketPath: daemon.socketPath)
+        let track = try #require(asset.tracks(withMediaType: .video).first)
+        #expect(track.naturalTimeScale == 90000)
+        #expect(track.minFrameDuration == MediaTime(value: 3000, timescale: 90000), "\(track.minFrameDuration)")
+        let rate = Double(Int64(want.frames) * want.base.den) / Double((want.end - want.first) * want.base.num)
+        #expect(track.nominalFrameRate == rate, "nominalFrameRate \(track.nominalFrameRate), ffprobe \(rate)")
+        #expect(abs(track.nominalFrameRate - 50 / 2.933) < 0.05, "\(track.nominalFrameRate)")
+        #expect(track.timeRangeStart == time(want.first) && track.duration == MediaTime(value: want.end - want.first, timescale: 90000))
+        let decoded = try TimescaleTests.read(asset, track, TimescaleTests.y420)
+        #expect(decoded.map { md5Hex($0.packedBytes()) } == (try Oracle.frameMD5(file, pixFmt: "yuv420p")).map(\.md5))
+        let shown = pts.sorted()
+        #expect(decoded.map(\.presentationTimeStamp) == shown.map(time))
+        let ends = Array(shown.dropFirst()) + [want.end]
+        #expect(decoded.map(\.duration) == zip(shown, ends).map { MediaTime(value: $1 - $0, timescale: 90000) })
+        let stored = try TimescaleTests.read(asset, track, nil)
+        #expect(stored.map(\.presentationTimeStamp) == pts.map(time))
+    }
+
     /// An MP4 whose edit ends inside its last sample (TimescaleTests' VFR file: the last frame stored as 0.1 s, the
     /// edit ending 34 ms after its PTS): the track lasts the edit (read from the elst here), its last frame is shown
     /// until then — the span of `nominalFrameRate`, so rate × duration = frames — and its last decoded frame lasts
