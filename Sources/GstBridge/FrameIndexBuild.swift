@@ -93,12 +93,16 @@ extension FrameIndex {
     /// long): the times are in decode order, so in a stream with B-frames a frame's decode position is not that of
     /// the picture shown at its time, and ReadFrames, which plans by stored samples, cannot use this index. MPEG-4
     /// Part 2, whose parser gives no durations, is timed by its headers' rate (timedByVOPs). Thrown when a sample has
-    /// no duration otherwise.
-    public static func untimed(source: MediaSource, trackID: UInt32, progress: () -> Void = {}) throws(TrackError) -> FrameIndex {
+    /// no duration otherwise. `grid`: the frame grid of the rate the frames are timed by (the parser's caps, or the
+    /// VOL's and VOPs') when every frame is one frame of it (FrameIndex.frameGrid), else nanoseconds.
+    public static func untimed(source: MediaSource, trackID: UInt32,
+                               progress: () -> Void = {}) throws(TrackError) -> (index: FrameIndex, grid: TimeGrid) {
         var stored: [StoredSample] = []
         var vops = MPEG4VOPTimes()  // MPEG-4 Part 2, whose parser gives no durations: its VOPs' times
         var end: Int64 = 0
+        var rate: (Int32, Int32)?  // the parser's: its caps' framerate, by which it gives each frame its duration
         try forEachStoredSample(source: source, trackID: trackID, progress: progress) { (s) throws(TrackError) in
+            if stored.isEmpty { rate = CapsView(s.sample.caps)?.fraction("framerate") }
             let duration = s.duration.nanoseconds ?? 0
             let timedByVOPs = s.format == "mp4v" && duration <= 0 && vops.see(s.leadingBytes(4096))
             guard duration > 0 || timedByVOPs, !s.presentationTime.isValid else {
@@ -109,8 +113,13 @@ extension FrameIndex {
             return true
         }
         guard !stored.isEmpty else { throw TrackError.trackHasNoFrames(trackID) }
-        if vops.times.isEmpty { return FrameIndex(parsedSamples: stored) }
-        return try timedByVOPs(stored, vops, trackID: trackID)
+        if vops.times.isEmpty {
+            let index = FrameIndex(parsedSamples: stored)
+            return (index, rate.flatMap { index.frameGrid(rate: Int64($0.0), Int64($0.1)) } ?? .nanoseconds)
+        }
+        let index = try timedByVOPs(stored, vops, trackID: trackID)
+        let grid = vops.resolution.flatMap { r in vops.frameTicks.flatMap { index.frameGrid(rate: Int64(r), $0) } }
+        return (index, grid ?? .nanoseconds)
     }
 
     /// An MPEG-4 Part 2 stream's frames, which its parser gives no duration, each one frame of the rate its VOL and

@@ -213,3 +213,18 @@ public struct FrameIndex: Sendable {
         a >= b ? UInt64(bitPattern: a &- b) : UInt64(bitPattern: b &- a)
     }
 }
+
+extension FrameIndex {
+    /// The frame grid of `numerator / denominator` frames per second (TimeGrid(frameRate:_:)) when this index's frames
+    /// are its frames — frame k at k frames of its `frameNanoseconds`, each lasting one — as an elementary stream's
+    /// parser times them by the rate it states (PROTOCOL.md §7.1); nil otherwise (a rate too fine or not positive, a
+    /// frame of another length).
+    public func frameGrid(rate numerator: Int64, _ denominator: Int64) -> TimeGrid? {
+        guard let grid = TimeGrid(frameRate: numerator, denominator) else { return nil }
+        for (k, frame) in frames.enumerated() {
+            let (at, overflow) = Int64(k).multipliedReportingOverflow(by: grid.frameNanoseconds)
+            guard !overflow, frame.presentationTime == at, frame.duration == grid.frameNanoseconds else { return nil }
+        }
+        return grid
+    }
+}

@@ -11,7 +11,8 @@ import SystemCalls
 /// - AVI: a video stream's strh rate and scale (its frames are `scale/rate` s apart), the minimum frame duration one
 ///   tick; audio streams are left to the sample rate;
 /// - MPEG-TS and MPEG-PS: 90 kHz for every track (the PTS/DTS clock).
-/// A track this finds nothing for is left to the caller (audio: its sample rate; else nanoseconds).
+/// A track this finds nothing for is left to the caller (audio: its sample rate; an elementary stream's video: the
+/// frame grid of the rate its parser states, TimeGrid(frameRate:_:); else nanoseconds).
 public enum TrackTimescale {
     /// One stream's clock. `id`: the container's track number (MP4 track_ID, Matroska TrackNumber), nil when
     /// streams are matched by kind and position (`kind`, `ordinal` among streams of that kind: AVI).

@@ -9,6 +9,11 @@
 /// `maxTimescale` are not used; their tracks keep nanoseconds). `nanoseconds(_:)` goes the other way for a
 /// requested time: first to the nearest tick, then to the demuxer's nanoseconds, so it compares exactly with the
 /// timestamps GStreamer gives the samples.
+///
+/// A **frame grid** (`init(frameRate:_:)`: an elementary stream, whose parser times every frame by the rate it
+/// states) is the rate's own: timescale its numerator, one tick its denominator, and GStreamer's time of tick k is
+/// k × ⌊tick × 10⁹ / timescale⌋ ns — the parser adds one frame of that floor-rounded duration per frame, so frame 30
+/// at 30 fps is 999 999 990 ns, not ⌊10⁹⌋. Both directions use that step, so they stay exact at any length.
 public struct TimeGrid: Sendable, Hashable, CustomStringConvertible {
     /// Units per second: the CMTime timescale of every time of the track.
     public let timescale: Int32
@@ -18,16 +23,19 @@ public struct TimeGrid: Sendable, Hashable, CustomStringConvertible {
     /// timestamps tick k as ⌊(k + offset) × 10⁹ / timescale⌋ − ⌊offset × 10⁹ / timescale⌋, and a requested time
     /// is converted the same way so that it equals the frame's timestamp.
     public let offset: Int64
+    /// A frame grid's GStreamer nanoseconds per tick (⌊tick × 10⁹ / timescale⌋); 0 on every other grid.
+    public let frameNanoseconds: Int64
 
     /// The largest timescale a grid keeps; above it a tick is 2 ns or less and nanoseconds are used instead.
     public static let maxTimescale: Int64 = 250_000_000
     /// GStreamer's clock: tracks whose container has no timescale of its own.
     public static let nanoseconds = TimeGrid(uncheckedTimescale: MediaTime.nanosecondTimescale, tick: 1, offset: 0)
 
-    private init(uncheckedTimescale: Int32, tick: Int64, offset: Int64) {
+    private init(uncheckedTimescale: Int32, tick: Int64, offset: Int64, frameNanoseconds: Int64 = 0) {
         self.timescale = uncheckedTimescale
         self.tick = tick
         self.offset = offset
+        self.frameNanoseconds = frameNanoseconds
     }
 
     /// `tick / timescale` seconds per tick, reduced; nil when either is not positive or the timescale is above
@@ -41,6 +49,19 @@ public struct TimeGrid: Sendable, Hashable, CustomStringConvertible {
         self.init(uncheckedTimescale: Int32(t), tick: k, offset: offset / g)
     }
 
+    /// The frame grid of `numerator / denominator` frames per second (reduced): timescale the numerator, one frame a
+    /// tick of the denominator, GStreamer's frame k at k × ⌊10⁹ × denominator / numerator⌋ ns (30000/1001: frame k is
+    /// `(1001k, 30000)`, at k × 33 366 666 ns). nil when either is not positive, the timescale is above
+    /// `maxTimescale` or a frame is under 1 ns.
+    public init?(frameRate numerator: Int64, _ denominator: Int64) {
+        guard let reduced = TimeGrid(timescale: numerator, tick: denominator) else { return nil }
+        let frame = Int128(reduced.tick) * 1_000_000_000 / Int128(reduced.timescale)
+        guard frame > 0, frame <= Int128(Int64.max) else { return nil }
+        self.init(uncheckedTimescale: reduced.timescale, tick: reduced.tick, offset: 0, frameNanoseconds: Int64(frame))
+    }
+
+    public var isFrameGrid: Bool { frameNanoseconds > 0 }
+
     /// The grid of `timescale`, else nanoseconds (a timescale that is 0 or too fine).
     public static func orNanoseconds(timescale: Int64, tick: Int64 = 1) -> TimeGrid {
         TimeGrid(timescale: timescale, tick: tick) ?? .nanoseconds
@@ -50,27 +71,42 @@ public struct TimeGrid: Sendable, Hashable, CustomStringConvertible {
 
     public var description: String {
         (tick == 1 ? "1/\(timescale)" : "\(tick)/\(timescale)") + (offset == 0 ? "" : " from \(offset)")
+            + (isFrameGrid ? " in frames of \(frameNanoseconds) ns" : "")
     }
 
     /// The tick nearest `value / scale` seconds (halves away from zero), in ticks; saturates.
     private func ticks(value: Int64, scale: Int64) -> Int64 {
         // value / scale s = n ticks of tick/timescale s: n = value × timescale / (scale × tick).
-        let num = Int128(value) * Int128(timescale), den = Int128(scale) * Int128(tick)
+        Self.nearestQuotient(Int128(value) * Int128(timescale), Int128(scale) * Int128(tick))
+    }
+
+    /// num / den to the nearest integer, halves away from zero (den > 0); saturates.
+    private static func nearestQuotient(_ num: Int128, _ den: Int128) -> Int64 {
         let (q, r) = num.quotientAndRemainder(dividingBy: den)
         var n = q
         if 2 * r.magnitude >= den.magnitude { n += num < 0 ? -1 : 1 }
         return Int64(clamping: n)
     }
 
-    /// The grid time nearest a GStreamer time in nanoseconds (exact for the demuxer's own timestamps).
+    /// The grid time nearest a GStreamer time in nanoseconds (exact for the demuxer's own timestamps; on a frame
+    /// grid, the nearest whole number of its frames).
     public func time(nanoseconds ns: Int64) -> MediaTime {
         if isNanoseconds { return .nanoseconds(ns) }
-        return MediaTime(value: Self.multiply(ticks(value: ns, scale: 1_000_000_000), tick), timescale: timescale)
+        let n = isFrameGrid ? Self.nearestQuotient(Int128(ns), Int128(frameNanoseconds)) : ticks(value: ns, scale: 1_000_000_000)
+        return MediaTime(value: Self.multiply(n, tick), timescale: timescale)
     }
 
-    /// Any time on this grid: numeric times to the nearest tick (nanosecond times as `time(nanoseconds:)`); times
-    /// that are not numeric (invalid, infinite) unchanged.
+    /// A time from GStreamer (nanoseconds, as `time(nanoseconds:)`) or one already on this grid, on this grid; times
+    /// that are not numeric (invalid, infinite) unchanged. Any other time to the nearest tick, as `nearest(_:)`.
     public func rounded(_ t: MediaTime) -> MediaTime {
+        guard t.isNumeric else { return t }
+        if t.timescale == MediaTime.nanosecondTimescale && isFrameGrid { return time(nanoseconds: t.value) }
+        return nearest(t)
+    }
+
+    /// A requested time's nearest tick (halves away from zero; PROTOCOL.md §7.1), exactly by its value / timescale
+    /// also on a frame grid; not numeric: unchanged.
+    public func nearest(_ t: MediaTime) -> MediaTime {
         guard t.isNumeric else { return t }
         if t.timescale == timescale && t.value % tick == 0 { return MediaTime(value: t.value, timescale: timescale) }
         return MediaTime(value: Self.multiply(ticks(value: t.value, scale: Int64(t.timescale)), tick), timescale: timescale)
@@ -85,11 +121,13 @@ public struct TimeGrid: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// A requested time in GStreamer's nanoseconds: the nearest tick, then ⌊ticks × tick × 10⁹ / timescale⌋ (how the
-    /// demuxer timestamps that tick). nil when `t` is not numeric; saturates.
+    /// demuxer timestamps that tick; on a frame grid, ticks × `frameNanoseconds`). nil when `t` is not numeric;
+    /// saturates.
     public func nanoseconds(_ t: MediaTime) -> Int64? {
         guard t.isNumeric else { return nil }
         if isNanoseconds { return t.nanoseconds }
         let n = ticks(value: t.value, scale: Int64(t.timescale))
+        if isFrameGrid { return Int64(clamping: Int128(n) * Int128(frameNanoseconds)) }
         let units = Int128(n) * Int128(tick)
         return Int64(clamping: floorNanoseconds(units + Int128(offset)) - floorNanoseconds(Int128(offset)))
     }
@@ -106,7 +144,7 @@ public struct TimeGrid: Sendable, Hashable, CustomStringConvertible {
     public func nanoseconds(_ range: MediaTimeRange) -> MediaTimeRange {
         guard let start = nanoseconds(range.start) else { return range }
         guard range.duration.isNumeric else { return MediaTimeRange(start: .nanoseconds(start), duration: range.duration) }
-        let first = rounded(range.start), length = rounded(range.duration)
+        let first = nearest(range.start), length = nearest(range.duration)
         let end = nanoseconds(MediaTime(value: first.value.addingSaturating(length.value), timescale: timescale)) ?? .max
         return MediaTimeRange(start: .nanoseconds(start), duration: .nanoseconds(max(0, end - start)))
     }

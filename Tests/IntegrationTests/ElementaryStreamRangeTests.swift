@@ -4,12 +4,14 @@ import Testing
 import TrackClient
 
 /// Decoded video of an elementary stream (ffmpeg's `-f h264`, `-f hevc`, `-f m4v`, `-f mpeg2video`, two B-frames; no
-/// stored sample carries a time) is read from the stream's beginning, where the decoder times frame n at n frame
-/// durations of ⌊10⁹ × den / num⌋ ns for the rate ffprobe states (PROTOCOL.md §7.2: the parser's, or for MPEG-4 Part
-/// 2 its VOL's and VOPs', at 30 and at 30000/1001 fps; ffprobe's frames, where it times them, are one frame apart in
-/// its time_base), and cut by the frame index those durations make (§12.7): each range — from inside a frame, from a frame's start, to the end, past
-/// the end, from 0, after the end — is the frames ffmpeg decodes (framemd5) whose display interval on that timeline
-/// meets the range, each lasting one frame, the same as a ResetOutput range; the track lasts its frames at that rate.
+/// stored sample carries a time) is read from the stream's beginning and timed on the timescale of the rate ffprobe
+/// states, `r_frame_rate` num/den (PROTOCOL.md §7.1, §7.2: the parser's, or for MPEG-4 Part 2 its VOL's and VOPs', at
+/// 30, 30000/1001 and 25 fps; ffprobe's frames, where it times them, are one frame apart in its time_base): frame n
+/// at `(n × den, num)`, each lasting `(den, num)`. A range's start and duration are each rounded to whole frames
+/// (§7.1), and the range is cut by §12.7's rule: each range — from inside a frame, from a frame's start, [0.5 s, 1 s),
+/// to the end, past the end, from 0, after the end — is the frames ffmpeg decodes (framemd5) whose display interval
+/// meets it (at 30 fps [0.5 s, 1 s) is frames 15 to 29, ending before frame 30 at 1 s, where ffmpeg shows it), the
+/// same as a ResetOutput range; the track lasts its frames at that rate.
 /// An `-f m4v` stream whose VOL fixes no rate and whose VOPs are not evenly spaced (a frame dropped) has no rate to
 /// time its frames by, so no index: it is read whole or not at all: every other range fails with −11838 naming the
 /// track, the same on every attempt, before any frame, in CreateOutput and as a ResetOutput range, where a reset to
@@ -26,14 +28,22 @@ import TrackClient
         "m4v-gap": Media.make("range-gap.m4v", source + ["-vf", "select='not(eq(n\\,5))'", "-fps_mode", "vfr", "-c:v", "mpeg4",
                                                          "-bf", "2", "-g", "12", "-f", "m4v"]),
         // 30000/1001 fps: VOPs 1001 ticks of 30000 apart, no fixed_vop_rate (the decoder is told the rate).
-        "m4v-ntsc": Media.make("range-ntsc.m4v", ["-f", "lavfi", "-i", "testsrc2=size=160x90:rate=30000/1001:duration=2",
-                                                  "-c:v", "mpeg4", "-bf", "2", "-g", "12", "-f", "m4v"]),
+        "m4v-ntsc": Media.make("range-ntsc.m4v", ntsc + ["-c:v", "mpeg4", "-bf", "2", "-g", "12", "-f", "m4v"]),
+        "h264-ntsc": Media.make("range-ntsc.h264", ntsc + ["-c:v", "libx264", "-bf", "2", "-g", "12", "-pix_fmt", "yuv420p",
+                                                           "-f", "h264"]),
+        // 25 fps: 50 frames.
+        "m2v-25": Media.make("range-25.m2v", ["-f", "lavfi", "-i", "testsrc2=size=160x90:rate=25:duration=2", "-c:v", "mpeg2video",
+                                              "-bf", "2", "-g", "12", "-f", "mpeg2video"]),
     ]
+    static let ntsc = ["-f", "lavfi", "-i", "testsrc2=size=160x90:rate=30000/1001:duration=2"]
+    static let kinds = ["h264", "hevc", "m4v", "m4v-ntsc", "h264-ntsc", "m2v", "m2v-25"]
     static func s(_ value: Int64, _ timescale: Int32) -> MediaTime { MediaTime(value: value, timescale: timescale) }
-    /// From 0.51 s (inside frame 15) for 0.05 s; from frame 15's start (15 frames of 33333333 ns) for 0.5 s; from
-    /// 0.5 s to the end; from 1.9 s for 1 s (past the end); from 0 for 0.5 s; from 2.5 s (after the end) for 0.1 s.
+    /// From 0.51 s (inside frame 15) for 0.05 s; from frame 15's start in GStreamer's nanoseconds (15 frames of
+    /// 33333333 ns) for 0.5 s; [0.5 s, 1 s); from 0.5 s to the end; from 1.9 s for 1 s (past the end); from 0 for
+    /// 0.5 s; from 2.5 s (after the end) for 0.1 s.
     static let ranges = [MediaTimeRange(start: s(51, 100), duration: s(5, 100)),
                          MediaTimeRange(start: MediaTime(value: 15 * 33_333_333, timescale: 1_000_000_000), duration: s(1, 2)),
+                         MediaTimeRange(start: s(1, 2), duration: s(1, 2)),
                          MediaTimeRange(start: s(1, 2), duration: .positiveInfinity),
                          MediaTimeRange(start: s(19, 10), duration: s(1, 1)),
                          MediaTimeRange(start: .zero, duration: s(1, 2)),
@@ -43,9 +53,12 @@ import TrackClient
         "the stored samples of track \(track.trackID) carry no presentation times, so a decoded time range cannot be placed in them; read the track whole, from 0 to its end"
     }
 
-    /// ffmpeg's frames of `file`: their md5s (framemd5, yuv420p), and the duration of one in nanoseconds as the track
-    /// times it (⌊10⁹ × den / num⌋ for ffprobe's r_frame_rate num/den), checked against ffprobe's frame times.
-    static func oracle(_ file: String) throws -> (md5s: [String], frame: Int64) {
+    /// ffmpeg's frames of `file` and its rate.
+    typealias Frames = (md5s: [String], rate: (num: Int64, den: Int64))
+
+    /// ffmpeg's frames of `file`: their md5s (framemd5, yuv420p), and ffprobe's r_frame_rate num/den, by which the
+    /// track times them, checked against ffprobe's frame times.
+    static func oracle(_ file: String) throws -> Frames {
         let md5s = try Oracle.frameMD5(file, pixFmt: "yuv420p").map(\.md5)
         let r = try run("ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries", "stream=r_frame_rate,time_base",
                                     "-of", "csv=p=0", file])
@@ -54,34 +67,43 @@ import TrackClient
         try #require(f.count == 2 && f.allSatisfy { $0.count == 2 && $0[0] > 0 && $0[1] > 0 }, "ffprobe: \(r.text)")
         let (rate, timeBase) = ((f[0][0], f[0][1]), (f[1][0], f[1][1]))  // ffprobe prints r_frame_rate first
         let frames = try Probe.frames(file, "v:0")
-        try #require(frames.count == 60 && md5s.count == 60, "ffprobe: \(frames.count) frames, ffmpeg: \(md5s.count)")
+        try #require(frames.count == md5s.count && md5s.count >= 50, "ffprobe: \(frames.count) frames, ffmpeg: \(md5s.count)")
         // Where ffprobe times the frames, frame n is n frames (n × den / num s) after the first in its time_base (m4v
         // from 0; mpeg2video from one frame, its demuxer's delay — trackd's frames start at 0, §7.2).
         for (n, frame) in frames.enumerated() {
             guard let pts = frame.pts, let first = frames[0].pts else { continue }
             #expect((pts - first) * timeBase.0 * rate.0 == Int64(n) * rate.1 * timeBase.1, "\(file): ffprobe frame \(n) at \(pts)")
         }
-        return (md5s, 1_000_000_000 * rate.1 / rate.0)
+        return (md5s, rate)
     }
 
-    /// The frames `range` shows (§12.7) of a track of `count` frames, frame n displayed from n to n + 1 frames
-    /// (`frame` ns; the last one until the track's end).
-    static func shown(_ range: MediaTimeRange, count: Int, frame: Int64) throws -> [Int] {
-        let start = try #require(range.start.nanoseconds)
-        let end = range.duration.isPositiveInfinity ? Int64.max : start + (try #require(range.duration.nanoseconds))
-        return (0..<count).filter { n in Int64(n) * frame < end && Int64(n + 1) * frame > start }
+    /// `t` in whole frames of `rate`, the nearest (halves away from zero), as the track's timescale rounds it (§7.1).
+    static func frames(_ t: MediaTime, _ rate: (num: Int64, den: Int64)) -> Int64 {
+        let (num, den) = (Int64(t.value) * rate.num, Int64(t.timescale) * rate.den)
+        return (2 * num + den) / (2 * den)
+    }
+
+    /// The frames `range` shows (§12.7) of a track of `count` frames at `rate`: its start and duration each rounded to
+    /// whole frames, frame n displayed from n to n + 1 frames (the last one until the track's end).
+    static func shown(_ range: MediaTimeRange, count: Int, rate: (num: Int64, den: Int64)) -> [Int] {
+        let start = frames(range.start, rate)
+        let end = range.duration.isPositiveInfinity ? Int64.max : start + frames(range.duration, rate)
+        return (0..<count).filter { n in Int64(n) < end && Int64(n + 1) > start }
+    }
+
+    /// Frame n of `rate`'s timescale: `(n × den, num)`.
+    static func at(_ n: Int64, _ rate: (num: Int64, den: Int64)) -> MediaTime {
+        MediaTime(value: n * rate.den, timescale: Int32(rate.num))
     }
 
     /// What `output`, started or reset to `range`, delivers, checked against ffmpeg's frames `oracle` that it shows.
-    static func readRange(_ output: AssetReaderTrackOutput, _ range: MediaTimeRange, _ oracle: (md5s: [String], frame: Int64),
-                          _ what: String) throws {
+    static func readRange(_ output: AssetReaderTrackOutput, _ range: MediaTimeRange, _ oracle: Frames, _ what: String) throws {
         var frames: [SampleBuffer] = []
         while let s = try output.copyNextSampleBuffer() { frames.append(s) }
-        let ns = { (value: Int64) in MediaTime(value: value, timescale: 1_000_000_000) }
-        let expected = try shown(range, count: oracle.md5s.count, frame: oracle.frame)
+        let expected = shown(range, count: oracle.md5s.count, rate: oracle.rate)
         #expect(frames.map { md5Hex($0.packedBytes()) } == expected.map { oracle.md5s[$0] }, "\(what): \(frames.count) frames")
-        #expect(frames.map(\.presentationTimeStamp) == expected.map { ns(Int64($0) * oracle.frame) }, "\(what) times")
-        #expect(frames.allSatisfy { $0.duration == ns(oracle.frame) }, "\(what) durations")
+        #expect(frames.map(\.presentationTimeStamp) == expected.map { at(Int64($0), oracle.rate) }, "\(what) times")
+        #expect(frames.allSatisfy { $0.duration == at(1, oracle.rate) }, "\(what) durations")
     }
 
     /// A random-access output of `track` decoded: the whole track, then each of `ranges` by ResetOutput.
@@ -95,8 +117,7 @@ import TrackClient
     }
 
     /// ffmpeg's frames of the `kind` file (oracle), and its video track opened through a new daemon.
-    static func open(_ kind: String) throws -> (oracle: (md5s: [String], frame: Int64), daemon: Daemon, asset: Asset,
-                                                track: AssetTrack) {
+    static func open(_ kind: String) throws -> (oracle: Frames, daemon: Daemon, asset: Asset, track: AssetTrack) {
         let file = try #require(Self.files[kind])
         let oracle = try Self.oracle(file)
         let daemon = try Daemon()
@@ -109,12 +130,18 @@ import TrackClient
         }
     }
 
-    @Test(arguments: ["h264", "hevc", "m4v", "m4v-ntsc", "m2v"]) func decodedRangesAreFfmpegsFrames(kind: String) throws {
+    @Test(arguments: kinds) func decodedRangesAreFfmpegsFrames(kind: String) throws {
         let (oracle, daemon, asset, track) = try Self.open(kind)
         defer { daemon.stop() }
-        let ns = { (value: Int64) in MediaTime(value: value, timescale: 1_000_000_000) }
-        #expect(track.duration == ns(Int64(oracle.md5s.count) * oracle.frame), "\(kind) duration \(track.duration)")
-        #expect(track.minFrameDuration == ns(oracle.frame), "\(kind) minFrameDuration \(track.minFrameDuration)")
+        let count = Int64(oracle.md5s.count)
+        #expect(track.naturalTimeScale == Int32(oracle.rate.num), "\(kind) timescale \(track.naturalTimeScale)")
+        #expect(track.timeRangeStart == Self.at(0, oracle.rate) && track.duration == Self.at(count, oracle.rate),
+                "\(kind) time range \(track.timeRangeStart) \(track.duration)")
+        #expect(asset.duration == .nanoseconds(count * oracle.rate.den * 1_000_000_000 / oracle.rate.num), "\(kind) asset duration")
+        #expect(track.minFrameDuration == Self.at(1, oracle.rate), "\(kind) minFrameDuration \(track.minFrameDuration)")
+        if oracle.rate == (30, 1) {  // [0.5 s, 1 s) ends before frame 30, at 1 s
+            #expect(Self.shown(Self.ranges[2], count: 60, rate: oracle.rate) == Array(15..<30))
+        }
         for range in Self.ranges {
             let output = try AssetReaderTrackOutput(track: track, outputSettings: TimescaleTests.y420)
             let reader = AssetReader(asset: asset)
@@ -133,26 +160,29 @@ import TrackClient
         #expect(reader.status == .reading, "\(kind): \(String(describing: reader.error))")
     }
 
-    /// GenerateImage reads the stream from its beginning and picks the frame by the same index (§8): in the middle
-    /// of frame k, on its start, in the last frame and past the end, the PNG is nearest ffmpeg's frame k (rgb24, mean
-    /// abs difference < 3, AVIOpenGOPTests.expectNearest) and actualTime is k frames exactly.
-    @Test(arguments: ["h264", "hevc", "m4v", "m4v-ntsc", "m2v"]) func imagesAreFfmpegsFrames(kind: String) throws {
+    /// GenerateImage reads the stream from its beginning and picks the frame by the same index (§8), the time rounded
+    /// to whole frames (§7.1): before and after the middle of frame k, on its start, in the last frame and past the
+    /// end, the PNG is nearest ffmpeg's frame (rgb24, mean abs difference < 3, AVIOpenGOPTests.expectNearest) and
+    /// actualTime is that frame's `(k × den, num)`.
+    @Test(arguments: kinds) func imagesAreFfmpegsFrames(kind: String) throws {
         let (oracle, daemon, asset, track) = try Self.open(kind)
         defer { daemon.stop() }
         let file = try #require(Self.files[kind])
         let rgb = try Oracle.rawFrames(file, ["-vsync", "passthrough", "-pix_fmt", "rgb24"], frameSize: 160 * 90 * 3)
-        try #require(rgb.count == 60, "ffmpeg decodes \(rgb.count) frames")
+        try #require(rgb.count == oracle.md5s.count, "ffmpeg decodes \(rgb.count) frames")
         let dir = Env.tempDir("elementary-image")
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let frame = oracle.frame
-        // (time in ns, the frame shown then): mid-frame, on a frame's start, the last frame, past the end.
-        let times: [(Int64, Int)] = [(0, 0), (frame / 2, 0), (frame + frame / 2, 1), (15 * frame + frame / 2, 15),
-                                     (16 * frame, 16), (31 * frame + 1, 31), (45 * frame, 45), (59 * frame + frame / 2, 59),
-                                     (60 * frame - 1, 59), (2_500_000_000, 59)]
-        let ns = { (value: Int64) in MediaTime(value: value, timescale: 1_000_000_000) }
+        let (count, rate) = (Int64(rgb.count), oracle.rate)
+        // (time, the frame named): 0.4 and 0.6 of a frame, before and after the middle of frame 15, a frame's start
+        // in GStreamer's nanoseconds (16 × ⌊10⁹ × den / num⌋), the last frame, its end, past the end.
+        let t = { (n: Int64, d: Int64) in MediaTime(value: n * rate.den, timescale: Int32(d * rate.num)) }  // n/d frames
+        let times: [(MediaTime, Int64)] = [(.zero, 0), (t(2, 5), 0), (t(3, 5), 1), (t(77, 5), 15), (t(78, 5), 16),
+                                           (.nanoseconds(16 * (1_000_000_000 * rate.den / rate.num)), 16), (t(31, 1), 31),
+                                           (t(count - 1, 1), count - 1), (t(count, 1), count - 1),
+                                           (.nanoseconds(2_500_000_000), count - 1)]
         for (time, k) in times {
-            try AVIOpenGOPTests.expectImage(asset, track, at: ns(time), frame: k, shownAt: ns(Int64(k) * frame), rgb,
-                                            dir: dir, width: 160, height: 90, "\(kind) image at \(time) ns")
+            try AVIOpenGOPTests.expectImage(asset, track, at: time, frame: Int(k), shownAt: Self.at(k, rate), rgb,
+                                            dir: dir, width: 160, height: 90, "\(kind) image at \(time)")
         }
     }
 

@@ -5,10 +5,11 @@ import TrackClient
 
 /// Elementary video streams (ffmpeg's `-f h264` and `-f hevc`, Annex B, and `-f mpeg2video`) carry no timestamps at all: ffprobe lists
 /// their packets with no PTS or DTS, each lasting one frame at the rate the stream states (`r_frame_rate`, the SPS's),
-/// and states no stream duration. trackd's rule (PROTOCOL.md §7.2): its parser times every frame by that rate, one
-/// frame ⌊10⁹ × den / num⌋ ns (the track's times are nanoseconds, §7.1); the track starts at 0 and lasts the sum of its
-/// packets' durations, as does the asset, and frame k is decoded at k frame durations, the last one lasting one frame
-/// to the track's end — not the demuxer's duration, an estimate from the byte rate that ends before the last frame.
+/// and states no stream duration. trackd's rule (PROTOCOL.md §7.1, §7.2): its parser times every frame by that rate,
+/// and the track's timescale is the rate's numerator, one frame its denominator; the track starts at 0 and lasts its
+/// frames, `(count × den, num)`, as does the asset (in nanoseconds), and frame k is decoded at `(k × den, num)`, the
+/// last one lasting one frame to the track's end — not the demuxer's duration, an estimate from the byte rate that
+/// ends before the last frame.
 @Suite(.timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs) struct ElementaryStreamTimingTests {
     static let files: [String: String] = [
         "h264": Media.make("es.h264", MPEGStreamDurationTests.video + TimescaleTests.x264 + ["-f", "h264"]),
@@ -46,26 +47,25 @@ import TrackClient
         for p in probe.packets {
             #expect(p.duration * probe.timeBase.num * probe.rate.num == probe.timeBase.den * probe.rate.den, "\(kind) packet duration")
         }
-        let frame = 1_000_000_000 * probe.rate.den / probe.rate.num  // ns, as GStreamer's parser times one frame
         let count = Int64(probe.packets.count)
-        let ns = { (value: Int64) in MediaTime(value: value, timescale: 1_000_000_000) }
+        let frames = { (n: Int64) in MediaTime(value: n * probe.rate.den, timescale: Int32(probe.rate.num)) }
         let daemon = try Daemon()
         defer { daemon.stop() }
         let asset = try Asset(path: file, socketPath: daemon.socketPath)
         let track = try #require(asset.tracks(withMediaType: .video).first)
-        #expect(track.naturalTimeScale == 1_000_000_000, "\(kind) timescale")
-        #expect(track.timeRangeStart == ns(0), "\(kind) start")
-        #expect(track.duration == ns(count * frame), "\(kind) duration")
-        #expect(asset.duration == track.duration, "\(kind) asset duration")
-        #expect(track.minFrameDuration == ns(frame), "\(kind) minFrameDuration")
+        #expect(track.naturalTimeScale == Int32(probe.rate.num), "\(kind) timescale")
+        #expect(track.timeRangeStart == frames(0), "\(kind) start")
+        #expect(track.duration == frames(count), "\(kind) duration")
+        #expect(asset.duration == .nanoseconds(count * probe.rate.den * 1_000_000_000 / probe.rate.num), "\(kind) asset duration")
+        #expect(track.minFrameDuration == frames(1), "\(kind) minFrameDuration")
         // Decoded: frame k at k frames, each one frame long; the last one ends at the track's end.
         let decoded = try TimescaleTests.read(asset, track, TimescaleTests.y420)
         #expect(decoded.count == probe.packets.count, "\(kind) decoded frames")
-        #expect(decoded.map(\.presentationTimeStamp) == (0..<count).map { ns($0 * frame) }, "\(kind) decoded PTS")
-        #expect(decoded.allSatisfy { $0.duration == ns(frame) }, "\(kind) decoded durations")
+        #expect(decoded.map(\.presentationTimeStamp) == (0..<count).map(frames), "\(kind) decoded PTS")
+        #expect(decoded.allSatisfy { $0.duration == frames(1) }, "\(kind) decoded durations")
         // Passthrough: every packet, none with a presentation time (the stream has none).
         let stored = try TimescaleTests.read(asset, track, nil)
         #expect(stored.count == probe.packets.count, "\(kind) passthrough samples")
-        #expect(stored.allSatisfy { !$0.presentationTimeStamp.isValid && $0.duration == ns(frame) }, "\(kind) passthrough times")
+        #expect(stored.allSatisfy { !$0.presentationTimeStamp.isValid && $0.duration == frames(1) }, "\(kind) passthrough times")
     }
 }

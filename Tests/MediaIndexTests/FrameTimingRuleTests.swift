@@ -36,6 +36,21 @@ import Testing
         #expect(timing.nominalFrameRate == 60.0 * 90_000 / (60 * 3003))
     }
 
+    /// An elementary stream's frames timed by its parser (frame k at k × 33 366 666 ns, each as long) are on the frame
+    /// grid of 30000/1001: its timing is in frames of 1001/30000; a frame of another length, or a rate whose frames
+    /// are not these, has no frame grid.
+    @Test func framesOfAStatedRateAreOnItsFrameGrid() throws {
+        let stored = (Int64(0)..<60).map { FrameIndex.StoredSample(presentationTime: $0 * 33_366_666, duration: 33_366_666, isSync: $0 % 12 == 0) }
+        let grid = try #require(FrameIndex(parsedSamples: stored).frameGrid(rate: 30000, 1001))
+        #expect(grid.timescale == 30000 && grid.tick == 1001)
+        let timing = try #require(FrameTiming(FrameIndex(parsedSamples: stored), grid: grid))
+        #expect(timing.span == 60 * 1001 && timing.start == 0 && timing.minFrameDuration == MediaTime(value: 1001, timescale: 30000))
+        #expect(FrameIndex(parsedSamples: stored).frameGrid(rate: 30, 1) == nil)
+        var longer = stored
+        longer[59].duration = 2 * 33_366_666
+        #expect(FrameIndex(parsedSamples: longer).frameGrid(rate: 30000, 1001) == nil)
+    }
+
     /// One frame: its own duration; no frames: nothing.
     @Test func oneFrameAndNone() throws {
         let grid = try #require(TimeGrid(timescale: 15_360))

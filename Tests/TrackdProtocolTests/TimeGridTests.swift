@@ -74,6 +74,45 @@ import TrackdProtocol
         #expect(TimeGrid(timescale: 60, tick: 2) == TimeGrid(timescale: 30))  // reduced
     }
 
+    /// An elementary stream's frame grid: frame k of a 30 fps stream is GStreamer's k × 33 333 333 ns (the parser adds
+    /// one floor-rounded frame per frame) and (k, 30) on the wire, both ways, far into a long stream; frame 30 is at
+    /// 999 999 990 ns, so the range [0.5 s, 1 s) ends there, before it. 30000/1001 is (1001k, 30000) at k × 33 366 666.
+    @Test func frameGridsCountFramesOfTheParsersLength() throws {
+        let grid = try #require(TimeGrid(frameRate: 30, 1))
+        #expect(grid.timescale == 30 && grid.tick == 1 && grid.frameNanoseconds == 33_333_333)
+        for k in Int64(0)..<10_000_000 where k % 9973 == 0 || k < 100 {
+            #expect(grid.time(nanoseconds: k * 33_333_333) == MediaTime(value: k, timescale: 30), "\(k)")
+            #expect(grid.rounded(.nanoseconds(k * 33_333_333)) == MediaTime(value: k, timescale: 30), "\(k)")
+            #expect(grid.nanoseconds(MediaTime(value: k, timescale: 30)) == k * 33_333_333, "\(k)")
+        }
+        #expect(grid.nanoseconds(MediaTime(value: 1, timescale: 1)) == 999_999_990)
+        let range = grid.nanoseconds(MediaTimeRange(start: MediaTime(value: 1, timescale: 2), duration: MediaTime(value: 1, timescale: 2)))
+        #expect(range.start == .nanoseconds(499_999_995) && range.duration == .nanoseconds(499_999_995))
+        let ntsc = try #require(TimeGrid(frameRate: 30000, 1001))
+        #expect(ntsc.timescale == 30000 && ntsc.tick == 1001 && ntsc.frameNanoseconds == 33_366_666)
+        for k in Int64(0)..<100_000 where k % 97 == 0 || k < 100 {
+            #expect(ntsc.time(nanoseconds: k * 33_366_666) == MediaTime(value: 1001 * k, timescale: 30000), "\(k)")
+            #expect(ntsc.nanoseconds(MediaTime(value: 1001 * k, timescale: 30000)) == k * 33_366_666, "\(k)")
+        }
+        let frame15: Int64 = 15 * 33_366_666
+        #expect(ntsc.nanoseconds(MediaTime(value: 1, timescale: 2)) == frame15)  // 14.985 frames
+        #expect(TimeGrid(frameRate: 60, 2) == grid && TimeGrid(frameRate: 25, 1)?.frameNanoseconds == 40_000_000)
+        #expect(TimeGrid(frameRate: 0, 1) == nil && TimeGrid(frameRate: 1_000_000_000, 1) == nil && !TimeGrid(timescale: 30)!.isFrameGrid)
+    }
+
+    /// A requested time is rounded by its exact value (§7.1), a GStreamer time by the parser's frames: 33 349 999 800
+    /// ns is 1000.499994 frames of 1/30 s (frame 1000) but 1000.500004 of the parser's 33 333 333 ns (frame 1001).
+    @Test func frameGridsRoundRequestsExactlyAndGStreamerTimesByFrames() throws {
+        let grid = try #require(TimeGrid(frameRate: 30, 1))
+        #expect(grid.nearest(.nanoseconds(33_349_999_800)) == MediaTime(value: 1000, timescale: 30))
+        let frame1000: Int64 = 1000 * 33_333_333
+        #expect(grid.nanoseconds(.nanoseconds(33_349_999_800)) == frame1000)
+        #expect(grid.rounded(.nanoseconds(33_349_999_800)) == MediaTime(value: 1001, timescale: 30))
+        let range = grid.nanoseconds(MediaTimeRange(start: .nanoseconds(33_349_999_800), duration: .nanoseconds(16_666_667)))
+        #expect(range.start == .nanoseconds(1000 * 33_333_333) && range.duration == .nanoseconds(33_333_333))
+        #expect(grid.rounded(MediaTime(value: 3, timescale: 60)) == MediaTime(value: 2, timescale: 30))  // 1.5 frames
+    }
+
     /// A range: start and end on the grid, the duration the demuxer's end − start; +infinity stays.
     @Test func rangesInNanoseconds() {
         let r = Self.mp4.nanoseconds(MediaTimeRange(start: MediaTime(value: 1, timescale: 30), duration: MediaTime(value: 1, timescale: 30)))

@@ -25,8 +25,8 @@ extension Session {
         /// Tracks found to carry (false) or not to carry (true) presentation times (carriesNoTimes).
         private let timeless = Mutex<[UInt32: Bool]>([:])
         /// Elementary streams' untimed frames timed by their durations (`untimed`), apart from `built`: ReadFrames
-        /// cannot use them.
-        private let timedByDurations = Mutex<[UInt32: FrameIndex]>([:])
+        /// cannot use them; with the frame grid they are on (`untimedGrid`).
+        private let timedByDurations = Mutex<[UInt32: (index: FrameIndex, grid: TimeGrid)]>([:])
         private let building = Mutex(())  // one build at a time: a second request for the track waits for the first
         /// The worker's slot: a parse-only pass marks progress for each sample, so that the watchdog does not take
         /// indexing a long file (at open, or at the first ReadFrames) for a stalled worker.
@@ -113,12 +113,23 @@ extension Session {
         /// and for decoded reads from the stream's beginning (TrackPipeline's `readsFromStart`), never used by
         /// ReadFrames nor given to the cache; it tells carriesNoTimes that the track has no times.
         func untimed(source: MediaSource, trackID: UInt32) throws(TrackError) -> FrameIndex {
-            if let index = timedByDurations.withLock({ $0[trackID] }) { return index }
-            let index = try FrameIndex.untimed(source: source, trackID: trackID) { slot.progress() }
-            timedByDurations.withLock { $0[trackID] = index }
+            try timedByTheirDurations(source: source, trackID: trackID).index
+        }
+
+        /// The frame grid an elementary stream's untimed frames are on (FrameIndex.untimed: the rate its parser
+        /// states, frame k at k frames), the track's grid (Session.grids); nanoseconds when they are not on one.
+        func untimedGrid(source: MediaSource, trackID: UInt32) throws(TrackError) -> TimeGrid {
+            try timedByTheirDurations(source: source, trackID: trackID).grid
+        }
+
+        private func timedByTheirDurations(source: MediaSource,
+                                           trackID: UInt32) throws(TrackError) -> (index: FrameIndex, grid: TimeGrid) {
+            if let timed = timedByDurations.withLock({ $0[trackID] }) { return timed }
+            let timed = try FrameIndex.untimed(source: source, trackID: trackID) { slot.progress() }
+            timedByDurations.withLock { $0[trackID] = timed }
             timeless.withLock { $0[trackID] = true }  // every stored sample untimed (FrameIndex.untimed)
-            Log.info("track \(trackID): timed \(index.frames.count) untimed frames by their durations")
-            return index
+            Log.info("track \(trackID): timed \(timed.index.frames.count) untimed frames by their durations, on the grid \(timed.grid)")
+            return timed
         }
     }
 
@@ -130,7 +141,7 @@ extension Session {
         let indexes = FrameIndexes(slot: context.slot)
         let opened = try describe(source, indexes: indexes)
         let tracks = opened.tracks
-        let grids = Self.grids(tracks, clocks: source.trackClocks())
+        let grids = Self.grids(tracks, clocks: source.trackClocks(), container: source.container)
         let assetID = try assets.add(Asset(source: source, tracks: tracks, grids: grids, indexes: indexes))
         Log.info("opened asset \(assetID) \"\(name)\": \(tracks.count) tracks")
         return .assetOpened(AssetOpened(assetID: assetID, duration: opened.duration, tracks: tracks, metadata: opened.metadata))
@@ -158,8 +169,7 @@ extension Session {
         let (onGrids, grids) = Self.placeOnGrids(Self.inTrackIDOrder(discovered.tracks), source: source)
         let timed = Self.withFrameTiming(onGrids, grids: grids, source: source, indexes: indexes)
         let (tracks, metadata) = Self.withMetadata(timed, source: source)
-        let duration = Self.assetDuration(tracks, grids: grids, demuxers: discovered.duration,
-                                          spansPackets: source.container.spansPackets)
+        let duration = Self.assetDuration(tracks, demuxers: discovered.duration, spansPackets: source.container.spansPackets)
         // What is cached and answered.
         let found = AssetOpened(assetID: 0, duration: duration, tracks: tracks, metadata: metadata).boundingMetadata()
         // Only when the file did not change while it was read (else the key would not match what was found), and

@@ -6,17 +6,30 @@ import TrackdProtocol
 /// the worker. This is where a track's grid is chosen, and the track's description put on it.
 extension Session {
     /// Each track's grid (by track id): the container's clock for it (`TrackTimescale`, read with pread from the
-    /// client's descriptor), else an audio track's sample rate, else nanoseconds.
-    static func grids(_ tracks: [TrackDescription], clocks: [TrackTimescale.Clock]) -> [UInt32: TimeGrid] {
+    /// client's descriptor), else an elementary stream's frame grid (`frameGrid`), else an audio track's sample rate,
+    /// else nanoseconds.
+    static func grids(_ tracks: [TrackDescription], clocks: [TrackTimescale.Clock],
+                      container: TrackTimescale.Container) -> [UInt32: TimeGrid] {
         var ordinals: [MediaType: Int] = [:]
         var grids: [UInt32: TimeGrid] = [:]
         for track in tracks {
             let ordinal = ordinals[track.mediaType, default: 0]
             ordinals[track.mediaType] = ordinal + 1
             grids[track.id] = clock(for: track, ordinal: ordinal, in: clocks)?.grid
+                ?? (container == .elementaryStream ? frameGrid(track) : nil)
                 ?? (track.mediaType == .audio ? TimeGrid(timescale: Int64(track.sampleRate)) : nil) ?? .nanoseconds
         }
         return grids
+    }
+
+    /// The frame grid of an elementary stream's described video track (TimeGrid(frameRate:_:)): its timescale the
+    /// rate's numerator and one frame, its `minFrameDuration`, the denominator, as `withFrameTiming` describes a
+    /// track whose frames are on that grid (a cached description too); nil for a track in nanoseconds.
+    static func frameGrid(_ track: TrackDescription) -> TimeGrid? {
+        let (scale, frame) = (Int64(track.naturalTimeScale), track.minFrameDuration)
+        guard track.mediaType == .video, scale > 0, scale != Int64(MediaTime.nanosecondTimescale), frame.isNumeric,
+              frame.timescale == track.naturalTimeScale, frame.value > 0 else { return nil }
+        return TimeGrid(frameRate: scale, frame.value)
     }
 
     /// The clock the container states for `track` (the `ordinal`-th track of its media type): by track id (MP4,
@@ -56,7 +69,8 @@ extension Session {
     /// ends at the track's end when that is inside the last frame's stored duration (an MP4 edit ending early).
     /// In an MPEG-TS, an MPEG-PS or an elementary stream, which state no duration (the demuxer's is an estimate from
     /// the PCRs or SCRs and the byte rate), every audio and video track's time range is its packets' (`spansPackets`);
-    /// an elementary stream's packets have no timestamps, and are timed by their durations (`FrameIndex.untimed`).
+    /// an elementary stream's packets have no timestamps, and are timed by their durations (`FrameIndex.untimed`),
+    /// on the frame grid of the rate the parser times them by (its timescale, `untimedGrid`).
     /// A Matroska audio or video track ends at its last packet's end (`endingAtLastPacket`).
     /// An MPEG-TS's or MPEG-PS's tracks are indexed by one pass over the file (`FrameIndexes.prepare`).
     static func withFrameTiming(_ tracks: [TrackDescription], grids: [UInt32: TimeGrid], source: MediaSource,
@@ -69,13 +83,14 @@ extension Session {
         }
         return tracks.map { track in
             guard indexed.contains(where: { $0.id == track.id }) else { return track }
-            let grid = grids[track.id] ?? .nanoseconds
+            var grid = grids[track.id] ?? .nanoseconds
             let index: FrameIndex
             do throws(TrackError) {
                 // An elementary stream's frames have no timestamps: timed by their durations, for the description
                 // only (one whose parser does time them is indexed as any other).
                 if container == .elementaryStream, let untimed = try? indexes.untimed(source: source, trackID: track.id) {
                     index = untimed
+                    grid = (try? indexes.untimedGrid(source: source, trackID: track.id)) ?? grid
                 } else {
                     index = try indexes.index(source: source, trackID: track.id)
                 }
@@ -90,6 +105,7 @@ extension Session {
             let shown = container.endsAtLastPacket ? index : ending(index, at: track, grid: grid)
             guard let timing = FrameTiming(shown, grid: grid), timing.span > 0 else { return track }
             var timed = track
+            timed.naturalTimeScale = grid.timescale
             if container.spansPackets { timed = spanningPackets(timed, timing) } else if container.endsAtLastPacket {
                 timed = endingAtLastPacket(timed, timing)
             }
@@ -129,14 +145,15 @@ extension Session {
     /// whose tracks span their packets (`spansPackets`: MPEG-TS, MPEG-PS, an elementary stream), the latest end
     /// (`timeRangeStart + duration`, on the track's grid) of its audio and video tracks, which the demuxer's estimate
     /// (`demuxers`) is not; elsewhere, and when no such track has a numeric range, the demuxer's: the container's
-    /// stated duration (MP4/MOV `mvhd`, Matroska Info/Duration …).
-    static func assetDuration(_ tracks: [TrackDescription], grids: [UInt32: TimeGrid], demuxers: MediaTime,
-                              spansPackets: Bool) -> MediaTime {
+    /// stated duration (MP4/MOV `mvhd`, Matroska Info/Duration …). A track's end is its exact time, in nanoseconds
+    /// rounded down (an elementary stream's 60 frames at 30 fps, `(60, 30)`: 2 s, where GStreamer's clock puts the
+    /// end of its last frame at 60 × 33 333 333 ns).
+    static func assetDuration(_ tracks: [TrackDescription], demuxers: MediaTime, spansPackets: Bool) -> MediaTime {
         guard spansPackets else { return demuxers }
         let ends = tracks.filter { $0.mediaType == .video || $0.mediaType == .audio }.compactMap { track -> Int64? in
             guard track.timeRangeStart.isNumeric, track.duration.isNumeric,
                   let end = FrameIndex.rangeEnd(MediaTimeRange(start: track.timeRangeStart, duration: track.duration)) else { return nil }
-            return (grids[track.id] ?? .nanoseconds).nanoseconds(end)
+            return end.nanoseconds
         }
         return ends.max().map(MediaTime.nanoseconds) ?? demuxers
     }
@@ -144,7 +161,7 @@ extension Session {
     /// The tracks of a newly discovered asset on their grids, and the grids.
     static func placeOnGrids(_ tracks: [TrackDescription], source: MediaSource) -> ([TrackDescription], [UInt32: TimeGrid]) {
         let clocks = source.trackClocks()
-        let grids = grids(tracks, clocks: clocks)
+        let grids = grids(tracks, clocks: clocks, container: source.container)
         let matrices = source.displayMatrices()
         var ordinals: [MediaType: Int] = [:]
         let placed = tracks.map { track in
