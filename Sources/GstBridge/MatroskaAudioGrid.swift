@@ -35,10 +35,10 @@ final class MatroskaAudioGrid: Sendable {
     private let grid = Mutex<Grid?>(nil)
     /// Opus: its DiscardPadding is matroskademux's clipping meta, which opusdec applies itself.
     private let isOpus = Mutex(false)
-    /// The track's blocks with a DiscardPadding in the last Cluster (their stored times and paddings, ns).
-    private let padded: [(time: Int64, padding: Int64)]
+    /// The track's blocks with a DiscardPadding in the last Cluster.
+    private let padded: [MatroskaTail.Block]
 
-    private init(tick: Int64, delay: Int64, padded: [(time: Int64, padding: Int64)]) {
+    private init(tick: Int64, delay: Int64, padded: [MatroskaTail.Block]) {
         self.tick = tick
         self.delay = delay
         self.padded = padded
@@ -49,10 +49,7 @@ final class MatroskaAudioGrid: Sendable {
         guard TrackTimescale.container(fd: fd) == .matroska,
               let grid = TrackTimescale.read(fd: fd).first(where: { $0.kind == .any })?.grid else { return nil }
         let tick = grid.isNanoseconds ? 1 : 1_000_000_000 * grid.tick / Int64(grid.timescale)
-        // A real padding is less than a packet (120 ms for Opus); more is the file's word only, bounded as a CodecDelay is.
-        let padded = MatroskaTail.paddedBlocks(fd: fd, trackNumber: trackID).map {
-            (time: $0.time, padding: min($0.discardPadding, MatroskaCodecDelay.maxNanoseconds))
-        }
+        let padded = MatroskaTail.paddedBlocks(fd: fd, trackNumber: trackID)
         return MatroskaAudioGrid(tick: tick, delay: MatroskaCodecDelay.delay(fd: fd, trackNumber: trackID) ?? 0,
                                  padded: padded)
     }
@@ -62,7 +59,7 @@ final class MatroskaAudioGrid: Sendable {
     /// stop — the time before it subtracts the CodecDelay, its first frame's time plus the delay (6.5 ms for Opus).
     /// A block with a DiscardPadding decodes to that much past the track's end: the decoder, which clips what it
     /// makes at the stop, must keep it whole for endPadding to cut it where ffmpeg does.
-    var stopLead: Int64 { tick + delay + (padded.map(\.padding).max() ?? 0) }
+    var stopLead: Int64 { tick + delay + (padded.map { min($0.discardPadding, MatroskaTail.maxPadding) }.max() ?? 0) }
 
     /// Reads the codec from the CAPS events passing `pad` (the decoder branch's input).
     func attach(to pad: GstRef<GstPadObject>) {
@@ -131,14 +128,8 @@ final class MatroskaAudioGrid: Sendable {
         for block in padded {
             guard let ns = streamTime(block.time),
                   snap(Int64((Double(ns) * Double(rate) / 1e9).rounded()), rate: rate) == first else { continue }
-            return Self.frames(block.padding, rate: rate)
+            return block.paddingFrames(rate: rate)
         }
         return 0
-    }
-
-    /// A padding of `ns` (> 0) in frames at `rate`, rounded half up (av_rescale_q's rounding of a positive value).
-    private static func frames(_ ns: Int64, rate: Int) -> Int64 {
-        let (product, overflow) = ns.multipliedReportingOverflow(by: Int64(rate))
-        return overflow ? Int64((Double(ns) * Double(rate) / 1e9).rounded()) : (product + 500_000_000) / 1_000_000_000
     }
 }

@@ -13,7 +13,17 @@ public enum MatroskaTail {
         public var discardPadding: Int64
         public var offset: Int
         public var size: Int
+
+        /// The DiscardPadding in frames at `rate`, rounded to the nearest as ffmpeg's demuxer converts it
+        /// (av_rescale_q), of at most maxPadding.
+        public func paddingFrames(rate: Int) -> Int64 {
+            (min(discardPadding, MatroskaTail.maxPadding) * Int64(max(0, rate)) + 500_000_000) / 1_000_000_000
+        }
     }
+
+    /// The largest DiscardPadding taken from a file (ns): a real one is less than a packet (120 ms for Opus); more is
+    /// the file's word only, bounded as a CodecDelay is.
+    public static let maxPadding = MatroskaCodecDelay.maxNanoseconds
 
     /// The last Cluster read whole at most (a few seconds of audio are far less).
     static let maxClusterBytes = 16 << 20
