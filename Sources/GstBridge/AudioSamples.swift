@@ -115,17 +115,27 @@ final class AudioSamples: SampleMaker {
     func make(_ sample: GstRef<GstSampleObject>) -> MadeSample {
         let caps = sample.caps
         let frames = frameCount(sample, caps: caps)
-        let first = firstFrame(sample, frames: frames, rate: Int(CapsView(caps)?.int("rate") ?? 0))
+        let rate = Int(CapsView(caps)?.int("rate") ?? 0)
+        let first = firstFrame(sample, frames: frames, rate: rate)
         if let first { countGap(first: first.frame, frames: frames) }
         if let first, let end = plan?.inputEnd, first.frame >= end {
             rangeEnded = true  // every frame the range needs was made (a range read without a demuxer stop)
             return .endOfRange
         }
+        // Matroska's DiscardPadding: the packet's last frames are the encoder's padding (ffmpeg's decode drops them).
+        var padding: Int64 = 0
+        if let grid, let first {
+            let segment = sample.segment
+            padding = grid.endPadding(first: first.frame, rate: rate) { (ns: Int64) -> Int64? in
+                ns < 0 ? nil : streamTime(GstClockTime(ns), segment: segment).nanoseconds
+            }
+        }
+        let kept = Int(clamping: max(0, Int64(frames) - padding))
         guard resamples, let caps, let plan, let first else {
-            return deliver(sample, first: first, frames: frames)
+            return deliver(sample, first: first, frames: frames, kept: kept)
         }
         if resampler == nil { resampler = RangeResampler(caps: caps, outputRate: outputRate, plan: plan) }
-        guard let made = resampler?.feed(sample, first: first.frame, frames: frames) else { return .skip }
+        guard kept > 0, let made = resampler?.feed(sample, first: first.frame, frames: kept) else { return .skip }
         return deliver(made.sample, first: (made.first, false), frames: made.frames)
     }
 
@@ -155,8 +165,9 @@ final class AudioSamples: SampleMaker {
     }
 
     /// The sample's frames from its frame `first` (the range's rate; aligned: its PTS is that frame's time), trimmed
-    /// to the range; first nil: delivered as it is.
-    private func deliver(_ sample: GstRef<GstSampleObject>, first: (frame: Int64, aligned: Bool)?, frames: Int) -> MadeSample {
+    /// to the range and to its first `kept` frames (all when nil); first nil: delivered as it is.
+    private func deliver(_ sample: GstRef<GstSampleObject>, first: (frame: Int64, aligned: Bool)?, frames: Int,
+                         kept: Int? = nil) -> MadeSample {
         let sampleCaps = sample.caps
         let caps = CapsView(sampleCaps)
         let channels = max(1, Int(caps?.int("channels") ?? 1))
@@ -175,8 +186,8 @@ final class AudioSamples: SampleMaker {
         if let reorder, let planeOffsets = offsets, planeOffsets.count == reorder.order.count {
             offsets = reorder.order.map { planeOffsets[$0] }  // non-interleaved: permute the planes
         }
-        guard let trim = trim(first: first, frames: frames, rate: rate, stop: Self.stopFrame(sample, rate: rate))
-        else { return .skip }
+        let ends = [Self.stopFrame(sample, rate: rate), kept.flatMap { kept in first.map { $0.frame + Int64(kept) } }]
+        guard let trim = trim(first: first, frames: frames, rate: rate, stops: ends.compactMap { $0 }) else { return .skip }
         frames = trim.keep
         let row = frames * bytesPerSample
         var layout = SampleLayout(format: "lpcm", planes: [], frameCount: UInt32(clamping: frames))
@@ -242,12 +253,12 @@ final class AudioSamples: SampleMaker {
     /// Trimming to the range's frames: the frames to skip and keep, and the exact times when they are not the
     /// buffer's; nil when none is kept.
     private func trim(first: (frame: Int64, aligned: Bool)?, frames: Int, rate: Int,
-                      stop: Int64?) -> (skip: Int, keep: Int, timing: (pts: MediaTime, duration: MediaTime)?)? {
+                      stops: [Int64]) -> (skip: Int, keep: Int, timing: (pts: MediaTime, duration: MediaTime)?)? {
         guard let first, rate > 0 else { return (0, frames, nil) }  // no time or no rate: as it is
         let window = Self.window(range, rate: rate)
         let skip = Int(clamping: max(0, window.first - first.frame))
         var keep = frames - skip
-        for end in [window.end, stop].compactMap({ $0 }) { keep = min(keep, Int(clamping: end - first.frame) - skip) }
+        for end in [window.end].compactMap({ $0 }) + stops { keep = min(keep, Int(clamping: end - first.frame) - skip) }
         if keep <= 0 { return nil }
         // The decoder's clipping leaves the range start (not the first frame's time) as the PTS: restate it.
         guard skip > 0 || keep < frames || !first.aligned else { return (skip, frames, nil) }

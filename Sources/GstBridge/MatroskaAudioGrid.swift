@@ -33,10 +33,15 @@ final class MatroskaAudioGrid: Sendable {
     /// The track's CodecDelay (ns; 0 without one).
     private let delay: Int64
     private let grid = Mutex<Grid?>(nil)
+    /// Opus: its DiscardPadding is matroskademux's clipping meta, which opusdec applies itself.
+    private let isOpus = Mutex(false)
+    /// The track's blocks with a DiscardPadding in the last Cluster.
+    private let padded: [MatroskaTail.Block]
 
-    private init(tick: Int64, delay: Int64) {
+    private init(tick: Int64, delay: Int64, padded: [MatroskaTail.Block]) {
         self.tick = tick
         self.delay = delay
+        self.padded = padded
     }
 
     /// For track `trackID` of `fd` when the file is Matroska/WebM; nil for every other container.
@@ -44,18 +49,25 @@ final class MatroskaAudioGrid: Sendable {
         guard TrackTimescale.container(fd: fd) == .matroska,
               let grid = TrackTimescale.read(fd: fd).first(where: { $0.kind == .any })?.grid else { return nil }
         let tick = grid.isNanoseconds ? 1 : 1_000_000_000 * grid.tick / Int64(grid.timescale)
-        return MatroskaAudioGrid(tick: tick, delay: MatroskaCodecDelay.delay(fd: fd, trackNumber: trackID) ?? 0)
+        let padded = MatroskaTail.paddedBlocks(fd: fd, trackNumber: trackID)
+        return MatroskaAudioGrid(tick: tick, delay: MatroskaCodecDelay.delay(fd: fd, trackNumber: trackID) ?? 0,
+                                 padded: padded)
     }
 
     /// How much later than a range's last frame the demuxer's stop must be (ns): a block's time can be up to a tick
     /// after its first frame, and matroskademux 1.22 ends a stream at the first block whose *stored* time reaches the
     /// stop — the time before it subtracts the CodecDelay, its first frame's time plus the delay (6.5 ms for Opus).
-    var stopLead: Int64 { tick + delay }
+    /// A block with a DiscardPadding decodes to that much past the track's end: the decoder, which clips what it
+    /// makes at the stop, must keep it whole for endPadding to cut it where ffmpeg does.
+    var stopLead: Int64 { tick + delay + (padded.map { min($0.discardPadding, MatroskaTail.maxPadding) }.max() ?? 0) }
 
     /// Reads the codec from the CAPS events passing `pad` (the decoder branch's input).
     func attach(to pad: GstRef<GstPadObject>) {
         pad.addProbe(GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM) { [self] info in
-            if let caps = CapsView(info.caps) { grid.withLock { $0 = Self.grid(caps, delay: delay) } }
+            if let caps = CapsView(info.caps) {
+                grid.withLock { $0 = Self.grid(caps, delay: delay) }
+                isOpus.withLock { $0 = caps.name == "audio/x-opus" }
+            }
             return GST_PAD_PROBE_OK
         }
     }
@@ -105,5 +117,19 @@ final class MatroskaAudioGrid: Sendable {
         let nearest = 2 * r <= period ? frame - r : frame - r + period
         let reach = (tick * Int64(rate) + 999_999_999) / 1_000_000_000  // a tick, in frames (rounded up)
         return abs(nearest - frame) <= reach && 2 * abs(nearest - frame) < period ? nearest : frame
+    }
+
+    /// The frames to drop from the end of a decoded packet whose first frame is `first` (at `rate`): the DiscardPadding
+    /// of the block whose time (as `streamTime` gives a stored time on the packet's timeline) snaps to that frame, at
+    /// `rate` rounded to the nearest as ffmpeg's demuxer converts it (av_rescale_q), or 0. matroskademux 1.22 states a
+    /// DiscardPadding for Opus only: an MP3 block's (libmp3lame's end padding, 227 frames on a 3 s file) was decoded.
+    func endPadding(first: Int64, rate: Int, streamTime: (Int64) -> Int64?) -> Int64 {
+        guard rate > 0, !isOpus.withLock({ $0 }) else { return 0 }
+        for block in padded {
+            guard let ns = streamTime(block.time),
+                  snap(Int64((Double(ns) * Double(rate) / 1e9).rounded()), rate: rate) == first else { continue }
+            return block.paddingFrames(rate: rate)
+        }
+        return 0
     }
 }

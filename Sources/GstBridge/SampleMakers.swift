@@ -106,6 +106,8 @@ final class PassthroughSamples: SampleMaker {
     private var opus: OpusTrims?
     /// Vorbis from Ogg or Matroska: ffmpeg's packet durations, times and end trim (nil for other codecs).
     private var vorbis: VorbisPacketTimes?
+    /// Matroska, every codec but Opus (OpusTrims): the blocks with a DiscardPadding, read at the first sample.
+    private var padded: [MatroskaTail.Block]?
     private let fd: Int32, trackID: UInt32
     /// Ogg Opus: the last packet delivered (its bytes and caps, where it ends in ns), for endOfInput.
     private var oggLast: (bytes: [UInt8], caps: GstRef<GstCapsObject>?, end: Int64)?
@@ -211,6 +213,8 @@ final class PassthroughSamples: SampleMaker {
             if matroska == nil, let pts = plain.presentationTime.nanoseconds, let length = plain.duration.nanoseconds {
                 oggLast = (sample.bytes(count: size), sample.caps, pts + length)
             }
+        } else if matroska != nil, let trims = paddingTrims(sample) {
+            plain = retimed(sample, plain)((plain.presentationTime, plain.duration), trims)
         }
         if let end {
             let time = plain.decodeTime.isNumeric ? plain.decodeTime : plain.presentationTime
@@ -245,6 +249,15 @@ final class PassthroughSamples: SampleMaker {
         guard duration != plain.duration else { return plain }
         return PulledSample(sample, layout: layout(size: plain.size), copy: .bytes,
                             timing: (pts: plain.presentationTime, duration: duration))
+    }
+
+    /// A Matroska block's DiscardPadding as its TrimDurationAtEnd, in frames of the stream's rate as ffmpeg's demuxer
+    /// converts it (ffprobe's `discard_padding`): matroskademux 1.22 states it for Opus only. nil without one.
+    private func paddingTrims(_ sample: GstRef<GstSampleObject>) -> (atStart: MediaTime, atEnd: MediaTime)? {
+        if padded == nil { padded = MatroskaTail.paddedBlocks(fd: fd, trackNumber: trackID) }
+        guard let rate = CapsView(sample.caps)?.int("rate"), rate > 0, sample.pts != clockTimeNone,
+              let block = padded?.first(where: { GstClockTime($0.time) == sample.pts }) else { return nil }
+        return (MediaTime(value: 0, timescale: Int32(rate)), MediaTime(value: block.paddingFrames(rate: Int(rate)), timescale: Int32(rate)))
     }
 
     /// Whether the buffer is one of its caps' `streamheader` buffers.

@@ -13,7 +13,17 @@ public enum MatroskaTail {
         public var discardPadding: Int64
         public var offset: Int
         public var size: Int
+
+        /// The DiscardPadding in frames at `rate`, rounded to the nearest as ffmpeg's demuxer converts it
+        /// (av_rescale_q), of at most maxPadding.
+        public func paddingFrames(rate: Int) -> Int64 {
+            (min(discardPadding, MatroskaTail.maxPadding) * Int64(max(0, rate)) + 500_000_000) / 1_000_000_000
+        }
     }
+
+    /// The largest DiscardPadding taken from a file (ns): a real one is less than a packet (120 ms for Opus); more is
+    /// the file's word only, bounded as a CodecDelay is.
+    public static let maxPadding = MatroskaCodecDelay.maxNanoseconds
 
     /// The last Cluster read whole at most (a few seconds of audio are far less).
     static let maxClusterBytes = 16 << 20
@@ -21,10 +31,40 @@ public enum MatroskaTail {
     /// The blocks of track `trackNumber` of the Matroska file `fd` (read with pread; the caller keeps it open) stored
     /// at or after its Duration, in stored order; none without a Duration, with a Cluster of unknown size, or laced.
     public static func blocks(fd: Int32, trackNumber: UInt32) -> [Block] {
+        guard let last = lastCluster(fd: fd), let durationNs = last.durationNs else { return [] }
+        return blocks(last, trackNumber: trackNumber).filter { $0.time >= durationNs }
+    }
+
+    /// The unlaced blocks of track `trackNumber` in the last Cluster of `fd` that have a DiscardPadding, in stored
+    /// order (an encoder's end padding is on the stream's last block: libmp3lame's, libvorbis's in an Ogg remux).
+    public static func paddedBlocks(fd: Int32, trackNumber: UInt32) -> [Block] {
+        guard let last = lastCluster(fd: fd) else { return [] }
+        return blocks(last, trackNumber: trackNumber).filter { $0.discardPadding > 0 }
+    }
+
+    /// The blocks of track `trackNumber` in `last`, their offsets in the file.
+    private static func blocks(_ last: LastCluster, trackNumber: UInt32) -> [Block] {
+        blocks(cluster: last.bytes, trackNumber: trackNumber, scale: last.scale).map {
+            var block = $0
+            block.offset += last.body
+            return block
+        }
+    }
+
+    /// The last Cluster's body (and where it is in the file), the TimestampScale and the Duration (ns).
+    private struct LastCluster {
+        var bytes: [UInt8]
+        var body: Int
+        var scale: Int64
+        var durationNs: Int64?
+    }
+
+    /// The Segment's last Cluster, read whole; nil with a top-level element of unknown size or one over maxClusterBytes.
+    private static func lastCluster(fd: Int32) -> LastCluster? {
         let file = FileDescriptor(taking: fd)
         let size = try? file.regularFileSize()
         _ = file.take()  // the caller's descriptor: not closed here
-        guard let size, size > 12, size <= UInt64(Int.max) else { return [] }
+        guard let size, size > 12, size <= UInt64(Int.max) else { return nil }
         func read(_ count: Int, at offset: Int) -> [UInt8] {
             let file = FileDescriptor(taking: fd)
             let bytes = (try? [UInt8](preading: file, count: min(count, Int(size) - offset), at: offset)) ?? []
@@ -33,13 +73,13 @@ public enum MatroskaTail {
         }
         let head = read(TrackTimescale.headBytes, at: 0)
         guard let header = TrackTimescale.ebmlElement(head, 0), header.id == 0x1A45DFA3, let headerEnd = header.end,
-              let segment = TrackTimescale.ebmlElement(head, headerEnd), segment.id == 0x18538067 else { return [] }
+              let segment = TrackTimescale.ebmlElement(head, headerEnd), segment.id == 0x18538067 else { return nil }
         var scale: Int64 = 1_000_000, durationTicks: Double?, lastCluster: (body: Int, end: Int)?
         var at = segment.body
         while at < Int(size) {  // the Segment's top-level elements, by their sizes
             guard let (id, bodyAt, bodySize) = TrackTimescale.ebmlHeader(read(12, at: at), 0) else { break }
             let body = at + bodyAt
-            guard let bodySize, bodySize <= UInt64(Int(size) - body) else { return [] }  // unknown size: not walked
+            guard let bodySize, bodySize <= UInt64(Int(size) - body) else { return nil }  // unknown size: not walked
             let length = Int(bodySize)
             if id == 0x1549A966 {  // Info: TimestampScale, Duration (a float of ticks)
                 let info = read(min(length, 4096), at: body)
@@ -52,19 +92,14 @@ public enum MatroskaTail {
             if id == 0x1F43B675 { lastCluster = (body, body + length) }
             at = body + length
         }
-        guard let durationTicks, durationTicks > 0, durationTicks * Double(scale) < 9e18, let lastCluster,
-              lastCluster.end - lastCluster.body <= maxClusterBytes else { return [] }
-        let durationNs = Int64((durationTicks * Double(scale)).rounded())
-        let cluster = read(lastCluster.end - lastCluster.body, at: lastCluster.body)
-        return blocks(cluster: cluster, trackNumber: trackNumber, scale: scale, from: durationNs).map {
-            var block = $0
-            block.offset += lastCluster.body
-            return block
-        }
+        guard let lastCluster, lastCluster.end - lastCluster.body <= maxClusterBytes else { return nil }
+        let durationNs = durationTicks.flatMap { $0 > 0 && $0 * Double(scale) < 9e18 ? Int64(($0 * Double(scale)).rounded()) : nil }
+        return LastCluster(bytes: read(lastCluster.end - lastCluster.body, at: lastCluster.body), body: lastCluster.body,
+                           scale: scale, durationNs: durationNs)
     }
 
-    /// The blocks of track `trackNumber` in a Cluster's body stored at or after `from` ns (offsets in `cluster`).
-    private static func blocks(cluster: [UInt8], trackNumber: UInt32, scale: Int64, from: Int64) -> [Block] {
+    /// The blocks of track `trackNumber` in a Cluster's body (offsets in `cluster`).
+    private static func blocks(cluster: [UInt8], trackNumber: UInt32, scale: Int64) -> [Block] {
         var clusterTicks: Int64 = 0, found: [Block] = []
         for (id, start, end) in ContainerMetadata.ebmlChildren(cluster, 0, cluster.count) {
             var block: Block?
@@ -88,7 +123,7 @@ public enum MatroskaTail {
                 }
             default: continue
             }
-            if let block, block.time >= from { found.append(block) }
+            if let block { found.append(block) }
         }
         return found
     }

@@ -9,12 +9,14 @@ import Testing
 /// carries to the client, and those are ffprobe's Skip Samples side data where it states any — on ffmpeg-made AAC in
 /// MP4 (an edit skipping 1024 frames of priming and ending inside the last packet: StoredSampleFeeder clips by the
 /// edit, qtdemux 1.22 adds none; the last packet, which the feeder chains in itself, passes its probe again and had
-/// two metas) and Opus in WebM and Matroska (matroskademux's CodecDelay and DiscardPadding; no feeder).
+/// two metas), Opus in WebM and Matroska (matroskademux's CodecDelay and DiscardPadding; no feeder) and MP3 in
+/// Matroska (its last block's DiscardPadding, read from the file: matroskademux 1.22 states it for Opus only; no meta).
 @Suite(.timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs) struct AudioClippingMetaTests {
     static let sine = ["-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000:duration=2"]
     static let files = [
         "aac.mp4": sine + ["-c:a", "aac"], "opus.webm": sine + ["-c:a", "libopus"],
         "opus-short.mka": sine + ["-c:a", "libopus", "-frame_duration", "2.5"],
+        "mp3.mka": sine + ["-c:a", "libmp3lame"],
     ]
 
     /// The buffer's clipping metas (start, end), in their order.

@@ -5,7 +5,7 @@ import TrackClient
 
 /// Decoded audio has ffmpeg's frame count in every container: the frames at the start (the AAC priming packet ffmpeg's
 /// MPEG-TS muxer puts before the first video frame) and at the end (a last packet a container cuts short, e.g. by an
-/// Ogg granule position). Where the decoder is FFmpeg's own (AAC through gst-libav), the frames are ffmpeg's, bit for
+/// Ogg granule position, or a Matroska block's DiscardPadding). Where the decoder is FFmpeg's own (AAC through gst-libav), the frames are ffmpeg's, bit for
 /// bit; Vorbis and Opus are decoded by libvorbis and libopus (GStreamer's vorbisdec/opusdec), ffmpeg by its own
 /// decoders: the same counts, values within 2 × 10⁻⁵ of full scale.
 @Suite(.serialized, .timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs)
@@ -17,6 +17,9 @@ struct AudioCountsTests {
         "aac-ts": (Media.make("counts-aac.ts", ["-i", Media.clip, "-c", "copy"]), true),
         "vorbis-ogg": (Media.make("counts-vorbis.ogg", sine44 + ["-c:a", "libvorbis"]), false),
         "vorbis-mka": (Media.make("counts-vorbis.mka", sine44 + ["-c:a", "libvorbis"]), false),
+        // The Ogg file remuxed: its last page's padding is the last block's DiscardPadding (372 frames).
+        "vorbis-remux-mka": (Media.make("counts-vorbis-remux.mka",
+                                        ["-i", Media.make("counts-vorbis.ogg", sine44 + ["-c:a", "libvorbis"]), "-c", "copy"]), false),
         "opus-ogg": (Media.make("counts-opus.opus", sine48 + ["-c:a", "libopus"]), false),
         "opus-webm": (Media.make("counts-opus.webm", sine48 + ["-c:a", "libopus"]), false),
         "flac": (Media.make("counts.flac", sine44 + ["-c:a", "flac"]), false),

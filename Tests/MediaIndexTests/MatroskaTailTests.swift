@@ -4,7 +4,7 @@ import TestSupport
 import Testing
 
 /// MatroskaTail on Matroska files built in the test (IntegrationTests' AudioRangesTests and OpusTrimsTests: GStreamer's
-/// WebM Opus, whose last block is stored at the Duration, against ffmpeg).
+/// WebM Opus, whose last block is stored at the Duration, and ffmpeg's MP3 with a DiscardPadding, against ffmpeg).
 @Suite(.timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs) struct MatroskaTailTests {
     /// An EBML element: its id, its size as an 8-byte vint, its body.
     static func element(_ id: [UInt8], _ body: [UInt8]) -> [UInt8] {
@@ -13,26 +13,65 @@ import Testing
 
     static func unsigned(_ v: UInt64) -> [UInt8] { (0..<8).map { UInt8(truncatingIfNeeded: v >> (8 * (7 - UInt64($0)))) } }
 
-    /// A file of one Cluster at `clusterTicks` holding one unlaced SimpleBlock of track 1 at `relative` ticks.
+    /// A file of one Cluster at `clusterTicks` holding one unlaced SimpleBlock of track 1 at `relative` ticks, or with
+    /// a `padding`, a BlockGroup of the Block and a DiscardPadding (ns, 2 bytes signed).
     static func file(scale: UInt64, durationTicks: Double, clusterTicks: UInt64, relative: Int16,
-                     payload: [UInt8]) -> [UInt8] {
+                     payload: [UInt8], padding: Int16? = nil) -> [UInt8] {
         let info = element([0x15, 0x49, 0xA9, 0x66], element([0x2A, 0xD7, 0xB1], unsigned(scale))
             + element([0x44, 0x89], unsigned(durationTicks.bitPattern)))
         let r = UInt16(bitPattern: relative)
         let block = [0x81, UInt8(r >> 8), UInt8(r & 0xFF), 0x80] + payload
-        let cluster = element([0x1F, 0x43, 0xB6, 0x75], element([0xE7], unsigned(clusterTicks)) + element([0xA3], block))
+        var stored = element([0xA3], block)
+        if let padding {
+            let p = UInt16(bitPattern: padding)
+            stored = element([0xA0], element([0xA1], block) + element([0x75, 0xA2], [UInt8(p >> 8), UInt8(p & 0xFF)]))
+        }
+        let cluster = element([0x1F, 0x43, 0xB6, 0x75], element([0xE7], unsigned(clusterTicks)) + stored)
         return element([0x1A, 0x45, 0xDF, 0xA3], element([0x42, 0x82], Array("webm".utf8)))
             + element([0x18, 0x53, 0x80, 0x67], info + cluster)
     }
 
-    static func blocks(_ bytes: [UInt8]) throws -> [MatroskaTail.Block] {
+    static func blocks(_ bytes: [UInt8], padded: Bool = false) throws -> [MatroskaTail.Block] {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("tail-\(UUID().uuidString).mkv").path
         try Data(bytes).write(to: URL(fileURLWithPath: path))
         defer { try? FileManager.default.removeItem(atPath: path) }
+        return try blocks(path: path, padded: padded)
+    }
+
+    static func blocks(path: String, padded: Bool) throws -> [MatroskaTail.Block] {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         try #require(fd >= 0)
         defer { close(fd) }
-        return MatroskaTail.blocks(fd: fd, trackNumber: 1)
+        return padded ? MatroskaTail.paddedBlocks(fd: fd, trackNumber: 1) : MatroskaTail.blocks(fd: fd, trackNumber: 1)
+    }
+
+    /// The blocks with a DiscardPadding, wherever they are in the last Cluster (libmp3lame's last block is before the
+    /// Duration ffmpeg writes); a negative one (padding at the block's start) is none at its end.
+    @Test func paddedBlocksAreFound() throws {
+        let payload: [UInt8] = [0xFC, 1, 2, 3, 4]
+        func file(_ padding: Int16?) -> [UInt8] {
+            Self.file(scale: 1_000_000, durationTicks: 3000, clusterTicks: 2990, relative: 0, payload: payload, padding: padding)
+        }
+        let bytes = file(20_000)
+        let found = try Self.blocks(bytes, padded: true)
+        try #require(found.count == 1, "\(found)")
+        #expect(found[0].time == 2_990_000_000 && found[0].discardPadding == 20_000)
+        #expect(Array(bytes[found[0].offset..<found[0].offset + found[0].size]) == payload)
+        #expect(try Self.blocks(file(nil), padded: true).isEmpty, "no DiscardPadding, no padded block")
+        #expect(try Self.blocks(file(-20_000), padded: true).isEmpty)
+        #expect(try Self.blocks(bytes).isEmpty, "a block before the Duration is not the tail's")
+    }
+
+    /// On ffmpeg's libmp3lame file in Matroska: the last block's DiscardPadding is ffprobe's `discard_padding` (frames
+    /// at 44.1 kHz, rounded as ffmpeg's demuxer rounds it), on the packet ffprobe lists it on.
+    @Test func ffmpegsMP3PaddingIsFfprobes() throws {
+        let path = Media.make("tail-mp3.mka", ["-f", "lavfi", "-i", "sine=frequency=440:sample_rate=44100:duration=3",
+                                               "-c:a", "libmp3lame"])
+        let skips = try Probe.packets(path, "a:0").filter { ($0.skip?.end ?? 0) > 0 }
+        let found = try Self.blocks(path: path, padded: true)
+        try #require(found.count == 1 && skips.count == 1, "\(found), ffprobe \(skips.count) packets with padding")
+        #expect((found[0].discardPadding * 44100 + 500_000_000) / 1_000_000_000 == skips[0].skip?.end)
+        #expect(found[0].time == (skips[0].pts ?? -1) * 1_000_000, "ffprobe's PTS in its 1/1000 time base")
     }
 
     /// A block stored at the Duration is found, at its time in ns, with its frame's place in the file.
