@@ -196,6 +196,17 @@ extension Session: OutputOwner {
         return try frameIndex(asset, trackID: trackID)
     }
 
+    /// The frame index ReadFrames and CountFrames resolve requests against and ReadFrames plans by: the track's
+    /// (frameIndex); an elementary stream's untimed frames (decodingFrameIndex, Timing.fromStart: read in one decode
+    /// from the beginning); an AVI track's at its decode times when it holds B-pictures (Timing.decodeTimes: read in
+    /// decoded ranges, as CreateOutput's are).
+    func readingFrameIndex(_ asset: Asset, trackID: UInt32) throws(TrackError) -> FrameIndex {
+        guard asset.source.container == .avi else { return try decodingFrameIndex(asset, trackID: trackID) }
+        let index = try asset.indexes.storedOrDecodeTimed(source: asset.source, trackID: trackID)
+        guard let track = asset.tracks.first(where: { $0.id == trackID }) else { return index }
+        return Self.ending(index, at: track, grid: asset.grid(track.id))
+    }
+
     /// The track's frame index, its last frame displayed until the track's end (FrameIndex.endingAt: the end of its
     /// time range, on the demuxer's clock).
     func frameIndex(_ asset: Asset, trackID: UInt32) throws(TrackError) -> FrameIndex {
@@ -253,7 +264,7 @@ extension Session: OutputOwner {
         let video = try OutputSettings.validateVideo(request.settings, trackRotation: track.rotation)
         let limits = context.sandbox.decode
         try checkDecodeLimits(limits, track: track, video: video)
-        let index = try frameIndex(asset, trackID: track.id)
+        let index = try readingFrameIndex(asset, trackID: track.id)
         var order: [Int] = []
         let grid = asset.grid(track.id)
         for (i, frame) in request.frames.enumerated() {
@@ -273,7 +284,10 @@ extension Session: OutputOwner {
         Log.info("ReadFrames on track \(track.id): \(order.count) frames, \(plan.ranges.count) decode ranges, \(how)")
         Event.readFrames(track: track.id, frames: order.count, ranges: plan.ranges.count, pipeline: baseline == nil ? "new" : "kept").emit()
         let stream = OutputPlan.Stream(pipeline: pipeline, grid: grid, baseline: baseline ?? PipelineCounts())
-        return try addOutput(OutputPlan(stream: stream, reading: .frames(plan, keep: key)),
+        // A read from the beginning has no stop (it ends once its frames are out, OutputStreamer.readFrames): kept, it
+        // would decode the rest of the stream for nothing.
+        let keep = index.timing == .fromStart ? nil : key
+        return try addOutput(OutputPlan(stream: stream, reading: .frames(plan, keep: keep)),
                              assetID: request.assetID, requestID: requestID, mediaType: .video)
     }
 
@@ -309,7 +323,7 @@ extension Session: OutputOwner {
             throw TrackError(.operationNotSupportedForAsset,
                              "CountFrames counts video frames; track \(track.id) is \(track.mediaType)")
         }
-        let index = try asset.indexes.index(source: asset.source, trackID: track.id)
+        let index = try readingFrameIndex(asset, trackID: track.id)
         return .frameCount(trackID: track.id, count: UInt64(index.frames.count))
     }
 
