@@ -78,6 +78,29 @@ struct UnstoredTimesFramesTests {
         Self.expectErrors(asset, track, count: n, kind)
     }
 
+    /// An `-f m4v` stream whose VOPs are not evenly spaced (a frame dropped) has no rate to time its frames by:
+    /// ReadFrames and CountFrames fail with −11829 saying so, the same every time, and the connection goes on.
+    @Test func aStreamWithoutARateIsRefused() throws {
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        let asset = try Asset(path: Self.file("m4v-gap"), socketPath: daemon.socketPath)
+        let track = try #require(asset.tracks(withMediaType: .video).first)
+        let why = "the MPEG-4 Part 2 stream of track \(track.trackID) states no frame rate its decoder times it by: its VOL has no fixed_vop_rate and its VOPs are not evenly spaced"
+        for _ in 0..<2 {
+            for read in [{ _ = try asset.frames(atIndices: [3], track: track, outputSettings: Self.y420) },
+                         { _ = try asset.frameCount(track: track) }] {
+                do {
+                    try read()
+                    Issue.record("the m4v without a rate was read")
+                } catch let error as TrackError {
+                    #expect(error.knownCode == .fileFailedToParse && error.message == why, "\(error)")
+                }
+            }
+        }
+        // The connection goes on: the first frame's image, found by a seek (PROTOCOL.md §8, GenerateImage).
+        #expect(try asset.generateImage(track: track, at: .zero).png.starts(with: [0x89, 0x50, 0x4E, 0x47]))
+    }
+
     /// `frames` delivered ffmpeg's frames `wanted`, in that order, at their times.
     static func expectExact(_ frames: [IndexedFrame], _ wanted: [Int], _ md5s: [String], _ times: [MediaTime],
                             _ what: String, sourceLocation: SourceLocation = #_sourceLocation) {

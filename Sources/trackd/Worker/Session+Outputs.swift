@@ -189,19 +189,34 @@ extension Session: OutputOwner {
     /// stream's untimed frames timed by their durations (FrameIndex.untimed), as the decoder times them when it reads
     /// the stream from its beginning, which such a decode does (TrackPipeline's `readsFromStart`, generatePNG).
     func decodingFrameIndex(_ asset: Asset, trackID: UInt32) throws(TrackError) -> FrameIndex {
-        if asset.source.container == .elementaryStream, let track = asset.tracks.first(where: { $0.id == trackID }),
-           let untimed = try? asset.indexes.untimed(source: asset.source, trackID: trackID) {
-            return Self.ending(untimed, at: track, grid: asset.grid(trackID))
+        if asset.source.container == .elementaryStream, let untimed = try? untimedFrameIndex(asset, trackID: trackID) {
+            return untimed
         }
         return try frameIndex(asset, trackID: trackID)
+    }
+
+    /// An elementary stream's untimed frames timed by their durations (FrameIndex.untimed), the last one displayed
+    /// until the track's end.
+    private func untimedFrameIndex(_ asset: Asset, trackID: UInt32) throws(TrackError) -> FrameIndex {
+        let index = try asset.indexes.untimed(source: asset.source, trackID: trackID)
+        guard let track = asset.tracks.first(where: { $0.id == trackID }) else { return index }
+        return Self.ending(index, at: track, grid: asset.grid(trackID))
     }
 
     /// The frame index ReadFrames and CountFrames resolve requests against and ReadFrames plans by: the track's
     /// (frameIndex); an elementary stream's untimed frames (decodingFrameIndex, Timing.fromStart: read in one decode
     /// from the beginning); an AVI track's at its decode times when it holds B-pictures (Timing.decodeTimes: read in
-    /// decoded ranges, as CreateOutput's are).
+    /// decoded ranges, as CreateOutput's are). An elementary stream with neither (an MPEG-4 Part 2 one whose VOPs are
+    /// not evenly spaced: no rate to time its frames by) is refused with why its frames cannot be timed.
     func readingFrameIndex(_ asset: Asset, trackID: UInt32) throws(TrackError) -> FrameIndex {
-        guard asset.source.container == .avi else { return try decodingFrameIndex(asset, trackID: trackID) }
+        if asset.source.container == .elementaryStream {
+            let untimed: TrackError
+            do { return try untimedFrameIndex(asset, trackID: trackID) } catch { untimed = error }
+            do { return try frameIndex(asset, trackID: trackID) } catch {
+                throw asset.indexes.carriesNoTimes(source: asset.source, trackID: trackID) ? untimed : error
+            }
+        }
+        guard asset.source.container == .avi else { return try frameIndex(asset, trackID: trackID) }
         let index = try asset.indexes.storedOrDecodeTimed(source: asset.source, trackID: trackID)
         guard let track = asset.tracks.first(where: { $0.id == trackID }) else { return index }
         return Self.ending(index, at: track, grid: asset.grid(track.id))
