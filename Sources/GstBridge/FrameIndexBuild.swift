@@ -89,9 +89,9 @@ extension FrameIndex {
     /// The frames of an elementary stream's track, which carry no timestamps — the parser gives each stored sample
     /// only a duration, one frame at the rate the stream states — timed as the decoder times them: the first at 0,
     /// each of the others where the one before it ends. For the track's timing (FrameTiming: its span and frame
-    /// rate) and for cutting decoded ranges read from the stream's beginning (the frames' times, each one frame
-    /// long): the times are in decode order, so in a stream with B-frames a frame's decode position is not that of
-    /// the picture shown at its time, and ReadFrames, which plans by stored samples, cannot use this index. MPEG-4
+    /// rate), for cutting decoded ranges read from the stream's beginning (the frames' times, each one frame long)
+    /// and for ReadFrames, which reads its frames in one such range: the times are in decode order, so in a stream
+    /// with B-frames a frame's decode position is not that of the picture shown at its time (Timing.fromStart). MPEG-4
     /// Part 2, whose parser gives no durations, is timed by its headers' rate (timedByVOPs). Thrown when a sample has
     /// no duration otherwise. `grid`: the frame grid of the rate the frames are timed by (the parser's caps, or the
     /// VOL's and VOPs') when every frame is one frame of it (FrameIndex.frameGrid), else nanoseconds.
@@ -114,7 +114,7 @@ extension FrameIndex {
         }
         guard !stored.isEmpty else { throw TrackError.trackHasNoFrames(trackID) }
         if vops.times.isEmpty {
-            let index = FrameIndex(parsedSamples: stored)
+            let index = FrameIndex(parsedSamples: stored, timing: .fromStart)
             return (index, rate.flatMap { index.frameGrid(rate: Int64($0.0), Int64($0.1)) } ?? .nanoseconds)
         }
         let index = try timedByVOPs(stored, vops, trackID: trackID)
@@ -132,7 +132,25 @@ extension FrameIndex {
         }
         return FrameIndex(parsedSamples: stored.enumerated().map { n, sample in
             StoredSample(presentationTime: Int64(n) * frame, duration: frame, isSync: sample.isSync)
-        })
+        }, timing: .fromStart)
+    }
+
+    /// The frames of an AVI track with B-pictures, which AVI stores no presentation times for (avidemux gives key
+    /// frames alone a PTS, their decode time; `build` refuses such a track): frame k, in presentation order, at the
+    /// k-th stored decode time, where the decoder shows it (it gives the n-th frame shown the n-th decode time still
+    /// pending, OpenGOPTimes), as long as the sample stored there. What ReadFrames resolves requests against and plans
+    /// by (Timing.decodeTimes). Thrown when a sample has no decode time.
+    public static func decodeTimed(source: MediaSource, trackID: UInt32, progress: () -> Void = {}) throws(TrackError) -> FrameIndex {
+        var stored: [StoredSample] = []
+        try forEachStoredSample(source: source, trackID: trackID, progress: progress) { (s) throws(TrackError) in
+            guard let dts = s.decodeTime.nanoseconds else {
+                throw TrackError(.fileFailedToParse, "sample \(stored.count) of track \(trackID) has neither a presentation nor a decode time; frames cannot be indexed")
+            }
+            stored.append(StoredSample(presentationTime: dts, duration: s.duration.nanoseconds, isSync: s.isSync))
+            return true
+        }
+        guard !stored.isEmpty else { throw TrackError.trackHasNoFrames(trackID) }
+        return FrameIndex(parsedSamples: stored, timing: .decodeTimes)
     }
 
     /// Pulls every stored sample of `trackID` through the passthrough pipeline (demuxer and parser, no decoding), in

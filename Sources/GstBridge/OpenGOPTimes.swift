@@ -63,9 +63,8 @@ final class OpenGOPTimes: Sendable {
     private let bus: GstRef<GstBusObject>  // the pipeline's, for AppMessage
 
     /// How many frames before a range its seek starts: at least as many as an open GOP's key frame has leading
-    /// B-pictures — H.264 reorders at most 16 frames (`max_num_reorder_frames`), ffmpeg's MPEG-4 encoder makes at
-    /// most 16 B-frames in a row.
-    static let leadingFrames: guint64 = 16
+    /// B-pictures (FrameIndex.maxLeadingPictures, which ReadFrames plans by).
+    static let leadingFrames = guint64(FrameIndex.maxLeadingPictures)
 
     init(bus: GstRef<GstBusObject>) { self.bus = bus }
 

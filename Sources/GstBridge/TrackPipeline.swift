@@ -120,8 +120,10 @@ public final class TrackPipeline: @unchecked Sendable {
             try VideoChain().build(pipeline, request: request, threads: threads, limits: limits, trackID: trackID,
                                    stop: decodesEverySample ? DecodeStop(needed: nil, lastNeeded: nil)
                                        : DecodeStop(needed: neededSamples, lastNeeded: lastNeededSample),
-                                   // An AVI track with a frame index holds no B-picture (FrameIndex.build).
-                                   selection: selection, decodeOrder: source.container == .avi && selection != nil,
+                                   // An AVI track with an index of stored times holds no B-picture (FrameIndex.build);
+                                   // one indexed at its decode times does (decodeTimed).
+                                   selection: selection,
+                                   decodeOrder: source.container == .avi && selection.map { $0.index.timing == .stored } == true,
                                    avi: source.container == .avi)
         case .audio(let request):
             try AudioChain().build(pipeline, request: request, limits: limits, fd: source.fd, trackID: trackID,

@@ -33,6 +33,11 @@ extension FrameIndex {
     /// order — a crafted ctts can show a GOP before one that is decoded earlier, and a run built in presentation
     /// order then started at the wrong sync sample and missed the frame.
     public func plan(_ wanted: Set<Int>, maxSkip: Int = FrameIndex.maxSkippedSamples) -> [DecodeRange] {
+        switch timing {
+        case .stored: break
+        case .fromStart: return wanted.isEmpty ? [] : [decodeRange([(wanted.sorted(), 0, 0)], samples: false)]
+        case .decodeTimes: return planBySeeks(wanted)
+        }
         var runs: [Run] = []
         for i in wanted.sorted(by: { (frames[$0].decodePosition, $0) < (frames[$1].decodePosition, $1) }) {
             let position = frames[i].decodePosition
@@ -52,15 +57,46 @@ extension FrameIndex {
                 groups.append([run])
             }
         }
-        return groups.map(decodeRange)
+        return groups.map { decodeRange($0) }
+    }
+
+    /// How many pictures shown before a key frame, decoded after it, a read may meet (the leading B-pictures of an
+    /// open GOP): H.264 reorders at most 16 frames (`max_num_reorder_frames`), ffmpeg's MPEG-4 encoder makes at most
+    /// 16 B-frames in a row. A decoded read of a `.decodeTimes` track seeks this many frames before its start
+    /// (GstBridge's OpenGOPTimes).
+    public static let maxLeadingPictures = 16
+
+    /// A `.decodeTimes` index's plan: each range is read as a decoded time range is — an accurate seek
+    /// `maxLeadingPictures` frames before its first wanted frame, from the key frame at or before that on, every
+    /// stored sample decoded up to the range's end, which is the end of its last wanted frame. A wanted frame (in
+    /// presentation order) joins the range before it unless its own seek starts at a key frame after that range's
+    /// last wanted frame: then the frames between are not decoded, only that key frame's GOP. So the frames of one
+    /// GOP are one range, decoded once.
+    private func planBySeeks(_ wanted: Set<Int>) -> [DecodeRange] {
+        var runs: [Run] = []
+        for i in wanted.sorted() {
+            let key = syncBefore[max(0, i - Self.maxLeadingPictures)]
+            if let run = runs.last, key <= run.needed {
+                runs[runs.count - 1].frames.append(i)
+                runs[runs.count - 1].needed = i
+            } else {
+                runs.append(([i], key, i))
+            }
+        }
+        return runs.map { decodeRange([$0], samples: false) }
     }
 
     /// The range that decodes a group of runs (ascending in decode order, non-empty): its time range spans its
-    /// wanted frames.
-    private func decodeRange(_ group: [Run]) -> DecodeRange {
+    /// wanted frames. `samples` false: which stored samples the frames need is not known (a `.fromStart` or
+    /// `.decodeTimes` index), every sample after the seek is decoded.
+    private func decodeRange(_ group: [Run], samples: Bool = true) -> DecodeRange {
         let wanted = group.flatMap(\.frames).sorted()
         let start = frames[wanted[0]].presentationTime
         let end = wanted.map { frames[$0].presentationTime + max(frames[$0].duration, 1) }.max()!
+        guard samples else {
+            return DecodeRange(range: MediaTimeRange(start: .nanoseconds(start), duration: .nanoseconds(end - start)),
+                               neededSamples: nil, lastNeededSample: nil, firstPosition: group[0].start, frames: wanted)
+        }
         let positions = group.flatMap { Array($0.start...$0.needed) }
         let times = positions.map { presentationAtPosition[$0] }
         let stop = presentationAtPosition[group[group.count - 1].needed]

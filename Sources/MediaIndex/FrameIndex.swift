@@ -37,16 +37,32 @@ public struct FrameIndex: Sendable {
         }
     }
 
+    /// What the frames' times are, and so how a set of them is decoded (`plan`).
+    public enum Timing: Sendable, Equatable {
+        /// Each stored sample's own presentation time: which sample holds each frame is known.
+        case stored
+        /// An elementary stream's (GstBridge's `FrameIndex.untimed`): its samples carry no times, frame k is at the
+        /// sum of the durations before it, where the decoder puts it only when it decodes from the stream's
+        /// beginning; the decode positions are those times' (decode order), not the frames'.
+        case fromStart
+        /// An AVI track with B-pictures (GstBridge's `FrameIndex.decodeTimed`): frame k (presentation order) is at
+        /// the k-th stored decode time, where the decoder shows it; which sample holds it is not known, only where
+        /// the key frames are.
+        case decodeTimes
+    }
+
     /// Presentation order: frame index i is `frames[i]`.
     public let frames: [Frame]
+    public let timing: Timing
     /// decode position → the decode position of the last sync sample at or before it (where decoding must start).
     let syncBefore: [Int]
     /// decode position → that sample's presentation time (how DecodeStop recognises it among the stored samples);
     /// -1 where no frame has that position.
     let presentationAtPosition: [Int64]
 
-    public init(frames: [Frame]) {
+    public init(frames: [Frame], timing: Timing = .stored) {
         self.frames = frames
+        self.timing = timing
         var decodeOrder = [Frame?](repeating: nil, count: frames.count)
         for f in frames where f.decodePosition >= 0 && f.decodePosition < frames.count { decodeOrder[f.decodePosition] = f }
         var last = 0
@@ -59,7 +75,7 @@ public struct FrameIndex: Sendable {
 
     /// The index of stored samples as a parse-only pass pulls them (decode order): in presentation order, and a
     /// frame without a duration (none, 0 or less) lasts until the next one — the last one as long as the one before.
-    public init(parsedSamples stored: [StoredSample]) {
+    public init(parsedSamples stored: [StoredSample], timing: Timing = .stored) {
         var frames = Self.presentationOrder(stored)
         for i in frames.indices where frames[i].duration <= 0 {
             if i + 1 < frames.count {
@@ -68,7 +84,7 @@ public struct FrameIndex: Sendable {
                 frames[i].duration = frames[i - 1].duration
             }
         }
-        self.init(frames: frames)
+        self.init(frames: frames, timing: timing)
     }
 
     /// Stored samples (decode order) as frames in presentation order, each with its decode position; samples with
@@ -96,7 +112,7 @@ public struct FrameIndex: Sendable {
         }
         var frames = self.frames
         frames[frames.count - 1].duration = trackEnd - last.presentationTime
-        return FrameIndex(frames: frames)
+        return FrameIndex(frames: frames, timing: timing)
     }
 
     /// The frame displayed at `ns` (stream time): a frame is displayed from its presentation time until the next
@@ -171,8 +187,10 @@ public struct FrameIndex: Sendable {
     }
 
     /// The frame index a ReadFrames request names: for a time, the frame displayed then (`frameDisplayed(at:)`);
-    /// for an index, itself.
-    public func resolve(_ request: FrameRequest) throws(TrackError) -> Int {
+    /// for an index, itself. `seconds`: how a time of the index is written in an error (the track's clock, whose
+    /// frame grid's nanoseconds are not whole: PROTOCOL.md §7.1).
+    public func resolve(_ request: FrameRequest,
+                        seconds: (Int64) -> Double = { Double($0) / 1e9 }) throws(TrackError) -> Int {
         switch request {
         case .index(let i):
             guard i < UInt64(frames.count) else {
@@ -188,7 +206,7 @@ public struct FrameIndex: Sendable {
                 throw TrackError(.invalidArgument, "frame time \(t.seconds) s: the track has no frames")
             }
             guard let frame = frameDisplayed(at: ns) else {
-                throw TrackError(.invalidArgument, "frame time \(t.seconds) s is after the last frame, which ends at \(Double(last.presentationTime + last.duration) / 1e9) s")
+                throw TrackError(.invalidArgument, "frame time \(seconds(ns)) s is after the last frame, which ends at \(seconds(last.presentationTime + last.duration)) s")
             }
             return frame
         }

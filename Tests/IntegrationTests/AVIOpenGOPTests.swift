@@ -147,8 +147,8 @@ struct AVIOpenGOPTests {
         print("open-GOP AVI (\(variant)): \(times.count) images")
     }
 
-    /// `trackctl frame --time` and `contact-sheet` on these tracks (no frame index: ReadFrames refuses them −11829)
-    /// give the exact frames too, from a decoded range starting at the time: `frame` at a time on the GOP before a key
+    /// `trackctl frame --time` and `contact-sheet` on these tracks (ReadFrames on the frames' decode times, §7.2) give
+    /// the exact frames too: `frame` at a time on the GOP before a key
     /// frame, its leading B-pictures, the key frame, after it, the end and past the end writes the PNG nearest ffmpeg's
     /// RGB frame shown then (mean < 3, as `imagesAreExact`) and prints that frame's index and tick; a 4-frame contact
     /// sheet is the 2×2 grid whose tiles are ffmpeg's frames shown at the slices' centres (0.25, 0.75, 1.25, 1.75 s,

@@ -8,9 +8,8 @@ import Glibc
 
 /// What `trackctl contact-sheet` (`ContactSheetCommand`) draws: N evenly spaced exact frames of a video track in a
 /// grid, each captioned with its presentation time and frame index, under a header line naming the file. The frames
-/// come from TrackClient's exact random access (`Asset.frames(at:)`; decoded ranges on a track without a frame index:
-/// `ShownFrame`), decoded by trackd to BGRA at the tile size; cairo composes the sheet and draws the text; `ImageFile`
-/// writes it.
+/// come from TrackClient's exact random access (`Asset.frames(at:)`, `ShownFrame`), decoded by trackd to BGRA at the
+/// tile size; cairo composes the sheet and draws the text; `ImageFile` writes it.
 ///
 /// Geometry (all in pixels; `trackctl contact-sheet --help` documents it, the tests check it):
 /// - a tile's picture is `tileWidth` (320) wide and TH = the even number nearest 320 × display height / display

@@ -24,8 +24,7 @@ struct ContactSheetCommand: Command {
               with its time (HH:MM:SS.mmm) and frame index. Tiles are 320 pixels wide, TH = 320 × display height /
               width rounded to even tall (the rotation tag applied; --rotation keep: frames as coded); C = min(N, ⌈√(N·4·TH/960)⌉) columns, R = ⌈N/C⌉ rows;
               the sheet is 12 + C·332 wide and 40 + R·(TH + 34) tall; tile i's picture starts at
-              x = 12 + (i mod C)·332, y = 40 + ⌊i/C⌋·(TH + 34). On a track without a frame index (an AVI stream
-              with B-pictures) each frame is found as `frame` finds it there.
+              x = 12 + (i mod C)·332, y = 40 + ⌊i/C⌋·(TH + 34).
             """,
         examples: ["trackctl contact-sheet clip.mp4 --count 16 --output sheet.png"])
 

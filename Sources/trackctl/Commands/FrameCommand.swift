@@ -18,9 +18,6 @@ struct FrameCommand: Command {
               Writes the frame displayed at --time (not the nearest keyframe; a time at or after the end names the
               last frame) at the track's size, decoded by trackd as BGRA and turned upright by the track's rotation
               (--rotation keep: as coded). PNG is encoded by cairo (libpng), JPEG by libjpeg-turbo (quality 92).
-              On a track without a frame index (an AVI stream with B-pictures: `frames` fails -11829) the frame is
-              the first of a decoded range starting at --time, as GenerateImage finds it; its index is counted in
-              ticks of the track's frame rate.
             """,
         examples: ["trackctl frame clip.mp4 --time 2.5 --output frame.png",
                    "trackctl frame clip.mp4 --time 1001/30000 --output - > frame.png"])
@@ -61,21 +58,18 @@ struct FrameCommand: Command {
     }
 
     /// The frame shown at `time`; at or after the track's end (where ReadFrames answers -11901) the last frame, as
-    /// AVAssetImageGenerator clamps. On a track without a frame index, `ShownFrame.unindexed`.
+    /// AVAssetImageGenerator clamps — the time once rounded to the track's timescale, as trackd rounds it (§7.1: on
+    /// an AVI at 30 fps 238/120 s is 60/30 s, the end of a 60-frame track).
     static func frame(_ asset: Asset, _ track: AssetTrack, at time: MediaTime,
                       settings: [String: SettingValue]) throws(TrackError) -> ShownFrame {
         let end = track.timeRangeStart.isNumeric && track.duration.isNumeric
             ? track.timeRangeStart.seconds + track.duration.seconds : Double.infinity
         let frames: [IndexedFrame]
-        do {
-            if time.seconds >= end {
-                let count = try asset.frameCount(track: track)
-                frames = try asset.frames(atIndices: [max(count, 1) - 1], track: track, outputSettings: settings)
-            } else {
-                frames = try asset.frames(at: [time], track: track, outputSettings: settings)
-            }
-        } catch where error.knownCode == .fileFailedToParse {
-            return try ShownFrame.unindexed(time, asset, track, settings: settings)
+        if track.time(seconds: time.seconds).seconds >= end {
+            let count = try asset.frameCount(track: track)
+            frames = try asset.frames(atIndices: [max(count, 1) - 1], track: track, outputSettings: settings)
+        } else {
+            frames = try asset.frames(at: [time], track: track, outputSettings: settings)
         }
         guard let first = frames.first else { throw TrackError(.unknown, "trackd returned no frame for \(time)") }
         return ShownFrame(index: first.index, sample: first.sample)

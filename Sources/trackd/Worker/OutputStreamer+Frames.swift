@@ -42,7 +42,8 @@ extension FrameOrder<PulledSample> {
 
 extension OutputStreamer {
     /// ReadFrames: decodes the plan's ranges one after the other (each an accurate seek), keeps the wanted frames
-    /// as they come, and sends them in request order as soon as the next one in that order is at hand. The counts
+    /// as they come, and sends them in request order as soon as the next one in that order is at hand. A read from
+    /// the stream's beginning (Timing.fromStart), which has no stop, ends once the last frame is sent. The counts
     /// are logged before it returns: before the pipeline may go on to the next ReadFrames (on its own thread).
     func readFrames(_ frames: FramePlan) -> Ending {
         defer { logCounts(frames) }
@@ -71,6 +72,7 @@ extension OutputStreamer {
                     guard deliver(ready, zeroCopy: zeroCopy) else { return (.cancelled, nil) }
                     order.sent()
                 }
+                if order.isComplete && frames.index.timing == .fromStart { return (.completed, nil) }
             }
         }
     }

@@ -24,9 +24,11 @@ extension Session {
         private let built = Mutex<[UInt32: FrameIndex]>([:])
         /// Tracks found to carry (false) or not to carry (true) presentation times (carriesNoTimes).
         private let timeless = Mutex<[UInt32: Bool]>([:])
-        /// Elementary streams' untimed frames timed by their durations (`untimed`), apart from `built`: ReadFrames
-        /// cannot use them; with the frame grid they are on (`untimedGrid`).
+        /// Elementary streams' untimed frames timed by their durations (`untimed`), with the frame grid they are on
+        /// (`untimedGrid`), and AVI tracks' with B-pictures at their decode times (`decodeTimed`), apart from `built`:
+        /// their times are not the stored samples'.
         private let timedByDurations = Mutex<[UInt32: (index: FrameIndex, grid: TimeGrid)]>([:])
+        private let timedByDecodeTimes = Mutex<[UInt32: FrameIndex]>([:])
         private let building = Mutex(())  // one build at a time: a second request for the track waits for the first
         /// The worker's slot: a parse-only pass marks progress for each sample, so that the watchdog does not take
         /// indexing a long file (at open, or at the first ReadFrames) for a stalled worker.
@@ -109,9 +111,26 @@ extension Session {
             if let before, source.status() == before { IndexCacheClient.put(IndexCacheClient.key(before, trackID: trackID), index) }
         }
 
-        /// An elementary stream's frames timed by their durations (FrameIndex.untimed): for the track's description
-        /// and for decoded reads from the stream's beginning (TrackPipeline's `readsFromStart`), never used by
-        /// ReadFrames nor given to the cache; it tells carriesNoTimes that the track has no times.
+        /// An AVI track's index (`index`), or, when that is refused because the track holds B-pictures (a sample
+        /// without a presentation time, .fileFailedToParse), its frames at their decode times (FrameIndex.decodeTimed),
+        /// found once and never given to the cache: what ReadFrames and CountFrames resolve requests against.
+        func storedOrDecodeTimed(source: MediaSource, trackID: UInt32) throws(TrackError) -> FrameIndex {
+            if let index = timedByDecodeTimes.withLock({ $0[trackID] }) { return index }
+            do {
+                return try index(source: source, trackID: trackID)
+            } catch where error.knownCode == .fileFailedToParse {
+                let index = try FrameIndex.decodeTimed(source: source, trackID: trackID) { slot.progress() }
+                timedByDecodeTimes.withLock { $0[trackID] = index }
+                Log.info("frame index for track \(trackID): its \(index.frames.count) frames at their decode times (B-pictures: \(error.message))")
+                Event.frameIndex(track: trackID, source: "decode-times", frames: index.frames.count).emit()
+                return index
+            }
+        }
+
+        /// An elementary stream's frames timed by their durations (FrameIndex.untimed): for the track's description,
+        /// for decoded reads from the stream's beginning (TrackPipeline's `readsFromStart`) and for ReadFrames, which
+        /// reads its frames in one such read; never given to the cache; it tells carriesNoTimes that the track has no
+        /// times.
         func untimed(source: MediaSource, trackID: UInt32) throws(TrackError) -> FrameIndex {
             try timedByTheirDurations(source: source, trackID: trackID).index
         }

@@ -189,11 +189,37 @@ extension Session: OutputOwner {
     /// stream's untimed frames timed by their durations (FrameIndex.untimed), as the decoder times them when it reads
     /// the stream from its beginning, which such a decode does (TrackPipeline's `readsFromStart`, generatePNG).
     func decodingFrameIndex(_ asset: Asset, trackID: UInt32) throws(TrackError) -> FrameIndex {
-        if asset.source.container == .elementaryStream, let track = asset.tracks.first(where: { $0.id == trackID }),
-           let untimed = try? asset.indexes.untimed(source: asset.source, trackID: trackID) {
-            return Self.ending(untimed, at: track, grid: asset.grid(trackID))
+        if asset.source.container == .elementaryStream, let untimed = try? untimedFrameIndex(asset, trackID: trackID) {
+            return untimed
         }
         return try frameIndex(asset, trackID: trackID)
+    }
+
+    /// An elementary stream's untimed frames timed by their durations (FrameIndex.untimed), the last one displayed
+    /// until the track's end.
+    private func untimedFrameIndex(_ asset: Asset, trackID: UInt32) throws(TrackError) -> FrameIndex {
+        let index = try asset.indexes.untimed(source: asset.source, trackID: trackID)
+        guard let track = asset.tracks.first(where: { $0.id == trackID }) else { return index }
+        return Self.ending(index, at: track, grid: asset.grid(trackID))
+    }
+
+    /// The frame index ReadFrames and CountFrames resolve requests against and ReadFrames plans by: the track's
+    /// (frameIndex); an elementary stream's untimed frames (decodingFrameIndex, Timing.fromStart: read in one decode
+    /// from the beginning); an AVI track's at its decode times when it holds B-pictures (Timing.decodeTimes: read in
+    /// decoded ranges, as CreateOutput's are). An elementary stream with neither (an MPEG-4 Part 2 one whose VOPs are
+    /// not evenly spaced: no rate to time its frames by) is refused with why its frames cannot be timed.
+    func readingFrameIndex(_ asset: Asset, trackID: UInt32) throws(TrackError) -> FrameIndex {
+        if asset.source.container == .elementaryStream {
+            let untimed: TrackError
+            do { return try untimedFrameIndex(asset, trackID: trackID) } catch { untimed = error }
+            do { return try frameIndex(asset, trackID: trackID) } catch {
+                throw asset.indexes.carriesNoTimes(source: asset.source, trackID: trackID) ? untimed : error
+            }
+        }
+        guard asset.source.container == .avi else { return try frameIndex(asset, trackID: trackID) }
+        let index = try asset.indexes.storedOrDecodeTimed(source: asset.source, trackID: trackID)
+        guard let track = asset.tracks.first(where: { $0.id == trackID }) else { return index }
+        return Self.ending(index, at: track, grid: asset.grid(track.id))
     }
 
     /// The track's frame index, its last frame displayed until the track's end (FrameIndex.endingAt: the end of its
@@ -253,7 +279,7 @@ extension Session: OutputOwner {
         let video = try OutputSettings.validateVideo(request.settings, trackRotation: track.rotation)
         let limits = context.sandbox.decode
         try checkDecodeLimits(limits, track: track, video: video)
-        let index = try frameIndex(asset, trackID: track.id)
+        let index = try readingFrameIndex(asset, trackID: track.id)
         var order: [Int] = []
         let grid = asset.grid(track.id)
         for (i, frame) in request.frames.enumerated() {
@@ -261,7 +287,7 @@ extension Session: OutputOwner {
                 // A time on the track's grid, in the demuxer's nanoseconds: the frame index's clock (§7.1).
                 var onGrid = frame
                 if case .time(let t) = frame, let ns = grid.nanoseconds(t) { onGrid = .time(.nanoseconds(ns)) }
-                order.append(try index.resolve(onGrid))
+                order.append(try index.resolve(onGrid) { grid.time(nanoseconds: $0).seconds })
             } catch {
                 throw TrackError(rawCode: error.code, message: "ReadFrames request \(i): \(error.message)")
             }
@@ -273,7 +299,10 @@ extension Session: OutputOwner {
         Log.info("ReadFrames on track \(track.id): \(order.count) frames, \(plan.ranges.count) decode ranges, \(how)")
         Event.readFrames(track: track.id, frames: order.count, ranges: plan.ranges.count, pipeline: baseline == nil ? "new" : "kept").emit()
         let stream = OutputPlan.Stream(pipeline: pipeline, grid: grid, baseline: baseline ?? PipelineCounts())
-        return try addOutput(OutputPlan(stream: stream, reading: .frames(plan, keep: key)),
+        // A read from the beginning has no stop (it ends once its frames are out, OutputStreamer.readFrames): kept, it
+        // would decode the rest of the stream for nothing.
+        let keep = index.timing == .fromStart ? nil : key
+        return try addOutput(OutputPlan(stream: stream, reading: .frames(plan, keep: keep)),
                              assetID: request.assetID, requestID: requestID, mediaType: .video)
     }
 
@@ -309,7 +338,7 @@ extension Session: OutputOwner {
             throw TrackError(.operationNotSupportedForAsset,
                              "CountFrames counts video frames; track \(track.id) is \(track.mediaType)")
         }
-        let index = try asset.indexes.index(source: asset.source, trackID: track.id)
+        let index = try readingFrameIndex(asset, trackID: track.id)
         return .frameCount(trackID: track.id, count: UInt64(index.frames.count))
     }
 
