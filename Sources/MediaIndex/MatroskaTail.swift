@@ -102,9 +102,11 @@ public enum MatroskaTail {
         let number = b[from + 1..<from + numberLength].reduce(UInt64(b[from] & (0xFF >> numberLength))) { $0 << 8 | UInt64($1) }
         let at = from + numberLength
         let relative = Int64(Int16(bitPattern: UInt16(b[at]) << 8 | UInt16(b[at + 1])))
-        guard number == UInt64(track), b[at + 2] & 0x06 == 0, clusterTicks + relative >= 0 else { return nil }  // unlaced
-        // The Cluster's Timestamp is bounded by Int64.max / scale, but the block's 16-bit offset can carry past it.
-        let (time, overflow) = (clusterTicks + relative).multipliedReportingOverflow(by: scale)
+        // The Cluster's Timestamp is below Int64.max / scale, but the block's 16-bit offset can carry past it — past
+        // Int64.max itself at a scale of 1.
+        let (ticks, carried) = clusterTicks.addingReportingOverflow(relative)
+        guard number == UInt64(track), b[at + 2] & 0x06 == 0, !carried, ticks >= 0 else { return nil }  // unlaced
+        let (time, overflow) = ticks.multipliedReportingOverflow(by: scale)
         guard !overflow else { return nil }
         return Block(time: time, duration: nil, discardPadding: 0, offset: at + 3, size: to - at - 3)
     }

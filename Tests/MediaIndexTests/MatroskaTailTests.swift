@@ -55,4 +55,14 @@ import Testing
                               relative: .max, payload: [0xFC, 1])
         #expect(try Self.blocks(bytes).isEmpty)
     }
+
+    /// At a TimestampScale of 1 a Cluster Timestamp may be Int64.max − 1, and a block 32767 ticks after it made
+    /// `clusterTicks + relative` overflow — a trap in the worker (fuzz-mkvtail traps on this file without the fix).
+    /// The block is left out.
+    @Test func aBlockPastInt64AtScaleOneIsLeftOut() throws {
+        let bytes = Self.file(scale: 1, durationTicks: 1, clusterTicks: UInt64(Int64.max) - 1, relative: .max, payload: [0xFC, 1])
+        #expect(try Self.blocks(bytes).isEmpty)
+        let fits = Self.file(scale: 1, durationTicks: 1, clusterTicks: UInt64(Int64.max) - 1, relative: 1, payload: [0xFC, 1])
+        #expect(try Self.blocks(fits).map(\.time) == [.max])
+    }
 }
