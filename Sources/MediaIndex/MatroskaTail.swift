@@ -13,6 +13,18 @@ public enum MatroskaTail {
         public var discardPadding: Int64
         public var offset: Int
         public var size: Int
+
+        /// The DiscardPadding in samples of `rate` Hz (> 0), rounded half up as GStreamer's
+        /// gst_util_uint64_scale_round: the end of the audio clipping meta the block goes with. A file's padding
+        /// may be up to Int64.max ns, which times a rate does not fit in 64 bits: the product is taken full width.
+        public func discardPaddingSamples(rate: Int64) -> UInt64 {
+            guard rate > 0 else { return 0 }
+            let (high, low) = UInt64(discardPadding).multipliedFullWidth(by: UInt64(rate))
+            let (sum, carry) = low.addingReportingOverflow(500_000_000)
+            // The quotient fits in 64 bits when the high word is below the divisor: a rate below 2 × 10⁹ keeps it.
+            guard high + (carry ? 1 : 0) < 1_000_000_000 else { return .max }
+            return UInt64(1_000_000_000).dividingFullWidth((high + (carry ? 1 : 0), sum)).quotient
+        }
     }
 
     /// The last Cluster read whole at most (a few seconds of audio are far less).

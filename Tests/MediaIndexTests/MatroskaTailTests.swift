@@ -13,14 +13,18 @@ import Testing
 
     static func unsigned(_ v: UInt64) -> [UInt8] { (0..<8).map { UInt8(truncatingIfNeeded: v >> (8 * (7 - UInt64($0)))) } }
 
-    /// A file of one Cluster at `clusterTicks` holding one unlaced SimpleBlock of track 1 at `relative` ticks.
+    /// A file of one Cluster at `clusterTicks` holding one unlaced block of track 1 at `relative` ticks: a
+    /// SimpleBlock, or a BlockGroup with a DiscardPadding of `padding` ns.
     static func file(scale: UInt64, durationTicks: Double, clusterTicks: UInt64, relative: Int16,
-                     payload: [UInt8]) -> [UInt8] {
+                     payload: [UInt8], padding: Int64? = nil) -> [UInt8] {
         let info = element([0x15, 0x49, 0xA9, 0x66], element([0x2A, 0xD7, 0xB1], unsigned(scale))
             + element([0x44, 0x89], unsigned(durationTicks.bitPattern)))
         let r = UInt16(bitPattern: relative)
         let block = [0x81, UInt8(r >> 8), UInt8(r & 0xFF), 0x80] + payload
-        let cluster = element([0x1F, 0x43, 0xB6, 0x75], element([0xE7], unsigned(clusterTicks)) + element([0xA3], block))
+        let stored = padding.map {
+            element([0xA0], element([0xA1], block) + element([0x75, 0xA2], unsigned(UInt64(bitPattern: $0))))
+        } ?? element([0xA3], block)
+        let cluster = element([0x1F, 0x43, 0xB6, 0x75], element([0xE7], unsigned(clusterTicks)) + stored)
         return element([0x1A, 0x45, 0xDF, 0xA3], element([0x42, 0x82], Array("webm".utf8)))
             + element([0x18, 0x53, 0x80, 0x67], info + cluster)
     }
@@ -64,5 +68,21 @@ import Testing
         #expect(try Self.blocks(bytes).isEmpty)
         let fits = Self.file(scale: 1, durationTicks: 1, clusterTicks: UInt64(Int64.max) - 1, relative: 1, payload: [0xFC, 1])
         #expect(try Self.blocks(fits).map(\.time) == [.max])
+    }
+
+    /// A DiscardPadding of Int64.max ns is read as it is, and its 48 kHz samples (MatroskaTailFeeder's clipping
+    /// meta) are ⌊(padding × 48000 + 5 × 10⁸) / 10⁹⌋ taken full width: the feeder's Int64 product trapped.
+    @Test func aDiscardPaddingPastInt64SamplesIsCountedFullWidth() throws {
+        let bytes = Self.file(scale: 1_000_000, durationTicks: 3000, clusterTicks: 3000, relative: 0, payload: [0xFC, 1],
+                              padding: .max)
+        let found = try Self.blocks(bytes)
+        try #require(found.count == 1, "\(found)")
+        #expect(found[0].discardPadding == .max)
+        #expect(found[0].discardPaddingSamples(rate: 48000) == 442_721_857_769_029)
+        var small = found[0]
+        small.discardPadding = 3_500_000  // 168 samples at 48 kHz
+        #expect(small.discardPaddingSamples(rate: 48000) == 168)
+        small.discardPadding = 10_417  // 0.500016 samples: rounded half up
+        #expect(small.discardPaddingSamples(rate: 48000) == 1)
     }
 }
