@@ -14,9 +14,9 @@ import Testing
     static func unsigned(_ v: UInt64) -> [UInt8] { (0..<8).map { UInt8(truncatingIfNeeded: v >> (8 * (7 - UInt64($0)))) } }
 
     /// A file of one Cluster at `clusterTicks` holding one unlaced block of track 1 at `relative` ticks: a
-    /// SimpleBlock, or a BlockGroup with a DiscardPadding of `padding` ns.
+    /// SimpleBlock, or a BlockGroup with a DiscardPadding of `padding` ns; `before`: top-level elements before Info.
     static func file(scale: UInt64, durationTicks: Double, clusterTicks: UInt64, relative: Int16,
-                     payload: [UInt8], padding: Int64? = nil) -> [UInt8] {
+                     payload: [UInt8], padding: Int64? = nil, before: [UInt8] = []) -> [UInt8] {
         let info = element([0x15, 0x49, 0xA9, 0x66], element([0x2A, 0xD7, 0xB1], unsigned(scale))
             + element([0x44, 0x89], unsigned(durationTicks.bitPattern)))
         let r = UInt16(bitPattern: relative)
@@ -26,17 +26,24 @@ import Testing
         } ?? element([0xA3], block)
         let cluster = element([0x1F, 0x43, 0xB6, 0x75], element([0xE7], unsigned(clusterTicks)) + stored)
         return element([0x1A, 0x45, 0xDF, 0xA3], element([0x42, 0x82], Array("webm".utf8)))
-            + element([0x18, 0x53, 0x80, 0x67], info + cluster)
+            + element([0x18, 0x53, 0x80, 0x67], before + info + cluster)
     }
 
     static func blocks(_ bytes: [UInt8]) throws -> [MatroskaTail.Block] {
+        var work = MatroskaTail.Work()
+        return try blocks(bytes, work: &work)
+    }
+
+    /// MatroskaTail's blocks of track 1 of a file of `bytes`, its walk's work counted in `work`.
+    static func blocks(_ bytes: [UInt8], work: inout MatroskaTail.Work,
+                       maxElements: Int = MatroskaTail.maxElements) throws -> [MatroskaTail.Block] {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("tail-\(UUID().uuidString).mkv").path
         try Data(bytes).write(to: URL(fileURLWithPath: path))
         defer { try? FileManager.default.removeItem(atPath: path) }
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         try #require(fd >= 0)
         defer { close(fd) }
-        return MatroskaTail.blocks(fd: fd, trackNumber: 1)
+        return MatroskaTail.blocks(fd: fd, trackNumber: 1, work: &work, maxElements: maxElements)
     }
 
     /// A block stored at the Duration is found, at its time in ns, with its frame's place in the file.
@@ -84,5 +91,21 @@ import Testing
         #expect(small.discardPaddingSamples(rate: 48000) == 168)
         small.discardPadding = 10_417  // 0.500016 samples: rounded half up
         #expect(small.discardPaddingSamples(rate: 48000) == 1)
+    }
+
+    /// A Segment of 100 000 two-byte Void elements before Info and the Cluster: the walk reads their headers in
+    /// 4 KiB windows (about 50 reads, not one per element) and finds the tail block; with a bound below the count of
+    /// elements it stops at the bound and finds none.
+    @Test func manyTinyElementsAreWalkedInWindowsAndBounded() throws {
+        let voids = Array([[UInt8]](repeating: [0xEC, 0x80], count: 100_000).joined())
+        let bytes = Self.file(scale: 1_000_000, durationTicks: 3000, clusterTicks: 3000, relative: 0, payload: [0xFC, 1],
+                              before: voids)
+        var work = MatroskaTail.Work()
+        #expect(try Self.blocks(bytes, work: &work).count == 1)
+        #expect(work.elements == 100_002, "\(work)")  // the Voids, Info, the Cluster
+        #expect(work.reads <= voids.count / 4084 + 3 && work.bytesRead <= bytes.count + 12 * work.reads, "\(work)")
+        var bounded = MatroskaTail.Work()
+        #expect(try Self.blocks(bytes, work: &bounded, maxElements: 50_000).isEmpty)
+        #expect(bounded.elements == 50_000 && bounded.reads <= 50_000 * 2 / 4084 + 2, "\(bounded)")
     }
 }
