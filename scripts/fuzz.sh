@@ -71,6 +71,8 @@ swift_module() {  # name, the modules it imports (comma-separated), sources...
     echo "fuzz: compiling $name" >&2
     compile "$name" swiftc "${SWIFTFLAGS[@]}" -wmo -c -module-name "$name" \
       -emit-module -emit-module-path "$OBJ/$name.swiftmodule" "$@" -o "$OBJ/$name.o"
+    # swiftc leaves an object that comes out the same untouched: dated now, it is not stale on the next run.
+    touch "$OBJ/$name.o"
   fi
 }
 
