@@ -90,8 +90,9 @@ help:
 	@echo "make fuzz-protocol protocol mutation fuzzer against a real trackd (FUZZ_SECONDS=300, FUZZ_SEED=n)"
 	@echo "make fuzz-media    mutation fuzzer over media through real daemons (FUZZ_SECONDS=300, FUZZ_SEED=…);"
 	@echo "                   crashing/hanging inputs go to .build/fuzz/; fails on a supervisor crash or a hang"
-	@echo "make fuzz          libFuzzer on one parser: TARGET=wire|settings|indexcache|mp4|planner|h264|vorbis SECONDS=600;"
-	@echo "                   corpus in .build/fuzz-corpus/TARGET, crashes in .build/fuzz-corpus/TARGET-crashes/"
+	@echo "make fuzz          libFuzzer on one parser (Fuzz/README.md): SECONDS=600 TARGET=wire|settings|indexcache|mp4|"
+	@echo "                   planner|h264|vorbis|mkvtail|mpeg4vop|ogg; corpus in .build/fuzz-corpus/TARGET, crashes in"
+	@echo "                   .build/fuzz-corpus/TARGET-crashes/"
 	@echo "make fuzz-smoke    every libFuzzer target for FUZZ_SMOKE_SECONDS (5) each; fails on a crash (part of make test)"
 	@echo "make soak          one daemon, one uid: a burst of 200 closing connections, SOAK_KILLED (1000) clients killed mid-read, 16 threads of checked reads and"
 	@echo "                   Status for SOAK_SECONDS (300), worker SIGKILL/SIGSEGV, SIGTERM mid-read; prints the figures, fails on"
@@ -284,8 +285,8 @@ fuzz-media: deps pkgconfig
 	FUZZ_SECONDS=$(FUZZ_SECONDS) $(if $(FUZZ_SEED),FUZZ_SEED=$(FUZZ_SEED)) FUZZ_DIR=$(CURDIR)/.build/fuzz \
 	  TRACKD_BUILD_DIR=$(DEBUG_DIR) $(SWIFT) test --skip-build --filter MediaFuzzTests
 
-# Coverage-guided fuzzing (libFuzzer, Fuzz/*.swift, scripts/fuzz.sh): the wire decoder, the settings decoder, the
-# index-cache wire, the MP4/MOV sample-table reader and the frame planner, built with -sanitize=fuzzer,address.
+# Coverage-guided fuzzing (libFuzzer, Fuzz/*.swift, scripts/fuzz.sh): the parsers Fuzz/README.md lists, built with
+# -sanitize=fuzzer,address.
 TARGET ?= wire
 SECONDS ?= 600
 FUZZ_SMOKE_SECONDS ?= 5

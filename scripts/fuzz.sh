@@ -8,12 +8,13 @@
 #   scripts/fuzz.sh build TARGET         only build .build/libfuzzer/bin/fuzz-TARGET
 #   scripts/fuzz.sh repro TARGET FILE    run TARGET once on FILE (a crash artifact)
 #
-# Targets (Fuzz/<Harness>.swift): wire, settings, indexcache, mp4, planner, h264, vorbis. The modules they test are
-# compiled straight from Sources/ with swiftc -sanitize=fuzzer,address (SwiftPM is not involved; nothing in
-# Package.swift changes) into .build/libfuzzer/. Corpora live in .build/fuzz-corpus/TARGET (kept between runs, never
-# committed): each run first writes the target's built-in seeds (the protocol test fixtures, MediaIndexTests'
-# synthetic movies …), PROTOCOL.md § 14.2's bytes (wire), the moov boxes of ffmpeg-made MP4/MOV files (mp4) and
-# ffmpeg-made Ogg Vorbis files, whole and as packets (vorbis). Crashing inputs go to .build/fuzz-corpus/TARGET-crashes/.
+# Targets (Fuzz/<Harness>.swift): wire, settings, indexcache, mp4, planner, h264, vorbis, mkvtail, mpeg4vop, ogg.
+# The modules they test are compiled straight from Sources/ with swiftc -sanitize=fuzzer,address (SwiftPM is not
+# involved; nothing in Package.swift changes) into .build/libfuzzer/. Corpora live in .build/fuzz-corpus/TARGET (kept
+# between runs, never committed): each run first writes the target's built-in seeds (the protocol test fixtures,
+# MediaIndexTests' synthetic movies …), PROTOCOL.md § 14.2's bytes (wire), the moov boxes of ffmpeg-made MP4/MOV
+# files (mp4), ffmpeg-made Ogg Vorbis files, whole and as packets (vorbis), and the files scripts/fuzz-seeds.sh makes
+# (mkvtail, mpeg4vop, ogg). Crashing inputs go to .build/fuzz-corpus/TARGET-crashes/.
 # Environment: FUZZ_JOBS_NICE (nice level, default 10), FUZZ_ARGS (more libFuzzer flags).
 set -euo pipefail
 # A Swift trap must reach libFuzzer's handler: the Swift runtime's own backtracer does not work under ASan.
@@ -24,7 +25,7 @@ export PATH=/opt/swift/usr/bin:$PATH
 OUT=$ROOT/.build/libfuzzer
 OBJ=$OUT/obj
 CORPUS=$ROOT/.build/fuzz-corpus
-TARGETS=(wire settings indexcache mp4 planner h264 vorbis)
+TARGETS=(wire settings indexcache mp4 planner h264 vorbis mkvtail mpeg4vop ogg)
 SWIFTFLAGS=(-O -g -sanitize=fuzzer,address -parse-as-library -swift-version 6 -I "$OBJ" -I "$OBJ/cmod")
 
 die() { echo "fuzz: $*" >&2; exit 2; }
@@ -39,12 +40,15 @@ harness_of() {
     planner) echo "Fuzz/Planner.swift" ;;
     h264) echo "Fuzz/H264.swift" ;;
     vorbis) echo "Fuzz/Vorbis.swift" ;;
+    mkvtail) echo "Fuzz/MatroskaTail.swift" ;;
+    mpeg4vop) echo "Fuzz/MPEG4VOP.swift" ;;
+    ogg) echo "Fuzz/Ogg.swift" ;;
     *) die "unknown target '$1' (one of: ${TARGETS[*]})" ;;
   esac
 }
 max_len_of() {
   case "$1" in wire) echo 8192 ;; settings) echo 16384 ;; mp4) echo 65536 ;; indexcache) echo 4096 ;; planner) echo 1024 ;; h264) echo 4096 ;;
-    vorbis) echo 32768 ;; esac
+    vorbis) echo 32768 ;; mkvtail) echo 65536 ;; mpeg4vop) echo 16384 ;; ogg) echo 32768 ;; esac
 }
 
 # One compile or link (LABEL COMMAND...), failed when it prints a warning (scripts/no-warnings.sh); then its -o output
@@ -67,6 +71,8 @@ swift_module() {  # name, the modules it imports (comma-separated), sources...
     echo "fuzz: compiling $name" >&2
     compile "$name" swiftc "${SWIFTFLAGS[@]}" -wmo -c -module-name "$name" \
       -emit-module -emit-module-path "$OBJ/$name.swiftmodule" "$@" -o "$OBJ/$name.o"
+    # swiftc leaves an object that comes out the same untouched: dated now, it is not stale on the next run.
+    touch "$OBJ/$name.o"
   fi
 }
 
@@ -207,6 +213,7 @@ seed() {
     wire) golden_frames "$seeds" ;;
     mp4) ffmpeg_moovs "$seeds" ;;
     vorbis) ffmpeg_oggs "$seeds" ;;
+    mkvtail | mpeg4vop | ogg) "$ROOT/scripts/fuzz-seeds.sh" "$target" "$seeds" "$CORPUS/media" ;;
   esac
 }
 

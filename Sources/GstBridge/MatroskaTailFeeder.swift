@@ -68,7 +68,7 @@ final class MatroskaTailFeeder: Sendable {
         for block in tail {
             let pts = max(0, block.time - delay)
             guard pts > last, stop.map({ pts < $0 }) ?? true, let bytes = read(block) else { continue }
-            let padding = UInt64((block.discardPadding * 48000 + 500_000_000) / 1_000_000_000)  // Opus's clock
+            let padding = block.discardPaddingSamples(rate: 48000)  // Opus's clock
             let flow = info.chain(bytes, pts: pts, dts: nil, duration: block.duration, sync: true, clip: (0, padding))
             guard flow == GST_FLOW_OK else { return }
             state.withLock { $0.lastPTS = pts }

@@ -25,12 +25,21 @@ public struct MPEG4VOPTimes: Sendable {
                 i += 1
                 continue
             }
+            // MPEG-4 Part 2 has no emulation prevention. A reader copies its bytes: a VOL's fields read here are 162
+            // bits at most and a GOV's 18, so those get 32 bytes, and only the VOP (the last header read) the rest —
+            // the rest for every start code made a sample of start codes cost its length squared.
             let code = bytes[i + 3]
-            var reader = RBSPReader(unescaped: bytes[(i + 4)...])  // MPEG-4 Part 2 has no emulation prevention
+            let header = { (count: Int) in RBSPReader(unescaped: bytes[(i + 4)..<min(bytes.count, i + 4 + count)]) }
             switch code {
-            case 0x20...0x2F: guard readVOL(&reader) else { return false }
-            case 0xB3: guard readGOV(&reader) else { return false }
-            case 0xB6: return readVOP(&reader)
+            case 0x20...0x2F:
+                var reader = header(32)
+                guard readVOL(&reader) else { return false }
+            case 0xB3:
+                var reader = header(32)
+                guard readGOV(&reader) else { return false }
+            case 0xB6:
+                var reader = header(bytes.count)
+                return readVOP(&reader)
             default: break
             }
             i += 4
