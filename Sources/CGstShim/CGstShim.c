@@ -103,6 +103,20 @@ void swift_gst_pad_probe_info_set_delta(GstPadProbeInfo *info, gboolean delta) {
     if (delta) GST_BUFFER_FLAG_SET(buffer, GST_BUFFER_FLAG_DELTA_UNIT);
     else GST_BUFFER_FLAG_UNSET(buffer, GST_BUFFER_FLAG_DELTA_UNIT);
 }
+GstBuffer *swift_gst_pad_probe_info_ref_buffer(GstPadProbeInfo *info) {
+    GstBuffer *buffer = GST_PAD_PROBE_INFO_BUFFER(info);
+    return buffer == NULL ? NULL : gst_buffer_ref(buffer);
+}
+GstFlowReturn swift_gst_pad_chain_peer(GstPad *pad, GstBuffer *buffer, GstClockTime pts, GstClockTime dts) {
+    GstPad *peer = gst_pad_get_peer(pad);
+    if (peer == NULL) return GST_FLOW_NOT_LINKED;
+    GstBuffer *out = gst_buffer_make_writable(gst_buffer_ref(buffer));
+    GST_BUFFER_PTS(out) = pts;
+    GST_BUFFER_DTS(out) = dts;
+    GstFlowReturn flow = gst_pad_chain(peer, out);
+    gst_object_unref(peer);
+    return flow;
+}
 GstPadProbeReturn swift_gst_pad_probe_refuse(GstPadProbeInfo *info, GstFlowReturn flow) {
     if (GST_PAD_PROBE_INFO_DATA(info) != NULL) {
         gst_mini_object_unref(GST_MINI_OBJECT_CAST(GST_PAD_PROBE_INFO_DATA(info)));

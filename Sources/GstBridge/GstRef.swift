@@ -47,6 +47,7 @@ extension GstMiniObjectType {
 enum GstCapsObject: @unsafe GstMiniObjectType { typealias Struct = GstCaps }
 enum GstMessageObject: @unsafe GstMiniObjectType { typealias Struct = GstMessage }
 enum GstEventObject: @unsafe GstMiniObjectType { typealias Struct = GstEvent }
+enum GstBufferObject: @unsafe GstMiniObjectType { typealias Struct = GstBuffer }
 
 /// GstSample, which Swift imports as an opaque pointer.
 enum GstSampleObject: @unsafe GstRefCounted {

@@ -147,6 +147,17 @@ private final class SignalBox: Sendable {
         unsafe swift_gst_pad_probe_info_set_times(info, pts, dts)
     }
 
+    /// The buffer passing, with a reference of its own (kept when the probe drops it); nil when no buffer passes.
+    var bufferRef: GstRef<GstBufferObject>? {
+        unsafe swift_gst_pad_probe_info_ref_buffer(info).map { unsafe GstRef(full: $0) }
+    }
+
+    /// Chains `buffer` with `pts` and `dts` (GST_CLOCK_TIME_NONE: none) into the peer of the probed pad (a source
+    /// pad), as the pad would push it — also from a probe on its EOS (swift_gst_pad_chain_peer). Returns the flow.
+    func chainToPeer(_ buffer: GstRef<GstBufferObject>, pts: GstClockTime, dts: GstClockTime) -> GstFlowReturn {
+        unsafe swift_gst_pad_chain_peer(pad, buffer.pointer, pts, dts)
+    }
+
     /// Sends EOS from the probed pad. Called without the pad's object lock, on the streaming thread that holds its
     /// (recursive) stream lock: the event is queued behind what was already sent.
     func sendEOS() { _ = unsafe gst_pad_send_event(pad, gst_event_new_eos()) }

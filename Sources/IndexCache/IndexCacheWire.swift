@@ -4,13 +4,13 @@ import MediaIndex
 /// blob both ends and the disk copy share. Pure Swift, no GStreamer: the supervisor decodes blobs only to check
 /// them — it treats every blob as untrusted data from a possibly compromised worker (docs/SECURITY.md).
 ///
-/// Blob, version 7, little-endian: "TKFI", u16 version = 7, u16 0, u64 frame count n (1 … maxFrames), then n
+/// Blob, version 8, little-endian: "TKFI", u16 version = 8, u16 0, u64 frame count n (1 … maxFrames), then n
 /// frames of 21 bytes in presentation order: i64 presentation time ns, i64 duration ns, u32 decode position,
 /// u8 flags (bit 0 = sync sample; the other bits 0). Exactly 16 + 21 n bytes. Checked on decode: times within
 /// ±2^62 ns, durations 0 … 2^62 ns, presentation times non-decreasing, decode positions a permutation of 0 ..< n.
 ///
 /// The cache also keeps each file's description (what opening it found: duration and track records), under the
-/// file's key with track id 0 (no container numbers a track 0): "TKAD", u16 version = 7, u16 0, u64 length n
+/// file's key with track id 0 (no container numbers a track 0): "TKAD", u16 version = 8, u16 0, u64 length n
 /// (1 … maxDescriptionBytes), then n bytes the worker writes and checks (the AssetOpened payload, prefixed with the
 /// GStreamer version that found it). The supervisor checks only this framing.
 public enum IndexCacheWire {
@@ -23,8 +23,10 @@ public enum IndexCacheWire {
     /// another track's. 6: an MPEG-1/2 picture of an MPEG-PS is a sync sample exactly when it is an I-picture
     /// (mpegvideoparse left the stream's last picture unflagged, a sync sample, whatever its type). 7: an Ogg track's
     /// id is its place in ffprobe's stream order (its first page's), not parsebin's pad order nor a serial number
-    /// read as decimal: an index or description kept under a version-6 id may be another track's.
-    public static let version: UInt16 = 7
+    /// read as decimal: an index or description kept under a version-6 id may be another track's. 8: an untimed
+    /// MPEG-1/2 I- or P-picture of an MPEG-PS is shown at the next one's DTS (MPEGVideoTimes), no longer one frame
+    /// after the picture before it: a version-7 index of a variable-rate PS has other times.
+    public static let version: UInt16 = 8
     /// At most this many frames per index (about 3.8 days at 30 fps).
     public static let maxFrames = 10_000_000
     public static let headerBytes = 16

@@ -11,7 +11,10 @@ import TrackClient
 struct FrameTimingTests {
     static let source = ["-f", "lavfi", "-i", "testsrc2=size=160x90:rate=30:duration=3"]
     /// Frames 0–29 at N/30 s, then 30–49 at 1 + (N − 30)/10 s.
-    static let vfr = ["-vf", "setpts='if(lt(N,30),N/30,1+(N-30)*0.1)/TB'", "-frames:v", "50", "-fps_mode", "vfr"]
+    static let vfr = vfr(frames: 50)
+    static func vfr(frames: Int) -> [String] {
+        ["-vf", "setpts='if(lt(N,30),N/30,1+(N-30)*0.1)/TB'", "-frames:v", "\(frames)", "-fps_mode", "vfr"]
+    }
     static let cfr = ["-frames:v", "60"]
     static let x264 = ["-c:v", "libx264", "-preset", "ultrafast", "-bf", "2", "-g", "15", "-pix_fmt", "yuv420p"]
     /// AVI stores decode times only: no B-frames, so that they are the presentation times.
@@ -101,38 +104,94 @@ struct FrameTimingTests {
         #expect(frames.map { md5Hex($0.sample.packedBytes()) } == indices.map { md5Hex(decoded.samples[Int($0)].packedBytes()) })
     }
 
-    /// MPEG-PS (ffmpeg's `-f mpeg`, MPEG-2 video) at the same variable rate. Intra-only pictures of over 6 KB each
-    /// start a PES of their own (ffmpeg's packs hold 2 KB), so every picture's PES states its PTS: the times are the
-    /// muxer's, none placed (PROTOCOL.md §7.2, "MPEG-1/2 video in an MPEG-PS"). On trackd's timeline (ffprobe's less
-    /// the first pack's SCR): minFrameDuration 3000/90000, nominalFrameRate 50 over the span, every decoded frame
-    /// ffmpeg's at its packet's PTS lasting until the next one (the last its packet's duration), every stored sample
-    /// at its packet's PTS.
-    @Test func programStreamVFRIsFFprobes() throws {
-        let file = Media.make("timing-vfr.mpg", Self.source + Self.vfr + ["-c:v", "mpeg2video", "-g", "1", "-q:v", "2", "-f", "mpeg"])
+    /// MPEG-PS (ffmpeg's `-f mpeg`, MPEG-2 video) at the same variable rate, three ways: intra-only pictures of over
+    /// 6 KB each start a PES of their own (ffmpeg's packs hold 2 KB), so every PES states its picture's PTS
+    /// (`intra`); ffmpeg's small I- and P-pictures share PESs, so every other picture of the 0.1 s part has no PTS
+    /// (`packed`), its last one too when it has 49 frames (`packed-end`). trackd times those as ffmpeg does: each
+    /// shown at the next picture's DTS, the last one frame after its own (PROTOCOL.md §7.2, "MPEG-1/2 video in an
+    /// MPEG-PS"). On trackd's timeline (ffprobe's less the first pack's SCR): every decoded frame is ffmpeg's
+    /// (framemd5 on the stream's clock: bytes and PTS, which are ffprobe's best_effort_timestamp wherever it states
+    /// one) and lasts until the next one (the last its packet's duration); every stored sample is at its frame's PTS
+    /// and ffprobe's packet DTS; ReadFrames gives the same frames; minFrameDuration 3000/90000, nominalFrameRate the
+    /// frames over their span.
+    @Test(arguments: ["intra", "packed", "packed-end"]) func programStreamVFRIsFFmpegs(kind: String) throws {
+        let file = Self.programStream(kind)
         let packets = try Probe.packets(file, "v:0")
-        let pts = packets.compactMap(\.pts)
-        try #require(packets.count == 50 && pts.count == 50, "ffprobe: \(packets.count) packets, \(pts.count) with a PTS")
-        let want = try Self.expected(file)
-        #expect(want.base == (1, 90000) && want.minDelta == 3000, "\(want.base), \(want.minDelta)")
+        let probed = try Probe.frames(file, "v:0")
+        let ffmpeg = try Oracle.timedFrameMD5(file, pixFmt: "yuv420p", timeBase: "1:90000")
+        let untimed = packets.filter { $0.pts == nil }.count
+        try #require(packets.count == ffmpeg.count && probed.count == ffmpeg.count && (kind == "intra") == (untimed == 0),
+                     "ffprobe: \(packets.count) packets, \(untimed) without a PTS, \(probed.count) frames; ffmpeg: \(ffmpeg.count)")
+        let shown = ffmpeg.map(\.pts)
+        #expect(zip(probed, shown).allSatisfy { $0.pts == nil || $0.pts == $1 }, "ffprobe \(probed.map(\.pts)), ffmpeg \(shown)")
+        let frame = try #require(packets.last?.duration)
+        let end = try #require(shown.last) + frame
         let time = try MPEGStreamDurationTests.timeline(file)
         let daemon = try Daemon()
         defer { daemon.stop() }
         let asset = try Asset(path: file, socketPath: daemon.socketPath)
         let track = try #require(asset.tracks(withMediaType: .video).first)
-        #expect(track.naturalTimeScale == 90000)
+        #expect(track.naturalTimeScale == 90000 && frame == 3000)
         #expect(track.minFrameDuration == MediaTime(value: 3000, timescale: 90000), "\(track.minFrameDuration)")
-        let rate = Double(Int64(want.frames) * want.base.den) / Double((want.end - want.first) * want.base.num)
-        #expect(track.nominalFrameRate == rate, "nominalFrameRate \(track.nominalFrameRate), ffprobe \(rate)")
-        #expect(abs(track.nominalFrameRate - 50 / 2.933) < 0.05, "\(track.nominalFrameRate)")
-        #expect(track.timeRangeStart == time(want.first) && track.duration == MediaTime(value: want.end - want.first, timescale: 90000))
+        let rate = Double(shown.count * 90000) / Double(end - shown[0])
+        #expect(track.nominalFrameRate == rate, "nominalFrameRate \(track.nominalFrameRate), ffmpeg \(rate)")
+        #expect(track.timeRangeStart == time(shown[0]) && track.duration == MediaTime(value: end - shown[0], timescale: 90000))
         let decoded = try TimescaleTests.read(asset, track, TimescaleTests.y420)
-        #expect(decoded.map { md5Hex($0.packedBytes()) } == (try Oracle.frameMD5(file, pixFmt: "yuv420p")).map(\.md5))
-        let shown = pts.sorted()
+        #expect(decoded.map { md5Hex($0.packedBytes()) } == ffmpeg.map(\.md5))
         #expect(decoded.map(\.presentationTimeStamp) == shown.map(time))
-        let ends = Array(shown.dropFirst()) + [want.end]
+        let ends = Array(shown.dropFirst()) + [end]
         #expect(decoded.map(\.duration) == zip(shown, ends).map { MediaTime(value: $1 - $0, timescale: 90000) })
+        // Stored in decode order, which is display order here (no B-pictures).
         let stored = try TimescaleTests.read(asset, track, nil)
-        #expect(stored.map(\.presentationTimeStamp) == pts.map(time))
+        #expect(stored.map(\.presentationTimeStamp) == shown.map(time))
+        #expect(stored.map(\.decodeTimeStamp) == packets.map { $0.dts.map(time) ?? .invalid })
+        let indices = [0, 30, 31, 32, 33, 47, shown.count - 2, shown.count - 1]
+        let frames = try asset.frames(atIndices: indices.map(UInt64.init), track: track, outputSettings: TimescaleTests.y420)
+        #expect(frames.map(\.sample.presentationTimeStamp) == indices.map { time(shown[$0]) })
+        #expect(frames.map { md5Hex($0.sample.packedBytes()) } == indices.map { ffmpeg[$0].md5 })
+    }
+
+    /// Ranges in the 0.1 s part of the `packed` PS, each read after a seek (the worker decodes from the key frame its
+    /// first frame needs), starting and ending at untimed pictures' times, a tick off them, between frames and at the
+    /// end (PROTOCOL.md §12.7): decoded, the frames shown during the range, ffmpeg's bytes and PTS; passthrough,
+    /// ffprobe's packets from the last key packet shown at or before the start through the last one decoded before
+    /// the end, each at its frame's PTS.
+    @Test func programStreamVFRRangesAreFFmpegs() throws {
+        let file = Self.programStream("packed")
+        let packets = try Probe.packets(file, "v:0")
+        let ffmpeg = try Oracle.timedFrameMD5(file, pixFmt: "yuv420p", timeBase: "1:90000")
+        let shown = ffmpeg.map(\.pts)
+        // Decode order is display order: the untimed packets' frames. The first two in the 0.1 s part.
+        let untimed = packets.indices.filter { packets[$0].pts == nil && $0 > 30 }
+        try #require(untimed.count >= 2 && packets.count == shown.count, "ffprobe: untimed \(untimed)")
+        let (a, b) = (untimed[0], untimed[1])
+        let end = try #require(shown.last) + 3000
+        let cases: [(start: Int64, end: Int64?)] = [
+            (shown[a], shown[a + 1]), (shown[a] - 1, shown[a] + 1), (shown[a] + 1, shown[b]), (shown[a - 1] + 4500, shown[b] + 1),
+            (shown[b], nil), (shown[b] + 1, shown[b + 3]), (shown[shown.count - 2] + 1, nil),
+        ]
+        let time = try MPEGStreamDurationTests.timeline(file)
+        let daemon = try Daemon()
+        defer { daemon.stop() }
+        let asset = try Asset(path: file, socketPath: daemon.socketPath)
+        let track = try #require(asset.tracks(withMediaType: .video).first)
+        for c in cases {
+            let range = MediaTimeRange(start: time(c.start), duration: c.end.map { MediaTime(value: $0 - c.start, timescale: 90000) } ?? .positiveInfinity)
+            let want = shown.indices.filter { k in (k + 1 < shown.count ? shown[k + 1] : end) > c.start && c.end.map { shown[k] < $0 } ?? true }
+            let got = try TimescaleTests.read(asset, track, TimescaleTests.y420, range: range)
+            #expect(got.map(\.presentationTimeStamp) == want.map { time(shown[$0]) }, "[\(c.start), \(String(describing: c.end)))")
+            #expect(got.map { md5Hex($0.packedBytes()) } == want.map { ffmpeg[$0].md5 }, "[\(c.start), \(String(describing: c.end)))")
+            let stored = try TimescaleTests.read(asset, track, nil, range: range)
+            let keyed = try zip(packets, shown).map { p, t in (pts: t, dts: try #require(p.dts), key: p.keyframe) }
+            #expect(stored.map(\.presentationTimeStamp) == ProgramStreamRangeTests.stored(keyed, start: c.start, end: c.end ?? .max).map(time),
+                    "passthrough [\(c.start), \(String(describing: c.end)))")
+        }
+    }
+
+    /// ffmpeg's `-f mpeg` of the VFR frames: `intra`, `packed` or `packed-end` (programStreamVFRIsFFmpegs).
+    static func programStream(_ kind: String) -> String {
+        let codec = kind == "intra" ? ["-c:v", "mpeg2video", "-g", "1", "-q:v", "2"] : ["-c:v", "mpeg2video"]
+        return Media.make("timing-vfr-\(kind).mpg", source + vfr(frames: kind == "packed-end" ? 49 : 50) + codec + ["-f", "mpeg"])
     }
 
     /// An MP4 whose edit ends inside its last sample (TimescaleTests' VFR file: the last frame stored as 0.1 s, the

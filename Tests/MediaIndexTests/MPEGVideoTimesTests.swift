@@ -2,70 +2,139 @@ import MediaIndex
 import TestSupport
 import Testing
 
-/// The times MPEGVideoTimes gives MPEG-1/2 pictures whose PES header had none: DTS the previous one's plus its
-/// duration; PTS from the temporal reference within the group of pictures.
+/// The times MPEGVideoTimes gives MPEG-1/2 pictures whose PES header had none, as ffmpeg gives them: an I- or
+/// P-picture is shown at the next one's DTS (held until it comes), a B-picture at its own DTS; each untimed DTS is
+/// the previous I- or P-picture's stated PTS, else where the previous picture's decoding ends. The streams below are
+/// ffprobe's packets of ffmpeg-made `-f mpeg` files (times in 1/90000, one frame 3000): its PTS where the PES
+/// stated one, and each frame's `best_effort_timestamp`.
 @Suite(.timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs) struct MPEGVideoTimesTests {
-    static let frame: Int64 = 33_333_333
+    typealias Times = MPEGVideoTimes.Times
+    static let frame: Int64 = 3000
 
-    /// A sample: [a sequence header and] [a GOP header and] a picture header with `tr` (10 bits) and coding type.
-    static func picture(_ tr: Int, group: Bool = false, type: UInt8 = 1) -> [UInt8] {
-        let sequence: [UInt8] = group ? [0, 0, 1, 0xB3, 0x0A, 0x00, 0x5A, 0x13] : []
-        let gop: [UInt8] = group ? [0, 0, 1, 0xB8, 0x00, 0x08, 0x00, 0x40] : []
-        return sequence + gop + [0, 0, 1, 0x00, UInt8(tr >> 2), UInt8(tr & 3) << 6 | type << 3, 0xFF, 0xF8]
+    /// A sample: [a sequence header and extension with `lowDelay`] a picture header of coding `type` (1 I, 2 P, 3 B)
+    /// with every temporal reference bit set.
+    static func picture(_ type: UInt8, lowDelay: Bool? = nil) -> [UInt8] {
+        let sequence: [UInt8] = lowDelay.map { [0, 0, 1, 0xB3, 0x0A, 0x00, 0x5A, 0x13, 0, 0, 1, 0xB5, 0x14, 0x8A, 0x00, 0x01, 0x00, $0 ? 0x80 : 0x00] } ?? []
+        return sequence + [0, 0, 1, 0x00, 0xFF, 0xC0 | type << 3, 0xFF, 0xF8]
     }
 
-    /// The picture header's fields, after a GOP header or not; none in a sample without one (or cut short).
+    /// One stored sample in decode order: its coding type and the times its PES stated (nil: none).
+    struct Stored {
+        var type: UInt8
+        var pts: Int64?
+        var dts: Int64?
+    }
+
+    /// Every sample's times as they go out, in decode order, after the stream ends (held ones where released).
+    static func run(_ stored: [Stored], lowDelay: Bool? = nil, times: inout MPEGVideoTimes) -> [Times] {
+        var out: [Times?] = []
+        var waiting: [Int] = []
+        for (i, s) in stored.enumerated() {
+            let step = times.take(pts: s.pts, dts: s.dts, duration: frame, bytes: picture(s.type, lowDelay: i == 0 ? lowDelay : nil))
+            out.append(step.current)
+            if step.current == nil { waiting.append(i) }
+            for (j, t) in zip(waiting.prefix(step.released.count), step.released) { out[j] = t }
+            waiting.removeFirst(min(step.released.count, waiting.count))
+        }
+        for (j, t) in zip(waiting, times.finish()) { out[j] = t }
+        return out.map { $0 ?? Times(pts: -1, dts: -1) }
+    }
+
+    static func run(_ stored: [Stored], lowDelay: Bool? = nil) -> [Times] {
+        var times = MPEGVideoTimes()
+        return run(stored, lowDelay: lowDelay, times: &times)
+    }
+
+    /// The picture header's coding type; a sequence extension's low_delay before it; none without a picture header
+    /// (or one cut short).
     @Test func pictureHeader() {
-        let fields = { (bytes: [UInt8]) in MPEGVideoTimes.picture(in: bytes).map { [$0.temporalReference, $0.startsGroup ? 1 : 0] } }
-        #expect(fields(Self.picture(0, group: true)) == [0, 1])
-        #expect(fields(Self.picture(1023)) == [1023, 0])
+        #expect([1, 2, 3].map { MPEGVideoTimes.picture(in: Self.picture($0))?.codingType } == [1, 2, 3])
+        #expect([1, 2, 3].map { MPEGVideoTimes.picture(in: Self.picture($0))?.isIntra } == [true, false, false])
+        #expect([1, 2, 3].map { MPEGVideoTimes.picture(in: Self.picture($0))?.isBidirectional } == [false, false, true])
+        #expect([nil, false, true].map { MPEGVideoTimes.picture(in: Self.picture(2, lowDelay: $0))?.lowDelay } == [nil, false, true])
         #expect(MPEGVideoTimes.picture(in: [0, 0, 1, 0xB7]) == nil)
         #expect(MPEGVideoTimes.picture(in: [0, 0, 1, 0x00, 0x01]) == nil)
-        // picture_coding_type: 1 I, 2 P, 3 B (with every temporal reference bit set around it).
-        #expect([1, 2, 3].map { MPEGVideoTimes.picture(in: Self.picture(1023, type: $0))?.isIntra } == [true, false, false])
     }
 
-    /// ffmpeg's `-f mpeg` without B-pictures: PES PTS on the first picture of each PES only; the others are one
-    /// frame after the one before in both times, across a GOP boundary too.
-    @Test func withoutBPictures() {
-        var times = MPEGVideoTimes()
-        let f = Self.frame
-        let stored: [(pts: Int64?, tr: Int, group: Bool)] = [(100, 0, true), (nil, 1, false), (nil, 2, false),
-                                                             (100 + 3 * f, 3, false), (nil, 0, true), (nil, 1, false)]
-        let got = stored.map { times.times(pts: $0.pts, dts: $0.pts, duration: f, bytes: Self.picture($0.tr, group: $0.group)) }
-        let expected = (0..<6).map { Optional(100 + Int64($0) * f) }
-        #expect(got.map { $0.pts } == expected)
-        #expect(got.map { $0.dts } == expected)
+    /// ffmpeg's `-f mpeg` at 30 fps without B-pictures (PES DTS one frame before PTS): an untimed picture is shown one
+    /// frame after the one before, as every other; a run of untimed ones counts on from the last DTS; the last, held
+    /// at the end, one frame after its DTS.
+    @Test func constantRate() {
+        let stored = [Stored(type: 1, pts: 48000, dts: 45000), Stored(type: 2, pts: nil, dts: nil), Stored(type: 2, pts: nil, dts: nil),
+                      Stored(type: 2, pts: 57000, dts: 54000), Stored(type: 2, pts: nil, dts: nil)]
+        #expect(Self.run(stored) == (0..<5).map { Times(pts: 48000 + Int64($0) * Self.frame, dts: 45000 + Int64($0) * Self.frame) })
     }
 
-    /// With B-pictures (decode order I2 B0 B1 P5 B3 B4, only the I timed): each PTS from the temporal reference;
-    /// the DTS keeps counting in decode order; the next group (its B-pictures shown first) follows the latest end.
+    /// The same at a variable rate (frames 0.1 s apart, each PES DTS the PTS before): an untimed picture is decoded at
+    /// the PTS before it and shown at the next picture's DTS — ffprobe's pkt_dts and best_effort_timestamp, not
+    /// mpegvideoparse's DTS (one frame after the one before); the last one, held at the end, one frame after its DTS
+    /// (as ffmpeg's 294000 after 291000).
+    @Test func variableRate() {
+        let stored = [Stored(type: 2, pts: 147000, dts: 138000), Stored(type: 2, pts: nil, dts: 141000), Stored(type: 2, pts: 165000, dts: 156000),
+                      Stored(type: 1, pts: nil, dts: 159000), Stored(type: 2, pts: 183000, dts: 174000), Stored(type: 1, pts: nil, dts: 177000)]
+        #expect(Self.run(stored) == [Times(pts: 147000, dts: 138000), Times(pts: 156000, dts: 147000), Times(pts: 165000, dts: 156000),
+                                     Times(pts: 174000, dts: 165000), Times(pts: 183000, dts: 174000), Times(pts: 186000, dts: 183000)])
+    }
+
+    /// With B-pictures (ffmpeg's `-bf 2`, decode order P B B P B B I): an untimed P is decoded at the stated PTS of the
+    /// P before it and shown at the next I's DTS; the B-pictures held behind it go with it, an untimed one at the
+    /// DTS after the B before it. An untimed P after an untimed one is decoded after the B before it.
     @Test func withBPictures() {
-        var times = MPEGVideoTimes()
-        let f = Self.frame
-        let order = [2, 0, 1, 5, 3, 4]
-        var got = order.enumerated().map { i, tr in
-            times.times(pts: i == 0 ? 1000 + 2 * f : nil, dts: i == 0 ? 1000 : nil, duration: f, bytes: Self.picture(tr, group: i == 0))
-        }
-        #expect(got.map { $0.pts } == order.map { Optional(1000 + Int64($0) * f) })
-        #expect(got.map { $0.dts } == (0..<6).map { Optional(1000 + Int64($0) * f) })
-        got = [2, 0].enumerated().map { i, tr in times.times(pts: nil, dts: nil, duration: f, bytes: Self.picture(tr, group: i == 0)) }
-        #expect(got.map { $0.pts } == [Optional(1000 + 8 * f), Optional(1000 + 6 * f)])
+        let stored = [Stored(type: 2, pts: 102000, dts: 93000), Stored(type: 3, pts: 96000, dts: 96000), Stored(type: 3, pts: 99000, dts: 99000),
+                      Stored(type: 2, pts: nil, dts: nil), Stored(type: 3, pts: 105000, dts: 105000), Stored(type: 3, pts: nil, dts: nil),
+                      Stored(type: 1, pts: 120000, dts: 111000), Stored(type: 2, pts: nil, dts: nil), Stored(type: 3, pts: nil, dts: nil),
+                      Stored(type: 2, pts: nil, dts: nil)]
+        #expect(Self.run(stored) == [Times(pts: 102000, dts: 93000), Times(pts: 96000, dts: 96000), Times(pts: 99000, dts: 99000),
+                                     Times(pts: 111000, dts: 102000), Times(pts: 105000, dts: 105000), Times(pts: 108000, dts: 108000),
+                                     Times(pts: 120000, dts: 111000), Times(pts: 126000, dts: 120000), Times(pts: 123000, dts: 123000),
+                                     Times(pts: 129000, dts: 126000)])
     }
 
-    /// Nothing to place from: the first pictures before any time, a sample without a duration, a reset (a flush);
-    /// a sample without a picture header keeps its own times; temporal references wrap at 1024.
+    /// A `low_delay` MPEG-2 stream does not reorder: an untimed picture is shown when decoded, one frame after the one
+    /// before (ffmpeg's `-flags +low_delay`: PES PTS = DTS), and nothing is held.
+    @Test func lowDelay() {
+        var times = MPEGVideoTimes()
+        let first = times.take(pts: 144000, dts: 144000, duration: Self.frame, bytes: Self.picture(1, lowDelay: true))
+        let second = times.take(pts: nil, dts: nil, duration: Self.frame, bytes: Self.picture(2))
+        #expect(first == MPEGVideoTimes.Step(released: [], current: Times(pts: 144000, dts: 144000)))
+        #expect(second == MPEGVideoTimes.Step(released: [], current: Times(pts: 147000, dts: 147000)))
+        times.reset()  // the stream's low_delay is kept
+        #expect(times.take(pts: nil, dts: nil, duration: Self.frame, bytes: Self.picture(2)).current == Times(pts: nil, dts: nil))
+    }
+
+    /// Nothing to place from: after a reset (a flush) the pictures before a stated time stay untimed — a P among them
+    /// still shown at the next one's stated DTS; a sample without a picture header keeps its times (held behind an
+    /// untimed picture); nothing is placed after a picture without a duration, nor where times overflow.
     @Test func untimedStaysUntimed() {
         var times = MPEGVideoTimes()
-        #expect(times.times(pts: nil, dts: nil, duration: Self.frame, bytes: Self.picture(0, group: true)) == (nil, nil))
-        #expect(times.times(pts: 10, dts: 10, duration: Self.frame, bytes: Self.picture(1023)) == (10, 10))
-        #expect(times.times(pts: nil, dts: nil, duration: Self.frame, bytes: Self.picture(0)) == (10 + Self.frame, 10 + Self.frame))
-        #expect(times.times(pts: nil, dts: nil, duration: nil, bytes: Self.picture(1)) == (nil, 10 + 2 * Self.frame))
-        #expect(times.times(pts: nil, dts: nil, duration: Self.frame, bytes: [0, 0, 1, 0xB7]) == (nil, nil))
+        #expect(times.take(pts: 10, dts: 7, duration: Self.frame, bytes: Self.picture(1)).current == Times(pts: 10, dts: 7))
+        #expect(times.take(pts: nil, dts: nil, duration: Self.frame, bytes: Self.picture(2)).current == nil)
         times.reset()
-        #expect(times.times(pts: nil, dts: nil, duration: Self.frame, bytes: Self.picture(2)) == (nil, nil))
-        // Times that overflow (a hostile stream) place nothing.
-        #expect(times.times(pts: .max - 1, dts: .max - 1, duration: .max, bytes: Self.picture(0)) == (.max - 1, .max - 1))
-        #expect(times.times(pts: nil, dts: nil, duration: .max, bytes: Self.picture(1)) == (nil, nil))
+        #expect(times.take(pts: nil, dts: 3, duration: Self.frame, bytes: Self.picture(3)).current == Times(pts: nil, dts: 3))
+        #expect(times.take(pts: nil, dts: 4, duration: Self.frame, bytes: Self.picture(2)).current == nil)
+        #expect(times.take(pts: 5, dts: 5, duration: nil, bytes: [0, 0, 1, 0xB7]).current == nil)
+        #expect(times.take(pts: 40, dts: 30, duration: Self.frame, bytes: Self.picture(2))
+                == MPEGVideoTimes.Step(released: [Times(pts: 30, dts: 4), Times(pts: 5, dts: 5)], current: Times(pts: 40, dts: 30)))
+        #expect(times.finish().isEmpty)
+        times.reset()
+        #expect(times.take(pts: 40, dts: 30, duration: nil, bytes: Self.picture(2)).current == Times(pts: 40, dts: 30))
+        #expect(times.take(pts: nil, dts: nil, duration: Self.frame, bytes: Self.picture(3)).current == Times(pts: nil, dts: nil))
+        times.reset()
+        #expect(times.take(pts: .max - 1, dts: .max - 1, duration: .max, bytes: Self.picture(3)).current == Times(pts: .max - 1, dts: .max - 1))
+        #expect(times.take(pts: nil, dts: nil, duration: .max, bytes: Self.picture(3)).current == Times(pts: nil, dts: nil))
+    }
+
+    /// What is held stays bounded: B-pictures without end behind an untimed P are released, all of them, once more
+    /// than `maxHeld` are held.
+    @Test func heldIsBounded() {
+        var times = MPEGVideoTimes()
+        _ = times.take(pts: 10, dts: 7, duration: 1, bytes: Self.picture(1))
+        #expect(times.take(pts: nil, dts: nil, duration: 1, bytes: Self.picture(2)).current == nil)
+        let steps = (0..<MPEGVideoTimes.maxHeld).map { _ in times.take(pts: nil, dts: nil, duration: 1, bytes: Self.picture(3)) }
+        #expect(steps.dropLast().allSatisfy { $0 == MPEGVideoTimes.Step(released: [], current: nil) })
+        let placed = [Times(pts: 11 + Int64(MPEGVideoTimes.maxHeld), dts: 10)]
+            + (0..<Int64(MPEGVideoTimes.maxHeld)).map { Times(pts: 11 + $0, dts: 11 + $0) }
+        #expect(steps.last == MPEGVideoTimes.Step(released: placed, current: nil))
+        #expect(times.finish().isEmpty)
     }
 }

@@ -159,12 +159,23 @@ private final class MediaFile: Sendable {
 public enum Oracle {
     /// `ffmpeg -f framemd5` of the first video stream decoded to `pixFmt`: one (size, md5) per frame.
     public static func frameMD5(_ file: String, pixFmt: String, extra: [String] = []) throws -> [(size: Int, md5: String)] {
+        try frameMD5Fields(file, pixFmt: pixFmt, extra: extra).map { (Int($0[4])!, $0[5]) }
+    }
+
+    /// The same on the stream's own clock (`-copyts`, every frame kept), each frame's time in `timeBase` ("1:90000"):
+    /// one (pts, md5) per frame — ffmpeg's time also for a frame ffprobe leaves without one.
+    public static func timedFrameMD5(_ file: String, pixFmt: String, timeBase: String) throws -> [(pts: Int64, md5: String)] {
+        try frameMD5Fields(file, pixFmt: pixFmt, extra: ["-copyts", "-fps_mode", "passthrough", "-enc_time_base", timeBase])
+            .map { (Int64($0[2])!, $0[5]) }
+    }
+
+    /// framemd5's lines, each its fields: stream, dts, pts, duration, size, md5.
+    private static func frameMD5Fields(_ file: String, pixFmt: String, extra: [String]) throws -> [[String]] {
         let r = try run("ffmpeg", ["-hide_banner", "-loglevel", "error", "-i", file, "-map", "0:v:0"] + extra
                             + ["-pix_fmt", pixFmt, "-f", "framemd5", "-"])
         #expect(r.status == 0, "ffmpeg framemd5: \(r.stderr)")
         return r.text.split(separator: "\n").filter { !$0.hasPrefix("#") }.map { line in
-            let f = line.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
-            return (Int(f[4])!, f[5])
+            line.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
         }
     }
 

@@ -131,6 +131,15 @@ void swift_gst_pad_probe_info_set_times(GstPadProbeInfo *info, GstClockTime pts,
 /// Sets or clears the probed buffer's DELTA_UNIT flag (made writable first). Needs C: GST_BUFFER_FLAG_SET and the
 /// probe info's data are macros.
 void swift_gst_pad_probe_info_set_delta(GstPadProbeInfo *info, gboolean delta);
+/// The buffer passing the probe, with a reference of its own (transfer full; NULL when no buffer passes): kept
+/// after the probe drops it from the pad. Needs C: the probe info's data is a macro.
+GstBuffer *swift_gst_pad_probe_info_ref_buffer(GstPadProbeInfo *info);
+/// Chains `buffer` (transfer none: a writable copy of its metadata when shared) with `pts` and `dts`
+/// (GST_CLOCK_TIME_NONE: none) into the peer of `pad` (a source pad), as if `pad` pushed it: from a probe on `pad`,
+/// on its streaming thread, also at EOS (the EOS is stored on `pad` before its probes run, and `pad` would refuse a
+/// push). Returns the flow (NOT_LINKED without a peer). Needs C: the buffer fields and gst_buffer_make_writable are
+/// macros.
+GstFlowReturn swift_gst_pad_chain_peer(GstPad *pad, GstBuffer *buffer, GstClockTime pts, GstClockTime dts);
 /// Refuses the probed buffer, buffer list or event: unrefs it, makes `flow` the result its sender sees
 /// (GST_PAD_PROBE_INFO_FLOW_RETURN) and returns GST_PAD_PROBE_HANDLED. Needs C: function-like macros.
 GstPadProbeReturn swift_gst_pad_probe_refuse(GstPadProbeInfo *info, GstFlowReturn flow);
