@@ -187,25 +187,56 @@ static GstPad *upstream_pad(GstPad *pad) {
     return sink;
 }
 
-gboolean swift_gst_pad_upstream_time_segment(GstPad *pad, GstSegment *out) {
-    gboolean found = FALSE;
+// Calls `visit` on `pad` and then on each pad upstream of it, in order, each borrowed for the call.
+static void walk_upstream(GstPad *pad, void (*visit)(GstPad *at, gpointer data), gpointer data) {
     GstPad *at = gst_object_ref(pad);
     for (int hops = 0; at != NULL && hops < 32; hops++) {  // a pipeline is a few elements deep; 32 bounds a cycle
-        GstEvent *event = gst_pad_get_sticky_event(at, GST_EVENT_SEGMENT, 0);
-        if (event != NULL) {
-            const GstSegment *segment = NULL;
-            gst_event_parse_segment(event, &segment);
-            if (segment->format == GST_FORMAT_TIME) {
-                gst_segment_copy_into(segment, out);
-                found = TRUE;
-            }
-            gst_event_unref(event);
-        }
+        visit(at, data);
         GstPad *next = upstream_pad(at);
         gst_object_unref(at);
         at = next;
     }
     if (at != NULL) gst_object_unref(at);
+}
+
+typedef struct {
+    GstSegment *out;
+    gboolean found;
+} TimeSegmentSearch;
+
+// Copies the pad's sticky SEGMENT into the search's `out` when it is in TIME (a later pad's overwrites it).
+static void keep_time_segment(GstPad *at, gpointer data) {
+    TimeSegmentSearch *search = data;
+    GstEvent *event = gst_pad_get_sticky_event(at, GST_EVENT_SEGMENT, 0);
+    if (event == NULL) return;
+    const GstSegment *segment = NULL;
+    gst_event_parse_segment(event, &segment);
+    if (segment->format == GST_FORMAT_TIME) {
+        gst_segment_copy_into(segment, search->out);
+        search->found = TRUE;
+    }
+    gst_event_unref(event);
+}
+
+gboolean swift_gst_pad_upstream_time_segment(GstPad *pad, GstSegment *out) {
+    TimeSegmentSearch search = {out, FALSE};
+    walk_upstream(pad, keep_time_segment, &search);
+    return search.found;
+}
+
+// Keeps the pad's current caps in *data (a GstCaps *, replacing a later pad's) when they carry codec_data.
+static void keep_codec_data_caps(GstPad *at, gpointer data) {
+    GstCaps *caps = gst_pad_get_current_caps(at);
+    if (caps == NULL) return;
+    if (gst_caps_get_size(caps) > 0 && gst_structure_has_field(gst_caps_get_structure(caps, 0), "codec_data")) {
+        gst_caps_replace((GstCaps **)data, caps);
+    }
+    gst_caps_unref(caps);
+}
+
+GstCaps *swift_gst_pad_upstream_codec_data_caps(GstPad *pad) {
+    GstCaps *found = NULL;
+    walk_upstream(pad, keep_codec_data_caps, &found);
     return found;
 }
 

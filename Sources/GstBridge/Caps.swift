@@ -202,9 +202,13 @@ struct CapsView {
 
 /// Describes one parsebin pad (caps, tags, duration) as a TrackDescription: from `caps` (the first buffer's) when given,
 /// else the pad's current caps; from `tags` (the pad's tags when its first buffer passed) when given, else the pad's
-/// tags now; starting at `start`, its first PTS on the asset's timeline (nil: at 0).
+/// tags now; starting at `start`, its first PTS on the asset's timeline (nil: at 0). Its codec configuration is the
+/// `codec_data` of `configurationCaps` (the pad's upstreamCodecDataCaps when its first buffer passed) when given,
+/// else of the pad's upstreamCodecDataCaps now: the record the container stores (MP4/MOV's avcC/hvcC/esds,
+/// Matroska's CodecPrivate — what a passthrough output reports), else the parser's (an MPEG-TS stream's avcC,
+/// which h264parse writes from the parameter sets); without either, the caps' own (FLAC's STREAMINFO).
 func describeTrack(pad: GstRef<GstPadObject>, id: UInt32, start: MediaTime?, caps firstCaps: GstRef<GstCapsObject>? = nil,
-                   tags: [EventTags]? = nil) -> TrackDescription? {
+                   configurationCaps: GstRef<GstCapsObject>? = nil, tags: [EventTags]? = nil) -> TrackDescription? {
     guard let view = CapsView(firstCaps ?? pad.currentCaps) else { return nil }
     var track = TrackDescription(id: id, mediaType: view.mediaType, codec: view.codec)
     switch track.mediaType {
@@ -230,7 +234,8 @@ func describeTrack(pad: GstRef<GstPadObject>, id: UInt32, start: MediaTime?, cap
     }
     track.profile = view.string("profile") ?? ""
     track.level = view.string("level") ?? ""
-    track.codecConfiguration = view.codecConfiguration
+    let stored = (configurationCaps ?? pad.upstreamCodecDataCaps).flatMap { CapsView($0)?.bufferBytes("codec_data") }
+    track.codecConfiguration = stored ?? view.codecConfiguration
     // The colour the SPS states, over the demuxer's (H.264) or in its place (HEVC).
     track.colorimetry = VideoSignalType.colour(of: track.codec, configuration: track.codecConfiguration, over: track.colorimetry)
     if let duration = pad.duration, duration >= 0 { track.duration = .nanoseconds(duration) }

@@ -169,6 +169,12 @@ extension GstRef where T == GstPadObject {
         return unsafe swift_gst_pad_upstream_time_segment(pointer, &segment) != 0 ? segment : nil
     }
 
+    /// The current caps of the upstream-most pad whose caps carry `codec_data`: the demuxer's where the container
+    /// stores a configuration record, else the parser's (swift_gst_pad_upstream_codec_data_caps); nil when none has.
+    var upstreamCodecDataCaps: GstRef<GstCapsObject>? {
+        unsafe swift_gst_pad_upstream_codec_data_caps(pointer).map { unsafe GstRef<GstCapsObject>(full: $0) }
+    }
+
     /// The tags of the pad's sticky TAG events (stream-scoped and global), in order.
     var stickyTags: [EventTags] {
         var tags: [EventTags] = []

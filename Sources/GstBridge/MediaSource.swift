@@ -203,7 +203,8 @@ public final class MediaSource: Sendable {
             let start: MediaTime? = entry.sparse == true ? nil
                 : containerTimes ? entry.firstPTS.map { mediaTime($0) }
                 : (entry.start ?? entry.firstPTS.map { streamTime($0, segment: entry.pad.upstreamTimeSegment) })
-            if let track = describeTrack(pad: entry.pad, id: id, start: start, caps: entry.firstCaps, tags: entry.tags) {
+            if let track = describeTrack(pad: entry.pad, id: id, start: start, caps: entry.firstCaps,
+                                         configurationCaps: entry.configurationCaps, tags: entry.tags) {
                 tracks.append(track)
             }
         }
@@ -249,6 +250,9 @@ final class DiscoveryState: @unchecked Sendable {
         /// starts — by the time discovery ends, the demuxer may have moved on to a later format (a stream whose
         /// size changes).
         var firstCaps: GstRef<GstCapsObject>?
+        /// The caps carrying the track's codec configuration when its first buffer passed (one ref, dropped by
+        /// releasePads): the demuxer's where the container stores a record, else the parser's (describeTrack).
+        var configurationCaps: GstRef<GstCapsObject>?
         /// The pad's tags when the track was described (its first buffer, GAP or EOS): a parser posts its own
         /// estimates (baseparse's running bit rate) only later, as it goes on, so tags read at the end of discovery
         /// would depend on how far the streaming thread got.
@@ -300,9 +304,11 @@ final class DiscoveryState: @unchecked Sendable {
         if info.is(GST_PAD_PROBE_TYPE_BUFFER) {
             let pts = info.bufferTiming?.pts ?? clockTimeNone
             let caps = seen ? nil : info.padCurrentCaps
+            let configurationCaps = seen ? nil : info.padUpstreamCodecDataCaps
             let tags = done ? nil : info.padTags
             update(pad) { entry in
                 if entry.firstCaps == nil { entry.firstCaps = caps }
+                if entry.configurationCaps == nil { entry.configurationCaps = configurationCaps }
                 if !entry.done { entry.tags = tags }
                 entry.done = true
                 if entry.firstPTS == nil && pts != clockTimeNone { entry.firstPTS = pts }

@@ -119,6 +119,9 @@ private final class SignalBox: Sendable {
     /// The probed pad's current caps (gst_pad_get_current_caps, transfer full), or nil.
     var padCurrentCaps: GstRef<GstCapsObject>? { unsafe gst_pad_get_current_caps(pad).map { unsafe GstRef(full: $0) } }
 
+    /// The probed pad's upstreamCodecDataCaps: the caps whose `codec_data` the container stores, else the parser's.
+    var padUpstreamCodecDataCaps: GstRef<GstCapsObject>? { unsafe GstRef<GstPadObject>(none: pad).upstreamCodecDataCaps }
+
     /// The tags of the probed pad's sticky TAG events (stream-scoped and global), in the pad's order: what the stream
     /// has said about itself before the buffer or event being probed.
     var padTags: [EventTags] { unsafe GstRef<GstPadObject>(none: pad).stickyTags }

@@ -92,8 +92,9 @@ public struct TrackDescription: Sendable, Hashable {
     /// The track's display matrix (AVAssetTrack.preferredTransform), revision 1: MP4's tkhd matrix, else derived from
     /// the rotation tag; identity when the container states none.
     public var preferredTransform: DisplayMatrix
-    /// The codec configuration record of the parsed stream (GStreamer's `codec_data` after the parser: the avcC or
-    /// hvcC it writes from the parameter sets, esds's DecoderSpecificInfo …), revision 1; empty when there is none.
+    /// The track's codec configuration record, revision 1 (PROTOCOL.md §7.2): the one the container stores (MP4/MOV's
+    /// avcC, hvcC or esds DecoderSpecificInfo, Matroska's CodecPrivate: ffprobe's extradata), else the parser's (the
+    /// avcC or hvcC it writes from an Annex B stream's parameter sets), else FLAC's STREAMINFO; empty when none.
     public var codecConfiguration: [UInt8]
 
     public init(id: UInt32, mediaType: MediaType, codec: FourCC, width: UInt32 = 0, height: UInt32 = 0,

@@ -180,8 +180,9 @@ public struct AssetTrack: Sendable, Hashable {
     /// The track's display matrix (`AVAssetTrack.preferredTransform`): MP4's track header matrix as stored, else the
     /// rotation tag's matrix (no translation); the identity when the container states neither.
     public let preferredTransform: AffineTransform
-    /// The codec configuration record of the parsed stream (`CMFormatDescription`'s SampleDescriptionExtensionAtoms
-    /// value: the parser's avcC or hvcC, esds's DecoderSpecificInfo …; PROTOCOL.md §7.2); empty when there is none.
+    /// The track's codec configuration record (`CMFormatDescription`'s SampleDescriptionExtensionAtoms value): the
+    /// avcC, hvcC, esds DecoderSpecificInfo … the container stores, byte for byte, else the parser's avcC or hvcC
+    /// of an Annex B stream (PROTOCOL.md §7.2); a passthrough output's codecConfig. Empty when there is none.
     public let codecConfiguration: [UInt8]
     /// The track's language as the container states it (ISO 639-2, `AVAssetTrack.languageCode`), or nil.
     public let languageCode: String?

@@ -3,7 +3,7 @@ import TrackClient
 import Testing
 
 /// The track's format description beyond the codec (PROTOCOL.md §7.2): preferredTransform as ffprobe's display
-/// matrix, the codec configuration's parameter sets as ffprobe's extradata, ProRes's depth as its sample
+/// matrix, the codec configuration as ffprobe's extradata (its parameter sets in MPEG-TS), ProRes's depth as its sample
 /// description's — on ffmpeg-made files, through trackctl tracks --json and TrackClient.
 @Suite(.serialized, .timeLimit(.minutes(TestLimits.minutes)), .endsTheRunIfItHangs)
 struct FormatDescriptionTests {
@@ -51,20 +51,40 @@ struct FormatDescriptionTests {
         #expect(["a", "b", "c", "d", "tx", "ty"].map { json[$0] } == [m[0], m[1], m[3], m[4], m[6], m[7]])
     }
 
-    /// The codec configuration is the parser's avcC (h264parse writes it from the stream's SPS and PPS, in every
-    /// container): its SPS and PPS are ffprobe's extradata's (an avcC in MP4 and Matroska, Annex B in TS).
-    @Test(arguments: ["mp4", "mkv", "ts"])
-    func codecConfigurationCarriesFfprobesParameterSets(_ container: String) throws {
-        let file = Media.make("config.\(container)", ["-i", Media.faststart, "-c", "copy"])
+    /// The codec configuration is the record the container stores where it stores one — MP4, MOV, Matroska:
+    /// ffprobe's extradata byte for byte, with libx264's High-profile trailer and x265's SEI — and the parser's
+    /// avcC/hvcC where the stream is Annex B (MPEG-TS), whose parameter sets are ffprobe's Annex B extradata's; in
+    /// both, the passthrough output's codecConfig, through TrackClient and trackctl tracks --json.
+    @Test(arguments: ["h264", "hevc"], ["mp4", "mov", "mkv", "ts"])
+    func codecConfigurationIsTheStoredRecord(_ codec: String, _ container: String) throws {
+        let source = codec == "h264" ? Media.faststart : Media.hevc10  // libx264 High, x265 Main 10
+        let file = Media.make("config-\(codec).\(container)", ["-i", source, "-c", "copy"])
         let extradata = try Self.ffprobeData(file, "extradata")
-        let expected = container == "ts" ? Self.annexBUnits(extradata) : Self.avcCUnits(extradata)
         let daemon = try Daemon()
         defer { daemon.stop() }
         let asset = try Asset(path: file, socketPath: daemon.socketPath)
-        let ours = asset.tracks[0].codecConfiguration
-        #expect(ours.first == 1, "an avcC")
-        #expect(Self.avcCUnits(ours) == expected, "\(container)")
-        #expect(expected.count == 2, "one SPS and one PPS")
+        let track = try #require(asset.tracks(withMediaType: .video).first)
+        let ours = track.codecConfiguration
+        #expect(ours == (try Self.passthroughConfiguration(asset, track)), "the passthrough output's codecConfig")
+        let json = try #require(try Self.tracksJSON(daemon, file).first?["codecConfiguration"] as? String)
+        #expect(json == ours.map { String(format: "%02x", $0) }.joined())
+        guard container == "ts" else {
+            #expect(ours == extradata, "\(codec) in \(container): \(ours.count) bytes, ffprobe's \(extradata.count)")
+            return
+        }
+        #expect(ours.first == 1, "an avcC or hvcC")
+        let expected = Self.annexBUnits(extradata)
+        #expect(expected.count == (codec == "h264" ? 2 : 3), "the SPS and PPS (and VPS)")
+        #expect((codec == "h264" ? Self.avcCUnits(ours) : Self.hvcCUnits(ours)) == expected)
+    }
+
+    /// The codec configuration of `track`'s passthrough output.
+    static func passthroughConfiguration(_ asset: Asset, _ track: AssetTrack) throws -> [UInt8] {
+        let output = try AssetReaderTrackOutput(track: track, outputSettings: nil)
+        let reader = AssetReader(asset: asset)
+        try reader.add(output)
+        #expect(try reader.startReading())
+        return try #require(output.outputFormat).codecConfig
     }
 
     /// ProRes from ffmpeg's prores_ks in MOV: the track's depth (kCMFormatDescriptionExtension_Depth) is the depth
@@ -105,11 +125,31 @@ struct FormatDescriptionTests {
             guard at < c.count else { break }
             let n = Int(c[at]) & countMask
             at += 1
-            for _ in 0..<n where at + 2 <= c.count {
-                let size = Int(c[at]) << 8 | Int(c[at + 1])
-                units.append(Array(c[(at + 2)..<min(at + 2 + size, c.count)]))
-                at += 2 + size
-            }
+            units += sizedUnits(c, at: &at, count: n)
+        }
+        return units
+    }
+
+    /// The NAL units of an hvcC's arrays (ISO 14496-15 8.3.3.1: 22 header bytes, numOfArrays, then each array's type
+    /// byte, u16 count and u16-sized units), in order.
+    static func hvcCUnits(_ c: [UInt8]) -> [[UInt8]] {
+        guard c.count > 23 else { return [] }
+        var units: [[UInt8]] = [], at = 23
+        for _ in 0..<Int(c[22]) where at + 3 <= c.count {
+            let n = Int(c[at + 1]) << 8 | Int(c[at + 2])
+            at += 3
+            units += sizedUnits(c, at: &at, count: n)
+        }
+        return units
+    }
+
+    /// `count` NAL units from `at`, each after its u16 size (cut short at the end of `c`); `at` moves past them.
+    static func sizedUnits(_ c: [UInt8], at: inout Int, count: Int) -> [[UInt8]] {
+        var units: [[UInt8]] = []
+        for _ in 0..<count where at + 2 <= c.count {
+            let size = Int(c[at]) << 8 | Int(c[at + 1])
+            units.append(Array(c[(at + 2)..<min(at + 2 + size, c.count)]))
+            at += 2 + size
         }
         return units
     }

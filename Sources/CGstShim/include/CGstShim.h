@@ -156,6 +156,10 @@ gboolean swift_gst_bin_tasks_all_paused(GstBin *bin);
 /// its next buffer. Copies it into `out` and returns TRUE; FALSE when no pad on the way has one. Borrows `pad`
 /// (transfer none); every reference taken while walking is dropped. Needs C: the sink-pad iterator, GST_IS_GHOST_PAD.
 gboolean swift_gst_pad_upstream_time_segment(GstPad *pad, GstSegment *out);
+/// The current caps of the upstream-most pad, on the same walk from `pad`, whose caps carry `codec_data` (a new
+/// reference): a demuxer's source pad where the container stores a configuration record (MP4's avcC, Matroska's
+/// CodecPrivate), else the parser's after it; NULL when no pad on the way has one. Borrows `pad`. Needs C: as above.
+GstCaps *swift_gst_pad_upstream_codec_data_caps(GstPad *pad);
 /// Keeps a reference to the first ERROR message any child of `bin` posts — also one the bin itself then drops
 /// (parsebin drops the errors of an element while it is autoplugging it, so a demuxer that fails at once loses its
 /// error) — by wrapping the bin's child-bus handler. Call before the bin leaves NULL. Needs C: the child bus's sync

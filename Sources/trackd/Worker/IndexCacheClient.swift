@@ -42,16 +42,16 @@ enum IndexCacheClient {
     /// state nothing were sent as unspecified, or before an MPEG-PS track's packets were read from the stream's
     /// start and its MPEG video pictures given the times ffmpeg gives them, or before a raw MPEG-4 Part 2 stream was
     /// timed by its VOL's rate, or before one at a rate of more than one tick was, or before a Matroska track ended
-    /// at its last packet's end, or before an elementary stream's track was on its frame rate's timescale, are
-    /// misses): what it holds is `descriptionRevision`, one more for each of those. The stamp's length is one byte:
-    /// a stamp of 256 bytes or more is never cached (the list of each change's name, which the stamp was, grew to
-    /// 268 bytes).
+    /// at its last packet's end, or before an elementary stream's track was on its frame rate's timescale, or before
+    /// a track's codec configuration was the container's stored record, are misses): what it holds is
+    /// `descriptionRevision`, one more for each of those. The stamp's length is one byte: a stamp of 256 bytes or
+    /// more is never cached (the list of each change's name, which the stamp was, grew to 268 bytes).
     static var descriptionStamp: [UInt8] {
         Array("\(Gst.versionString); protocol \(Wire.version).\(Wire.revision); description \(descriptionRevision)".utf8)
     }
 
     /// What a cached description holds, counted in the changes listed at `descriptionStamp`.
-    static let descriptionRevision = 13
+    static let descriptionRevision = 14
 
     /// What opening the file found, kept under the file's key with track id 0: the payload of the AssetOpened
     /// that discovery answered (asset id 0), after the GStreamer version that found it — a description made by

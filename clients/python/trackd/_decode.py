@@ -24,7 +24,7 @@ Track.__doc__ = ('A track record (PROTOCOL.md §7.2). media_type is "video", "au
                  'segments: the edit list as Segments (§7.6); metadata: MetadataItems (§7.5); '
                  'preferred_transform: AVAssetTrack.preferredTransform as CGAffineTransform\'s (a, b, c, d, tx, ty) '
                  'floats (revision 1); codec_configuration: the codec configuration record as bytes (avcC, hvcC, '
-                 'esds…; b\'\' none; revision 1).')
+                 'esds…: the container\'s stored record, else the parser\'s; b\'\' none; revision 1).')
 
 IDENTITY_MATRIX = (0x10000, 0, 0, 0, 0x10000, 0, 0, 0, 0x40000000)
 
