@@ -31,8 +31,8 @@ struct ShownFrame {
         let start = track.timeRangeStart.isNumeric ? track.timeRangeStart.seconds : 0
         let end = track.duration.isNumeric ? start + track.duration.seconds : Double.infinity
         var from = time
-        // At or after the end (once rounded to the track's timescale, as trackd rounds it): the last tick of the
-        // frame rate before the end, where GenerateImage finds the last frame.
+        // At or after the end (or in the last half tick of the track's timescale before it, where the last frame is
+        // shown either way): the last tick of the frame rate before the end, where GenerateImage finds the last frame.
         if track.time(seconds: time.seconds).seconds >= end, track.nominalFrameRate > 0 {
             let ticks = ((end - start) * track.nominalFrameRate - 1e-6).rounded(.up)
             from = track.time(seconds: start + max(0, ticks - 1) / track.nominalFrameRate)
