@@ -243,8 +243,10 @@ public struct AssetTrack: Sendable, Hashable {
     }
 
     /// The time nearest `seconds` in the track's timescale (`CMTimeMakeWithSeconds(seconds, naturalTimeScale)`):
-    /// the tick trackd rounds a requested time to anyway (a time in seconds names frame k exactly when it rounds
-    /// to frame k's tick). Nanoseconds when the timescale is unknown.
+    /// the tick, so a frame's time in seconds names that frame. A time between two ticks moves to the nearer one —
+    /// on a coarse timescale (an AVI's, one tick a frame) to the next frame's time past the middle of a frame; to
+    /// ask for the frame shown at `seconds`, send `MediaTime(seconds:)` (PROTOCOL.md §7.1). Nanoseconds when the
+    /// timescale is unknown.
     public func time(seconds: Double) -> MediaTime {
         naturalTimeScale > 0 ? MediaTime(seconds: seconds, preferredTimescale: naturalTimeScale) : MediaTime(seconds: seconds)
     }

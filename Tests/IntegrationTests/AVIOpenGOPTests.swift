@@ -118,7 +118,8 @@ struct AVIOpenGOPTests {
     }
 
     /// GenerateImage takes the ranges' seek: the image at a time on the GOP before a key frame, at its decode time,
-    /// on its leading B-pictures, on the key frame and after it (each on the frame's tick and a quarter tick later), at
+    /// on its leading B-pictures, on the key frame and after it (each on the frame's tick, a quarter and three quarters
+    /// of a tick later: the frame shown then, not the nearest tick's, PROTOCOL.md §7.1), at
     /// the start, the end and past the end (the last frame) is ffmpeg's frame shown then — of ffmpeg's RGB frames from
     /// 2 before to 2 after it, the nearest to the PNG's pixels, within 3 code values on average (videoconvert's and
     /// swscale's conversions differ slightly) — at that frame's tick.
@@ -134,10 +135,12 @@ struct AVIOpenGOPTests {
         let track = try #require(asset.tracks(withMediaType: .video).first)
         let dir = Env.tempDir("open-gop-image")
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        // (time in 1/120 s, the frame shown then: a requested time goes to the nearest tick, §7.1)
-        var times: [(Int64, Int)] = [(0, 0), (1, 0), (233, 58), (236, 59), (237, 59), (240, 59), (400, 59)]
+        // (time in 1/120 s, the frame shown then, §7.1)
+        var times: [(Int64, Int)] = [(0, 0), (1, 0), (2, 0), (3, 0), (233, 58), (235, 58), (236, 59), (237, 59), (240, 59), (400, 59)]
         for key in keys.dropFirst() {
-            for tick in key.dts - 1...key.dts + 3 { times += [(4 * tick, Int(tick)), (4 * tick + 1, Int(tick))] }
+            for tick in key.dts - 1...key.dts + 3 {
+                times += [(4 * tick, Int(tick)), (4 * tick + 1, Int(tick)), (4 * tick + 3, Int(tick))]
+            }
         }
         for (time, frame) in times {
             try Self.expectImage(asset, track, at: MediaTime(value: time, timescale: 120), frame: frame,
@@ -152,7 +155,7 @@ struct AVIOpenGOPTests {
     /// frame, its leading B-pictures, the key frame, after it, the end and past the end writes the PNG nearest ffmpeg's
     /// RGB frame shown then (mean < 3, as `imagesAreExact`) and prints that frame's index and tick; a 4-frame contact
     /// sheet is the 2×2 grid whose tiles are ffmpeg's frames shown at the slices' centres (0.25, 0.75, 1.25, 1.75 s,
-    /// rounded to the track's timescale, 1/30, halves away from zero as §7.1 rounds every time: frames 8, 23, 38, 53).
+    /// each the middle of a frame of the track's 1/30 grid: frames 7, 22, 37, 52, not the next ones, §7.1).
     @Test(arguments: ["leading", "mpeg4"]) func trackctlImagesAreExact(_ variant: String) throws {
         let file = Self.file(variant)
         let (keys, oracle) = try Self.rgbOracle(file)
@@ -180,7 +183,7 @@ struct AVIOpenGOPTests {
         let (width, height) = (12 + 2 * 332, 40 + 2 * (240 + 34))
         let pixels = [UInt8](try run("ffmpeg", ["-v", "error", "-i", sheet, "-f", "rawvideo", "-pix_fmt", "rgb24", "-"]).stdout)
         try #require(pixels.count == width * height * 3, "the sheet is \(pixels.count) bytes of RGB, not \(width)x\(height)")
-        for (i, frame) in [8, 23, 38, 53].enumerated() {
+        for (i, frame) in [7, 22, 37, 52].enumerated() {
             let (x0, y0) = (12 + (i % 2) * 332, 40 + (i / 2) * (240 + 34))
             var tile: [UInt8] = []
             for y in y0..<y0 + 240 { tile += pixels[(y * width + x0) * 3..<(y * width + x0 + 320) * 3] }

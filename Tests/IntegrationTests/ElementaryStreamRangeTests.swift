@@ -7,11 +7,12 @@ import TrackClient
 /// stored sample carries a time) is read from the stream's beginning and timed on the timescale of the rate ffprobe
 /// states, `r_frame_rate` num/den (PROTOCOL.md §7.1, §7.2: the parser's, or for MPEG-4 Part 2 its VOL's and VOPs', at
 /// 30, 30000/1001 and 25 fps; ffprobe's frames, where it times them, are one frame apart in its time_base): frame n
-/// at `(n × den, num)`, each lasting `(den, num)`. A range's start and duration are each rounded to whole frames
-/// (§7.1), and the range is cut by §12.7's rule: each range — from inside a frame, from a frame's start, [0.5 s, 1 s),
-/// to the end, past the end, from 0, after the end — is the frames ffmpeg decodes (framemd5) whose display interval
-/// meets it (at 30 fps [0.5 s, 1 s) is frames 15 to 29, ending before frame 30 at 1 s, where ffmpeg shows it), the
-/// same as a ResetOutput range; the track lasts its frames at that rate.
+/// at `(n × den, num)`, each lasting `(den, num)`. A range's start and end (start + duration) are compared with the
+/// frames' times exactly unless they are a frame's time written in their own timescale (§7.1), and the range is cut
+/// by §12.7's rule: each range — from inside a frame, from just before a frame's start, [0.5 s, 1 s), to the end,
+/// past the end, from 0, after the end — is the frames ffmpeg decodes (framemd5) whose display interval meets it (at
+/// 30 fps [0.5 s, 1 s) is frames 15 to 29, ending before frame 30 at 1 s, where ffmpeg shows it), the same as a
+/// ResetOutput range; the track lasts its frames at that rate.
 /// An `-f m4v` stream whose VOL fixes no rate and whose VOPs are not evenly spaced (a frame dropped) has no rate to
 /// time its frames by, so no index: it is read whole or not at all: every other range fails with −11838 naming the
 /// track, the same on every attempt, before any frame, in CreateOutput and as a ResetOutput range, where a reset to
@@ -38,10 +39,12 @@ import TrackClient
     static let ntsc = ["-f", "lavfi", "-i", "testsrc2=size=160x90:rate=30000/1001:duration=2"]
     static let kinds = ["h264", "hevc", "m4v", "m4v-ntsc", "h264-ntsc", "m2v", "m2v-25"]
     static func s(_ value: Int64, _ timescale: Int32) -> MediaTime { MediaTime(value: value, timescale: timescale) }
-    /// From 0.51 s (inside frame 15) for 0.05 s; from frame 15's start in GStreamer's nanoseconds (15 frames of
-    /// 33333333 ns) for 0.5 s; [0.5 s, 1 s); from 0.5 s to the end; from 1.9 s for 1 s (past the end); from 0 for
-    /// 0.5 s; from 2.5 s (after the end) for 0.1 s.
+    /// From 0.51 s (inside frame 15) for 0.05 s; from 0.52 s (inside frame 15 at 30 fps, where the nearest frame
+    /// start is 16's) for 0.05 s; from 499 999 995 ns (GStreamer's time of frame 15 of a 30 fps stream, 15 of the
+    /// parser's 33 333 333 ns frames: 5 ns before 0.5 s, so inside frame 14) for 0.5 s; [0.5 s, 1 s); from 0.5 s to
+    /// the end; from 1.9 s for 1 s (past the end); from 0 for 0.5 s; from 2.5 s (after the end) for 0.1 s.
     static let ranges = [MediaTimeRange(start: s(51, 100), duration: s(5, 100)),
+                         MediaTimeRange(start: .nanoseconds(520_000_000), duration: s(5, 100)),
                          MediaTimeRange(start: MediaTime(value: 15 * 33_333_333, timescale: 1_000_000_000), duration: s(1, 2)),
                          MediaTimeRange(start: s(1, 2), duration: s(1, 2)),
                          MediaTimeRange(start: s(1, 2), duration: .positiveInfinity),
@@ -77,18 +80,30 @@ import TrackClient
         return (md5s, rate)
     }
 
-    /// `t` in whole frames of `rate`, the nearest (halves away from zero), as the track's timescale rounds it (§7.1).
-    static func frames(_ t: MediaTime, _ rate: (num: Int64, den: Int64)) -> Int64 {
-        let (num, den) = (Int64(t.value) * rate.num, Int64(t.timescale) * rate.den)
-        return (2 * num + den) / (2 * den)
+    /// `t` (≥ 0) in frames of `rate`, a fraction num / den (§7.1): frame n's start when `t` is that written in its own
+    /// timescale (n × den / num s × t.timescale, rounded, either way at a half, is t.value; n the nearer of the two
+    /// frames around t, neither halfway between them), else t's exact position.
+    static func frames(_ t: MediaTime, _ rate: (num: Int64, den: Int64)) -> (num: Int64, den: Int64) {
+        let (num, den) = (t.value * rate.num, Int64(t.timescale) * rate.den)
+        let (k, r) = (num / den, num % den)
+        guard 2 * r != den else { return (num, den) }
+        let n = 2 * r < den ? k : k + 1
+        return 2 * abs(n * den - num) <= rate.num ? (n, 1) : (num, den)
     }
 
-    /// The frames `range` shows (§12.7) of a track of `count` frames at `rate`: its start and duration each rounded to
-    /// whole frames, frame n displayed from n to n + 1 frames (the last one until the track's end).
+    /// The frames `range` shows (§12.7) of a track of `count` frames at `rate`: frame n displayed from n to n + 1
+    /// frames (the last one until the track's end), the range from its start to start + duration (added exactly, in
+    /// the least common multiple of their timescales), each placed by `frames`.
     static func shown(_ range: MediaTimeRange, count: Int, rate: (num: Int64, den: Int64)) -> [Int] {
         let start = frames(range.start, rate)
-        let end = range.duration.isPositiveInfinity ? Int64.max : start + frames(range.duration, rate)
-        return (0..<count).filter { n in Int64(n) < end && Int64(n + 1) > start }
+        guard !range.duration.isPositiveInfinity else { return (0..<count).filter { n in Int64(n + 1) * start.den > start.num } }
+        let (a, b) = (Int64(range.start.timescale), Int64(range.duration.timescale))
+        var g = (a, b)
+        while g.1 != 0 { g = (g.1, g.0 % g.1) }
+        let scale = a / g.0 * b
+        let endTime = MediaTime(value: range.start.value * (scale / a) + range.duration.value * (scale / b), timescale: Int32(scale))
+        let end = frames(endTime, rate)
+        return (0..<count).filter { n in Int64(n) * end.den < end.num && Int64(n + 1) * start.den > start.num }
     }
 
     /// Frame n of `rate`'s timescale: `(n × den, num)`.
@@ -139,8 +154,10 @@ import TrackClient
                 "\(kind) time range \(track.timeRangeStart) \(track.duration)")
         #expect(asset.duration == .nanoseconds(count * oracle.rate.den * 1_000_000_000 / oracle.rate.num), "\(kind) asset duration")
         #expect(track.minFrameDuration == Self.at(1, oracle.rate), "\(kind) minFrameDuration \(track.minFrameDuration)")
-        if oracle.rate == (30, 1) {  // [0.5 s, 1 s) ends before frame 30, at 1 s
-            #expect(Self.shown(Self.ranges[2], count: 60, rate: oracle.rate) == Array(15..<30))
+        if oracle.rate == (30, 1) {  // 0.52 s is inside frame 15; 5 ns before 0.5 s inside 14; [0.5 s, 1 s) ends before 30
+            #expect(Self.shown(Self.ranges[1], count: 60, rate: oracle.rate) == [15, 16, 17])
+            #expect(Self.shown(Self.ranges[2], count: 60, rate: oracle.rate) == Array(14..<30))
+            #expect(Self.shown(Self.ranges[3], count: 60, rate: oracle.rate) == Array(15..<30))
         }
         for range in Self.ranges {
             let output = try AssetReaderTrackOutput(track: track, outputSettings: TimescaleTests.y420)
@@ -160,10 +177,10 @@ import TrackClient
         #expect(reader.status == .reading, "\(kind): \(String(describing: reader.error))")
     }
 
-    /// GenerateImage reads the stream from its beginning and picks the frame by the same index (§8), the time rounded
-    /// to whole frames (§7.1): before and after the middle of frame k, on its start, in the last frame and past the
-    /// end, the PNG is nearest ffmpeg's frame (rgb24, mean abs difference < 3, AVIOpenGOPTests.expectNearest) and
-    /// actualTime is that frame's `(k × den, num)`.
+    /// GenerateImage reads the stream from its beginning and picks the frame by the same index (§8), the frame shown
+    /// at the time (§7.1): at 0.4 and 0.6 of a frame, before and after the middle of frame 15, on a frame's start, in
+    /// the last frame and past the end, the PNG is nearest ffmpeg's frame (rgb24, mean abs difference < 3,
+    /// AVIOpenGOPTests.expectNearest) and actualTime is that frame's `(k × den, num)`.
     @Test(arguments: kinds) func imagesAreFfmpegsFrames(kind: String) throws {
         let (oracle, daemon, asset, track) = try Self.open(kind)
         defer { daemon.stop() }
@@ -173,11 +190,15 @@ import TrackClient
         let dir = Env.tempDir("elementary-image")
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let (count, rate) = (Int64(rgb.count), oracle.rate)
-        // (time, the frame named): 0.4 and 0.6 of a frame, before and after the middle of frame 15, a frame's start
-        // in GStreamer's nanoseconds (16 × ⌊10⁹ × den / num⌋), the last frame, its end, past the end.
+        // (time, the frame shown then): 0.4 and 0.6 of a frame, before and after the middle of frame 15, frame 16's
+        // start in nanoseconds (rounded), GStreamer's time of frame 16 (16 × ⌊10⁹ × den / num⌋: inside frame 15 unless
+        // that is exact, as at 25 fps), 0.52 s, the last frame, its end, past the end.
         let t = { (n: Int64, d: Int64) in MediaTime(value: n * rate.den, timescale: Int32(d * rate.num)) }  // n/d frames
-        let times: [(MediaTime, Int64)] = [(.zero, 0), (t(2, 5), 0), (t(3, 5), 1), (t(77, 5), 15), (t(78, 5), 16),
-                                           (.nanoseconds(16 * (1_000_000_000 * rate.den / rate.num)), 16), (t(31, 1), 31),
+        let gstreamer16 = MediaTime.nanoseconds(16 * (1_000_000_000 * rate.den / rate.num))
+        let times: [(MediaTime, Int64)] = [(.zero, 0), (t(2, 5), 0), (t(3, 5), 0), (t(77, 5), 15), (t(78, 5), 15),
+                                           (.nanoseconds((16_000_000_000 * rate.den + rate.num / 2) / rate.num), 16),
+                                           (gstreamer16, rate == (25, 1) ? 16 : 15),
+                                           (.nanoseconds(520_000_000), rate == (25, 1) ? 13 : 15), (t(31, 1), 31),
                                            (t(count - 1, 1), count - 1), (t(count, 1), count - 1),
                                            (.nanoseconds(2_500_000_000), count - 1)]
         for (time, k) in times {

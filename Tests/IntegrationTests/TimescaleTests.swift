@@ -213,7 +213,7 @@ import TrackClient
 
     /// ReadFrames at each frame's exact ffprobe time (value/den in the time_base) returns that frame, and so do the
     /// same time in seconds (a Double, rounded by TrackClient to the track's grid) and ffprobe's pts_time to the
-    /// microsecond (0.033333: rounded to the nearest tick by the worker). AVI (MPEG-4 without B-pictures) is indexed
+    /// microsecond (0.033333: frame 1's tick written in microseconds, §7.1). AVI (MPEG-4 without B-pictures) is indexed
     /// at its decode times, the only ones it stores (PROTOCOL.md §7.2).
     @Test(arguments: kinds) func readFramesAtEachFramesTime(kind: String) throws {
         let (probe, daemon, asset, track) = try Self.open(kind)
@@ -249,6 +249,47 @@ import TrackClient
             #expect(samples.map(\.presentationTimeStamp) == [times[k]], "\(kind) range at frame \(k)")
             let image = try asset.generateImage(track: track, at: times[k])
             #expect(image.actualTime == times[k], "\(kind) image at frame \(k)")
+        }
+    }
+
+    /// A requested time between two frames' times names the frame shown then — the earlier one — on every grid, the
+    /// coarse one of an AVI (1/30: one tick a frame) too, where rounding to the nearest tick named the next frame
+    /// (PROTOCOL.md §7.1): at 0.6 of the way from frame k to k + 1 (in nanoseconds, and 0.52 s from a Double, as the
+    /// Python client sends it) ReadFrames gives frame k (ffmpeg's framemd5 of it), GenerateImage frame k's time, and
+    /// a range from there to 0.6 past frame k + 2 frames k … k + 2 (its start inclusive, its end exclusive); a range
+    /// from frame k's exact time to frame k + 2's starts with frame k and ends before k + 2.
+    @Test(arguments: ["avi", "mp4", "mov"]) func timesBetweenFramesNameTheFrameShown(kind: String) throws {
+        let (probe, daemon, asset, track) = try Self.open(kind)
+        defer { daemon.stop() }
+        let md5s = try Oracle.frameMD5(try #require(Self.files[kind]), pixFmt: "yuv420p").map(\.md5)
+        let times = probe.frames.map(probe.time)
+        try #require(md5s.count == times.count && times.count == 30, "\(kind): \(md5s.count) md5s, \(times.count) frames")
+        /// 0.6 of the way from frame k's time to k + 1's, in nanoseconds (rounded down).
+        let between = { (k: Int) -> MediaTime in
+            let (a, b) = (Int128(probe.frames[k]), Int128(probe.frames[k + 1]))
+            let units = (4 * a + 6 * b) * Int128(probe.timeBase.num) * 1_000_000_000 / (10 * Int128(probe.timeBase.den))
+            return .nanoseconds(Int64(units))
+        }
+        let ks = [0, 2, 14, 15, 26]
+        let requested = ks.map(between) + [MediaTime(seconds: 0.52)]
+        let expected = ks + [15]  // 0.52 s: frame 15 is shown from 0.5 s, frame 16 from 0.5333 s
+        let frames = try asset.frames(at: requested, track: track, outputSettings: Self.y420)
+        #expect(frames.map(\.index) == expected.map(UInt64.init), "\(kind) ReadFrames at \(requested)")
+        #expect(frames.map { md5Hex($0.sample.packedBytes()) } == expected.map { md5s[$0] }, "\(kind) ReadFrames pixels")
+        #expect(frames.map(\.sample.presentationTimeStamp) == expected.map { times[$0] }, "\(kind) ReadFrames times")
+        for (t, k) in zip(requested, expected) {
+            let image = try asset.generateImage(track: track, at: t)
+            #expect(image.actualTime == times[k], "\(kind) image at \(t): \(image.actualTime)")
+        }
+        for k in [2, 14, 25] {
+            let start = between(k), end = between(k + 2)
+            let mid = try Self.read(asset, track, Self.y420, range: MediaTimeRange(start: start, duration: .nanoseconds(end.value - start.value)))
+            #expect(mid.map { md5Hex($0.packedBytes()) } == Array(md5s[k...k + 2]), "\(kind) range from \(start) to \(end)")
+            #expect(mid.map(\.presentationTimeStamp) == Array(times[k...k + 2]), "\(kind) range from \(start) to \(end)")
+            let onFrames = MediaTimeRange(start: times[k], duration: MediaTime(value: (probe.frames[k + 2] - probe.frames[k]) * probe.timeBase.num,
+                                                                                timescale: Int32(probe.timeBase.den)))
+            let exact = try Self.read(asset, track, Self.y420, range: onFrames)
+            #expect(exact.map(\.presentationTimeStamp) == Array(times[k..<k + 2]), "\(kind) range \(onFrames)")
         }
     }
 

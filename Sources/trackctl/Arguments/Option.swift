@@ -113,7 +113,7 @@ enum Seconds {
     }
 
     /// A time ≥ 0 as given: `N/D` exactly (value N, timescale D; D from 1 to 2147483647), or seconds to the nearest
-    /// nanosecond. trackd puts either on the track's grid (PROTOCOL.md §7.1): the nearest tick of its timescale.
+    /// nanosecond. trackd compares either with the frames' times exactly (PROTOCOL.md §7.1).
     static func time(_ text: some StringProtocol, rule: String) throws(UsageError) -> MediaTime {
         let parts = text.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)
         if parts.count == 2 {

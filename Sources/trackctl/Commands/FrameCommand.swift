@@ -58,14 +58,14 @@ struct FrameCommand: Command {
     }
 
     /// The frame shown at `time`; at or after the track's end (where ReadFrames answers -11901) the last frame, as
-    /// AVAssetImageGenerator clamps — the time once rounded to the track's timescale, as trackd rounds it (§7.1: on
-    /// an AVI at 30 fps 238/120 s is 60/30 s, the end of a 60-frame track).
+    /// AVAssetImageGenerator clamps (a time before the end names the frame shown then, §7.1: on an AVI at 30 fps
+    /// 238/120 s is in the last frame of a 60-frame track).
     static func frame(_ asset: Asset, _ track: AssetTrack, at time: MediaTime,
                       settings: [String: SettingValue]) throws(TrackError) -> ShownFrame {
         let end = track.timeRangeStart.isNumeric && track.duration.isNumeric
             ? track.timeRangeStart.seconds + track.duration.seconds : Double.infinity
         let frames: [IndexedFrame]
-        if track.time(seconds: time.seconds).seconds >= end {
+        if time.seconds >= end {
             let count = try asset.frameCount(track: track)
             frames = try asset.frames(atIndices: [max(count, 1) - 1], track: track, outputSettings: settings)
         } else {

@@ -176,10 +176,11 @@ extension Session {
     }
 
     /// The grid a decoded audio output's samples are on: its output sample rate (the requested one, else the
-    /// track's), so that every sample's time is exact; passthrough and video outputs use the track's grid.
+    /// track's), so that every sample's time is exact, and a requested time goes to the nearest sample (§12.7);
+    /// passthrough and video outputs use the track's grid.
     static func outputGrid(track: TrackDescription, trackGrid: TimeGrid, audio: AudioOutputRequest?) -> TimeGrid {
         guard let audio else { return trackGrid }
         let rate = Int64(audio.sampleRate ?? Int(track.sampleRate))
-        return TimeGrid(timescale: rate) ?? trackGrid
+        return TimeGrid(sampleRate: rate) ?? trackGrid
     }
 }

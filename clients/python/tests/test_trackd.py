@@ -326,6 +326,23 @@ class TimescaleTests(unittest.TestCase):
             self.assertEqual(asset.image(Fraction(2, 30)).time, 2 / 30)
 
 
+    def test_a_time_between_frames_of_an_avi_names_the_frame_shown(self):
+        # An AVI at 30 fps: timescale 30, one tick a frame. 0.52 s (a float, sent as nanoseconds) is inside frame 15
+        # (from 0.5 s, frame 16 from 0.5333 s): frames_at, image and a range from there give frame 15 (§7.1), as
+        # TorchCodec's get_frames_played_at, decord and PyAV do; 16/30 s as a float still names frame 16.
+        path = suite.daemon.path('clip-mpeg4.avi')
+        subprocess.run(['ffmpeg', '-hide_banner', '-loglevel', 'error', '-y', '-f', 'lavfi', '-i',
+                        'testsrc2=size=160x90:rate=30:duration=1', '-c:v', 'mpeg4', '-g', '12', path], check=True)
+        reference = ffmpeg_md5(path, 'nv12')
+        with suite.open(path) as asset:
+            self.assertEqual(asset.track(media_type='video').natural_time_scale, 30)
+            frames = asset.frames_at([0.52, 0.51, 16 / 30, 0.55])
+            self.assertEqual([(f.index, f.presentation_time.fraction, md5(f.tobytes())) for f in frames],
+                             [(k, Fraction(k, 30), reference[k]) for k in (15, 15, 16, 16)])
+            self.assertEqual(asset.image(0.52).time, 0.5)
+            got = [f.presentation_time.fraction for f in asset.read(start=0.52, duration=0.05)]
+            self.assertEqual(got, [Fraction(15, 30), Fraction(16, 30), Fraction(17, 30)])
+
 class ImageTests(unittest.TestCase):
     def test_png_of_the_frame_shown(self):
         with suite.open() as asset:

@@ -110,7 +110,7 @@ class Time(namedtuple('Time', 'value timescale flags')):
     def from_seconds(cls, seconds):
         """A time to send (§7.1): a Fraction exactly (value/timescale, reduced) when its denominator fits in a
         timescale (≤ 2147483647), an int exactly (timescale 1); a float, or a finer Fraction, to the nearest
-        nanosecond. trackd rounds any of them to the track's timescale (the nearest tick)."""
+        nanosecond. trackd takes the frame shown at any of them; a frame's time names it (PROTOCOL.md §7.1)."""
         if isinstance(seconds, Time):
             return seconds
         if isinstance(seconds, Fraction) and seconds.denominator <= 0x7FFF_FFFF:
