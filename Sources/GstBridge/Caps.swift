@@ -119,6 +119,17 @@ struct CapsView {
         return .other
     }
 
+    /// H.264 caps (stream-format avc/avc3 with their avcC, or byte-stream): a reader of their samples (its `framing`:
+    /// how their NAL units are delimited); nil for other caps, or avc without a well-formed avcC.
+    var h264Pictures: H264Pictures? {
+        guard name == "video/x-h264" else { return nil }
+        switch string("stream-format") {
+        case "avc", "avc3": return H264Pictures(avcC: bufferBytes("codec_data"))
+        case "byte-stream": return H264Pictures(framing: .annexB)
+        default: return nil
+        }
+    }
+
     /// The QuickTime/CoreMedia codec code for compressed caps; "????" when unknown.
     var codec: FourCC {
         switch name {

@@ -9,8 +9,9 @@ import TrackdProtocol
 /// GstVideoDecoder otherwise guesses the times of untimed frames, and after a seek guesses them unlike the index
 /// (ReadFrames of a 30→10 fps stream then missed its frames).
 final class DecodeOrderPresentation: Sendable {
-    /// The stream's codec, from its caps: `avc1` for H.264, `mp4v` for MPEG-4 Part 2, else nil (left alone).
-    private let codec = Mutex<FourCC?>(nil)
+    /// The stream's codec, from its caps: `avc1` for H.264, `mp4v` for MPEG-4 Part 2, else nil (left alone); and
+    /// how H.264's NAL units are delimited (its caps' stream-format).
+    private let codec = Mutex<(FourCC, H264Pictures.Framing?)?>(nil)
 
     /// `pad`: the decoder branch's input, before anything that reads the buffers' PTS (DecodeStop).
     func attach(to pad: GstRef<GstPadObject>) {
@@ -23,10 +24,11 @@ final class DecodeOrderPresentation: Sendable {
                 case ("video/mpeg", 4): "mp4v"
                 default: nil
                 }
-                codec.withLock { $0 = found }
+                codec.withLock { $0 = found.map { ($0, caps?.h264Pictures?.framing) } }
             } else if let (pts, _) = info.bufferTiming, pts == clockTimeNone, let dts = info.bufferDTS, dts != clockTimeNone,
-                      let codec = codec.withLock({ $0 }),
-                      DecodeOrderTimes.isBidirectional(info.bufferBytes ?? [], codec: codec) == false {
+                      let (codec, framing) = codec.withLock({ $0 }),
+                      DecodeOrderTimes.isBidirectional(info.bufferBytes ?? [], codec: codec,
+                                                       framing: framing) == false {
                 info.presentAtDecodeTime()
             }
             return GST_PAD_PROBE_OK

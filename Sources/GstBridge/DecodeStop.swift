@@ -72,7 +72,7 @@ final class DecodeStop: @unchecked Sendable {
             case GST_EVENT_SEGMENT:
                 if let segment = info.segment { state.withLock { ($0.segment, $0.hasSegment) = (segment, true) } }
             case GST_EVENT_CAPS:
-                let pictures = info.caps.flatMap { CapsView($0) }.flatMap(Self.pictures)
+                let pictures = info.caps.flatMap { CapsView($0) }.flatMap(\.h264Pictures)
                 state.withLock { $0.pictures = pictures }
             case GST_EVENT_FLUSH_STOP:
                 state.withLock { $0.passed = false }
@@ -80,16 +80,6 @@ final class DecodeStop: @unchecked Sendable {
                 break
             }
             return GST_PAD_PROBE_OK
-        }
-    }
-
-    /// H.264 caps (stream-format avc/avc3 with their avcC, or byte-stream): a reader of their samples.
-    private static func pictures(_ caps: CapsView) -> H264Pictures? {
-        guard caps.name == "video/x-h264" else { return nil }
-        switch caps.string("stream-format") {
-        case "avc", "avc3": return H264Pictures(avcC: caps.bufferBytes("codec_data"))
-        case "byte-stream": return H264Pictures(framing: .annexB)
-        default: return nil
         }
     }
 

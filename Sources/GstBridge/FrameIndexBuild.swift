@@ -180,8 +180,10 @@ extension FrameIndex {
     /// An AVI sample without a PTS (avidemux gives one to key frames only): its decode time, which AVI stores, when
     /// it holds no B-picture (DecodeOrderTimes) — then it is presented in decode order; else nil.
     private static func presentedInDecodeOrder(_ sample: PulledSample) -> Int64? {
+        let framing = CapsView(sample.sample.caps)?.h264Pictures?.framing
+        let bytes = sample.leadingBytes(4096)
         guard let dts = sample.decodeTime.nanoseconds,
-              DecodeOrderTimes.isBidirectional(sample.leadingBytes(4096), codec: sample.format) == false else { return nil }
+              DecodeOrderTimes.isBidirectional(bytes, codec: sample.format, framing: framing) == false else { return nil }
         return dts
     }
 }

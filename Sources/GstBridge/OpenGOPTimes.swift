@@ -30,6 +30,8 @@ final class OpenGOPTimes: Sendable {
     private struct State {
         /// The stored track's codec, when it is one whose open GOPs this reads (`mp4v`, `avc1`).
         var codec: FourCC?
+        /// How an H.264 track's NAL units are delimited (its caps' stream-format; DecodeOrderTimes).
+        var framing: H264Pictures.Framing?
         /// The decoded frames' rate (their caps' framerate), when the track is such a codec.
         var rate: (n: guint64, d: guint64)?
         /// Whether a key frame of an open GOP came (its PTS taken away). H.264's frames are put on the ticks only
@@ -116,7 +118,8 @@ final class OpenGOPTimes: Sendable {
                 let caps = info.caps.flatMap { CapsView($0) }
                 let codec: FourCC? = caps?.name == "video/x-h264" ? "avc1"
                     : caps?.name == "video/mpeg" && caps?.int("mpegversion") == 4 ? "mp4v" : nil
-                state.withLock { $0.codec = codec }
+                let framing = caps?.h264Pictures?.framing
+                state.withLock { ($0.codec, $0.framing) = (codec, framing) }
             } else if info.eventType == GST_EVENT_FLUSH_STOP {
                 state.withLock { s in
                     (s.afterFlush, s.held) = (.nothing, nil)
@@ -165,11 +168,12 @@ final class OpenGOPTimes: Sendable {
     }
 
     private func buffer(_ info: borrowing ProbeInfo) -> GstPadProbeReturn {
-        guard let codec = state.withLock({ $0.injecting ? nil : $0.codec }), let (pts, duration) = info.bufferTiming else {
+        let (codec, framing) = state.withLock { s in (s.injecting ? nil : s.codec, s.framing) }
+        guard let codec, let (pts, duration) = info.bufferTiming else {
             return GST_PAD_PROBE_OK  // another codec, or the held key frame passing (release)
         }
         let bytes = info.bufferBytes ?? []
-        let opensGOP = pts != clockTimeNone && DecodeOrderTimes.opensGOP(bytes, codec: codec) == true
+        let opensGOP = pts != clockTimeNone && DecodeOrderTimes.opensGOP(bytes, codec: codec, framing: framing) == true
         let dts = info.bufferDTS ?? clockTimeNone
         let step: Step = state.withLock { s in
             s.openGOPs = s.openGOPs || opensGOP
@@ -182,7 +186,7 @@ final class OpenGOPTimes: Sendable {
                 s.afterFlush = .other
                 return .pass
             }
-            if DecodeOrderTimes.isBidirectional(bytes, codec: codec) == true {
+            if DecodeOrderTimes.isBidirectional(bytes, codec: codec, framing: framing) == true {
                 // The j-th leading B-picture is decoded j frames after the key frame, and the j leading ones are
                 // shown from the key frame's decode time on: the last of them no earlier than this one's decode
                 // time − 1 frame, in the range when this decode time is after the range's start.

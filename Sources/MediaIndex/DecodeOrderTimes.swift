@@ -6,38 +6,38 @@ import MediaVocabulary
 /// stream with B-pictures stores no presentation times at all (ffprobe prints `pts=N/A`), and is not indexed
 /// (docs/PROTOCOL.md §7.2).
 public enum DecodeOrderTimes {
-    /// Whether a stored sample holds a bidirectionally predicted picture: H.264 (`avc1`/`avc3` as an Annex B byte
-    /// stream, as AVI stores it) a slice whose slice_type is B (1 or 6); MPEG-4 Part 2 (`mp4v`) a VOP whose
-    /// vop_coding_type is B (2). nil: a codec this does not read, or no picture found — its decode time is not taken
-    /// for a presentation time.
-    public static func isBidirectional(_ bytes: [UInt8], codec: FourCC) -> Bool? {
+    /// Whether a stored sample holds a bidirectionally predicted picture: H.264 (`avc1`/`avc3`) a slice whose
+    /// slice_type is B (1 or 6); MPEG-4 Part 2 (`mp4v`) a VOP whose vop_coding_type is B (2). `framing`: how the
+    /// H.264 sample's NAL units are delimited (its caps' stream-format; h264parse gives AVI's Annex B stream in
+    /// `avc` form, where a 4-byte length of 256–511 starts with the bytes of a start code, 00 00 01, so the bytes
+    /// cannot tell). nil: a codec this does not read, H.264 without a framing, or no picture found — its decode time
+    /// is not taken for a presentation time.
+    public static func isBidirectional(_ bytes: [UInt8], codec: FourCC, framing: H264Pictures.Framing?) -> Bool? {
         switch codec.description {
-        case "avc1", "avc3": return h264IsBidirectional(bytes)
+        case "avc1", "avc3": return framing.flatMap { h264IsBidirectional(bytes, framing: $0) }
         case "mp4v": return mpeg4IsBidirectional(bytes)
         default: return nil
         }
     }
 
-    /// The first slice's slice_type (after first_mb_in_slice, both ue(v)); nil without a slice. The NAL units are
-    /// length-prefixed (4 bytes, as h264parse gives AVI's stream in `avc` form) unless the bytes start with a start
-    /// code (Annex B).
-    static func h264IsBidirectional(_ bytes: [UInt8]) -> Bool? {
-        guard let unit = h264FirstSlice(bytes) else { return nil }
+    /// The first slice's slice_type (after first_mb_in_slice, both ue(v)); nil without a slice.
+    static func h264IsBidirectional(_ bytes: [UInt8], framing: H264Pictures.Framing) -> Bool? {
+        guard let unit = h264FirstSlice(bytes, framing: framing) else { return nil }
         var reader = RBSPReader(unit.dropFirst())
         guard reader.ue() != nil, let type = reader.ue() else { return nil }
         return type % 5 == 1
     }
 
-    /// NAL units each after a 4-byte big-endian length; the last one may be cut short (only a unit's first bytes are
-    /// read).
-    static func lengthPrefixedUnits(_ bytes: [UInt8]) -> [ArraySlice<UInt8>] {
+    /// NAL units each after a big-endian length of `size` bytes; the last one may be cut short (only a unit's first
+    /// bytes are read).
+    static func lengthPrefixedUnits(_ bytes: [UInt8], size: Int) -> [ArraySlice<UInt8>] {
         var units: [ArraySlice<UInt8>] = []
         var i = 0
-        while i + 4 < bytes.count {
-            let length = bytes[i..<i + 4].reduce(0) { $0 << 8 | Int($1) }
+        while i + size < bytes.count {
+            let length = bytes[i..<i + size].reduce(0) { $0 << 8 | Int($1) }
             guard length > 0 else { break }
-            units.append(bytes[i + 4..<min(i + 4 + length, bytes.count)])
-            i += 4 + length
+            units.append(bytes[i + size..<min(i + size + length, bytes.count)])
+            i += size + length
         }
         return units
     }
@@ -54,24 +54,28 @@ public enum DecodeOrderTimes {
 
     /// Whether a key frame's sample opens an open GOP, one whose pictures may refer to the GOP before: H.264 (`avc1`,
     /// `avc3`) a picture that is not IDR (its first slice's NAL unit type is 1: x264's `open-gop=1` recovery point),
-    /// MPEG-4 Part 2 (`mp4v`) a GOV header with closed_gov 0 (mpeg4OpensGOV). nil: another codec, or no picture.
-    public static func opensGOP(_ bytes: [UInt8], codec: FourCC) -> Bool? {
+    /// MPEG-4 Part 2 (`mp4v`) a GOV header with closed_gov 0 (mpeg4OpensGOV). nil: another codec, H.264 without a
+    /// framing (as isBidirectional), or no picture.
+    public static func opensGOP(_ bytes: [UInt8], codec: FourCC, framing: H264Pictures.Framing?) -> Bool? {
         switch codec.description {
-        case "avc1", "avc3": return h264IsNonIDR(bytes)
+        case "avc1", "avc3": return framing.flatMap { h264IsNonIDR(bytes, framing: $0) }
         case "mp4v": return mpeg4OpensGOV(bytes)
         default: return nil
         }
     }
 
     /// Whether the first slice is of a non-IDR picture (NAL unit type 1, not 5); nil without a slice.
-    static func h264IsNonIDR(_ bytes: [UInt8]) -> Bool? {
-        h264FirstSlice(bytes)?.first.map { $0 & 0x1F == 1 }
+    static func h264IsNonIDR(_ bytes: [UInt8], framing: H264Pictures.Framing) -> Bool? {
+        h264FirstSlice(bytes, framing: framing)?.first.map { $0 & 0x1F == 1 }
     }
 
-    /// The first coded slice NAL unit (type 1 or 5), Annex B or length-prefixed (as h264IsBidirectional).
-    static func h264FirstSlice(_ bytes: [UInt8]) -> ArraySlice<UInt8>? {
-        let annexB = bytes.starts(with: [0, 0, 1]) || bytes.starts(with: [0, 0, 0, 1])
-        return (annexB ? H264Pictures.annexBUnits(bytes) : lengthPrefixedUnits(bytes)).first { unit in
+    /// The first coded slice NAL unit (type 1 or 5).
+    static func h264FirstSlice(_ bytes: [UInt8], framing: H264Pictures.Framing) -> ArraySlice<UInt8>? {
+        let units = switch framing {
+        case .annexB: H264Pictures.annexBUnits(bytes)
+        case .lengthPrefixed(let size): lengthPrefixedUnits(bytes, size: size)
+        }
+        return units.first { unit in
             unit.first.map { [1, 5].contains($0 & 0x1F) } == true
         }
     }

@@ -17,12 +17,17 @@ struct AVIOpenGOPTests {
     /// - `plain`: ffmpeg's `-g 30` with open GOPs: the second key frame, at 30, has no leading B-picture.
     /// - `gstreamer`: `leading` made by x264enc ! avimux.
     /// - `mpeg4`: ffmpeg's MPEG-4 Part 2, a key frame every 24 frames, open GOVs: laid out as `leading`.
+    /// - `leading-160x120`, `leading-192x144`: `leading` at that size, where most B-pictures are 256–511 bytes, so
+    ///   their 4-byte NAL lengths in h264parse's `avc` form start with the bytes of a start code (00 00 01).
     static func file(_ variant: String) -> String {
-        let source = ["-f", "lavfi", "-i", "testsrc2=size=320x240:rate=30:duration=2", "-pix_fmt", "yuv420p",
+        let (width, height) = size(variant)
+        let source = ["-f", "lavfi", "-i", "testsrc2=size=\(width)x\(height):rate=30:duration=2", "-pix_fmt", "yuv420p",
                       "-c:v", "libx264", "-preset", "veryfast", "-bf", "2", "-f", "avi"]
         let leading = "open-gop=1:keyint=24:min-keyint=24:scenecut=0:b-adapt=0"
         switch variant {
         case "leading": return Media.make("open-gop-leading.avi", source + ["-x264-params", leading])
+        case "leading-160x120", "leading-192x144":
+            return Media.make("open-gop-\(variant).avi", source + ["-x264-params", leading])
         case "plain": return Media.make("open-gop-plain.avi", source + ["-g", "30", "-x264-params", "open-gop=1"])
         case "mpeg4":
             return Media.make("open-gop-mpeg4.avi", ["-f", "lavfi", "-i", "testsrc2=size=320x240:rate=30:duration=2",
@@ -34,6 +39,12 @@ struct AVIOpenGOPTests {
                 "x264enc", "speed-preset=veryfast", "bframes=2", "key-int-max=24", "b-adapt=false",
                 "option-string=open-gop=1:min-keyint=24:scenecut=0", "!", "avimux"])
         }
+    }
+
+    /// A variant's picture size: 320×240 unless its name ends in `-WxH`.
+    static func size(_ variant: String) -> (width: Int, height: Int) {
+        let wh = variant.split(separator: "-").last?.split(separator: "x").compactMap { Int($0) } ?? []
+        return wh.count == 2 ? (wh[0], wh[1]) : (320, 240)
     }
 
     /// The file's key frames (decode times, from ffprobe's packets) and whether each is shown after pictures decoded
@@ -67,7 +78,8 @@ struct AVIOpenGOPTests {
 
     static let y420: [String: SettingValue] = [SettingsKey.pixelFormatType: .string("y420")]
 
-    @Test(arguments: ["leading", "plain", "gstreamer", "mpeg4"]) func rangesAreExact(_ variant: String) throws {
+    @Test(arguments: ["leading", "plain", "gstreamer", "mpeg4", "leading-160x120", "leading-192x144"])
+    func rangesAreExact(_ variant: String) throws {
         let file = Self.file(variant)
         let keys = try Self.keyFrames(file)
         try #require(keys.count > 1 && keys.dropFirst().allSatisfy { $0.leading == (variant != "plain") },
@@ -87,7 +99,8 @@ struct AVIOpenGOPTests {
 
     /// ResetOutput takes the same path: resets to ranges starting in the GOP before a key frame, on its leading
     /// B-pictures and on the key frame are exact.
-    @Test(arguments: ["leading", "plain", "gstreamer", "mpeg4"]) func resetsAreExact(_ variant: String) throws {
+    @Test(arguments: ["leading", "plain", "gstreamer", "mpeg4", "leading-160x120", "leading-192x144"])
+    func resetsAreExact(_ variant: String) throws {
         let file = Self.file(variant)
         let keys = try Self.keyFrames(file)
         let oracle = try Oracle.frameMD5(file, pixFmt: "yuv420p", extra: ["-vsync", "passthrough"])
@@ -124,11 +137,13 @@ struct AVIOpenGOPTests {
     /// 2 before to 2 after it, the nearest to the PNG's pixels, within 3 code values on average (videoconvert's and
     /// swscale's conversions differ slightly) — at that frame's tick.
     /// Also on closed-GOP H.264 and MPEG-4 with B-frames (AVILostSamplesTests' files: `closed-h264`, `closed-mpeg4`).
-    @Test(arguments: ["leading", "plain", "gstreamer", "mpeg4", "closed-h264", "closed-mpeg4"])
+    @Test(arguments: ["leading", "plain", "gstreamer", "mpeg4", "closed-h264", "closed-mpeg4", "leading-160x120",
+                      "leading-192x144"])
     func imagesAreExact(_ variant: String) throws {
         let closed = variant.hasPrefix("closed-") ? String(variant.dropFirst("closed-".count)) : nil
         let file = closed.map(AVILostSamplesTests.file) ?? Self.file(variant)
-        let (keys, oracle) = try Self.rgbOracle(file)
+        let (width, height) = Self.size(variant)
+        let (keys, oracle) = try Self.rgbOracle(file, width: width, height: height)
         let daemon = try Daemon()
         defer { daemon.stop() }
         let asset = try Asset(path: file, socketPath: daemon.socketPath)
@@ -144,8 +159,8 @@ struct AVIOpenGOPTests {
         }
         for (time, frame) in times {
             try Self.expectImage(asset, track, at: MediaTime(value: time, timescale: 120), frame: frame,
-                                 shownAt: MediaTime(value: Int64(frame), timescale: 30), oracle, dir: dir,
-                                 "\(variant) image at \(time)/120 s")
+                                 shownAt: MediaTime(value: Int64(frame), timescale: 30), oracle, dir: dir, width: width,
+                                 height: height, "\(variant) image at \(time)/120 s")
         }
         print("open-GOP AVI (\(variant)): \(times.count) images")
     }
@@ -191,10 +206,12 @@ struct AVIOpenGOPTests {
         }
     }
 
-    /// The file's key frames and ffmpeg's 60 frames of it as RGB (rgb24, 320×240).
-    static func rgbOracle(_ file: String) throws -> (keys: [(dts: Int64, leading: Bool)], frames: [[UInt8]]) {
+    /// The file's key frames and ffmpeg's 60 frames of it as RGB (rgb24, `width`×`height`).
+    static func rgbOracle(_ file: String, width: Int = 320, height: Int = 240) throws
+        -> (keys: [(dts: Int64, leading: Bool)], frames: [[UInt8]]) {
         let keys = try keyFrames(file)
-        let oracle = try Oracle.rawFrames(file, ["-vsync", "passthrough", "-pix_fmt", "rgb24"], frameSize: 320 * 240 * 3)
+        let oracle = try Oracle.rawFrames(file, ["-vsync", "passthrough", "-pix_fmt", "rgb24"],
+                                          frameSize: width * height * 3)
         try #require(oracle.count == 60 && keys.count > 1, "ffmpeg decodes \(oracle.count) frames, key frames \(keys)")
         return (keys, oracle)
     }
