@@ -17,7 +17,9 @@ public enum MatroskaTail {
         /// The DiscardPadding in frames at `rate`, rounded to the nearest as ffmpeg's demuxer converts it
         /// (av_rescale_q), of at most maxPadding.
         public func paddingFrames(rate: Int) -> Int64 {
-            (min(discardPadding, MatroskaTail.maxPadding) * Int64(max(0, rate)) + 500_000_000) / 1_000_000_000
+            var bounded = self
+            bounded.discardPadding = min(discardPadding, MatroskaTail.maxPadding)
+            return Int64(clamping: bounded.discardPaddingSamples(rate: Int64(rate)))
         }
 
         /// The DiscardPadding in samples of `rate` Hz (> 0), rounded half up as GStreamer's
