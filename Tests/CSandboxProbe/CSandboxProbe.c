@@ -47,8 +47,11 @@ static int operate(trackd_probe_operation operation) {
     return -2;
 }
 
-// The child's side of trackd_probe_in_sandbox: enters the sandbox, then tries the operation.
-static trackd_probe_operation probe_operation;
+// The child's side of trackd_probe_in_sandbox: enters the sandbox, then tries the operation. The operation is
+// per thread: swift-testing runs the probes' test cases in parallel, and with one global a case's child could run
+// another case's operation (set by a second thread between this thread's store and its fork) — memfd_rx reported
+// as allowed, once in a full run. The child is a copy of the thread that stored it.
+static _Thread_local trackd_probe_operation probe_operation;
 static void probe(void *result) {
     trackd_probe_result *r = result;
     trackd_sandbox_config config = { 0 };
@@ -62,6 +65,6 @@ static void probe(void *result) {
 }
 
 int trackd_probe_in_sandbox(trackd_probe_operation operation, trackd_probe_result *result) {
-    probe_operation = operation;  // read by the forked child only
+    probe_operation = operation;  // this thread's, read by the child it forks
     return trackd_probe_fork(probe, result, sizeof *result, &result->signal_number, result->error, sizeof result->error);
 }
